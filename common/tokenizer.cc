@@ -1,0 +1,156 @@
+#include "common/tokenizer.h"
+
+#include <xxhash.h>
+
+namespace neardup {
+namespace {
+
+constexpr uint32_t kInvalid = 0xFFFFFFFF;
+
+// Decodes one UTF-8 code point at text[*i], advancing *i. Invalid or overlong sequences,
+// surrogates and truncated sequences yield kInvalid and advance by one byte.
+inline uint32_t DecodeUtf8(std::string_view text, size_t* i) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  const size_t p = *i;
+  unsigned char c = s[p];
+  if (c < 0x80) { *i = p + 1; return c; }
+  uint32_t cp;
+  size_t len;
+  uint32_t min;
+  if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; min = 0x80; }
+  else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; min = 0x800; }
+  else if ((c & 0xF8) == 0xF0) { cp = c & 0x07; len = 4; min = 0x10000; }
+  else { *i = p + 1; return kInvalid; }
+  if (p + len > n) { *i = p + 1; return kInvalid; }
+  for (size_t k = 1; k < len; ++k) {
+    unsigned char cc = s[p + k];
+    if ((cc & 0xC0) != 0x80) { *i = p + 1; return kInvalid; }
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) { *i = p + 1; return kInvalid; }
+  *i = p + len;
+  return cp;
+}
+
+enum class CharClass { kSeparator, kWord, kSingle, kApostrophe };
+
+inline CharClass Classify(uint32_t cp) {
+  if (cp < 0x80) {
+    if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9')) return CharClass::kWord;
+    return cp == '\'' ? CharClass::kApostrophe : CharClass::kSeparator;
+  }
+  if (cp >= 0xC0 && cp <= 0x24F) return (cp == 0xD7 || cp == 0xF7) ? CharClass::kSeparator : CharClass::kWord;
+  if (cp >= 0x370 && cp <= 0x4FF) {
+    // Greek and Cyrillic letters; skip Greek punctuation-like code points.
+    if (cp == 0x37E || cp == 0x387 || cp == 0x375 || cp == 0x482) return CharClass::kSeparator;
+    return CharClass::kWord;
+  }
+  if (cp >= 0x1E00 && cp <= 0x1EFF) return CharClass::kWord;
+  if (cp == 0x2019) return CharClass::kApostrophe;
+  if ((cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x3040 && cp <= 0x30FF) ||
+      (cp >= 0xAC00 && cp <= 0xD7AF))
+    return CharClass::kSingle;
+  return CharClass::kSeparator;
+}
+
+inline uint32_t Fold(uint32_t cp) {
+  if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
+  if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) return cp + 32;
+  if (cp >= 0x100 && cp <= 0x17F) {
+    if ((cp <= 0x137 || (cp >= 0x14A && cp <= 0x177)) && cp % 2 == 0) return cp + 1;
+    if (((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) && cp % 2 == 1) return cp + 1;
+    if (cp == 0x178) return 0xFF;
+    return cp;
+  }
+  if (cp >= 0x391 && cp <= 0x3AB && cp != 0x3A2) return cp + 32;
+  if (cp >= 0x410 && cp <= 0x42F) return cp + 32;
+  if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
+  return cp;
+}
+
+inline void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// Walks `text` and calls emit(folded_word) for each word. `word` is scratch space.
+template <typename Emit>
+void ForEachWord(std::string_view text, std::string& word, Emit&& emit) {
+  word.clear();
+  size_t i = 0;
+  const size_t n = text.size();
+  while (i < n) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    // ASCII fast path.
+    if (c < 0x80) {
+      ++i;
+      if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) { word.push_back(static_cast<char>(c)); continue; }
+      if (c >= 'A' && c <= 'Z') { word.push_back(static_cast<char>(c + 32)); continue; }
+      if (c == '\'' && !word.empty() && i < n) {
+        size_t j = i;
+        if (Classify(DecodeUtf8(text, &j)) == CharClass::kWord) continue;  // joins the word
+      }
+      if (!word.empty()) { emit(std::string_view(word)); word.clear(); }
+      continue;
+    }
+    const uint32_t cp = DecodeUtf8(text, &i);
+    const CharClass cls = cp == kInvalid ? CharClass::kSeparator : Classify(cp);
+    switch (cls) {
+      case CharClass::kWord:
+        AppendUtf8(Fold(cp), &word);
+        break;
+      case CharClass::kApostrophe: {
+        if (!word.empty() && i < n) {
+          size_t j = i;
+          if (Classify(DecodeUtf8(text, &j)) == CharClass::kWord) break;
+        }
+        if (!word.empty()) { emit(std::string_view(word)); word.clear(); }
+        break;
+      }
+      case CharClass::kSingle:
+        if (!word.empty()) { emit(std::string_view(word)); word.clear(); }
+        AppendUtf8(cp, &word);
+        emit(std::string_view(word));
+        word.clear();
+        break;
+      case CharClass::kSeparator:
+        if (!word.empty()) { emit(std::string_view(word)); word.clear(); }
+        break;
+    }
+  }
+  if (!word.empty()) { emit(std::string_view(word)); word.clear(); }
+}
+
+}  // namespace
+
+uint64_t WordHash(std::string_view folded_word) { return XXH3_64bits(folded_word.data(), folded_word.size()); }
+
+size_t HashWords(std::string_view text, std::vector<uint64_t>* word_hashes) {
+  thread_local std::string word;
+  const size_t before = word_hashes->size();
+  ForEachWord(text, word, [&](std::string_view w) { word_hashes->push_back(WordHash(w)); });
+  return word_hashes->size() - before;
+}
+
+std::vector<std::string> Tokenize(std::string_view text) {
+  std::string word;
+  std::vector<std::string> out;
+  ForEachWord(text, word, [&](std::string_view w) { out.emplace_back(w); });
+  return out;
+}
+
+}  // namespace neardup

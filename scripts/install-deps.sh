@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything neardup needs to build and test, from Debian bookworm packages.
+# Idempotent: packages already present are left alone; safe to run on every build.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config ninja-build
+  protobuf-compiler libprotobuf-dev   # signatures, partition maps, configs (text format)
+  libleveldb-dev                      # persistent shard and group stores
+  libeigen3-dev                       # vectorised kernels (tiers)
+  libspdlog-dev libfmt-dev            # logging
+  libgtest-dev libgmock-dev           # unit tests
+  libbenchmark-dev                    # micro benchmarks
+  libxxhash-dev                       # XXH3 shingle and word hashes
+  libcli11-dev                        # command line of the neardup binary
+  libmodest-dev                       # MyHTML: HTML5 parsing of crawled pages
+  libsimdjson-dev                     # JSON Lines crawl records
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
