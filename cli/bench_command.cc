@@ -1,0 +1,105 @@
+// neardup bench: named workloads that print figures to compare as ratios.
+//
+//   neardup bench docmodel --input crawl.jsonl [--records N]
+//     Single-threaded throughput of each document-model stage over the crawl's records, in one
+//     process: JSON record parsing, HTML -> visible text, tokenizing, and full signing
+//     (tokenize + shingles + length vectors + digest). MB/s are of the stage's input bytes.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "common/crawl_reader.h"
+#include "common/html_text.h"
+#include "common/signature.h"
+#include "common/tokenizer.h"
+
+namespace neardup::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
+
+int BenchDocModel(const std::string& input, uint64_t max_records, int repeat) {
+  auto t0 = Clock::now();
+  auto reader = CrawlReader::Open(input, {});
+  if (!reader.ok()) { spdlog::error("{}", reader.status().message()); return 1; }
+  std::vector<CrawlRecord> records;
+  CrawlRecord r;
+  while (records.size() < max_records && (*reader)->Next(&r)) records.push_back(r);
+  const double parse_s = Seconds(t0);
+  const uint64_t parse_bytes = (*reader)->stats().bytes;
+  auto extractor = HtmlToText::Create();
+  if (!extractor.ok()) { spdlog::error("{}", extractor.status().message()); return 1; }
+
+  // HTML -> text over html records.
+  uint64_t html_bytes = 0, html_docs = 0;
+  std::vector<std::string> texts;
+  texts.reserve(records.size());
+  std::string text;
+  t0 = Clock::now();
+  for (int rep = 0; rep < repeat; ++rep) {
+    texts.clear();
+    for (const auto& rec : records) {
+      if (rec.is_redirect()) continue;
+      if (rec.is_html) {
+        if (Status s = (*extractor)->Extract(rec.body, &text); !s.ok()) { spdlog::error("{}", s.message()); return 1; }
+        if (rep == 0) { html_bytes += rec.body.size(); ++html_docs; }
+        texts.push_back(text);
+      } else {
+        texts.push_back(rec.body);
+      }
+    }
+  }
+  const double html_s = Seconds(t0) / repeat;
+  uint64_t text_bytes = 0;
+  for (const auto& t : texts) text_bytes += t.size();
+
+  // Tokenize only (the baseline the signing cost is compared with).
+  std::vector<uint64_t> words;
+  uint64_t word_count = 0;
+  t0 = Clock::now();
+  for (int rep = 0; rep < repeat; ++rep) {
+    for (const auto& t : texts) { words.clear(); word_count += HashWords(t, &words); }
+  }
+  const double tok_s = Seconds(t0) / repeat;
+
+  Signer signer({});
+  PageFeatures f;
+  uint64_t shingles = 0;
+  t0 = Clock::now();
+  for (int rep = 0; rep < repeat; ++rep) {
+    for (const auto& t : texts) { signer.Sign(t, &f); shingles += f.shingles.size(); }
+  }
+  const double sign_s = Seconds(t0) / repeat;
+  const double mb = 1e6;
+  std::printf("bench docmodel: %zu records (%llu html, %.1f MB html, %.1f MB visible text), %d repetitions\n",
+              records.size(), (unsigned long long)html_docs, html_bytes / mb, text_bytes / mb, repeat);
+  std::printf("  json parse      %8.1f MB/s  (%.1f MB in %.3fs)\n", parse_bytes / mb / parse_s, parse_bytes / mb, parse_s);
+  if (html_docs > 0) {
+    std::printf("  html -> text    %8.1f MB/s of html (includes copying text records)\n", html_bytes / mb / html_s);
+  }
+  std::printf("  tokenize        %8.1f MB/s of text, %.1f M words/s\n", text_bytes / mb / tok_s,
+              word_count / repeat / 1e6 / tok_s);
+  std::printf("  sign (k=5,N=3)  %8.1f MB/s of text, %.0f pages/s  (%.2fx tokenize time)\n", text_bytes / mb / sign_s,
+              texts.size() / sign_s, sign_s / tok_s);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterBench(CLI::App& app, int* exit_code) {
+  auto* bench = app.add_subcommand("bench", "Named benchmark workloads");
+  bench->require_subcommand(1);
+  auto* doc = bench->add_subcommand("docmodel", "Throughput of JSON parsing, HTML->text, tokenizing and signing");
+  struct Args { std::string input; uint64_t records = 20000; int repeat = 3; };
+  auto args = std::make_shared<Args>();
+  doc->add_option("--input", args->input, "crawl JSON Lines")->required();
+  doc->add_option("--records", args->records, "records to load")->capture_default_str();
+  doc->add_option("--repeat", args->repeat, "repetitions of each stage")->capture_default_str()->check(CLI::PositiveNumber);
+  doc->callback([args, exit_code] { *exit_code = BenchDocModel(args->input, args->records, args->repeat); });
+}
+
+}  // namespace neardup::cli

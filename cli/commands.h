@@ -1,0 +1,14 @@
+// The neardup subcommands. Each Register* adds one subcommand to the CLI11 app; its callback runs
+// the command and stores the process exit code in *exit_code (0 ok, 1 failure, 2 bad usage).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace neardup::cli {
+
+void RegisterBaseline(CLI::App& app, int* exit_code);
+void RegisterGenCrawl(CLI::App& app, int* exit_code);
+void RegisterBench(CLI::App& app, int* exit_code);
+void RegisterConfig(CLI::App& app, int* exit_code);
+
+}  // namespace neardup::cli

@@ -1,0 +1,36 @@
+// Options shared by the subcommands that read crawls: --config plus per-run overrides.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "common/crawl_reader.h"
+#include "common/signature.h"
+#include "common/status.h"
+
+namespace neardup::cli {
+
+struct SharedOptions {
+  std::string config;                  // textproto; empty = built-in defaults
+  std::optional<double> threshold;
+  std::optional<int> shingle_k;
+  std::optional<int> dims;
+  std::optional<int> threads;
+  std::optional<uint64_t> max_line_bytes;
+};
+
+struct ResolvedOptions {
+  double threshold;
+  SignerOptions signer;
+  CrawlReaderOptions reader;
+  int threads;
+};
+
+void AddSharedOptions(CLI::App* cmd, SharedOptions* o);
+
+// Loads the config (if any) and applies the command-line overrides. InvalidArgument with
+// file:line:column for a bad config, or naming the flag for a bad value.
+StatusOr<ResolvedOptions> ResolveShared(const SharedOptions& o);
+
+}  // namespace neardup::cli

@@ -1,0 +1,52 @@
+// neardup gen-crawl: a deterministic synthetic crawl (see gencrawl/crawl_generator.h).
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "cli/commands.h"
+#include "common/progress.h"
+#include "gencrawl/crawl_generator.h"
+
+namespace neardup::cli {
+
+void RegisterGenCrawl(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand("gen-crawl", "Generate a realistic synthetic crawl (deterministic per seed)");
+  struct Args {
+    CrawlGenOptions gen;
+    std::string out, truth;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("--pages", args->gen.pages, "crawl records to write")->required();
+  cmd->add_option("--seed", args->gen.seed, "random seed")->capture_default_str();
+  cmd->add_option("--out", args->out, "crawl JSON Lines to write (- for stdout)")->required();
+  cmd->add_option("--truth", args->truth, "write each record's family and kind here");
+  cmd->add_option("--html-share", args->gen.html_share, "share of content records written as HTML")->capture_default_str();
+  cmd->add_option("--shingle-k", args->gen.shingle_k, "k used for the truth file's jaccard_to_source")->capture_default_str();
+  cmd->callback([args, exit_code] {
+    auto open = [](const std::string& path) -> std::FILE* {
+      return path == "-" ? stdout : std::fopen(path.c_str(), "wb");
+    };
+    std::FILE* out = open(args->out);
+    if (out == nullptr) { spdlog::error("cannot write {}: {}", args->out, std::strerror(errno)); *exit_code = 1; return; }
+    std::FILE* truth = nullptr;
+    if (!args->truth.empty()) {
+      truth = open(args->truth);
+      if (truth == nullptr) { spdlog::error("cannot write {}: {}", args->truth, std::strerror(errno)); *exit_code = 1; return; }
+    }
+    Progress progress("gen-crawl");
+    CrawlGenStats stats{};
+    Status s = GenerateCrawl(args->gen, out, truth, &stats);
+    int close_rc = out == stdout ? std::fflush(out) : std::fclose(out);
+    if (truth != nullptr && truth != stdout) close_rc |= std::fclose(truth);
+    if (s.ok() && close_rc != 0) s = IoError("closing the output failed");
+    if (!s.ok()) { spdlog::error("gen-crawl: {}", s.message()); *exit_code = s.code() == StatusCode::kInvalidArgument ? 2 : 1; return; }
+    const double secs = progress.ElapsedSeconds();
+    spdlog::info("gen-crawl: {} records ({} content, {} redirects, {} recrawls, {} families), {:.1f} MB in {:.1f}s, peak RSS {:.0f} MiB",
+                 stats.records, stats.content_records, stats.redirect_records, stats.recrawl_records, stats.families,
+                 stats.bytes / 1e6, secs, PeakRssBytes() / 1048576.0);
+  });
+}
+
+}  // namespace neardup::cli

@@ -1,0 +1,30 @@
+// neardup: near-duplicate detection. One binary, one subcommand per job; `neardup --help`.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "common/progress.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"neardup: incremental near-duplicate detection (two-tier design)"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off (logs go to stderr)")
+      ->capture_default_str();
+  app.parse_complete_callback([&] {
+    if (!neardup::SetLogLevel(log_level)) throw CLI::ValidationError("--log-level", "unknown level " + log_level);
+  });
+  int exit_code = 0;
+  neardup::cli::RegisterBaseline(app, &exit_code);
+  neardup::cli::RegisterGenCrawl(app, &exit_code);
+  neardup::cli::RegisterBench(app, &exit_code);
+  neardup::cli::RegisterConfig(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}

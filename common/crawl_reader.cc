@@ -1,0 +1,315 @@
+#include "common/crawl_reader.h"
+
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+namespace neardup {
+namespace {
+
+constexpr size_t kReadBuffer = 1 << 20;
+
+// Replaces each invalid UTF-8 byte of s by U+FFFD.
+std::string RepairUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 16);
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = p[i];
+    if (c < 0x80) { out.push_back(static_cast<char>(c)); ++i; continue; }
+    size_t len = 0;
+    uint32_t cp = 0, min = 0;
+    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
+    bool ok = len != 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) ok = false; else cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
+    if (ok) { out.append(s.substr(i, len)); i += len; }
+    else { out.append("\xEF\xBF\xBD"); ++i; }
+  }
+  return out;
+}
+
+Status FieldError(const char* field, const char* what) {
+  return InvalidArgument(std::string("field '") + field + "' " + what);
+}
+
+// Reads an optional string field. *present tells whether it was there (null counts as absent).
+Status OptionalString(simdjson::dom::object& obj, const char* field, std::string* out, bool* present) {
+  simdjson::dom::element e;
+  *present = false;
+  if (obj[field].get(e) != simdjson::SUCCESS || e.is_null()) return Status::Ok();
+  std::string_view v;
+  if (e.get_string().get(v) != simdjson::SUCCESS) return FieldError(field, "must be a string");
+  out->assign(v);
+  *present = true;
+  return Status::Ok();
+}
+
+Status ParseElement(simdjson::dom::element doc, CrawlRecord* out) {
+  simdjson::dom::object obj;
+  if (doc.get_object().get(obj) != simdjson::SUCCESS) return InvalidArgument("line is not a JSON object");
+  bool present = false;
+  RETURN_IF_ERROR(OptionalString(obj, "url", &out->url, &present));
+  if (!present) return InvalidArgument("missing required field 'url'");
+  if (!IsAbsoluteHttpUrl(out->url)) return FieldError("url", "is not an absolute http(s) URL");
+
+  out->redirect_to.clear();
+  RETURN_IF_ERROR(OptionalString(obj, "redirect_to", &out->redirect_to, &present));
+  if (present && !IsAbsoluteHttpUrl(out->redirect_to)) {
+    return FieldError("redirect_to", "is not an absolute http(s) URL");
+  }
+  bool has_html = false, has_text = false;
+  std::string text;
+  RETURN_IF_ERROR(OptionalString(obj, "html", &out->body, &has_html));
+  RETURN_IF_ERROR(OptionalString(obj, "text", has_html ? &text : &out->body, &has_text));
+  out->is_html = has_html;
+  if (out->is_redirect()) {
+    out->body.clear();
+    out->is_html = false;
+  } else if (!has_html && !has_text) {
+    return InvalidArgument("needs 'html' or 'text' (or 'redirect_to')");
+  }
+
+  out->popularity = 0;
+  simdjson::dom::element e;
+  if (obj["popularity"].get(e) == simdjson::SUCCESS && !e.is_null()) {
+    double p;
+    if (e.get_double().get(p) != simdjson::SUCCESS) return FieldError("popularity", "must be a number");
+    if (!(p >= 0) || !std::isfinite(p)) return FieldError("popularity", "must be a finite number >= 0");
+    out->popularity = p;
+  }
+  std::string when;
+  out->fetched_at_ms.reset();
+  RETURN_IF_ERROR(OptionalString(obj, "fetched_at", &when, &present));
+  if (present) {
+    out->fetched_at_ms = ParseRfc3339(when);
+    if (!out->fetched_at_ms) return FieldError("fetched_at", "is not an RFC 3339 date-time");
+  }
+  out->market.clear();
+  RETURN_IF_ERROR(OptionalString(obj, "market", &out->market, &present));
+  return Status::Ok();
+}
+
+const char* JsonErrorText(simdjson::error_code code) {
+  switch (code) {
+    case simdjson::TAPE_ERROR: return "malformed JSON";
+    case simdjson::UNCLOSED_STRING: return "malformed JSON: unclosed string (truncated line?)";
+    case simdjson::EMPTY: return "malformed JSON: empty document";
+    case simdjson::DEPTH_ERROR: return "JSON nested too deeply";
+    case simdjson::STRING_ERROR: return "malformed JSON string";
+    case simdjson::NUMBER_ERROR: return "malformed JSON number";
+    case simdjson::T_ATOM_ERROR: case simdjson::F_ATOM_ERROR: case simdjson::N_ATOM_ERROR:
+      return "malformed JSON literal";
+    default: return simdjson::error_message(code);
+  }
+}
+
+// 0 for an ok parse, 1 for an ok parse after UTF-8 repair; error status otherwise.
+StatusOr<int> ParseLine(std::string_view line, CrawlRecord* out) {
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  auto err = parser.parse(line.data(), line.size(), true).get(doc);
+  int repaired = 0;
+  std::string fixed;
+  if (err == simdjson::UTF8_ERROR) {
+    fixed = RepairUtf8(line);
+    err = parser.parse(fixed.data(), fixed.size(), true).get(doc);
+    repaired = 1;
+  }
+  if (err != simdjson::SUCCESS) return InvalidArgument(JsonErrorText(err));
+  RETURN_IF_ERROR(ParseElement(doc, out));
+  return repaired;
+}
+
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+}  // namespace
+
+Status ParseCrawlRecord(std::string_view line, CrawlRecord* out) {
+  auto r = ParseLine(line, out);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+bool IsAbsoluteHttpUrl(std::string_view url) {
+  size_t rest;
+  auto starts = [&](std::string_view p) {
+    if (url.size() < p.size()) return false;
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(url[i])) != p[i]) return false;
+    }
+    return true;
+  };
+  if (starts("http://")) rest = 7;
+  else if (starts("https://")) rest = 8;
+  else return false;
+  if (rest >= url.size() || url[rest] == '/' || url[rest] == '?' || url[rest] == '#') return false;
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F) return false;
+  }
+  return true;
+}
+
+std::optional<int64_t> ParseRfc3339(std::string_view s) {
+  auto digits = [&](size_t pos, size_t n, int* v) {
+    if (pos + n > s.size()) return false;
+    int x = 0;
+    for (size_t i = pos; i < pos + n; ++i) {
+      if (s[i] < '0' || s[i] > '9') return false;
+      x = x * 10 + (s[i] - '0');
+    }
+    *v = x;
+    return true;
+  };
+  int Y, M, D, h, m, sec;
+  if (!digits(0, 4, &Y) || s.size() < 20 || s[4] != '-' || !digits(5, 2, &M) || s[7] != '-' ||
+      !digits(8, 2, &D) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !digits(11, 2, &h) ||
+      s[13] != ':' || !digits(14, 2, &m) || s[16] != ':' || !digits(17, 2, &sec)) {
+    return std::nullopt;
+  }
+  static const int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (M < 1 || M > 12 || D < 1 || D > kDays[M - 1] || h > 23 || m > 59 || sec > 60) return std::nullopt;
+  size_t pos = 19;
+  int64_t ms = 0;
+  if (pos < s.size() && s[pos] == '.') {
+    ++pos;
+    size_t start = pos;
+    int64_t scale = 100;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      ms += (s[pos] - '0') * scale;
+      scale /= 10;
+      ++pos;
+    }
+    if (pos == start) return std::nullopt;
+  }
+  int64_t offset_min = 0;
+  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
+    ++pos;
+  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+    int oh, om;
+    if (!digits(pos + 1, 2, &oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !digits(pos + 4, 2, &om) ||
+        oh > 23 || om > 59) {
+      return std::nullopt;
+    }
+    offset_min = (oh * 60 + om) * (s[pos] == '+' ? 1 : -1);
+    pos += 6;
+  } else {
+    return std::nullopt;
+  }
+  if (pos != s.size()) return std::nullopt;
+  const int64_t days = DaysFromCivil(Y, static_cast<unsigned>(M), static_cast<unsigned>(D));
+  const int64_t secs = days * 86400 + h * 3600 + m * 60 + sec - offset_min * 60;
+  return secs * 1000 + ms;
+}
+
+CrawlReader::CrawlReader(std::FILE* f, bool owned, CrawlReaderOptions options)
+    : file_(f), owned_(owned), options_(options), buf_(new char[kReadBuffer]) {
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) total_bytes_ = static_cast<uint64_t>(st.st_size);
+  on_bad_line_ = [this](const BadLine& b) {
+    if (stats_.bad_lines <= 20 || stats_.bad_lines % 1000 == 0) {
+      spdlog::warn("line {}: {} (skipped; {} bad lines so far)", b.line, b.reason, stats_.bad_lines);
+    }
+  };
+}
+
+CrawlReader::~CrawlReader() {
+  if (owned_ && file_ != nullptr) std::fclose(file_);
+}
+
+StatusOr<std::unique_ptr<CrawlReader>> CrawlReader::Open(const std::string& path, CrawlReaderOptions options) {
+  if (path == "-") return FromStream(stdin, options);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return IoError("cannot open crawl " + path + ": " + std::strerror(errno));
+  return std::unique_ptr<CrawlReader>(new CrawlReader(f, true, options));
+}
+
+std::unique_ptr<CrawlReader> CrawlReader::FromStream(std::FILE* stream, CrawlReaderOptions options) {
+  return std::unique_ptr<CrawlReader>(new CrawlReader(stream, false, options));
+}
+
+bool CrawlReader::ReadLine(bool* too_long) {
+  line_.clear();
+  *too_long = false;
+  bool any = false;
+  for (;;) {
+    if (buf_pos_ == buf_len_) {
+      if (eof_) return any;
+      buf_len_ = std::fread(buf_.get(), 1, kReadBuffer, file_);
+      buf_pos_ = 0;
+      if (buf_len_ == 0) {
+        if (std::ferror(file_)) status_ = IoError(std::string("read error: ") + std::strerror(errno));
+        eof_ = true;
+        return any;
+      }
+    }
+    any = true;
+    const char* start = buf_.get() + buf_pos_;
+    const size_t avail = buf_len_ - buf_pos_;
+    const void* nl = std::memchr(start, '\n', avail);
+    const size_t take = nl ? static_cast<size_t>(static_cast<const char*>(nl) - start) : avail;
+    stats_.bytes += take + (nl ? 1 : 0);
+    if (!*too_long) {
+      if (line_.size() + take > options_.max_line_bytes) {
+        *too_long = true;
+        line_.clear();
+        line_.shrink_to_fit();
+      } else {
+        line_.append(start, take);
+      }
+    }
+    buf_pos_ += take + (nl ? 1 : 0);
+    if (nl) return true;
+  }
+}
+
+void CrawlReader::Report(uint64_t line, std::string reason) {
+  ++stats_.bad_lines;
+  if (on_bad_line_) on_bad_line_(BadLine{line, std::move(reason)});
+}
+
+bool CrawlReader::Next(CrawlRecord* record) {
+  bool too_long = false;
+  while (status_.ok() && ReadLine(&too_long)) {
+    const uint64_t line_no = ++stats_.lines;
+    if (too_long) {
+      Report(line_no, "line longer than max_line_bytes (" + std::to_string(options_.max_line_bytes) + ")");
+      continue;
+    }
+    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+    if (line_.find_first_not_of(" \t") == std::string::npos) continue;
+    auto r = ParseLine(line_, record);
+    if (!r.ok()) {
+      Report(line_no, r.status().message());
+      continue;
+    }
+    stats_.utf8_repaired += static_cast<uint64_t>(*r);
+    record->line = line_no;
+    ++stats_.records;
+    return true;
+  }
+  return false;
+}
+
+std::string SummarizeReader(const CrawlReaderStats& s) {
+  return std::to_string(s.records) + " records from " + std::to_string(s.lines) + " lines, " +
+         std::to_string(s.bad_lines) + " bad lines skipped, " + std::to_string(s.utf8_repaired) +
+         " repaired (invalid UTF-8)";
+}
+
+}  // namespace neardup

@@ -1,0 +1,125 @@
+// CrawlReader: streams crawl records from a JSON Lines file in constant memory.
+//
+// One JSON object per line:
+//   url          required; absolute http:// or https:// URL
+//   html | text  one of them required unless redirect_to is given. With both, html is used and
+//                text ignored (html is the fetched page; text may be a lossy extract).
+//   redirect_to  optional URL: this URL redirects there (content, if any, is ignored)
+//   popularity   optional number >= 0 (default 0)
+//   fetched_at   optional RFC 3339 time, e.g. "2024-06-03T00:09:48Z" or "...+02:00"
+//   market       optional string, e.g. "uk"
+// Unknown fields are ignored. Empty lines are skipped silently.
+//
+// A bad line (not JSON, a missing or mistyped field, a line longer than max_line_bytes) is
+// reported through the error callback with its 1-based line number and the reason, counted, and
+// skipped; reading goes on. A line that is valid JSON except for invalid UTF-8 is repaired
+// (invalid bytes become U+FFFD), counted in stats().utf8_repaired and kept. A line over the
+// limit is never held in memory: it is skipped as it streams past.
+//
+//   ASSIGN_OR_RETURN(auto reader, CrawlReader::Open("crawl.jsonl", {}));
+//   CrawlRecord r;
+//   while (reader->Next(&r)) Use(r);
+//   RETURN_IF_ERROR(reader->status());   // I/O errors only; bad lines are not errors
+//
+// Thread safety: a CrawlReader is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace neardup {
+
+struct CrawlRecord {
+  std::string url;
+  std::string body;        // the html or text content (empty for a redirect)
+  bool is_html = false;    // body is HTML (true) or plain text (false)
+  std::string redirect_to; // empty when the page does not redirect
+  double popularity = 0;
+  std::optional<int64_t> fetched_at_ms;  // milliseconds since the Unix epoch, UTC
+  std::string market;
+  uint64_t line = 0;       // 1-based line number in the input
+
+  bool is_redirect() const { return !redirect_to.empty(); }
+};
+
+struct CrawlReaderOptions {
+  uint64_t max_line_bytes = 8ull << 20;
+};
+
+struct CrawlReaderStats {
+  uint64_t lines = 0;          // lines seen, including empty and bad ones
+  uint64_t records = 0;        // records returned by Next()
+  uint64_t bad_lines = 0;      // lines reported and skipped
+  uint64_t utf8_repaired = 0;  // records kept after replacing invalid UTF-8
+  uint64_t bytes = 0;          // bytes consumed
+};
+
+struct BadLine {
+  uint64_t line;
+  std::string reason;
+};
+
+// Parses one line into *out (line number untouched). Returns InvalidArgument naming the field and
+// the problem. Invalid UTF-8 is repaired as in CrawlReader.
+Status ParseCrawlRecord(std::string_view line, CrawlRecord* out);
+
+// True for an absolute http(s) URL with a non-empty host and no whitespace or control characters.
+bool IsAbsoluteHttpUrl(std::string_view url);
+
+// Parses an RFC 3339 date-time into milliseconds since the epoch, or nullopt if malformed.
+std::optional<int64_t> ParseRfc3339(std::string_view s);
+
+// "12000 records from 12004 lines, 3 bad lines skipped, 1 repaired (invalid UTF-8)".
+std::string SummarizeReader(const CrawlReaderStats& stats);
+
+class CrawlReader {
+ public:
+  // Opens `path` ("-" for standard input). IoError if it cannot be opened.
+  static StatusOr<std::unique_ptr<CrawlReader>> Open(const std::string& path, CrawlReaderOptions options);
+  // Reads from an already open stream, which the reader does not close.
+  static std::unique_ptr<CrawlReader> FromStream(std::FILE* stream, CrawlReaderOptions options);
+  ~CrawlReader();
+  CrawlReader(const CrawlReader&) = delete;
+  CrawlReader& operator=(const CrawlReader&) = delete;
+
+  // Called for each bad line. Default: log a warning (first 20 in full, then every 1000th).
+  void set_on_bad_line(std::function<void(const BadLine&)> f) { on_bad_line_ = std::move(f); }
+
+  // Fills *record with the next good record and returns true; false at end of input or on an I/O
+  // error (then status() says which).
+  bool Next(CrawlRecord* record);
+
+  const Status& status() const { return status_; }
+  const CrawlReaderStats& stats() const { return stats_; }
+  // Size of the input in bytes when known (regular files), for progress and ETA.
+  std::optional<uint64_t> total_bytes() const { return total_bytes_; }
+  std::string Summary() const { return SummarizeReader(stats_); }
+
+ private:
+  CrawlReader(std::FILE* f, bool owned, CrawlReaderOptions options);
+  // Reads the next line into line_ (without the newline). Returns false at EOF. Sets *too_long
+  // when the line exceeded the limit (its content is then discarded).
+  bool ReadLine(bool* too_long);
+  void Report(uint64_t line, std::string reason);
+
+  std::FILE* file_;
+  bool owned_;
+  CrawlReaderOptions options_;
+  std::unique_ptr<char[]> buf_;
+  size_t buf_pos_ = 0, buf_len_ = 0;
+  bool eof_ = false;
+  std::string line_;
+  CrawlReaderStats stats_;
+  Status status_;
+  std::optional<uint64_t> total_bytes_;
+  std::function<void(const BadLine&)> on_bad_line_;
+};
+
+}  // namespace neardup

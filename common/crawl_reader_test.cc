@@ -1,0 +1,164 @@
+#include "common/crawl_reader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+namespace neardup {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Feeds `content` to a CrawlReader through a temporary stream; collects records and bad lines.
+struct ReadAll {
+  std::vector<CrawlRecord> records;
+  std::vector<BadLine> bad;
+  CrawlReaderStats stats;
+  explicit ReadAll(const std::string& content, CrawlReaderOptions options = {}) {
+    std::FILE* f = std::tmpfile();
+    std::fwrite(content.data(), 1, content.size(), f);
+    std::rewind(f);
+    auto reader = CrawlReader::FromStream(f, options);
+    reader->set_on_bad_line([this](const BadLine& b) { bad.push_back(b); });
+    CrawlRecord r;
+    while (reader->Next(&r)) records.push_back(r);
+    EXPECT_TRUE(reader->status().ok());
+    stats = reader->stats();
+    std::fclose(f);
+  }
+};
+
+TEST(CrawlReader, ReadsAllFields) {
+  ReadAll r(R"({"url":"https://a.example/x?id=1","html":"<p>hi</p>","popularity":2.5,)"
+            R"("fetched_at":"2024-06-03T00:09:48Z","market":"uk","extra":[1,2,{"z":null}]})" "\n");
+  ASSERT_EQ(r.records.size(), 1u);
+  const auto& c = r.records[0];
+  EXPECT_EQ(c.url, "https://a.example/x?id=1");
+  EXPECT_TRUE(c.is_html);
+  EXPECT_EQ(c.body, "<p>hi</p>");
+  EXPECT_DOUBLE_EQ(c.popularity, 2.5);
+  EXPECT_EQ(*c.fetched_at_ms, 1717373388000);
+  EXPECT_EQ(c.market, "uk");
+  EXPECT_EQ(c.line, 1u);
+}
+
+TEST(CrawlReader, BadLinesAreReportedWithLineNumberAndSkipped) {
+  const std::string input =
+      "{\"url\":\"http://ok.example/1\",\"text\":\"one\"}\n"
+      "not json at all\n"
+      "{\"url\":\"http://ok.example/2\",\"text\":\"trunc\n"           // truncated JSON
+      "{\"text\":\"no url\"}\n"
+      "{\"url\":\"ftp://x.example/\",\"text\":\"t\"}\n"
+      "{\"url\":\"relative/path\",\"text\":\"t\"}\n"
+      "{\"url\":42,\"text\":\"t\"}\n"
+      "{\"url\":\"http://ok.example/3\"}\n"                          // no content
+      "{\"url\":\"http://ok.example/4\",\"text\":7}\n"
+      "{\"url\":\"http://ok.example/5\",\"text\":\"x\",\"popularity\":-1}\n"
+      "{\"url\":\"http://ok.example/6\",\"text\":\"x\",\"popularity\":\"high\"}\n"
+      "{\"url\":\"http://ok.example/7\",\"text\":\"x\",\"fetched_at\":\"yesterday\"}\n"
+      "[1,2,3]\n"
+      "\n"
+      "{\"url\":\"http://ok.example/8\",\"text\":\"last\"}";            // no trailing newline
+  ReadAll r(input);
+  ASSERT_EQ(r.records.size(), 2u);
+  EXPECT_EQ(r.records[0].url, "http://ok.example/1");
+  EXPECT_EQ(r.records[1].url, "http://ok.example/8");
+  EXPECT_EQ(r.records[1].line, 15u);
+  ASSERT_EQ(r.bad.size(), 12u);
+  EXPECT_EQ(r.stats.bad_lines, 12u);
+  EXPECT_EQ(r.bad[0].line, 2u);
+  EXPECT_THAT(r.bad[0].reason, HasSubstr("JSON"));
+  EXPECT_EQ(r.bad[1].line, 3u);
+  EXPECT_THAT(r.bad[2].reason, HasSubstr("missing required field 'url'"));
+  EXPECT_THAT(r.bad[3].reason, HasSubstr("absolute http(s) URL"));
+  EXPECT_THAT(r.bad[4].reason, HasSubstr("absolute http(s) URL"));
+  EXPECT_THAT(r.bad[5].reason, HasSubstr("'url' must be a string"));
+  EXPECT_THAT(r.bad[6].reason, HasSubstr("needs 'html' or 'text'"));
+  EXPECT_THAT(r.bad[7].reason, HasSubstr("'text' must be a string"));
+  EXPECT_THAT(r.bad[8].reason, HasSubstr("popularity"));
+  EXPECT_THAT(r.bad[9].reason, HasSubstr("popularity"));
+  EXPECT_THAT(r.bad[10].reason, HasSubstr("fetched_at"));
+  EXPECT_THAT(r.bad[11].reason, HasSubstr("not a JSON object"));
+  EXPECT_EQ(r.stats.lines, 15u);
+}
+
+TEST(CrawlReader, FiftyMegabyteLineIsSkippedAndReadingGoesOn) {
+  std::string input = "{\"url\":\"http://a.example/\",\"text\":\"before\"}\n{\"url\":\"http://b.example/\",\"text\":\"";
+  input.append(50u << 20, 'x');
+  input += "\"}\n{\"url\":\"http://c.example/\",\"text\":\"after\"}\n";
+  ReadAll r(input);
+  ASSERT_EQ(r.records.size(), 2u);
+  EXPECT_EQ(r.records[1].url, "http://c.example/");
+  EXPECT_EQ(r.records[1].line, 3u);
+  ASSERT_EQ(r.bad.size(), 1u);
+  EXPECT_EQ(r.bad[0].line, 2u);
+  EXPECT_THAT(r.bad[0].reason, HasSubstr("longer than max_line_bytes"));
+}
+
+TEST(CrawlReader, LineLimitIsConfigurable) {
+  ReadAll r("{\"url\":\"http://a.example/\",\"text\":\"" + std::string(3000, 'y') + "\"}\n",
+            CrawlReaderOptions{.max_line_bytes = 2048});
+  EXPECT_TRUE(r.records.empty());
+  EXPECT_EQ(r.bad.size(), 1u);
+}
+
+TEST(CrawlReader, InvalidUtf8IsRepairedNotDropped) {
+  ReadAll r("{\"url\":\"http://a.example/\",\"text\":\"caf\xE9 ok\"}\n");
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0].body, "caf\xEF\xBF\xBD ok");
+  EXPECT_EQ(r.stats.utf8_repaired, 1u);
+}
+
+TEST(CrawlReader, EmptyHtmlAndBothHtmlAndText) {
+  ReadAll r("{\"url\":\"http://a.example/\",\"html\":\"\"}\n"
+            "{\"url\":\"http://b.example/\",\"html\":\"<b>h</b>\",\"text\":\"t\"}\n");
+  ASSERT_EQ(r.records.size(), 2u);
+  EXPECT_TRUE(r.records[0].is_html);
+  EXPECT_EQ(r.records[0].body, "");
+  EXPECT_TRUE(r.records[1].is_html);  // html wins over text
+  EXPECT_EQ(r.records[1].body, "<b>h</b>");
+}
+
+TEST(CrawlReader, RedirectsIncludingToItself) {
+  ReadAll r("{\"url\":\"http://a.example/\",\"redirect_to\":\"http://b.example/\"}\n"
+            "{\"url\":\"http://c.example/\",\"redirect_to\":\"http://c.example/\",\"text\":\"ignored\"}\n"
+            "{\"url\":\"http://d.example/\",\"redirect_to\":\"nowhere\"}\n");
+  ASSERT_EQ(r.records.size(), 2u);
+  EXPECT_TRUE(r.records[0].is_redirect());
+  EXPECT_EQ(r.records[1].redirect_to, r.records[1].url);  // accepted; cycles are the consumer's to report
+  EXPECT_TRUE(r.records[1].body.empty());
+  ASSERT_EQ(r.bad.size(), 1u);
+  EXPECT_THAT(r.bad[0].reason, HasSubstr("redirect_to"));
+}
+
+TEST(CrawlReader, OpenMissingFileIsAnIoError) {
+  auto r = CrawlReader::Open("/nonexistent/crawl.jsonl", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+  EXPECT_THAT(r.status().message(), HasSubstr("/nonexistent/crawl.jsonl"));
+}
+
+TEST(Rfc3339, ParsesOffsetsAndFractions) {
+  EXPECT_EQ(*ParseRfc3339("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(*ParseRfc3339("1970-01-01T01:00:00+01:00"), 0);
+  EXPECT_EQ(*ParseRfc3339("1970-01-01T00:00:01.5Z"), 1500);
+  EXPECT_EQ(*ParseRfc3339("2000-03-01T00:00:00Z"), 951868800000);
+  EXPECT_FALSE(ParseRfc3339("2024-02-30T00:00:00Z").has_value());
+  EXPECT_FALSE(ParseRfc3339("2024-06-03 00:09").has_value());
+  EXPECT_FALSE(ParseRfc3339("2024-06-03T00:09:48").has_value());  // no zone
+  EXPECT_FALSE(ParseRfc3339("2024-06-03T00:09:48Zjunk").has_value());
+}
+
+TEST(Url, AbsoluteHttpOnly) {
+  EXPECT_TRUE(IsAbsoluteHttpUrl("http://a.example"));
+  EXPECT_TRUE(IsAbsoluteHttpUrl("HTTPS://a.example/p?q=1#f"));
+  EXPECT_FALSE(IsAbsoluteHttpUrl("http://"));
+  EXPECT_FALSE(IsAbsoluteHttpUrl("http:///path"));
+  EXPECT_FALSE(IsAbsoluteHttpUrl("mailto:a@b"));
+  EXPECT_FALSE(IsAbsoluteHttpUrl("http://a b.example/"));
+  EXPECT_FALSE(IsAbsoluteHttpUrl(""));
+}
+
+}  // namespace
+}  // namespace neardup

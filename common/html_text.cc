@@ -1,0 +1,136 @@
+#include "common/html_text.h"
+
+#include <myhtml/api.h>
+
+#include <vector>
+
+namespace neardup {
+namespace {
+
+// Appends s to out with invalid UTF-8 bytes replaced by U+FFFD.
+void AppendRepaired(std::string_view s, std::string* out) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = p[i];
+    if (c < 0x80) { out->push_back(static_cast<char>(c)); ++i; continue; }
+    size_t len = 0;
+    uint32_t cp = 0, min = 0;
+    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
+    bool ok = len != 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) ok = false; else cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
+    if (ok) { out->append(s.substr(i, len)); i += len; }
+    else { out->append("\xEF\xBF\xBD"); ++i; }
+  }
+}
+
+bool Skipped(myhtml_tag_id_t tag) {
+  return tag == MyHTML_TAG_SCRIPT || tag == MyHTML_TAG_STYLE || tag == MyHTML_TAG_NOSCRIPT ||
+         tag == MyHTML_TAG_TEMPLATE || tag == MyHTML_TAG__COMMENT;
+}
+
+}  // namespace
+
+bool IsValidUtf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = p[i];
+    if (c < 0x80) { ++i; continue; }
+    size_t len = 0;
+    uint32_t cp = 0, min = 0;
+    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
+    else return false;
+    if (i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+struct HtmlToText::Impl {
+  myhtml_t* myhtml = nullptr;
+  myhtml_tree_t* tree = nullptr;
+  std::string repaired;
+  std::vector<myhtml_tree_node_t*> stack;
+  ~Impl() {
+    if (tree != nullptr) myhtml_tree_destroy(tree);
+    if (myhtml != nullptr) myhtml_destroy(myhtml);
+  }
+};
+
+HtmlToText::HtmlToText(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HtmlToText::~HtmlToText() = default;
+
+StatusOr<std::unique_ptr<HtmlToText>> HtmlToText::Create() {
+  auto impl = std::make_unique<Impl>();
+  impl->myhtml = myhtml_create();
+  if (impl->myhtml == nullptr || MYHTML_FAILED(myhtml_init(impl->myhtml, MyHTML_OPTIONS_PARSE_MODE_SINGLE, 1, 0))) {
+    return Internal("MyHTML: cannot initialise the parser");
+  }
+  impl->tree = myhtml_tree_create();
+  if (impl->tree == nullptr || MYHTML_FAILED(myhtml_tree_init(impl->tree, impl->myhtml))) {
+    return Internal("MyHTML: cannot initialise a tree");
+  }
+  return std::unique_ptr<HtmlToText>(new HtmlToText(std::move(impl)));
+}
+
+Status HtmlToText::Extract(std::string_view html, std::string* text) {
+  text->clear();
+  Impl& im = *impl_;
+  const char* data = html.data();
+  size_t size = html.size();
+  if (!IsValidUtf8(html)) {
+    im.repaired.clear();
+    AppendRepaired(html, &im.repaired);
+    data = im.repaired.data();
+    size = im.repaired.size();
+  }
+  myhtml_tree_clean(im.tree);
+  if (MYHTML_FAILED(myhtml_parse(im.tree, MyENCODING_UTF_8, data, size))) {
+    return Internal("MyHTML: parse failed");
+  }
+  // Depth-first walk without recursion: deeply nested markup must not overflow the stack.
+  im.stack.clear();
+  myhtml_tree_node_t* root = myhtml_tree_get_document(im.tree);
+  if (root != nullptr) im.stack.push_back(myhtml_node_child(root));
+  while (!im.stack.empty()) {
+    myhtml_tree_node_t* node = im.stack.back();
+    im.stack.pop_back();
+    for (; node != nullptr; node = myhtml_node_next(node)) {
+      const myhtml_tag_id_t tag = myhtml_node_tag_id(node);
+      if (Skipped(tag)) continue;
+      if (tag == MyHTML_TAG__TEXT) {
+        size_t len = 0;
+        const char* t = myhtml_node_text(node, &len);
+        if (t != nullptr && len > 0) {
+          if (!text->empty()) text->push_back(' ');
+          text->append(t, len);
+        }
+        continue;
+      }
+      myhtml_tree_node_t* child = myhtml_node_child(node);
+      if (child != nullptr) {
+        // Visit the child subtree first, then continue with the next sibling.
+        myhtml_tree_node_t* next = myhtml_node_next(node);
+        if (next != nullptr) im.stack.push_back(next);
+        im.stack.push_back(child);
+        break;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace neardup

@@ -1,0 +1,62 @@
+#include "common/progress.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <string>
+
+namespace neardup {
+
+Progress::Progress(std::string what, std::optional<uint64_t> total_units, std::chrono::milliseconds interval)
+    : what_(std::move(what)), total_(total_units), interval_(interval), start_(Clock::now()), last_(start_) {}
+
+double Progress::ElapsedSeconds() const {
+  return std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+void Progress::Update(uint64_t items, uint64_t units) {
+  const auto now = Clock::now();
+  if (now - last_ < interval_) return;
+  last_ = now;
+  const double secs = std::chrono::duration<double>(now - start_).count();
+  const double rate = secs > 0 ? static_cast<double>(items) / secs : 0;
+  if (total_ && *total_ > 0 && units > 0) {
+    const double frac = static_cast<double>(units) / static_cast<double>(*total_);
+    const double eta = frac > 0 ? secs * (1 - frac) / frac : 0;
+    spdlog::info("{}: {} done, {:.0f}/s, {:.1f}%, ETA {:.0f}s", what_, items, rate, 100 * frac, eta);
+  } else {
+    spdlog::info("{}: {} done, {:.0f}/s", what_, items, rate);
+  }
+}
+
+double Progress::Finish(uint64_t items) {
+  const double secs = ElapsedSeconds();
+  spdlog::info("{}: {} in {:.2f}s ({:.0f}/s)", what_, items, secs, secs > 0 ? items / secs : 0.0);
+  return secs;
+}
+
+uint64_t PeakRssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+bool SetLogLevel(const std::string& name) {
+  static bool init = [] {
+    auto logger = spdlog::stderr_color_mt("neardup");
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    spdlog::set_default_logger(logger);
+    return true;
+  }();
+  (void)init;
+  const auto level = spdlog::level::from_str(name);
+  if (level == spdlog::level::off && name != "off") return false;
+  spdlog::set_level(level);
+  return true;
+}
+
+}  // namespace neardup
