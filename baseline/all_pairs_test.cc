@@ -68,6 +68,19 @@ TEST(ExactAllPairs, RandomFamiliesMatchBruteForce) {
   }
 }
 
+// Tokens spread over the whole 64-bit range, as real shingle hashes are.
+TEST(ExactAllPairs, FullRangeHashesMatchBruteForce) {
+  std::mt19937_64 rng(17);
+  for (int round = 0; round < 3; ++round) {
+    Sets sets = Families(rng, 60, 8, 10, 400, round == 0 ? 500 : 1000000);
+    for (auto& s : sets) {
+      for (auto& v : s) v = (v * 0x9E3779B97F4A7C15ull) ^ (v << 41);
+      s = Normalize(s);
+    }
+    for (double t : kThresholds) ExpectSameAsBruteForce(sets, t, "full range round " + std::to_string(round));
+  }
+}
+
 TEST(ExactAllPairs, EqualLengthSetsMatchBruteForce) {
   std::mt19937_64 rng(11);
   Sets sets;

@@ -31,7 +31,8 @@ void AppendRepaired(std::string_view s, std::string* out) {
 
 bool Skipped(myhtml_tag_id_t tag) {
   return tag == MyHTML_TAG_SCRIPT || tag == MyHTML_TAG_STYLE || tag == MyHTML_TAG_NOSCRIPT ||
-         tag == MyHTML_TAG_TEMPLATE || tag == MyHTML_TAG__COMMENT;
+         tag == MyHTML_TAG_TEMPLATE || tag == MyHTML_TAG__COMMENT || tag == MyHTML_TAG_HEAD ||
+         tag == MyHTML_TAG_TITLE;
 }
 
 }  // namespace

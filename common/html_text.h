@@ -1,6 +1,7 @@
 // HtmlToText: the visible text of an HTML page, with a real HTML5 parser (MyHTML).
 //
-// Drops script, style, noscript and template elements and comments; decodes entities; puts a
+// The text a reader sees in the page body: drops the head (title and metadata), script, style,
+// noscript and template elements and comments; decodes entities; puts a
 // space between text nodes so that words in different elements never run together. Malformed
 // markup is repaired the way browsers do; invalid UTF-8 is replaced before parsing, so any byte
 // string is accepted.

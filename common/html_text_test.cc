@@ -26,12 +26,12 @@ class HtmlToTextTest : public ::testing::Test {
   std::unique_ptr<HtmlToText> extractor_;
 };
 
-TEST_F(HtmlToTextTest, DropsScriptStyleNoscriptTemplateAndComments) {
+TEST_F(HtmlToTextTest, DropsHeadScriptStyleNoscriptTemplateAndComments) {
   EXPECT_THAT(Words("<html><head><title>Title here</title><style>p { color: red }</style>"
                     "<script>var hidden = 'words';</script></head><body><p>Visible text</p>"
                     "<noscript>enable js</noscript><template><p>tmpl</p></template><!-- a comment -->"
                     "<div>more</div></body></html>"),
-              ElementsAre("title", "here", "visible", "text", "more"));
+              ElementsAre("visible", "text", "more"));
 }
 
 TEST_F(HtmlToTextTest, DecodesEntities) {

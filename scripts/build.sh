@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds neardup: scripts/build.sh [release|sanitize]. Installs missing packages first.
+# release  -> build/          (optimised; build/bin/neardup)
+# sanitize -> build-sanitize/ (ASan + UBSan, for the test suite)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode="${1:-release}"
+bash scripts/install-deps.sh
+case "$mode" in
+  release)  dir=build;          args=(-DCMAKE_BUILD_TYPE=Release) ;;
+  sanitize) dir=build-sanitize; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNEARDUP_SANITIZE=ON) ;;
+  *) echo "usage: $0 [release|sanitize]" >&2; exit 2 ;;
+esac
+cmake -S . -B "$dir" -G Ninja -DNEARDUP_WERROR=ON "${args[@]}" >/dev/null
+ninja -C "$dir"

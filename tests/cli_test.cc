@@ -1,0 +1,204 @@
+// End-to-end tests of the neardup binary: real processes, real files.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "baseline/all_pairs.h"
+#include "common/crawl_reader.h"
+#include "common/html_text.h"
+#include "common/shingle.h"
+#include "common/signature.h"
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("neardup_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  void Write(const std::string& name, const std::string& content) const {
+    std::ofstream(Path(name), std::ios::binary) << content;
+  }
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  Outcome Neardup(const std::string& args) const {
+    const std::string out = Path("stdout.txt"), err = Path("stderr.txt");
+    const std::string cmd = std::string(NEARDUP_BIN) + " " + args + " >" + out + " 2>" + err;
+    const int rc = std::system(cmd.c_str());
+    return Outcome{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, Read(out), Read(err)};
+  }
+  // url -> group id from a groups.jsonl file.
+  static std::map<std::string, int64_t> Groups(const std::string& path) {
+    std::map<std::string, int64_t> g;
+    simdjson::dom::parser parser;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      simdjson::dom::element e = parser.parse(line);
+      g[std::string(std::string_view(e["url"]))] = int64_t(e["group"]);
+    }
+    return g;
+  }
+  fs::path dir_;
+};
+
+std::string Words(int from, int n) {
+  std::string s;
+  for (int i = from; i < from + n; ++i) s.append("word").append(std::to_string(i)).append(" ");
+  return s;
+}
+
+TEST_F(CliTest, BaselineGroupsDuplicatesRedirectsAndRecrawls) {
+  const std::string a = Words(0, 100), b = Words(1000, 100), c = Words(5000, 40);
+  std::string crawl;
+  crawl += "{\"url\":\"http://a.example/\",\"text\":\"" + a + "\",\"popularity\":3}\n";
+  crawl += "{\"url\":\"http://mirror.example/a\",\"html\":\"<html><script>var x=1;</script><p>" + a + "</p></html>\"}\n";
+  crawl += "{\"url\":\"http://b.example/\",\"text\":\"" + b + "\"}\n";
+  crawl += "this line is broken\n";
+  crawl += "{\"url\":\"http://r1.example/\",\"redirect_to\":\"http://r2.example/\"}\n";
+  crawl += "{\"url\":\"http://r2.example/\",\"redirect_to\":\"http://b.example/\"}\n";
+  crawl += "{\"url\":\"http://cyc1.example/\",\"redirect_to\":\"http://cyc2.example/\"}\n";
+  crawl += "{\"url\":\"http://cyc2.example/\",\"redirect_to\":\"http://cyc1.example/\"}\n";
+  crawl += "{\"url\":\"http://self.example/\",\"redirect_to\":\"http://self.example/\"}\n";
+  crawl += "{\"url\":\"http://c.example/\",\"text\":\"" + a + "\"}\n";   // first a copy of a ...
+  crawl += "{\"url\":\"http://c.example/\",\"text\":\"" + c + "\"}\n";   // ... then rewritten
+  crawl += "{\"url\":\"http://empty.example/\",\"html\":\"<script>only()</script>\"}\n";
+  crawl += "{\"url\":\"http://empty2.example/\",\"text\":\"\"}\n";
+  Write("crawl.jsonl", crawl);
+  const Outcome r = Neardup("baseline --input " + Path("crawl.jsonl") + " --threshold 0.9 --pairs " + Path("pairs.jsonl") +
+                        " --groups " + Path("groups.jsonl"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("line 4"));
+  EXPECT_THAT(r.err, HasSubstr("1 bad lines skipped"));
+  EXPECT_THAT(r.err, HasSubstr("2 redirect cycles"));
+  const auto g = Groups(Path("groups.jsonl"));
+  ASSERT_EQ(g.size(), 11u);  // every crawled URL once; redirect targets without records are not listed
+  EXPECT_EQ(g.at("http://a.example/"), g.at("http://mirror.example/a"));
+  EXPECT_EQ(g.at("http://r1.example/"), g.at("http://b.example/"));
+  EXPECT_EQ(g.at("http://r2.example/"), g.at("http://b.example/"));
+  EXPECT_EQ(g.at("http://cyc1.example/"), g.at("http://cyc2.example/"));
+  EXPECT_NE(g.at("http://c.example/"), g.at("http://a.example/"));  // the recrawl replaced the copy
+  EXPECT_NE(g.at("http://empty.example/"), g.at("http://empty2.example/"));  // empty pages never match
+  EXPECT_NE(g.at("http://a.example/"), g.at("http://b.example/"));
+  std::set<int64_t> ids;
+  for (const auto& [u, id] : g) ids.insert(id);
+  EXPECT_EQ(ids.size(), 7u);
+  EXPECT_EQ(Read(Path("pairs.jsonl")),
+            "{\"a\":\"http://a.example/\",\"b\":\"http://mirror.example/a\",\"similarity\":1}\n");
+}
+
+TEST_F(CliTest, BadConfigIsRefusedWithLineAndColumn) {
+  Write("bad.textproto", "shingle {\n  k: 5\n  dimz: 3\n}\n");
+  Write("crawl.jsonl", "{\"url\":\"http://a.example/\",\"text\":\"x\"}\n");
+  Outcome r = Neardup("baseline --input " + Path("crawl.jsonl") + " --config " + Path("bad.textproto"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(Path("bad.textproto") + ":3:"));
+  EXPECT_THAT(r.err, HasSubstr("dimz"));
+  r = Neardup("config check " + Path("bad.textproto"));
+  EXPECT_EQ(r.code, 2);
+  r = Neardup(std::string("config check ") + NEARDUP_SOURCE_DIR + "/configs/embedded.textproto");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("OK"));
+}
+
+TEST_F(CliTest, BadFlagsAreRefused) {
+  Write("crawl.jsonl", "{\"url\":\"http://a.example/\",\"text\":\"x\"}\n");
+  EXPECT_EQ(Neardup("baseline --input " + Path("crawl.jsonl") + " --threshold 1.5").code, 2);
+  EXPECT_EQ(Neardup("baseline --input " + Path("crawl.jsonl") + " --shingle-k 0").code, 2);
+  EXPECT_NE(Neardup("--log-level loud baseline --input " + Path("crawl.jsonl")).code, 0);
+  const Outcome r = Neardup("baseline --input " + Path("missing.jsonl"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("missing.jsonl"));
+}
+
+TEST_F(CliTest, GenCrawlIsDeterministic) {
+  ASSERT_EQ(Neardup("gen-crawl --pages 500 --seed 4 --out " + Path("a.jsonl") + " --truth " + Path("t.jsonl")).code, 0);
+  ASSERT_EQ(Neardup("gen-crawl --pages 500 --seed 4 --out " + Path("b.jsonl")).code, 0);
+  ASSERT_EQ(Neardup("gen-crawl --pages 500 --seed 5 --out " + Path("c.jsonl")).code, 0);
+  EXPECT_EQ(Read(Path("a.jsonl")), Read(Path("b.jsonl")));
+  EXPECT_NE(Read(Path("a.jsonl")), Read(Path("c.jsonl")));
+  EXPECT_EQ(Neardup("gen-crawl --pages 0 --out " + Path("d.jsonl")).code, 2);
+}
+
+// The baseline binary against an independent brute-force computation over the same crawl:
+// last version per URL, all pairs compared by merge.
+TEST_F(CliTest, BaselineEqualsBruteForceOnGeneratedCrawl) {
+  ASSERT_EQ(Neardup("gen-crawl --pages 2500 --seed 21 --out " + Path("crawl.jsonl")).code, 0);
+  auto extractor = HtmlToText::Create();
+  ASSERT_TRUE(extractor.ok());
+  std::unordered_map<std::string, size_t> index;
+  std::vector<std::string> urls;
+  std::vector<std::vector<uint64_t>> sets;
+  {
+    auto reader = CrawlReader::Open(Path("crawl.jsonl"), {});
+    ASSERT_TRUE(reader.ok());
+    CrawlRecord rec;
+    Signer signer({});
+    PageFeatures f;
+    std::string text;
+    while ((*reader)->Next(&rec)) {
+      auto [it, inserted] = index.try_emplace(rec.url, urls.size());
+      if (inserted) { urls.push_back(rec.url); sets.emplace_back(); }
+      if (rec.is_redirect()) { sets[it->second].clear(); continue; }
+      if (rec.is_html) { ASSERT_TRUE((*extractor)->Extract(rec.body, &text).ok()); } else { text = rec.body; }
+      signer.Sign(text, &f);
+      sets[it->second] = f.shingles;
+    }
+    ASSERT_EQ((*reader)->stats().bad_lines, 0u);
+  }
+  const auto all = BruteForceAllPairs(sets, 0.5);  // filtered per threshold below
+  for (double t : {0.5, 0.8, 0.9}) {
+    std::set<std::pair<std::string, std::string>> expected;
+    // Unordered pairs: the binary orders a pair by first mention (redirect targets included).
+    auto pair_of = [](std::string a, std::string b) { return a < b ? std::pair(a, b) : std::pair(b, a); };
+    for (const auto& p : all) {
+      const size_t o = Overlap(sets[p.a], sets[p.b]);
+      if (JaccardAtLeast(o, sets[p.a].size(), sets[p.b].size(), t)) expected.insert(pair_of(urls[p.a], urls[p.b]));
+    }
+    const std::string pairs = Path("pairs.jsonl");
+    const Outcome r = Neardup("baseline --input " + Path("crawl.jsonl") + " --threshold " + std::to_string(t) +
+                          " --pairs " + pairs);
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::set<std::pair<std::string, std::string>> got;
+    simdjson::dom::parser parser;
+    std::ifstream in(pairs);
+    std::string line;
+    while (std::getline(in, line)) {
+      simdjson::dom::element e = parser.parse(line);
+      got.insert(pair_of(std::string(std::string_view(e["a"])), std::string(std::string_view(e["b"]))));
+    }
+    EXPECT_EQ(got, expected) << "threshold " << t;
+    EXPECT_GT(expected.size(), 50u) << "the generated crawl should hold near-duplicates at " << t;
+  }
+}
+
+}  // namespace
+}  // namespace neardup
