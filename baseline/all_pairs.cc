@@ -52,21 +52,23 @@ void ParallelRun(int threads, F&& f) {
   for (auto& th : pool) th.join();
 }
 
-// LSD radix sort of 64-bit keys, 16 bits a pass. `tmp` is scratch of the same size.
+// LSD radix sort of 64-bit keys whose top kBucketBits bits are equal, 11 bits a pass (a count
+// array that stays in L1). `tmp` is scratch of the same size.
 void RadixSort(std::vector<uint64_t>& a, std::vector<uint64_t>& tmp) {
   tmp.resize(a.size());
-  std::vector<uint32_t> count(1 << 16);
-  for (int shift = 0; shift < 64; shift += 16) {
-    std::fill(count.begin(), count.end(), 0);
-    for (uint64_t v : a) ++count[(v >> shift) & 0xFFFF];
+  uint32_t count[1 << 11];
+  for (int shift = 0; shift < 64 - 6; shift += 11) {
+    std::fill(std::begin(count), std::end(count), 0);
+    for (uint64_t v : a) ++count[(v >> shift) & 0x7FF];
     uint32_t sum = 0;
     for (auto& c : count) { const uint32_t x = c; c = sum; sum += x; }
-    for (uint64_t v : a) tmp[count[(v >> shift) & 0xFFFF]++] = v;
+    for (uint64_t v : a) tmp[count[(v >> shift) & 0x7FF]++] = v;
     a.swap(tmp);
   }
 }
 
-constexpr int kBucketBits = 6;
+constexpr int kBucketBits = 6;  // RadixSort relies on this
+constexpr int kGather = 4;      // buckets gathered per scan over the sets
 constexpr int kBuckets = 1 << kBucketBits;
 inline uint32_t BucketOf(uint64_t h) { return static_cast<uint32_t>(h >> (64 - kBucketBits)); }
 
@@ -135,22 +137,32 @@ Reduced Reencode(std::vector<std::vector<uint64_t>>& sets, int threads, AllPairs
           std::lower_bound(sets[i].begin(), sets[i].end(), static_cast<uint64_t>(lo) << (64 - kBucketBits)) -
           sets[i].begin());
     }
-    std::vector<uint64_t> keys, tmp;
-    for (int b = lo; b < hi; ++b) {
-      keys.clear();
+    std::vector<uint64_t> keys[kGather], tmp;
+    for (int b0 = lo; b0 < hi; b0 += kGather) {
+      const int nb = std::min(kGather, hi - b0);
+      for (auto& k : keys) k.clear();
+      // One scan over the sets fills nb buckets: each set's slice of a bucket is contiguous.
+      const uint32_t end_bucket = static_cast<uint32_t>(b0 + nb);
       for (size_t i = 0; i < n; ++i) {
         const auto& s = sets[i];
         uint32_t c = cursor[i];
-        while (c < s.size() && BucketOf(s[c]) == static_cast<uint32_t>(b)) keys.push_back(s[c++]);
+        for (; c < s.size(); ++c) {
+          const uint32_t bucket = BucketOf(s[c]);
+          if (bucket >= end_bucket) break;
+          keys[bucket - b0].push_back(s[c]);
+        }
         cursor[i] = c;
       }
-      RadixSort(keys, tmp);
-      auto& out = frequent[b];
-      for (size_t i = 0; i < keys.size();) {
-        size_t j = i + 1;
-        while (j < keys.size() && keys[j] == keys[i]) ++j;
-        if (j - i >= 2) out.emplace_back(keys[i], static_cast<uint32_t>(j - i));
-        i = j;
+      for (int g = 0; g < nb; ++g) {
+        RadixSort(keys[g], tmp);
+        auto& out = frequent[b0 + g];
+        const auto& k = keys[g];
+        for (size_t i = 0; i < k.size();) {
+          size_t j = i + 1;
+          while (j < k.size() && k[j] == k[i]) ++j;
+          if (j - i >= 2) out.emplace_back(k[i], static_cast<uint32_t>(j - i));
+          i = j;
+        }
       }
     }
   });

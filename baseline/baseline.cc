@@ -96,13 +96,20 @@ StatusOr<BaselineResult> RunBaseline(const BaselineOptions& options) {
   };
 
   Progress progress("baseline: read+sign", reader->total_bytes());
-  std::vector<CrawlRecord> round(kRound);
+  // Two rounds in flight: while the workers sign round `cur`, this thread reads the next one, then
+  // joins the signing; rounds are applied in input order so the last record of a URL wins.
+  std::vector<CrawlRecord> rounds[2] = {std::vector<CrawlRecord>(kRound), std::vector<CrawlRecord>(kRound)};
   std::vector<std::vector<uint64_t>> signed_sets(kRound);
   std::vector<Status> errors(threads);
-  for (;;) {
+  auto read_round = [&](std::vector<CrawlRecord>& buf) {
     size_t got = 0;
-    while (got < kRound && reader->Next(&round[got])) ++got;
-    if (got == 0) break;
+    while (got < kRound && reader->Next(&buf[got])) ++got;
+    return got;
+  };
+  int cur = 0;
+  size_t got = read_round(rounds[cur]);
+  while (got > 0) {
+    std::vector<CrawlRecord>& round = rounds[cur];
     std::atomic<size_t> next{0};
     auto work = [&](int w) {
       std::string text;
@@ -125,10 +132,10 @@ StatusOr<BaselineResult> RunBaseline(const BaselineOptions& options) {
     };
     std::vector<std::thread> pool;
     for (int w = 1; w < threads; ++w) pool.emplace_back(work, w);
+    const size_t next_got = read_round(rounds[1 - cur]);
     work(0);
     for (auto& th : pool) th.join();
     for (const Status& s : errors) RETURN_IF_ERROR(s);
-    // Apply in input order: the last record of a URL wins.
     for (size_t k = 0; k < got; ++k) {
       CrawlRecord& rec = round[k];
       const uint32_t id = id_of(rec.url);
@@ -149,6 +156,8 @@ StatusOr<BaselineResult> RunBaseline(const BaselineOptions& options) {
       }
     }
     if (options.progress) progress.Update(reader->stats().records, reader->stats().bytes);
+    cur = 1 - cur;
+    got = next_got;
   }
   RETURN_IF_ERROR(reader->status());
   res.reader = reader->stats();

@@ -775,6 +775,15 @@ class Generator {
               int32_t family, double popularity, uint32_t time) {
     recs_.push_back(Rec{popularity, time, url, content, target, src, family, kind, format});
   }
+  // A first fetch of a content page. The random draws are separate statements: the order in
+  // which function arguments are evaluated is unspecified and differs between compilers.
+  void AddContentRec(uint8_t kind, uint32_t url, uint32_t content, uint32_t src, int32_t family,
+                     double popularity_scale) {
+    const uint8_t format = RandomFormat();
+    const double popularity = SamplePopularity(rng_, popularity_scale);
+    const uint32_t time = RandomTime();
+    AddRec(kind, format, url, content, kNone, src, family, popularity, time);
+  }
   void MakeUnique();
   void MakeFamily(uint32_t size);
   uint32_t EditShinglesFor(uint32_t words, double target, bool below) const;
@@ -866,7 +875,7 @@ void Generator::MakeUnique() {
   const uint32_t h = PickHost();
   const uint32_t url = NewPageUrl(h);
   const uint32_t c = NewContent(h);
-  AddRec(kUnique, RandomFormat(), url, c, kNone, kNone, -1, SamplePopularity(rng_, 10.0), RandomTime());
+  AddContentRec(kUnique, url, c, kNone, -1, 10.0);
 }
 
 // Shingles to change per side so that (n - c) / (n + c) lands on the target's side of it.
@@ -884,7 +893,7 @@ void Generator::MakeFamily(uint32_t size) {
   const uint32_t src_host = PickHost();
   const uint32_t src_url = NewPageUrl(src_host);
   const uint32_t src = NewContent(src_host);
-  AddRec(kOriginal, RandomFormat(), src_url, src, kNone, kNone, fid, SamplePopularity(rng_, 10.0), RandomTime());
+  AddContentRec(kOriginal, src_url, src, kNone, fid, 10.0);
   bool print_used = false;
   std::vector<uint32_t> mirror_hosts;
   static constexpr double kThresholds[] = {0.5, 0.8, 0.9, 0.95};
@@ -949,7 +958,7 @@ void Generator::MakeFamily(uint32_t size) {
       content = AddContent(c2);
       url = rng_.Chance(0.5) ? NewPageUrl(src_host) : NewPageUrl(PickOtherHost(src_host));
     }
-    AddRec(kind, RandomFormat(), url, content, kNone, src, fid, SamplePopularity(rng_, 4.0), RandomTime());
+    AddContentRec(kind, url, content, src, fid, 4.0);
   }
   families_.push_back(Family{first, size});
 }
@@ -996,9 +1005,12 @@ void Generator::AddRedirects(uint64_t count, uint32_t content_recs) {
     std::vector<uint32_t> hops(len);
     hops[len - 1] = RedirectSourceUrl(target_url, true);
     for (uint32_t i = len - 1; i-- > 0;) {
-      hops[i] = i == 0 && rng_.Chance(0.5)
-                    ? NewUrl(shorteners_[rng_.Below(shorteners_.size())], kStyleShortener)
-                    : NewUrl(PickHost(), rng_.Chance(0.5) ? kStyleOldPath : kStyleCgi);
+      if (i == 0 && rng_.Chance(0.5)) {
+        hops[i] = NewUrl(shorteners_[rng_.Below(shorteners_.size())], kStyleShortener);
+      } else {
+        const uint32_t host = PickHost();
+        hops[i] = NewUrl(host, rng_.Chance(0.5) ? kStyleOldPath : kStyleCgi);
+      }
     }
     const uint32_t t0 = static_cast<uint32_t>(rng_.Below(kTraceSeconds - 8));
     for (uint32_t i = 0; i < len; ++i) {
@@ -1014,8 +1026,9 @@ void Generator::AddRedirects(uint64_t count, uint32_t content_recs) {
     const uint32_t target_url = target.url;
     const int32_t family = target.family;
     const uint32_t src = RedirectSourceUrl(target_url, true);
-    AddRec(kRedirect, kRedirectOnly, src, kNone, target_url, kNone, family, SamplePopularity(rng_, 1.0),
-           RandomTime());
+    const double popularity = SamplePopularity(rng_, 1.0);
+    const uint32_t time = RandomTime();
+    AddRec(kRedirect, kRedirectOnly, src, kNone, target_url, kNone, family, popularity, time);
   }
 }
 
