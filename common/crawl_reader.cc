@@ -1,5 +1,7 @@
 #include "common/crawl_reader.h"
 
+#include "common/utf8.h"
+
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -12,31 +14,6 @@ namespace neardup {
 namespace {
 
 constexpr size_t kReadBuffer = 1 << 20;
-
-// Replaces each invalid UTF-8 byte of s by U+FFFD.
-std::string RepairUtf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 16);
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = p[i];
-    if (c < 0x80) { out.push_back(static_cast<char>(c)); ++i; continue; }
-    size_t len = 0;
-    uint32_t cp = 0, min = 0;
-    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
-    bool ok = len != 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) ok = false; else cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
-    if (ok) { out.append(s.substr(i, len)); i += len; }
-    else { out.append("\xEF\xBF\xBD"); ++i; }
-  }
-  return out;
-}
 
 Status FieldError(const char* field, const char* what) {
   return InvalidArgument(std::string("field '") + field + "' " + what);
@@ -121,7 +98,7 @@ StatusOr<int> ParseLine(std::string_view line, CrawlRecord* out) {
   int repaired = 0;
   std::string fixed;
   if (err == simdjson::UTF8_ERROR) {
-    fixed = RepairUtf8(line);
+    AppendRepairedUtf8(line, &fixed);
     err = parser.parse(fixed.data(), fixed.size(), true).get(doc);
     repaired = 1;
   }

@@ -4,30 +4,10 @@
 
 #include <vector>
 
+#include "common/utf8.h"
+
 namespace neardup {
 namespace {
-
-// Appends s to out with invalid UTF-8 bytes replaced by U+FFFD.
-void AppendRepaired(std::string_view s, std::string* out) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = p[i];
-    if (c < 0x80) { out->push_back(static_cast<char>(c)); ++i; continue; }
-    size_t len = 0;
-    uint32_t cp = 0, min = 0;
-    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
-    bool ok = len != 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) ok = false; else cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
-    if (ok) { out->append(s.substr(i, len)); i += len; }
-    else { out->append("\xEF\xBF\xBD"); ++i; }
-  }
-}
 
 bool Skipped(myhtml_tag_id_t tag) {
   return tag == MyHTML_TAG_SCRIPT || tag == MyHTML_TAG_STYLE || tag == MyHTML_TAG_NOSCRIPT ||
@@ -36,29 +16,6 @@ bool Skipped(myhtml_tag_id_t tag) {
 }
 
 }  // namespace
-
-bool IsValidUtf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = p[i];
-    if (c < 0x80) { ++i; continue; }
-    size_t len = 0;
-    uint32_t cp = 0, min = 0;
-    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
-    else return false;
-    if (i + len > s.size()) return false;
-    for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
-}
 
 struct HtmlToText::Impl {
   myhtml_t* myhtml = nullptr;
@@ -94,7 +51,7 @@ Status HtmlToText::Extract(std::string_view html, std::string* text) {
   size_t size = html.size();
   if (!IsValidUtf8(html)) {
     im.repaired.clear();
-    AppendRepaired(html, &im.repaired);
+    AppendRepairedUtf8(html, &im.repaired);
     data = im.repaired.data();
     size = im.repaired.size();
   }

@@ -39,7 +39,4 @@ class HtmlToText {
   std::unique_ptr<Impl> impl_;
 };
 
-// True when s is valid UTF-8.
-bool IsValidUtf8(std::string_view s);
-
 }  // namespace neardup

@@ -69,13 +69,5 @@ TEST_F(HtmlToTextTest, ReusableAcrossDocuments) {
   EXPECT_THAT(Words("<p>second</p>"), ElementsAre("second"));
 }
 
-TEST(Utf8, Validation) {
-  EXPECT_TRUE(IsValidUtf8("plain ascii"));
-  EXPECT_TRUE(IsValidUtf8("caf\xC3\xA9 \xE6\x9D\xB1"));
-  EXPECT_FALSE(IsValidUtf8("\xC3"));
-  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));
-  EXPECT_FALSE(IsValidUtf8("\xF8\x88\x80\x80\x80"));
-}
-
 }  // namespace
 }  // namespace neardup

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/utf8.h"
+
 namespace neardup {
 
 void AppendJsonString(std::string* out, std::string_view s) {
@@ -32,24 +34,10 @@ void AppendJsonString(std::string* out, std::string_view s) {
       ++i;
       continue;
     }
-    // Validate one multi-byte sequence; copy it if valid, else emit U+FFFD.
-    size_t len = 0;
-    uint32_t cp = 0, min = 0;
-    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
-    bool ok = len != 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) ok = false; else cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
-    if (ok) {
-      out->append(reinterpret_cast<const char*>(p + i), len);
-      i += len;
-    } else {
-      out->append("\xEF\xBF\xBD");
-      ++i;
-    }
+    // A multi-byte sequence: copied if valid, else U+FFFD.
+    const size_t at = i;
+    if (DecodeUtf8(s, &i) == kInvalidCodePoint) out->append("\xEF\xBF\xBD");
+    else out->append(s.substr(at, i - at));
   }
   out->push_back('"');
 }

@@ -2,36 +2,12 @@
 
 #include <xxhash.h>
 
+#include "common/utf8.h"
+
 namespace neardup {
 namespace {
 
-constexpr uint32_t kInvalid = 0xFFFFFFFF;
-
-// Decodes one UTF-8 code point at text[*i], advancing *i. Invalid or overlong sequences,
-// surrogates and truncated sequences yield kInvalid and advance by one byte.
-inline uint32_t DecodeUtf8(std::string_view text, size_t* i) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  const size_t p = *i;
-  unsigned char c = s[p];
-  if (c < 0x80) { *i = p + 1; return c; }
-  uint32_t cp;
-  size_t len;
-  uint32_t min;
-  if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; min = 0x80; }
-  else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; min = 0x800; }
-  else if ((c & 0xF8) == 0xF0) { cp = c & 0x07; len = 4; min = 0x10000; }
-  else { *i = p + 1; return kInvalid; }
-  if (p + len > n) { *i = p + 1; return kInvalid; }
-  for (size_t k = 1; k < len; ++k) {
-    unsigned char cc = s[p + k];
-    if ((cc & 0xC0) != 0x80) { *i = p + 1; return kInvalid; }
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) { *i = p + 1; return kInvalid; }
-  *i = p + len;
-  return cp;
-}
+constexpr uint32_t kInvalid = kInvalidCodePoint;
 
 enum class CharClass { kSeparator, kWord, kSingle, kApostrophe };
 
@@ -67,24 +43,6 @@ inline uint32_t Fold(uint32_t cp) {
   if (cp >= 0x410 && cp <= 0x42F) return cp + 32;
   if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
   return cp;
-}
-
-inline void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 // Walks `text` and calls emit(folded_word) for each word. `word` is scratch space.
