@@ -34,26 +34,27 @@ int BenchDocModel(const std::string& input, uint64_t max_records, int repeat) {
   auto extractor = HtmlToText::Create();
   if (!extractor.ok()) { spdlog::error("{}", extractor.status().message()); return 1; }
 
-  // HTML -> text over html records.
+  // HTML -> text over html records only; text records are copied outside the timed loop.
   uint64_t html_bytes = 0, html_docs = 0;
   std::vector<std::string> texts;
-  texts.reserve(records.size());
-  std::string text;
+  std::vector<const CrawlRecord*> html_records;
+  for (const auto& rec : records) {
+    if (rec.is_redirect()) continue;
+    if (rec.is_html) { html_records.push_back(&rec); html_bytes += rec.body.size(); ++html_docs; }
+    else texts.push_back(rec.body);
+  }
+  std::vector<std::string> html_texts(html_records.size());
   t0 = Clock::now();
   for (int rep = 0; rep < repeat; ++rep) {
-    texts.clear();
-    for (const auto& rec : records) {
-      if (rec.is_redirect()) continue;
-      if (rec.is_html) {
-        if (Status s = (*extractor)->Extract(rec.body, &text); !s.ok()) { spdlog::error("{}", s.message()); return 1; }
-        if (rep == 0) { html_bytes += rec.body.size(); ++html_docs; }
-        texts.push_back(text);
-      } else {
-        texts.push_back(rec.body);
+    for (size_t i = 0; i < html_records.size(); ++i) {
+      if (Status s = (*extractor)->Extract(html_records[i]->body, &html_texts[i]); !s.ok()) {
+        spdlog::error("{}", s.message());
+        return 1;
       }
     }
   }
   const double html_s = Seconds(t0) / repeat;
+  for (auto& t : html_texts) texts.push_back(std::move(t));
   uint64_t text_bytes = 0;
   for (const auto& t : texts) text_bytes += t.size();
 
@@ -79,7 +80,7 @@ int BenchDocModel(const std::string& input, uint64_t max_records, int repeat) {
               records.size(), (unsigned long long)html_docs, html_bytes / mb, text_bytes / mb, repeat);
   std::printf("  json parse      %8.1f MB/s  (%.1f MB in %.3fs)\n", parse_bytes / mb / parse_s, parse_bytes / mb, parse_s);
   if (html_docs > 0) {
-    std::printf("  html -> text    %8.1f MB/s of html (includes copying text records)\n", html_bytes / mb / html_s);
+    std::printf("  html -> text    %8.1f MB/s of html\n", html_bytes / mb / html_s);
   }
   std::printf("  tokenize        %8.1f MB/s of text, %.1f M words/s\n", text_bytes / mb / tok_s,
               word_count / repeat / 1e6 / tok_s);
