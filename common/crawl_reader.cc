@@ -1,5 +1,6 @@
 #include "common/crawl_reader.h"
 
+#include "common/rfc3339.h"
 #include "common/utf8.h"
 
 #include <simdjson.h>
@@ -107,15 +108,6 @@ StatusOr<int> ParseLine(std::string_view line, CrawlRecord* out) {
   return repaired;
 }
 
-int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
 }  // namespace
 
 Status ParseCrawlRecord(std::string_view line, CrawlRecord* out) {
@@ -140,58 +132,6 @@ bool IsAbsoluteHttpUrl(std::string_view url) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F) return false;
   }
   return true;
-}
-
-std::optional<int64_t> ParseRfc3339(std::string_view s) {
-  auto digits = [&](size_t pos, size_t n, int* v) {
-    if (pos + n > s.size()) return false;
-    int x = 0;
-    for (size_t i = pos; i < pos + n; ++i) {
-      if (s[i] < '0' || s[i] > '9') return false;
-      x = x * 10 + (s[i] - '0');
-    }
-    *v = x;
-    return true;
-  };
-  int Y, M, D, h, m, sec;
-  if (!digits(0, 4, &Y) || s.size() < 20 || s[4] != '-' || !digits(5, 2, &M) || s[7] != '-' ||
-      !digits(8, 2, &D) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !digits(11, 2, &h) ||
-      s[13] != ':' || !digits(14, 2, &m) || s[16] != ':' || !digits(17, 2, &sec)) {
-    return std::nullopt;
-  }
-  static const int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (M < 1 || M > 12 || D < 1 || D > kDays[M - 1] || h > 23 || m > 59 || sec > 60) return std::nullopt;
-  size_t pos = 19;
-  int64_t ms = 0;
-  if (pos < s.size() && s[pos] == '.') {
-    ++pos;
-    size_t start = pos;
-    int64_t scale = 100;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      ms += (s[pos] - '0') * scale;
-      scale /= 10;
-      ++pos;
-    }
-    if (pos == start) return std::nullopt;
-  }
-  int64_t offset_min = 0;
-  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
-    ++pos;
-  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
-    int oh, om;
-    if (!digits(pos + 1, 2, &oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !digits(pos + 4, 2, &om) ||
-        oh > 23 || om > 59) {
-      return std::nullopt;
-    }
-    offset_min = (oh * 60 + om) * (s[pos] == '+' ? 1 : -1);
-    pos += 6;
-  } else {
-    return std::nullopt;
-  }
-  if (pos != s.size()) return std::nullopt;
-  const int64_t days = DaysFromCivil(Y, static_cast<unsigned>(M), static_cast<unsigned>(D));
-  const int64_t secs = days * 86400 + h * 3600 + m * 60 + sec - offset_min * 60;
-  return secs * 1000 + ms;
 }
 
 CrawlReader::CrawlReader(std::FILE* f, bool owned, CrawlReaderOptions options)

@@ -73,9 +73,6 @@ Status ParseCrawlRecord(std::string_view line, CrawlRecord* out);
 // True for an absolute http(s) URL with a non-empty host and no whitespace or control characters.
 bool IsAbsoluteHttpUrl(std::string_view url);
 
-// Parses an RFC 3339 date-time into milliseconds since the epoch, or nullopt if malformed.
-std::optional<int64_t> ParseRfc3339(std::string_view s);
-
 // "12000 records from 12004 lines, 3 bad lines skipped, 1 repaired (invalid UTF-8)".
 std::string SummarizeReader(const CrawlReaderStats& stats);
 

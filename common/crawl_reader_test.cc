@@ -139,17 +139,6 @@ TEST(CrawlReader, OpenMissingFileIsAnIoError) {
   EXPECT_THAT(r.status().message(), HasSubstr("/nonexistent/crawl.jsonl"));
 }
 
-TEST(Rfc3339, ParsesOffsetsAndFractions) {
-  EXPECT_EQ(*ParseRfc3339("1970-01-01T00:00:00Z"), 0);
-  EXPECT_EQ(*ParseRfc3339("1970-01-01T01:00:00+01:00"), 0);
-  EXPECT_EQ(*ParseRfc3339("1970-01-01T00:00:01.5Z"), 1500);
-  EXPECT_EQ(*ParseRfc3339("2000-03-01T00:00:00Z"), 951868800000);
-  EXPECT_FALSE(ParseRfc3339("2024-02-30T00:00:00Z").has_value());
-  EXPECT_FALSE(ParseRfc3339("2024-06-03 00:09").has_value());
-  EXPECT_FALSE(ParseRfc3339("2024-06-03T00:09:48").has_value());  // no zone
-  EXPECT_FALSE(ParseRfc3339("2024-06-03T00:09:48Zjunk").has_value());
-}
-
 TEST(Url, AbsoluteHttpOnly) {
   EXPECT_TRUE(IsAbsoluteHttpUrl("http://a.example"));
   EXPECT_TRUE(IsAbsoluteHttpUrl("HTTPS://a.example/p?q=1#f"));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/json_write.h"
+#include "common/rfc3339.h"
 #include "common/shingle.h"
 #include "common/tokenizer.h"
 
@@ -347,31 +348,10 @@ struct PageWords {
   uint32_t footer_len = 0;
 };
 
-constexpr int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
 constexpr int64_t kTraceStartDay = DaysFromCivil(2024, 6, 3);
 
 void AppendTimestamp(std::string* out, uint32_t offset_seconds) {
-  int64_t z = kTraceStartDay + offset_seconds / 86400 + 719468;
-  const uint32_t sod = offset_seconds % 86400;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const unsigned doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  const int64_t y = static_cast<int64_t>(yoe) + era * 400 + (m <= 2);
-  char buf[32];
-  const int n = std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02u:%02u:%02uZ", static_cast<int>(y), m, d,
-                              sod / 3600, sod / 60 % 60, sod % 60);
-  out->append(buf, static_cast<size_t>(n));
+  AppendRfc3339(out, kTraceStartDay * 86400 + offset_seconds);
 }
 
 void AppendUint(std::string* out, uint64_t v) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/crawl_reader.h"
+#include "common/rfc3339.h"
 #include "common/html_text.h"
 #include "common/shingle.h"
 #include "common/tokenizer.h"
