@@ -2,25 +2,19 @@
 
 #include <spdlog/spdlog.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
-#include <thread>
 #include <unordered_map>
 
-#include "common/html_text.h"
+#include "common/crawl_signer.h"
 #include "common/json_write.h"
-#include "common/progress.h"
-#include "common/shingle.h"
-#include "common/tokenizer.h"
 
 namespace neardup {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kRound = 4096;  // records signed in parallel per round
 
 class UnionFind {
  public:
@@ -38,12 +32,6 @@ class UnionFind {
  private:
   std::vector<uint32_t> parent_;
 };
-
-int Threads(int requested) {
-  if (requested > 0) return requested;
-  const unsigned hc = std::thread::hardware_concurrency();
-  return hc == 0 ? 1 : static_cast<int>(hc);
-}
 
 // Counts the cycles of the functional graph next[] (-1 = no edge).
 uint64_t CountCycles(const std::vector<int64_t>& next) {
@@ -72,15 +60,7 @@ StatusOr<BaselineResult> RunBaseline(const BaselineOptions& options) {
   }
   RETURN_IF_ERROR(ValidateSignerOptions(options.signer));
   const auto start = Clock::now();
-  ASSIGN_OR_RETURN(auto reader, CrawlReader::Open(options.input, options.reader));
-  const int threads = Threads(options.threads);
-  std::vector<std::unique_ptr<HtmlToText>> extractors;
-  for (int w = 0; w < threads; ++w) {
-    ASSIGN_OR_RETURN(auto e, HtmlToText::Create());
-    extractors.push_back(std::move(e));
-  }
-  const Signer signer(options.signer);
-
+  const int threads = ResolveThreads(options.threads);
   BaselineResult res;
   std::unordered_map<std::string, uint32_t> ids;
   std::vector<std::vector<uint64_t>> sets;
@@ -94,75 +74,32 @@ StatusOr<BaselineResult> RunBaseline(const BaselineOptions& options) {
     }
     return it->second;
   };
-
-  Progress progress("baseline: read+sign", reader->total_bytes());
-  // Two rounds in flight: while the workers sign round `cur`, this thread reads the next one, then
-  // joins the signing; rounds are applied in input order so the last record of a URL wins.
-  std::vector<CrawlRecord> rounds[2] = {std::vector<CrawlRecord>(kRound), std::vector<CrawlRecord>(kRound)};
-  std::vector<std::vector<uint64_t>> signed_sets(kRound);
-  std::vector<Status> errors(threads);
-  auto read_round = [&](std::vector<CrawlRecord>& buf) {
-    size_t got = 0;
-    while (got < kRound && reader->Next(&buf[got])) ++got;
-    return got;
-  };
-  int cur = 0;
-  size_t got = read_round(rounds[cur]);
-  while (got > 0) {
-    std::vector<CrawlRecord>& round = rounds[cur];
-    std::atomic<size_t> next{0};
-    auto work = [&](int w) {
-      std::string text;
-      PageFeatures f;
-      for (size_t i; (i = next.fetch_add(16)) < got;) {
-        for (size_t k = i; k < std::min(got, i + 16); ++k) {
-          CrawlRecord& rec = round[k];
-          signed_sets[k].clear();
-          if (rec.is_redirect()) continue;
-          std::string_view body = rec.body;
-          if (rec.is_html) {
-            Status s = extractors[w]->Extract(rec.body, &text);
-            if (!s.ok()) { errors[w] = s; continue; }
-            body = text;
-          }
-          signer.Sign(body, &f);
-          signed_sets[k] = std::move(f.shingles);
-        }
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int w = 1; w < threads; ++w) pool.emplace_back(work, w);
-    const size_t next_got = read_round(rounds[1 - cur]);
-    work(0);
-    for (auto& th : pool) th.join();
-    for (const Status& s : errors) RETURN_IF_ERROR(s);
-    for (size_t k = 0; k < got; ++k) {
-      CrawlRecord& rec = round[k];
-      const uint32_t id = id_of(rec.url);
-      BaselinePage& page = res.pages[id];
-      page.crawled = true;
-      (rec.is_html ? res.html_bytes : res.text_bytes) += rec.body.size();
-      if (rec.is_redirect()) {
-        const uint32_t target = id_of(rec.redirect_to);
-        res.pages[id].redirect = true;
-        res.pages[id].shingles = 0;
-        redirect[id] = target;
-        std::vector<uint64_t>().swap(sets[id]);
-      } else {
-        page.redirect = false;
-        page.shingles = static_cast<uint32_t>(signed_sets[k].size());
-        redirect[id] = -1;
-        sets[id] = std::move(signed_sets[k]);
-      }
+  CrawlSignerOptions sign_options;
+  sign_options.signer = options.signer;
+  sign_options.reader = options.reader;
+  sign_options.threads = threads;
+  if (options.progress) sign_options.progress_label = "baseline: read+sign";
+  // The last record of a URL wins: a recrawl replaces content, a redirect drops it.
+  RETURN_IF_ERROR(SignCrawl(options.input, sign_options, [&](CrawlRecord& rec, PageFeatures& f) {
+    const uint32_t id = id_of(rec.url);
+    res.pages[id].crawled = true;
+    (rec.is_html ? res.html_bytes : res.text_bytes) += rec.body.size();
+    if (rec.is_redirect()) {
+      const uint32_t target = id_of(rec.redirect_to);
+      res.pages[id].redirect = true;
+      res.pages[id].shingles = 0;
+      redirect[id] = target;
+      std::vector<uint64_t>().swap(sets[id]);
+    } else {
+      res.pages[id].redirect = false;
+      res.pages[id].shingles = static_cast<uint32_t>(f.shingles.size());
+      redirect[id] = -1;
+      sets[id] = std::move(f.shingles);
     }
-    if (options.progress) progress.Update(reader->stats().records, reader->stats().bytes);
-    cur = 1 - cur;
-    got = next_got;
-  }
-  RETURN_IF_ERROR(reader->status());
-  res.reader = reader->stats();
+    return Status::Ok();
+  }, &res.reader));
   res.records = res.reader.records;
-  res.read_sign_seconds = options.progress ? progress.Finish(res.records) : progress.ElapsedSeconds();
+  res.read_sign_seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
   for (const auto& p : res.pages) {
     if (!p.crawled) continue;

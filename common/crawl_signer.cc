@@ -1,0 +1,85 @@
+#include "common/crawl_signer.h"
+
+#include <atomic>
+#include <thread>
+
+#include "common/html_text.h"
+#include "common/progress.h"
+
+namespace neardup {
+namespace {
+
+constexpr size_t kRound = 4096;  // records signed in parallel per round
+constexpr size_t kChunk = 16;    // records a worker claims at a time
+
+}  // namespace
+
+int ResolveThreads(int requested) {
+  if (requested > 0) return requested;
+  const unsigned hc = std::thread::hardware_concurrency();
+  return hc == 0 ? 1 : static_cast<int>(hc);
+}
+
+Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, const SignedRecordSink& sink,
+                 CrawlReaderStats* stats) {
+  RETURN_IF_ERROR(ValidateSignerOptions(options.signer));
+  ASSIGN_OR_RETURN(auto reader, CrawlReader::Open(input, options.reader));
+  const int threads = ResolveThreads(options.threads);
+  std::vector<std::unique_ptr<HtmlToText>> extractors;
+  for (int w = 0; w < threads; ++w) {
+    ASSIGN_OR_RETURN(auto e, HtmlToText::Create());
+    extractors.push_back(std::move(e));
+  }
+  const Signer signer(options.signer);
+  Progress progress(options.progress_label, reader->total_bytes());
+
+  std::vector<CrawlRecord> rounds[2] = {std::vector<CrawlRecord>(kRound), std::vector<CrawlRecord>(kRound)};
+  std::vector<PageFeatures> features(kRound);
+  std::vector<Status> errors(threads);
+  auto read_round = [&](std::vector<CrawlRecord>& buf) {
+    size_t got = 0;
+    while (got < kRound && reader->Next(&buf[got])) {
+      if (!options.keep || options.keep(buf[got])) ++got;
+    }
+    return got;
+  };
+  int cur = 0;
+  size_t got = read_round(rounds[cur]);
+  Status result;
+  while (got > 0 && result.ok()) {
+    std::vector<CrawlRecord>& round = rounds[cur];
+    std::atomic<size_t> next{0};
+    auto work = [&](int w) {
+      std::string text;
+      for (size_t i; (i = next.fetch_add(kChunk)) < got;) {
+        for (size_t k = i; k < std::min(got, i + kChunk); ++k) {
+          const CrawlRecord& rec = round[k];
+          std::string_view body = rec.is_redirect() ? std::string_view() : std::string_view(rec.body);
+          if (rec.is_html && !rec.is_redirect()) {
+            if (Status s = extractors[w]->Extract(rec.body, &text); !s.ok()) { errors[w] = s; continue; }
+            body = text;
+          }
+          signer.Sign(body, &features[k]);
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int w = 1; w < threads; ++w) pool.emplace_back(work, w);
+    const size_t next_got = read_round(rounds[1 - cur]);  // overlaps with the workers
+    work(0);
+    for (auto& th : pool) th.join();
+    for (const Status& s : errors) {
+      if (!s.ok() && result.ok()) result = s;
+    }
+    for (size_t k = 0; k < got && result.ok(); ++k) result = sink(round[k], features[k]);
+    if (!options.progress_label.empty()) progress.Update(reader->stats().records, reader->stats().bytes);
+    cur = 1 - cur;
+    got = next_got;
+  }
+  if (result.ok()) result = reader->status();
+  if (!options.progress_label.empty()) progress.Finish(reader->stats().records);
+  if (stats != nullptr) *stats = reader->stats();
+  return result;
+}
+
+}  // namespace neardup

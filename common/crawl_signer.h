@@ -1,0 +1,45 @@
+// SignCrawl: read a crawl and sign its pages on all cores, delivering results in input order.
+//
+// The one read→extract→sign pipeline that the baseline, the partitioner and the tiers share.
+// While worker threads sign one round of records, the calling thread reads the next; the sink is
+// called on the calling thread, once per good record, in input order, so "the last record of a
+// URL wins" is easy to implement on top.
+//
+//   Status s = SignCrawl("crawl.jsonl", options, [&](CrawlRecord& r, PageFeatures& f) {
+//     pages[r.url] = std::move(f.shingles);
+//     return Status::Ok();
+//   }, &stats);
+//
+// Errors: IoError if the input cannot be opened or read; InvalidArgument for bad signer options;
+// Internal if the HTML parser fails; the first non-OK status returned by the sink (reading stops).
+// Bad lines are not errors: they are reported, counted in *stats and skipped.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "common/crawl_reader.h"
+#include "common/signature.h"
+#include "common/status.h"
+
+namespace neardup {
+
+struct CrawlSignerOptions {
+  SignerOptions signer;
+  CrawlReaderOptions reader;
+  int threads = 0;                  // 0 = one per core
+  std::string progress_label;       // non-empty: log progress lines under this name
+  // Optional: records for which this returns false are skipped before signing (e.g. sampling).
+  std::function<bool(const CrawlRecord&)> keep;
+};
+
+// For a redirect record the features are empty (no words). `record` and `features` may be moved from.
+using SignedRecordSink = std::function<Status(CrawlRecord& record, PageFeatures& features)>;
+
+Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, const SignedRecordSink& sink,
+                 CrawlReaderStats* stats = nullptr);
+
+// Worker count for a requested thread count (0 = one per core).
+int ResolveThreads(int requested);
+
+}  // namespace neardup
