@@ -4,6 +4,10 @@
 //     Single-threaded throughput of each document-model stage over the crawl's records, in one
 //     process: JSON record parsing, HTML -> visible text, tokenizing, and full signing
 //     (tokenize + shingles + length vectors + digest). MB/s are of the stage's input bytes.
+//
+//   neardup bench route --map map.pb --input crawl.jsonl [--records N]
+//     Nanoseconds per page to find a page's home cell (the baseline) and to route it to every
+//     machine that can hold a near-duplicate, single-threaded, on the crawl's own pages.
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -14,6 +18,8 @@
 #include "common/html_text.h"
 #include "common/signature.h"
 #include "common/tokenizer.h"
+#include "partitioner/crawl_sample.h"
+#include "partitioner/partition_map.h"
 
 namespace neardup::cli {
 namespace {
@@ -89,6 +95,42 @@ int BenchDocModel(const std::string& input, uint64_t max_records, int repeat) {
   return 0;
 }
 
+// Routing cost per page against a map: Home() alone (the baseline) and full RouteMachines().
+int BenchRoute(const std::string& map_path, const std::string& input, uint64_t max_records, int repeat) {
+  auto map = PartitionMap::Load(map_path);
+  if (!map.ok()) { spdlog::error("{}", map.status().message()); return 1; }
+  CrawlSampleOptions so;
+  so.signer.signer = map->signer_options();
+  so.signer.keep = [&, n = uint64_t{0}](const CrawlRecord&) mutable { return n++ < max_records; };
+  auto sample = SampleCrawl(input, so);
+  if (!sample.ok()) { spdlog::error("{}", sample.status().message()); return 1; }
+  const auto feature = map->proto().feature();
+  const LengthSample& s = sample->sample;
+  uint64_t sink = 0;
+  auto t0 = Clock::now();
+  for (int rep = 0; rep < repeat; ++rep) {
+    for (size_t i = 0; i < s.size(); ++i) sink += map->Home(s.Vector(i, feature));
+  }
+  const double home_s = Seconds(t0);
+  std::vector<uint32_t> machines;
+  uint64_t contacted = 0;
+  t0 = Clock::now();
+  for (int rep = 0; rep < repeat; ++rep) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      map->RouteMachines(s.Vector(i, feature), &machines);
+      contacted += machines.size();
+    }
+  }
+  const double route_s = Seconds(t0);
+  const double pages = static_cast<double>(s.size()) * repeat;
+  std::printf("bench route: %zu pages x %d, map of %u cells on %u machines (%s routing)\n", s.size(), repeat,
+              map->cells(), map->machines(), map->proto().routing() == pb::PartitionMap::EXACT_L1 ? "exact" : "rho");
+  std::printf("  home only       %8.1f ns/page\n", home_s / pages * 1e9);
+  std::printf("  route machines  %8.1f ns/page  (%.2fx home), %.2f machines contacted per page  [%llu]\n",
+              route_s / pages * 1e9, route_s / home_s, contacted / pages, (unsigned long long)(sink % 2));
+  return 0;
+}
+
 }  // namespace
 
 void RegisterBench(CLI::App& app, int* exit_code) {
@@ -101,6 +143,15 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   doc->add_option("--records", args->records, "records to load")->capture_default_str();
   doc->add_option("--repeat", args->repeat, "repetitions of each stage")->capture_default_str()->check(CLI::PositiveNumber);
   doc->callback([args, exit_code] { *exit_code = BenchDocModel(args->input, args->records, args->repeat); });
+
+  auto* route = bench->add_subcommand("route", "Routing cost per page (ns) against a partition map");
+  struct RouteArgs { std::string map, input; uint64_t records = 100000; int repeat = 5; };
+  auto ra = std::make_shared<RouteArgs>();
+  route->add_option("--map", ra->map, "partition map")->required();
+  route->add_option("--input", ra->input, "crawl JSON Lines")->required();
+  route->add_option("--records", ra->records, "records to sign and route")->capture_default_str();
+  route->add_option("--repeat", ra->repeat, "repetitions")->capture_default_str()->check(CLI::PositiveNumber);
+  route->callback([ra, exit_code] { *exit_code = BenchRoute(ra->map, ra->input, ra->records, ra->repeat); });
 }
 
 }  // namespace neardup::cli

@@ -10,5 +10,7 @@ void RegisterBaseline(CLI::App& app, int* exit_code);
 void RegisterGenCrawl(CLI::App& app, int* exit_code);
 void RegisterBench(CLI::App& app, int* exit_code);
 void RegisterConfig(CLI::App& app, int* exit_code);
+void RegisterPartition(CLI::App& app, int* exit_code);
+void RegisterExperiment(CLI::App& app, int* exit_code);
 
 }  // namespace neardup::cli

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   neardup::cli::RegisterGenCrawl(app, &exit_code);
   neardup::cli::RegisterBench(app, &exit_code);
   neardup::cli::RegisterConfig(app, &exit_code);
+  neardup::cli::RegisterPartition(app, &exit_code);
+  neardup::cli::RegisterExperiment(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything neardup needs to build and test, from Debian bookworm packages.
 # Idempotent: packages already present are left alone; safe to run on every build.
+#   scripts/install-deps.sh              what building and testing need
+#   scripts/install-deps.sh experiments  also what the experiments' plots need (gnuplot)
 set -euo pipefail
 
 PACKAGES=(
@@ -16,6 +18,9 @@ PACKAGES=(
   libmodest-dev                       # MyHTML: HTML5 parsing of crawled pages
   libsimdjson-dev                     # JSON Lines crawl records
 )
+if [ "${1:-}" = "experiments" ]; then
+  PACKAGES+=(gnuplot-nox)             # PNG plots of experiments/results/*.csv
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,48 @@
+// neardup experiment <name>: the computations behind experiments/*.sh (CSV out).
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "experiments/partition_experiments.h"
+
+namespace neardup::cli {
+
+void RegisterExperiment(CLI::App& app, int* exit_code) {
+  auto* exp = app.add_subcommand("experiment", "Reproduce the paper's partitioning figures on a crawl (CSV)");
+  exp->require_subcommand(1);
+  struct Named {
+    const char* name;
+    const char* help;
+    Status (*run)(const PartitionExperimentOptions&);
+  };
+  static const Named kExperiments[] = {
+      {"imbalance", "Fig. 4: load imbalance of 1D, 2D and 3D maps by machine count", RunImbalanceFigure},
+      {"communication", "Fig. 5: communication avoided by 3D routing, both modes, by machines and threshold",
+       RunCommunicationFigure},
+      {"stability", "Section 6.1: CV of the imbalance over ten samples after training on another", RunStabilityExperiment},
+      {"recall", "Share of the exact baseline's pairs lost to routing, per rho and for the exact mode", RunRoutingRecall},
+  };
+  for (const Named& e : kExperiments) {
+    auto* cmd = exp->add_subcommand(e.name, e.help);
+    auto o = std::make_shared<PartitionExperimentOptions>();
+    cmd->add_option("--input", o->input, "crawl JSON Lines")->required();
+    cmd->add_option("--csv", o->csv, "CSV to write")->required();
+    cmd->add_option("--machines", o->machines, "machine counts")->capture_default_str();
+    cmd->add_option("--thresholds", o->thresholds, "thresholds (communication)")->capture_default_str();
+    cmd->add_option("--rhos", o->rhos, "rho values (recall)")->capture_default_str();
+    cmd->add_option("--threshold", o->threshold, "threshold where one is needed")->capture_default_str();
+    cmd->add_option("--cells-per-machine", o->cells_per_machine, "cells per machine")->capture_default_str();
+    cmd->add_option("--fine-grain", o->fine_grain, "SpotSigs fine-grain ratio (0 = the threshold)")->capture_default_str();
+    cmd->add_option("--max-eval-pages", o->max_eval_pages, "pages routed per evaluation")->capture_default_str();
+    cmd->add_option("--threads", o->threads, "worker threads (0 = one per core)");
+    auto run = e.run;
+    cmd->callback([o, run, exit_code] {
+      Status s = run(*o);
+      if (!s.ok()) {
+        spdlog::error("{}", s.message());
+        *exit_code = s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+      }
+    });
+  }
+}
+
+}  // namespace neardup::cli

@@ -1,0 +1,271 @@
+// neardup partition build | partition route, and neardup rebalance: the partitioner's commands.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "cli/common_options.h"
+#include "common/crawl_signer.h"
+#include "common/json_write.h"
+#include "partitioner/crawl_sample.h"
+#include "partitioner/map_builder.h"
+#include "partitioner/rebalance.h"
+
+namespace neardup::cli {
+namespace {
+
+std::string RoutingName(pb::PartitionMap::Routing r) { return r == pb::PartitionMap::EXACT_L1 ? "exact" : "rho"; }
+
+std::string NumberList(const std::vector<double>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ",";
+    AppendJsonNumber(&s, v[i]);
+  }
+  return s + "]";
+}
+
+std::string EvaluationJson(const MapEvaluation& e) {
+  std::string s = "{\"pages\":" + std::to_string(e.pages) + ",\"pages_per_machine\":" + NumberList(e.machine_pages);
+  s += ",\"imbalance\":";
+  AppendJsonNumber(&s, e.imbalance);
+  s += ",\"communication_reduction\":";
+  AppendJsonNumber(&s, e.communication_reduction);
+  s += ",\"mean_machines_contacted\":";
+  AppendJsonNumber(&s, e.mean_machines_contacted);
+  s += ",\"mean_cells_contacted\":";
+  AppendJsonNumber(&s, e.mean_cells_contacted);
+  return s + "}";
+}
+
+Status WriteText(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return Status::Ok();
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  return out ? Status::Ok() : IoError("cannot write " + path);
+}
+
+int Fail(const Status& s) {
+  spdlog::error("{}", s.message());
+  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kCorruption ? 2 : 1;
+}
+
+struct BuildArgs {
+  std::string input, out, report = "-", routing = "exact", rho = "auto";
+  uint32_t machines = 64, cells_per_machine = 6;
+  double sample_rate = 1.0, rho_percentile = 90, fine_grain = 0.95;
+  SharedOptions shared;
+};
+
+int RunBuild(const BuildArgs& a) {
+  auto shared = ResolveShared(a.shared);
+  if (!shared.ok()) return Fail(shared.status());
+  if (a.routing != "exact" && a.routing != "rho") return Fail(InvalidArgument("--routing must be exact or rho"));
+  CrawlSampleOptions so;
+  so.signer.signer = shared->signer;  // --dims and --shingle-k
+  so.signer.reader = shared->reader;
+  so.signer.threads = shared->threads;
+  so.signer.progress_label = "partition build: sample";
+  so.sample_rate = a.sample_rate;
+  auto sample = SampleCrawl(a.input, so);
+  if (!sample.ok()) return Fail(sample.status());
+  const RhoEstimate est = EstimateRho(sample->sample, a.rho_percentile);
+  MapBuildOptions b;
+  b.dims = static_cast<uint32_t>(shared->signer.dims);
+  b.machines = a.machines;
+  b.threshold = shared->threshold;
+  b.routing = a.routing == "exact" ? pb::PartitionMap::EXACT_L1 : pb::PartitionMap::RHO_BOX;
+  b.cells_per_machine = a.cells_per_machine;
+  b.fine_grain = a.fine_grain;
+  b.shingle_k = static_cast<uint32_t>(shared->signer.k);
+  if (a.rho == "auto") {
+    b.rho = est.rho;
+  } else {
+    try { b.rho = std::stod(a.rho); } catch (...) { return Fail(InvalidArgument("--rho must be a number >= 1 or auto")); }
+  }
+  auto map = BuildPartitionMap(sample->sample, b);
+  if (!map.ok()) return Fail(map.status());
+  if (Status s = map->Save(a.out); !s.ok()) return Fail(s);
+  const MapEvaluation e = EvaluateMap(*map, sample->sample);
+  std::string r = "{\"map\":";
+  AppendJsonString(&r, a.out);
+  r += ",\"dims\":" + std::to_string(b.dims) + ",\"machines\":" + std::to_string(b.machines) +
+       ",\"cells\":" + std::to_string(map->cells()) + ",\"routing\":\"" + RoutingName(b.routing) + "\",\"threshold\":";
+  AppendJsonNumber(&r, b.threshold);
+  r += ",\"rho\":";
+  AppendJsonNumber(&r, map->proto().rho());
+  r += ",\"rho_estimate\":{\"percentile\":";
+  AppendJsonNumber(&r, est.percentile);
+  r += ",\"delta\":";
+  AppendJsonNumber(&r, est.delta);
+  r += ",\"epsilon\":";
+  AppendJsonNumber(&r, est.epsilon);
+  r += ",\"rho\":";
+  AppendJsonNumber(&r, est.rho);
+  r += "},\"sample_rate\":";
+  AppendJsonNumber(&r, a.sample_rate);
+  r += ",\"sample\":" + EvaluationJson(e) + "}\n";
+  if (Status s = WriteText(a.report, r); !s.ok()) return Fail(s);
+  spdlog::info("partition build: {} cells on {} machines, imbalance {:.3f}, communication avoided {:.1f}%",
+               map->cells(), b.machines, e.imbalance, 100 * e.communication_reduction);
+  return 0;
+}
+
+int RunRoute(const std::string& map_path, const std::string& input, const SharedOptions& shared_args) {
+  auto map = PartitionMap::Load(map_path);
+  if (!map.ok()) return Fail(map.status());
+  auto shared = ResolveShared(shared_args);
+  if (!shared.ok()) return Fail(shared.status());
+  CrawlSignerOptions so;
+  so.signer = map->signer_options();
+  so.reader = shared->reader;
+  so.threads = shared->threads;
+  std::vector<uint32_t> cells, machines;
+  std::string line;
+  Status s = SignCrawl(input, so, [&](CrawlRecord& rec, PageFeatures& f) {
+    line.assign("{\"url\":");
+    AppendJsonString(&line, rec.url);
+    if (rec.is_redirect()) {
+      line.append(",\"redirect\":true}\n");
+    } else {
+      const auto v = map->VectorOf(f);
+      const uint32_t home = map->Home(v);
+      map->RouteCells(v, &cells);
+      map->RouteMachines(v, &machines);
+      line.append(",\"home\":" + std::to_string(home) + ",\"home_machine\":" + std::to_string(map->MachineOf(home)) +
+                  ",\"partitions\":[");
+      for (size_t i = 0; i < cells.size(); ++i) line.append(i ? "," : "").append(std::to_string(cells[i]));
+      line.append("],\"machines\":[");
+      for (size_t i = 0; i < machines.size(); ++i) line.append(i ? "," : "").append(std::to_string(machines[i]));
+      line.append("]}\n");
+    }
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    return Status::Ok();
+  });
+  return s.ok() ? 0 : Fail(s);
+}
+
+struct RebalanceArgs {
+  std::string map, input, out, plan, report = "-", resident;
+  double sample_rate = 1.0, max_move = 0.1, target = 1.15;
+  SharedOptions shared;
+};
+
+int RunRebalance(const RebalanceArgs& a) {
+  auto old_map = PartitionMap::Load(a.map);
+  if (!old_map.ok()) return Fail(old_map.status());
+  auto shared = ResolveShared(a.shared);
+  if (!shared.ok()) return Fail(shared.status());
+  CrawlSampleOptions so;
+  so.signer.signer = old_map->signer_options();
+  so.signer.reader = shared->reader;
+  so.signer.threads = shared->threads;
+  so.signer.progress_label = "rebalance: sample";
+  so.sample_rate = a.sample_rate;
+  auto sample = SampleCrawl(a.input, so);
+  if (!sample.ok()) return Fail(sample.status());
+  auto r = Rebalance(*old_map, sample->sample,
+                     {.max_move = a.max_move, .target_imbalance = a.target});
+  if (!r.ok()) return Fail(r.status());
+  if (Status s = r->map.Save(a.out); !s.ok()) return Fail(s);
+  // The plan: aggregated cell moves from the sample, or every moving page of a resident set.
+  std::string plan;
+  const double scale = 1.0 / a.sample_rate;
+  if (a.resident.empty()) {
+    for (const auto& m : r->moves) {
+      plan += "{\"from_partition\":" + std::to_string(m.from_cell) + ",\"to_partition\":" + std::to_string(m.to_cell) +
+              ",\"from_machine\":" + std::to_string(m.from_machine) + ",\"to_machine\":" + std::to_string(m.to_machine) +
+              ",\"sample_pages\":";
+      AppendJsonNumber(&plan, m.pages);
+      plan += ",\"estimated_pages\":";
+      AppendJsonNumber(&plan, m.pages * scale);
+      plan += "}\n";
+    }
+  } else {
+    CrawlSampleOptions ro = so;
+    ro.sample_rate = 1.0;
+    ro.signer.progress_label = "rebalance: resident set";
+    auto resident = SampleCrawl(a.resident, ro);
+    if (!resident.ok()) return Fail(resident.status());
+    const auto feature = old_map->proto().feature();
+    for (size_t i = 0; i < resident->sample.size(); ++i) {
+      const auto v = resident->sample.Vector(i, feature);
+      const uint32_t from = old_map->Home(v), to = r->map.Home(v);
+      const uint32_t fm = old_map->MachineOf(from), tm = r->map.MachineOf(to);
+      if (fm == tm) continue;
+      plan += "{\"url\":";
+      AppendJsonString(&plan, resident->urls[i]);
+      plan += ",\"from_partition\":" + std::to_string(from) + ",\"to_partition\":" + std::to_string(to) +
+              ",\"from_machine\":" + std::to_string(fm) + ",\"to_machine\":" + std::to_string(tm) + "}\n";
+    }
+  }
+  if (Status s = WriteText(a.plan, plan); !s.ok()) return Fail(s);
+  std::string rep = "{\"old_map\":";
+  AppendJsonString(&rep, a.map);
+  rep += ",\"new_map\":";
+  AppendJsonString(&rep, a.out);
+  rep += ",\"generation\":" + std::to_string(r->map.proto().generation()) +
+         ",\"resliced\":" + (r->resliced ? std::string("true") : std::string("false")) + ",\"imbalance_before\":";
+  AppendJsonNumber(&rep, r->imbalance_before);
+  rep += ",\"imbalance_after\":";
+  AppendJsonNumber(&rep, r->imbalance_after);
+  rep += ",\"moved_share\":";
+  AppendJsonNumber(&rep, r->moved_share);
+  rep += ",\"sample_pages\":" + std::to_string(sample->sample.size()) + "}\n";
+  if (Status s = WriteText(a.report, rep); !s.ok()) return Fail(s);
+  spdlog::info("rebalance: imbalance {:.3f} -> {:.3f}, {:.1f}% of pages move{}", r->imbalance_before,
+               r->imbalance_after, 100 * r->moved_share, r->resliced ? " (re-sliced)" : "");
+  return 0;
+}
+
+}  // namespace
+
+void RegisterPartition(CLI::App& app, int* exit_code) {
+  auto* part = app.add_subcommand("partition", "Build partition maps and route pages with them");
+  part->require_subcommand(1);
+
+  auto* build = part->add_subcommand("build", "Build a partition map from a sample of a crawl");
+  auto b = std::make_shared<BuildArgs>();
+  build->add_option("--input", b->input, "crawl JSON Lines")->required();
+  build->add_option("--out", b->out, "partition map to write (binary protobuf)")->required();
+  build->add_option("--report", b->report, "report JSON (- for stdout)")->capture_default_str();
+  build->add_option("--machines", b->machines, "machines")->capture_default_str()->check(CLI::PositiveNumber);
+  build->add_option("--sample-rate", b->sample_rate, "share of URLs sampled")->capture_default_str();
+  build->add_option("--routing", b->routing, "exact (L1 bound, loses no pair) or rho (the paper's box)")->capture_default_str();
+  build->add_option("--rho", b->rho, "enlarging factor for rho routing, or auto (Section 4.2 estimate)")->capture_default_str();
+  build->add_option("--rho-percentile", b->rho_percentile, "percentile of sampled delta and epsilon for auto")->capture_default_str();
+  build->add_option("--cells-per-machine", b->cells_per_machine, "cells per machine")->capture_default_str();
+  build->add_option("--fine-grain", b->fine_grain, "SpotSigs fine-grain ratio (0 = the threshold, as in the paper)")->capture_default_str();
+  AddSharedOptions(build, &b->shared);
+  build->callback([b, exit_code] { *exit_code = RunBuild(*b); });
+
+  auto* route = part->add_subcommand("route", "Print each page's home partition and the partitions it is compared against");
+  auto map_path = std::make_shared<std::string>();
+  auto input = std::make_shared<std::string>();
+  auto rs = std::make_shared<SharedOptions>();
+  route->add_option("--map", *map_path, "partition map")->required();
+  route->add_option("--input", *input, "crawl JSON Lines")->required();
+  AddSharedOptions(route, rs.get());
+  route->callback([map_path, input, rs, exit_code] { *exit_code = RunRoute(*map_path, *input, *rs); });
+
+  auto* reb = app.add_subcommand("rebalance", "Re-balance a partition map from a fresh sample, moving as few pages as possible");
+  auto r = std::make_shared<RebalanceArgs>();
+  reb->add_option("--map", r->map, "current partition map")->required();
+  reb->add_option("--input", r->input, "fresh crawl sample (JSON Lines)")->required();
+  reb->add_option("--out", r->out, "new partition map to write")->required();
+  reb->add_option("--plan", r->plan, "moves to write (JSON Lines)")->required();
+  reb->add_option("--report", r->report, "report JSON (- for stdout)")->capture_default_str();
+  reb->add_option("--resident", r->resident, "resident pages (crawl JSON Lines): list every page that moves");
+  reb->add_option("--sample-rate", r->sample_rate, "share of the input's URLs sampled")->capture_default_str();
+  reb->add_option("--max-move", r->max_move, "share of pages cell reassignment may move")->capture_default_str();
+  reb->add_option("--target-imbalance", r->target, "re-slice only when reassignment cannot reach this")->capture_default_str();
+  AddSharedOptions(reb, &r->shared);
+  reb->callback([r, exit_code] { *exit_code = RunRebalance(*r); });
+}
+
+}  // namespace neardup::cli

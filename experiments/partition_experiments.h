@@ -1,0 +1,42 @@
+// The partitioner's figures (the paper's Fig. 4, Fig. 5, Section 6.1's stability, and the recall
+// lost to routing), computed in-process on a crawl and written as CSV.
+//
+// Every experiment signs the crawl once with six sub-dictionaries and folds them into 1, 2 and
+// 3 dimensions (SubDictionary(h, N) = mix(h) mod N, so mod 6 folds exactly onto mod 2 and mod 3).
+//
+// Thread safety: each function is reentrant.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/crawl_signer.h"
+#include "common/status.h"
+
+namespace neardup {
+
+struct PartitionExperimentOptions {
+  std::string input;                     // crawl JSON Lines
+  std::string csv;                       // output CSV path
+  std::vector<uint32_t> machines = {2, 4, 8, 16, 32, 64};
+  std::vector<double> thresholds = {0.5, 0.6, 0.7, 0.8, 0.9};
+  std::vector<double> rhos = {1.0, 1.1, 1.2, 1.3};
+  double threshold = 0.9;                // where one threshold is needed
+  uint32_t cells_per_machine = 6;
+  double fine_grain = 0.95;              // 0 = the threshold (the paper's rule)
+  size_t max_eval_pages = 200000;        // routing evaluations use at most this many pages
+  int threads = 0;
+};
+
+// Fig. 4: machines, dims, imbalance (map built and judged on the crawl's resident pages).
+Status RunImbalanceFigure(const PartitionExperimentOptions& o);
+// Fig. 5: machines, threshold, routing, communication_reduction, machines_contacted (3D).
+Status RunCommunicationFigure(const PartitionExperimentOptions& o);
+// Stability: train on one eleventh of the URLs, judge on the ten others; per dims and machines the
+// mean, standard deviation and coefficient of variation of the imbalance.
+Status RunStabilityExperiment(const PartitionExperimentOptions& o);
+// Recall lost to routing: the exact baseline's pairs at o.threshold; for each rho and the exact
+// mode, the share of pairs whose earlier page's home is not among the later page's routed cells.
+Status RunRoutingRecall(const PartitionExperimentOptions& o);
+
+}  // namespace neardup

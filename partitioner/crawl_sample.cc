@@ -1,0 +1,54 @@
+#include "partitioner/crawl_sample.h"
+
+#include <xxhash.h>
+
+#include <cmath>
+#include <unordered_map>
+
+namespace neardup {
+
+bool InSample(std::string_view url, double sample_rate) {
+  if (sample_rate >= 1) return true;
+  const uint64_t h = XXH3_64bits_withSeed(url.data(), url.size(), 0x53414d50);  // "SAMP"
+  return static_cast<double>(h) < sample_rate * 18446744073709551616.0;
+}
+
+StatusOr<CrawlSample> SampleCrawl(const std::string& input, const CrawlSampleOptions& options) {
+  if (!(options.sample_rate > 0 && options.sample_rate <= 1)) {
+    return InvalidArgument("sample rate must be in (0, 1], got " + std::to_string(options.sample_rate));
+  }
+  struct Page {
+    std::vector<uint32_t> words, shingles;
+    bool alive = false;
+  };
+  std::unordered_map<std::string, size_t> index;
+  std::vector<std::string> urls;
+  std::vector<Page> pages;
+  CrawlSignerOptions signer = options.signer;
+  const double rate = options.sample_rate;
+  signer.keep = [rate, also = options.signer.keep](const CrawlRecord& r) {
+    return InSample(r.url, rate) && (!also || also(r));
+  };
+  CrawlSample out;
+  RETURN_IF_ERROR(SignCrawl(input, signer, [&](CrawlRecord& rec, PageFeatures& f) {
+    auto [it, inserted] = index.try_emplace(rec.url, pages.size());
+    if (inserted) {
+      pages.emplace_back();
+      urls.push_back(rec.url);
+    }
+    Page& p = pages[it->second];
+    p.alive = !rec.is_redirect();
+    p.words = std::move(f.length_vector);
+    p.shingles = std::move(f.shingle_vector);
+    return Status::Ok();
+  }, &out.reader));
+  out.sample = LengthSample(static_cast<uint32_t>(options.signer.signer.dims));
+  for (size_t i = 0; i < pages.size(); ++i) {
+    if (!pages[i].alive) continue;
+    out.sample.Add(pages[i].words, pages[i].shingles);
+    out.urls.push_back(std::move(urls[i]));
+  }
+  return out;
+}
+
+}  // namespace neardup

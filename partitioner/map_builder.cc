@@ -1,0 +1,170 @@
+#include "partitioner/map_builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <queue>
+
+#include "partitioner/balanced_ranges.h"
+
+namespace neardup {
+
+pb::PartitionMap::Feature FeatureFor(pb::PartitionMap::Routing routing) {
+  return routing == pb::PartitionMap::EXACT_L1 ? pb::PartitionMap::SHINGLE_COUNTS : pb::PartitionMap::WORD_LENGTHS;
+}
+
+double Imbalance(const std::vector<double>& load) {
+  if (load.empty()) return 1;
+  const double total = std::accumulate(load.begin(), load.end(), 0.0);
+  if (total <= 0) return 1;
+  return *std::max_element(load.begin(), load.end()) / (total / static_cast<double>(load.size()));
+}
+
+std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_weight, uint32_t machines) {
+  std::vector<uint32_t> order(cell_weight.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return cell_weight[a] > cell_weight[b]; });
+  using Slot = std::pair<double, uint32_t>;  // (load, machine): least load first, then lowest id
+  std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> heap;
+  for (uint32_t m = 0; m < machines; ++m) heap.emplace(0.0, m);
+  std::vector<uint32_t> machine_of(cell_weight.size(), 0);
+  std::vector<uint32_t> empty;
+  for (uint32_t c : order) {
+    if (cell_weight[c] <= 0) { empty.push_back(c); continue; }
+    auto [load, m] = heap.top();
+    heap.pop();
+    machine_of[c] = m;
+    heap.emplace(load + cell_weight[c], m);
+  }
+  // Empty cells (no sample page yet): round-robin, least-loaded machines first.
+  std::vector<uint32_t> by_load;
+  while (!heap.empty()) { by_load.push_back(heap.top().second); heap.pop(); }
+  std::sort(empty.begin(), empty.end());
+  for (size_t i = 0; i < empty.size(); ++i) machine_of[empty[i]] = by_load[i % by_load.size()];
+  return machine_of;
+}
+
+StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBuildOptions& o) {
+  if (o.dims < 1 || o.dims > 16) return InvalidArgument("dims must be in 1..16, got " + std::to_string(o.dims));
+  if (sample.dims() != o.dims) {
+    return InvalidArgument("the sample has " + std::to_string(sample.dims()) + " dimensions, the map wants " +
+                           std::to_string(o.dims));
+  }
+  if (o.machines < 1) return InvalidArgument("machines must be >= 1");
+  if (!(o.threshold > 0 && o.threshold < 1)) return InvalidArgument("threshold must be in (0, 1)");
+  if (o.cells_per_machine < 1) return InvalidArgument("cells_per_machine must be >= 1");
+  if (o.routing == pb::PartitionMap::RHO_BOX && !(o.rho >= 1)) return InvalidArgument("rho must be >= 1");
+  if (!(o.fine_grain >= 0 && o.fine_grain < 1)) return InvalidArgument("fine_grain must be in [0, 1)");
+  const double fine_grain = o.fine_grain > 0 ? o.fine_grain : o.threshold;
+  if (sample.size() == 0) return FailedPrecondition("cannot build a partition map from an empty sample");
+
+  const auto feature = FeatureFor(o.routing);
+  const double target_cells = static_cast<double>(o.cells_per_machine) * o.machines;
+  const size_t per_dim = std::max<size_t>(1, static_cast<size_t>(std::llround(std::pow(target_cells, 1.0 / o.dims))));
+
+  pb::PartitionMap p;
+  p.set_format_version(kPartitionMapFormat);
+  p.set_generation(1);
+  p.set_feature(feature);
+  p.set_routing(o.routing);
+  p.set_rho(o.routing == pb::PartitionMap::RHO_BOX ? o.rho : 1.0);
+  p.set_threshold(o.threshold);
+  p.set_shingle_k(o.shingle_k);
+  p.set_dims(o.dims);
+  p.set_machines(o.machines);
+  p.set_sample_pages(sample.size());
+  p.set_fine_grain(fine_grain);
+  p.set_cells_per_machine(o.cells_per_machine);
+  // Breadth-first: slice dimension d of each node's own pages; children are allocated together,
+  // so each node's children (or cells, at the last depth) are contiguous.
+  struct Pending {
+    int slice;
+    uint32_t depth;
+    std::vector<uint32_t> points;
+  };
+  std::vector<Pending> queue;
+  queue.push_back({0, 0, std::vector<uint32_t>(sample.size())});
+  std::iota(queue[0].points.begin(), queue[0].points.end(), 0u);
+  p.add_slice();
+  std::vector<double> weight;
+  for (size_t q = 0; q < queue.size(); ++q) {
+    Pending node = std::move(queue[q]);
+    std::vector<WeightedValue> values;
+    values.reserve(node.points.size());
+    for (uint32_t i : node.points) values.push_back({sample.Vector(i, feature)[node.depth], 1.0});
+    ASSIGN_OR_RETURN(auto ranges, BalanceRanges(std::move(values), BalanceOptions{.ranges = per_dim, .tau = fine_grain}));
+    auto* slice = p.mutable_slice(node.slice);
+    for (size_t r = 1; r < ranges.size(); ++r) slice->add_bounds(ranges[r].lo);
+    if (node.depth + 1 == o.dims) {
+      slice->set_first_child(static_cast<uint32_t>(weight.size()));
+      for (const auto& r : ranges) weight.push_back(r.weight);
+      continue;
+    }
+    const int first = p.slice_size();
+    slice->set_first_child(static_cast<uint32_t>(first));
+    std::vector<std::vector<uint32_t>> parts(ranges.size());
+    for (uint32_t i : node.points) parts[FindRange(ranges, sample.Vector(i, feature)[node.depth])].push_back(i);
+    for (size_t r = 0; r < ranges.size(); ++r) {
+      p.add_slice();
+      queue.push_back({first + static_cast<int>(r), node.depth + 1, std::move(parts[r])});
+    }
+  }
+  const std::vector<uint32_t> machine_of = AssignCellsLargestFirst(weight, o.machines);
+  p.mutable_cell_machine()->Assign(machine_of.begin(), machine_of.end());
+  p.mutable_cell_weight()->Assign(weight.begin(), weight.end());
+  return PartitionMap::FromProto(std::move(p));
+}
+
+MapEvaluation EvaluateMap(const PartitionMap& map, const LengthSample& sample) {
+  MapEvaluation e;
+  e.pages = sample.size();
+  e.machine_pages.assign(map.machines(), 0.0);
+  const auto feature = map.proto().feature();
+  std::vector<uint32_t> cells, machines;
+  uint64_t routed = 0, cell_sends = 0, machine_sends = 0;
+  for (size_t i = 0; i < sample.size(); ++i) {
+    const auto v = sample.Vector(i, feature);
+    e.machine_pages[map.MachineOf(map.Home(v))] += 1;
+    map.RouteCells(v, &cells);
+    if (cells.empty()) continue;
+    ++routed;
+    cell_sends += cells.size();
+    map.RouteMachines(v, &machines);
+    machine_sends += machines.size();
+  }
+  e.imbalance = Imbalance(e.machine_pages);
+  if (routed > 0) {
+    e.mean_cells_contacted = static_cast<double>(cell_sends) / routed;
+    e.mean_machines_contacted = static_cast<double>(machine_sends) / routed;
+    e.communication_reduction = 1 - static_cast<double>(machine_sends) / (static_cast<double>(routed) * map.machines());
+  }
+  return e;
+}
+
+RhoEstimate EstimateRho(const LengthSample& sample, double percentile) {
+  RhoEstimate r;
+  r.percentile = percentile;
+  std::vector<double> deltas, epsilons;
+  const double n = sample.dims();
+  for (size_t i = 0; i < sample.size(); ++i) {
+    const double words = sample.word_count(i);
+    if (words <= 0) continue;
+    double delta = 0;
+    for (uint32_t x : sample.Vector(i, pb::PartitionMap::WORD_LENGTHS)) delta = std::max(delta, std::abs(n * x / words - 1));
+    deltas.push_back(delta);
+    epsilons.push_back(std::abs(sample.shingle_count(i) / words - 1));
+  }
+  r.pages = deltas.size();
+  if (deltas.empty()) return r;
+  auto at = [&](std::vector<double>& v) {
+    const size_t k = std::min(v.size() - 1, static_cast<size_t>(std::ceil(percentile / 100.0 * v.size())) - 1);
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+    return std::min(0.95, v[k]);
+  };
+  r.delta = at(deltas);
+  r.epsilon = at(epsilons);
+  r.rho = std::max(1.0, (1 + r.delta) * (1 + r.epsilon) / ((1 - r.delta) * (1 - r.epsilon)));
+  return r;
+}
+
+}  // namespace neardup

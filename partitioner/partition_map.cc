@@ -1,0 +1,192 @@
+#include "partitioner/partition_map.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace neardup {
+
+PartitionMap::PartitionMap(pb::PartitionMap proto) : proto_(std::move(proto)) {
+  nodes_.reserve(static_cast<size_t>(proto_.slice_size()));
+  for (const auto& sl : proto_.slice()) nodes_.push_back(Node{{sl.bounds().begin(), sl.bounds().end()}, sl.first_child()});
+}
+
+StatusOr<PartitionMap> PartitionMap::FromProto(pb::PartitionMap p) {
+  if (p.format_version() != kPartitionMapFormat) {
+    return InvalidArgument("partition map format_version " + std::to_string(p.format_version()) +
+                           " is not supported (this build reads version " + std::to_string(kPartitionMapFormat) + ")");
+  }
+  if (p.dims() < 1 || p.dims() > 16) return InvalidArgument("partition map: dims must be in 1..16, got " + std::to_string(p.dims()));
+  if (p.feature() == pb::PartitionMap::FEATURE_UNSPECIFIED) return InvalidArgument("partition map: feature is unset");
+  if (p.routing() == pb::PartitionMap::ROUTING_UNSPECIFIED) return InvalidArgument("partition map: routing is unset");
+  if (!(p.threshold() > 0 && p.threshold() <= 1)) return InvalidArgument("partition map: threshold must be in (0, 1]");
+  if (p.routing() == pb::PartitionMap::RHO_BOX && !(p.rho() >= 1 && std::isfinite(p.rho()))) {
+    return InvalidArgument("partition map: rho must be >= 1 for RHO_BOX routing");
+  }
+  if (p.shingle_k() < 1 || p.shingle_k() > 16) return InvalidArgument("partition map: shingle_k must be in 1..16");
+  if (p.machines() < 1) return InvalidArgument("partition map: machines must be >= 1");
+  if (p.slice_size() == 0) return InvalidArgument("partition map: no slices");
+  if (p.cell_weight_size() != 0 && p.cell_weight_size() != p.cell_machine_size()) {
+    return InvalidArgument("partition map: cell_weight has " + std::to_string(p.cell_weight_size()) +
+                           " entries for " + std::to_string(p.cell_machine_size()) + " cells");
+  }
+  // Walk the tree from the root: every node and every cell reached exactly once, depth == dims.
+  std::vector<int> node_depth(static_cast<size_t>(p.slice_size()), -1);
+  std::vector<bool> cell_seen(static_cast<size_t>(p.cell_machine_size()), false);
+  node_depth[0] = 0;
+  std::vector<int> stack{0};
+  size_t nodes_seen = 1, cells_seen = 0;
+  while (!stack.empty()) {
+    const int n = stack.back();
+    stack.pop_back();
+    const auto& sl = p.slice(n);
+    const auto& b = sl.bounds();
+    for (int j = 0; j < b.size(); ++j) {
+      if (b[j] == 0 || (j > 0 && b[j] <= b[j - 1])) {
+        return InvalidArgument("partition map: bounds of slice " + std::to_string(n) +
+                               " must be positive and strictly increasing (index " + std::to_string(j) + ")");
+      }
+    }
+    const uint64_t first = sl.first_child(), count = static_cast<uint64_t>(b.size()) + 1;
+    const bool last = node_depth[n] + 1 == static_cast<int>(p.dims());
+    const uint64_t limit = last ? cell_seen.size() : node_depth.size();
+    if (first + count > limit) {
+      return InvalidArgument("partition map: slice " + std::to_string(n) + " points past the " +
+                             (last ? std::string("cells") : std::string("slices")));
+    }
+    for (uint64_t c = first; c < first + count; ++c) {
+      if (last) {
+        if (cell_seen[c]) return InvalidArgument("partition map: cell " + std::to_string(c) + " is reached twice");
+        cell_seen[c] = true;
+        ++cells_seen;
+      } else {
+        if (node_depth[c] >= 0) return InvalidArgument("partition map: slice " + std::to_string(c) + " is reached twice");
+        node_depth[c] = node_depth[n] + 1;
+        ++nodes_seen;
+        stack.push_back(static_cast<int>(c));
+      }
+    }
+  }
+  if (nodes_seen != node_depth.size() || cells_seen != cell_seen.size()) {
+    return InvalidArgument("partition map: the slices do not form one tree of depth " + std::to_string(p.dims()) +
+                           " covering all " + std::to_string(p.cell_machine_size()) + " cells");
+  }
+  for (int c = 0; c < p.cell_machine_size(); ++c) {
+    if (p.cell_machine(c) >= p.machines()) {
+      return InvalidArgument("partition map: cell " + std::to_string(c) + " is on machine " +
+                             std::to_string(p.cell_machine(c)) + " of " + std::to_string(p.machines()));
+    }
+  }
+  return PartitionMap(std::move(p));
+}
+
+StatusOr<PartitionMap> PartitionMap::Load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError("cannot read partition map " + path + ": " + std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  pb::PartitionMap p;
+  if (!p.ParseFromString(ss.str())) return Corruption(path + " is not a partition map (protobuf parse failed)");
+  auto m = FromProto(std::move(p));
+  if (!m.ok()) return Status(m.status().code(), path + ": " + m.status().message());
+  return m;
+}
+
+Status PartitionMap::Save(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !proto_.SerializeToOstream(&out)) return IoError("cannot write partition map " + path);
+  out.close();
+  if (!out) return IoError("cannot write partition map " + path);
+  return Status::Ok();
+}
+
+std::span<const uint32_t> PartitionMap::VectorOf(const PageFeatures& f) const {
+  return proto_.feature() == pb::PartitionMap::SHINGLE_COUNTS ? std::span<const uint32_t>(f.shingle_vector)
+                                                              : std::span<const uint32_t>(f.length_vector);
+}
+
+SignerOptions PartitionMap::signer_options() const {
+  return SignerOptions{.k = static_cast<int>(proto_.shingle_k()), .dims = static_cast<int>(proto_.dims())};
+}
+
+uint32_t PartitionMap::IntervalOf(const Node& node, uint64_t x) {
+  return static_cast<uint32_t>(std::upper_bound(node.bounds.begin(), node.bounds.end(), x) - node.bounds.begin());
+}
+
+uint64_t PartitionMap::Distance(const Node& node, uint32_t j, uint64_t x) {
+  const uint64_t lo = j == 0 ? 0 : node.bounds[j - 1];
+  if (x < lo) return lo - x;
+  if (j == node.bounds.size()) return 0;
+  const uint64_t hi_incl = node.bounds[j] - 1;
+  return x > hi_incl ? x - hi_incl : 0;
+}
+
+uint32_t PartitionMap::Home(std::span<const uint32_t> v) const {
+  const Node* node = &nodes_[0];
+  for (uint32_t d = 0;; ++d) {
+    const uint32_t child = node->first_child + IntervalOf(*node, v[d]);
+    if (d + 1 == dims()) return child;
+    node = &nodes_[child];
+  }
+}
+
+void PartitionMap::RouteCells(std::span<const uint32_t> v, std::vector<uint32_t>* cells) const {
+  cells->clear();
+  uint64_t size = 0;
+  for (uint32_t x : v) size += x;
+  if (size == 0) return;
+  const double t = proto_.threshold();
+  const bool exact = proto_.routing() == pb::PartitionMap::EXACT_L1;
+  // Exact: integer L1 radius (1-t)/t |A| (the L1 distance between integer vectors is an integer).
+  const uint64_t radius = exact ? static_cast<uint64_t>(std::floor((1 - t) / t * static_cast<double>(size) + 1e-6)) : 0;
+  // Rho: per-dimension value ranges of the enlarged box.
+  uint64_t lo[16], hi[16];
+  if (!exact) {
+    const double rho = proto_.rho();
+    for (uint32_t d = 0; d < dims(); ++d) {
+      lo[d] = static_cast<uint64_t>(std::floor(v[d] * t / rho));
+      hi[d] = static_cast<uint64_t>(std::ceil(v[d] * rho / t));
+    }
+  }
+  struct Frame { uint32_t node; uint32_t depth; uint64_t dist; };
+  thread_local std::vector<Frame> stack;
+  stack.clear();
+  stack.push_back({0, 0, 0});
+  while (!stack.empty()) {
+    const Frame f = stack.back();
+    stack.pop_back();
+    const Node& node = nodes_[f.node];
+    const uint64_t x = v[f.depth];
+    const bool last = f.depth + 1 == dims();
+    uint32_t first, end;
+    if (exact) {
+      const uint64_t budget = radius - f.dist;
+      first = IntervalOf(node, x > budget ? x - budget : 0);
+      end = IntervalOf(node, x + budget) + 1;
+    } else {
+      first = IntervalOf(node, lo[f.depth]);
+      end = IntervalOf(node, hi[f.depth]) + 1;
+    }
+    for (uint32_t j = first; j < end; ++j) {
+      const uint64_t dist = exact ? f.dist + Distance(node, j, x) : 0;
+      if (dist > radius) continue;
+      if (last) cells->push_back(node.first_child + j);
+      else stack.push_back({node.first_child + j, f.depth + 1, dist});
+    }
+  }
+  std::sort(cells->begin(), cells->end());
+}
+
+void PartitionMap::RouteMachines(std::span<const uint32_t> v, std::vector<uint32_t>* machines) const {
+  thread_local std::vector<uint32_t> cells;
+  RouteCells(v, &cells);
+  machines->clear();
+  for (uint32_t c : cells) machines->push_back(MachineOf(c));
+  std::sort(machines->begin(), machines->end());
+  machines->erase(std::unique(machines->begin(), machines->end()), machines->end());
+}
+
+}  // namespace neardup

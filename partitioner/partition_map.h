@@ -1,0 +1,82 @@
+// PartitionMap: the one place that decides which Tier 2 partition stores a page and which
+// partitions a new page must be compared against (the paper's Section 4).
+//
+// A map slices N length dimensions one after the other: dimension 0 into intervals, then, inside
+// each of those, dimension 1 by the pages in it, and so on (a tree of depth N, so that cells stay
+// balanced although the dimensions are correlated). The leaves are the partitions ("cells"), each
+// a box of per-dimension intervals living on one machine. A page's vector (N lengths, see
+// VectorOf) has exactly one home cell. Routing finds every cell that can hold a near-duplicate:
+//  - RHO_BOX (the paper's Expression 1): dimension i ranges over [v_i t/rho, v_i rho/t].
+//    Approximate: a small rho loses some pairs.
+//  - EXACT_L1: with v_i = |A_i| the page's unique shingles whose first word is in
+//    sub-dictionary i, Jaccard(A,B) >= t implies sum_i | |A_i| - |B_i| | <= |A xor B| <= (1-t)/t |A|,
+//    so only cells whose box is within that L1 distance of v are contacted. Loses no pair.
+// A page with an all-zero vector (no words) routes nowhere: it is never anyone's duplicate.
+//
+//   ASSIGN_OR_RETURN(PartitionMap map, PartitionMap::Load("map.pb"));
+//   uint32_t home = map.Home(map.VectorOf(features));
+//   std::vector<uint32_t> machines;
+//   map.RouteMachines(map.VectorOf(features), &machines);
+//
+// Thread safety: a PartitionMap is immutable; all const methods may be called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/signature.h"
+#include "common/status.h"
+#include "proto/partition.pb.h"
+
+namespace neardup {
+
+inline constexpr uint32_t kPartitionMapFormat = 1;
+
+class PartitionMap {
+ public:
+  // Validates and indexes a map message. InvalidArgument (naming the field) for a wrong format
+  // version, a slice tree that is not a tree of depth `dims` covering every cell exactly once,
+  // unsorted bounds, a machine out of range, or a bad threshold/rho.
+  static StatusOr<PartitionMap> FromProto(pb::PartitionMap proto);
+  // IoError if unreadable; Corruption if not a PartitionMap; then as FromProto.
+  static StatusOr<PartitionMap> Load(const std::string& path);
+  // Writes the binary message. IoError on failure.
+  Status Save(const std::string& path) const;
+
+  const pb::PartitionMap& proto() const { return proto_; }
+  uint32_t dims() const { return proto_.dims(); }
+  uint32_t machines() const { return proto_.machines(); }
+  uint32_t cells() const { return static_cast<uint32_t>(proto_.cell_machine_size()); }
+
+  // The vector of a page this map partitions by (its feature), with dims() entries.
+  std::span<const uint32_t> VectorOf(const PageFeatures& f) const;
+  // SignerOptions whose signatures this map expects.
+  SignerOptions signer_options() const;
+
+  // The cell that stores a page; v.size() must equal dims().
+  uint32_t Home(std::span<const uint32_t> v) const;
+  uint32_t MachineOf(uint32_t cell) const { return proto_.cell_machine(static_cast<int>(cell)); }
+
+  // Replaces *cells with the sorted cells that can hold a near-duplicate of v (home included).
+  void RouteCells(std::span<const uint32_t> v, std::vector<uint32_t>* cells) const;
+  // Replaces *machines with the sorted, unique machines of RouteCells(v).
+  void RouteMachines(std::span<const uint32_t> v, std::vector<uint32_t>* machines) const;
+
+ private:
+  struct Node {
+    std::vector<uint64_t> bounds;  // interval j = [bounds[j-1], bounds[j])
+    uint32_t first_child;
+  };
+  explicit PartitionMap(pb::PartitionMap proto);
+  // Interval of x in a node.
+  static uint32_t IntervalOf(const Node& node, uint64_t x);
+  // L1 distance from x to interval j of a node (0 inside).
+  static uint64_t Distance(const Node& node, uint32_t j, uint64_t x);
+
+  pb::PartitionMap proto_;
+  std::vector<Node> nodes_;
+};
+
+}  // namespace neardup

@@ -1,0 +1,155 @@
+#include "partitioner/rebalance.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "partitioner/map_builder.h"
+
+namespace neardup {
+namespace {
+
+std::vector<double> Loads(const std::vector<double>& cell_weight, const std::vector<uint32_t>& machine_of, uint32_t machines) {
+  std::vector<double> load(machines, 0.0);
+  for (size_t c = 0; c < cell_weight.size(); ++c) load[machine_of[c]] += cell_weight[c];
+  return load;
+}
+
+// Step 1: move whole cells between machines, boundaries unchanged.
+double ReassignCells(const std::vector<double>& w, std::vector<uint32_t>* machine_of, uint32_t machines,
+                     double budget, double target) {
+  std::vector<double> load = Loads(w, *machine_of, machines);
+  double moved = 0;
+  for (size_t iter = 0; iter < w.size() * 4 && Imbalance(load) > target; ++iter) {
+    const uint32_t hi = static_cast<uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
+    const uint32_t lo = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    const double gap = load[hi] - load[lo];
+    int64_t best = -1;
+    double best_score = gap;  // |w - gap/2| must beat doing nothing
+    for (size_t c = 0; c < w.size(); ++c) {
+      if ((*machine_of)[c] != hi || w[c] <= 0 || w[c] >= gap || moved + w[c] > budget) continue;
+      const double score = std::abs(w[c] - gap / 2);
+      if (score < best_score) { best_score = score; best = static_cast<int64_t>(c); }
+    }
+    if (best < 0) break;
+    (*machine_of)[best] = lo;
+    load[hi] -= w[best];
+    load[lo] += w[best];
+    moved += w[best];
+  }
+  return moved;
+}
+
+}  // namespace
+
+StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSample& fresh, const RebalanceOptions& o) {
+  if (fresh.dims() != old_map.dims()) {
+    return InvalidArgument("the map has " + std::to_string(old_map.dims()) + " dimensions, the sample " +
+                           std::to_string(fresh.dims()));
+  }
+  if (fresh.size() == 0) return FailedPrecondition("cannot rebalance from an empty sample");
+  if (!(o.max_move >= 0 && o.max_move <= 1)) return InvalidArgument("max_move must be in [0, 1]");
+  const auto feature = old_map.proto().feature();
+  const uint32_t machines = old_map.machines();
+  const double total = static_cast<double>(fresh.size());
+
+  // The fresh sample under the old map.
+  std::vector<uint32_t> old_home(fresh.size());
+  std::vector<double> w(old_map.cells(), 0.0);
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    old_home[i] = old_map.Home(fresh.Vector(i, feature));
+    w[old_home[i]] += 1;
+  }
+  std::vector<uint32_t> old_machine(old_map.cells());
+  for (uint32_t c = 0; c < old_map.cells(); ++c) old_machine[c] = old_map.MachineOf(c);
+
+  RebalanceResult r{old_map};
+  r.imbalance_before = Imbalance(Loads(w, old_machine, machines));
+
+  // Step 1.
+  std::vector<uint32_t> machine_of = old_machine;
+  ReassignCells(w, &machine_of, machines, o.max_move * total, o.target_imbalance);
+  const double step1 = Imbalance(Loads(w, machine_of, machines));
+  pb::PartitionMap p = old_map.proto();
+  p.set_generation(p.generation() + 1);
+  p.set_sample_pages(fresh.size());
+
+  std::vector<uint32_t> new_home = old_home;
+  std::vector<uint32_t> new_machine_of_cell = machine_of;
+  bool resliced = false;
+  if (step1 > o.target_imbalance) {
+    MapBuildOptions b;
+    b.dims = old_map.dims();
+    b.machines = machines;
+    b.threshold = old_map.proto().threshold();
+    b.routing = old_map.proto().routing();
+    b.rho = std::max(1.0, old_map.proto().rho());
+    b.cells_per_machine = std::max(1u, old_map.proto().cells_per_machine());
+    b.fine_grain = old_map.proto().fine_grain();
+    b.shingle_k = old_map.proto().shingle_k();
+    ASSIGN_OR_RETURN(PartitionMap sliced, BuildPartitionMap(fresh, b));
+    // Give each new cell to the machine that already holds most of its pages, within capacity.
+    const uint32_t cells = sliced.cells();
+    std::vector<double> cw(cells, 0.0);
+    std::vector<std::map<uint32_t, double>> overlap(cells);
+    std::vector<uint32_t> home(fresh.size());
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      home[i] = sliced.Home(fresh.Vector(i, feature));
+      cw[home[i]] += 1;
+      overlap[home[i]][old_machine[old_home[i]]] += 1;
+    }
+    std::vector<uint32_t> order(cells);
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t c) { return cw[a] > cw[c]; });
+    const double cap = total / machines * o.target_imbalance;
+    std::vector<double> load(machines, 0.0);
+    std::vector<uint32_t> assign(cells, 0);
+    const std::vector<uint32_t> lpt = AssignCellsLargestFirst(cw, machines);
+    for (uint32_t c : order) {
+      int64_t chosen = -1;
+      double best = 0;
+      for (const auto& [m, pages] : overlap[c]) {
+        if (pages > best && load[m] + cw[c] <= cap) { best = pages; chosen = m; }
+      }
+      if (chosen < 0) {
+        chosen = cw[c] > 0 ? std::min_element(load.begin(), load.end()) - load.begin() : lpt[c];
+      }
+      assign[c] = static_cast<uint32_t>(chosen);
+      load[chosen] += cw[c];
+    }
+    const double resliced_imbalance = Imbalance(load);
+    if (resliced_imbalance < step1) {
+      resliced = true;
+      p = sliced.proto();
+      p.set_generation(old_map.proto().generation() + 1);
+      p.mutable_cell_machine()->Assign(assign.begin(), assign.end());
+      new_home = home;
+      new_machine_of_cell = assign;
+      w = cw;
+    }
+  }
+  if (!resliced) p.mutable_cell_machine()->Assign(machine_of.begin(), machine_of.end());
+  p.mutable_cell_weight()->Assign(w.begin(), w.end());
+  ASSIGN_OR_RETURN(PartitionMap out, PartitionMap::FromProto(std::move(p)));
+
+  // Moves: pages whose machine changes, aggregated by (old cell, new cell).
+  std::map<std::pair<uint32_t, uint32_t>, double> agg;
+  double moved = 0;
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    const uint32_t from = old_machine[old_home[i]], to = new_machine_of_cell[new_home[i]];
+    if (from == to) continue;
+    moved += 1;
+    agg[{old_home[i], new_home[i]}] += 1;
+  }
+  r.map = std::move(out);
+  r.resliced = resliced;
+  r.imbalance_after = Imbalance(Loads(w, new_machine_of_cell, machines));
+  r.moved_share = moved / total;
+  for (const auto& [cells, pages] : agg) {
+    r.moves.push_back(CellMove{cells.first, cells.second, old_machine[cells.first], new_machine_of_cell[cells.second], pages});
+  }
+  std::stable_sort(r.moves.begin(), r.moves.end(), [](const CellMove& a, const CellMove& b) { return a.pages > b.pages; });
+  return r;
+}
+
+}  // namespace neardup

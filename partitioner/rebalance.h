@@ -1,0 +1,50 @@
+// Rebalancing a partition map as content drifts (objective 3 of the paper's Section 4: move as
+// few pages as possible).
+//
+// Given the current map and a fresh sample:
+//  1. Keep every boundary and move whole cells between machines: repeatedly move the cell from the
+//     heaviest machine to the lightest that best halves their gap, while that helps and the moved
+//     share stays within max_move.
+//  2. Only if the imbalance is still above target (a cell itself has grown too heavy, which
+//     reassignment cannot fix), re-slice from the fresh sample (as the map was sliced: same
+//     fine-grain ratio and cells per machine) and give each new cell to the
+//     machine that already holds most of its pages, within capacity; the rest largest-first.
+// The result says which happened, the imbalance before and after, and the share of pages that move.
+//
+// Thread safety: pure function.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "partitioner/length_sample.h"
+#include "partitioner/partition_map.h"
+
+namespace neardup {
+
+struct RebalanceOptions {
+  double max_move = 0.1;          // share of pages step 1 may move
+  double target_imbalance = 1.15; // re-slice only above this
+};
+
+struct CellMove {
+  uint32_t from_cell, to_cell;        // cells of the old and the new map
+  uint32_t from_machine, to_machine;
+  double pages;                       // sample pages that take this move
+};
+
+struct RebalanceResult {
+  PartitionMap map;                   // the new map (generation + 1)
+  bool resliced = false;
+  double imbalance_before = 0;        // the fresh sample under the old map
+  double imbalance_after = 0;         // the fresh sample under the new map
+  double moved_share = 0;             // share of sample pages whose machine changes
+  std::vector<CellMove> moves = {};   // aggregated, largest first
+};
+
+// InvalidArgument when the sample's dimensions differ from the map's; FailedPrecondition for an
+// empty sample.
+StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSample& fresh, const RebalanceOptions& options);
+
+}  // namespace neardup
