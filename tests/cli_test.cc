@@ -200,5 +200,65 @@ TEST_F(CliTest, BaselineEqualsBruteForceOnGeneratedCrawl) {
   }
 }
 
+TEST_F(CliTest, PartitionBuildRouteAndRebalance) {
+  ASSERT_EQ(Neardup("gen-crawl --pages 3000 --seed 8 --out " + Path("crawl.jsonl")).code, 0);
+  ASSERT_EQ(Neardup("gen-crawl --pages 3000 --seed 9 --out " + Path("fresh.jsonl")).code, 0);
+  Outcome r = Neardup("partition build --input " + Path("crawl.jsonl") + " --machines 8 --out " + Path("map.pb") +
+                      " --report " + Path("report.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element rep = parser.load(Path("report.json"));
+  EXPECT_EQ(int64_t(rep["machines"]), 8);
+  EXPECT_EQ(std::string_view(rep["routing"]), "exact");
+  const double imbalance = double(rep["sample"]["imbalance"]);
+  EXPECT_GE(imbalance, 1.0);
+  EXPECT_LT(imbalance, 1.5);
+  EXPECT_EQ(simdjson::dom::array(rep["sample"]["pages_per_machine"]).size(), 8u);
+
+  r = Neardup("partition route --map " + Path("map.pb") + " --input " + Path("crawl.jsonl"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  size_t routed = 0;
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    simdjson::dom::element e = parser.parse(line);
+    if (e["home"].error()) continue;  // a redirect
+    ++routed;
+    bool home_routed = false;
+    for (int64_t c : simdjson::dom::array(e["partitions"])) home_routed |= c == int64_t(e["home"]);
+    EXPECT_TRUE(home_routed) << line;
+  }
+  EXPECT_GT(routed, 2000u);
+
+  r = Neardup("rebalance --map " + Path("map.pb") + " --input " + Path("fresh.jsonl") + " --out " + Path("new.pb") +
+              " --plan " + Path("plan.jsonl") + " --report " + Path("rebalance.json") + " --resident " + Path("crawl.jsonl"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  simdjson::dom::element rb = parser.load(Path("rebalance.json"));
+  EXPECT_EQ(int64_t(rb["generation"]), 2);
+  EXPECT_LE(double(rb["imbalance_after"]), double(rb["imbalance_before"]) + 1e-9);
+}
+
+TEST_F(CliTest, BadPartitionMapsAreRefused) {
+  Write("crawl.jsonl", "{\"url\":\"http://a.example/\",\"text\":\"some words here\"}\n");
+  Write("garbage.pb", "this is not a partition map at all \xff\xfe");
+  Outcome r = Neardup("partition route --map " + Path("garbage.pb") + " --input " + Path("crawl.jsonl"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("garbage.pb"));
+  r = Neardup("rebalance --map " + Path("missing.pb") + " --input " + Path("crawl.jsonl") + " --out " + Path("o.pb") +
+              " --plan " + Path("p.jsonl"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("missing.pb"));
+  // A map of another format version.
+  ASSERT_EQ(Neardup("partition build --input " + Path("crawl.jsonl") + " --machines 2 --out " + Path("m.pb") +
+                    " --report " + Path("rep.json")).code, 0);
+  std::string bytes = Read(Path("m.pb"));
+  ASSERT_EQ(bytes[0], 0x08);  // field 1 (format_version), varint
+  bytes[1] = 9;
+  Write("v9.pb", bytes);
+  r = Neardup("partition route --map " + Path("v9.pb") + " --input " + Path("crawl.jsonl"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("format_version 9"));
+}
+
 }  // namespace
 }  // namespace neardup
