@@ -36,9 +36,55 @@ std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_we
     machine_of[c] = m;
     heap.emplace(load + cell_weight[c], m);
   }
+  std::vector<double> load(machines, 0.0);
+  for (uint32_t c = 0; c < cell_weight.size(); ++c) {
+    if (cell_weight[c] > 0) load[machine_of[c]] += cell_weight[c];
+  }
+  // Refinement: move a cell, or swap two, between the heaviest and the lightest machine while
+  // that lowers the heavier of the two (each step strictly improves, so it ends).
+  std::vector<std::vector<uint32_t>> cells_of(machines);
+  for (uint32_t c = 0; c < cell_weight.size(); ++c) {
+    if (cell_weight[c] > 0) cells_of[machine_of[c]].push_back(c);
+  }
+  for (int step = 0; step < 10000; ++step) {
+    const uint32_t hi = static_cast<uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
+    const uint32_t lo = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    const double gap = load[hi] - load[lo];
+    // Best transfer d (0 < d < gap) from hi to lo: closest to gap / 2.
+    double best = gap;
+    int64_t bi = -1, bj = -1;
+    for (size_t i = 0; i < cells_of[hi].size(); ++i) {
+      const double wi = cell_weight[cells_of[hi][i]];
+      if (wi < gap && std::abs(wi - gap / 2) < best) { best = std::abs(wi - gap / 2); bi = static_cast<int64_t>(i); bj = -1; }
+      for (size_t j = 0; j < cells_of[lo].size(); ++j) {
+        const double d = wi - cell_weight[cells_of[lo][j]];
+        if (d > 0 && d < gap && std::abs(d - gap / 2) < best) {
+          best = std::abs(d - gap / 2);
+          bi = static_cast<int64_t>(i);
+          bj = static_cast<int64_t>(j);
+        }
+      }
+    }
+    if (bi < 0 || best >= gap / 2 - 1e-12) break;
+    const uint32_t ci = cells_of[hi][bi];
+    load[hi] -= cell_weight[ci];
+    load[lo] += cell_weight[ci];
+    machine_of[ci] = lo;
+    cells_of[hi].erase(cells_of[hi].begin() + bi);
+    cells_of[lo].push_back(ci);
+    if (bj >= 0) {
+      const uint32_t cj = cells_of[lo][bj];
+      load[lo] -= cell_weight[cj];
+      load[hi] += cell_weight[cj];
+      machine_of[cj] = hi;
+      cells_of[lo].erase(cells_of[lo].begin() + bj);
+      cells_of[hi].push_back(cj);
+    }
+  }
   // Empty cells (no sample page yet): round-robin, least-loaded machines first.
-  std::vector<uint32_t> by_load;
-  while (!heap.empty()) { by_load.push_back(heap.top().second); heap.pop(); }
+  std::vector<uint32_t> by_load(machines);
+  std::iota(by_load.begin(), by_load.end(), 0u);
+  std::stable_sort(by_load.begin(), by_load.end(), [&](uint32_t a, uint32_t b) { return load[a] < load[b]; });
   std::sort(empty.begin(), empty.end());
   for (size_t i = 0; i < empty.size(); ++i) machine_of[empty[i]] = by_load[i % by_load.size()];
   return machine_of;
@@ -59,7 +105,8 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
   if (sample.size() == 0) return FailedPrecondition("cannot build a partition map from an empty sample");
 
   const auto feature = FeatureFor(o.routing);
-  const double target_cells = static_cast<double>(o.cells_per_machine) * o.machines;
+  // At least 64 cells: few machines still get enough pieces to balance.
+  const double target_cells = std::max(64.0, static_cast<double>(o.cells_per_machine) * o.machines);
   const size_t per_dim = std::max<size_t>(1, static_cast<size_t>(std::llround(std::pow(target_cells, 1.0 / o.dims))));
 
   pb::PartitionMap p;

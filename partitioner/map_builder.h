@@ -29,7 +29,7 @@ struct MapBuildOptions {
   double threshold = 0.9;
   pb::PartitionMap::Routing routing = pb::PartitionMap::EXACT_L1;
   double rho = 1.0;                 // RHO_BOX only, >= 1
-  uint32_t cells_per_machine = 6;   // cells per machine, before the fine-grain cap
+  uint32_t cells_per_machine = 6;   // cells per machine (at least 64 cells), before the fine-grain cap
   uint32_t shingle_k = 5;
   // Ratio of the SpotSigs fine-grain rule (consecutive interval left bounds p_i/p_{i+1} < ratio).
   // 0 = the threshold, as in the paper. Closer to 1 allows thinner intervals: better balance under
@@ -45,8 +45,9 @@ pb::PartitionMap::Feature FeatureFor(pb::PartitionMap::Routing routing);
 // an empty sample.
 StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBuildOptions& options);
 
-// Greedy largest-first assignment of weighted cells to machines; empty cells are spread
-// round-robin over the machines in ascending load order.
+// Greedy largest-first assignment of weighted cells to machines, then improved by moving or
+// swapping cells between the heaviest and the lightest machine while that helps; empty cells are
+// spread round-robin over the machines in ascending load order.
 std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_weight, uint32_t machines);
 
 struct MapEvaluation {
