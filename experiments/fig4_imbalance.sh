@@ -10,6 +10,7 @@ set output "$RESULTS/fig4_imbalance.png"
 set datafile separator ","
 set title "Load imbalance factor (max / mean pages per machine)"
 set xlabel "machines"; set ylabel "imbalance factor"; set logscale x 2; set key top left; set grid
-plot for [d=1:3] "$RESULTS/fig4_imbalance.csv" using (\$2==d ? \$1 : 1/0):3 with linespoints title sprintf("%dD", d)
+plot for [d=1:3] "$RESULTS/fig4_imbalance.csv" using (\$2==d && \$6 > 0.92 ? \$1 : 1/0):3 with linespoints lw 2 title sprintf("%dD", d), \\
+     for [d=1:3] "$RESULTS/fig4_imbalance.csv" using (\$2==d && \$6 < 0.92 ? \$1 : 1/0):3 with linespoints dt 2 title sprintf("%dD, fine-grain ratio = threshold (paper)", d)
 GP
 cat "$RESULTS/fig4_imbalance.csv"

@@ -1,119 +1,194 @@
 #include "partitioner/balanced_ranges.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
-#include <numeric>
+#include <string>
 
 namespace neardup {
 namespace {
 
-// Ranges a greedy left-to-right packing of w needs when no range may exceed cap (each w <= cap).
-size_t GreedyParts(const std::vector<double>& w, double cap) {
-  size_t parts = 0;
-  double cur = 0;
-  bool open = false;
-  for (double x : w) {
-    if (open && cur + x > cap) { ++parts; cur = 0; }
-    cur += x;
-    open = true;
-  }
-  return parts + (open ? 1 : 0);
-}
+constexpr uint64_t kMaxValue = std::numeric_limits<uint64_t>::max();
 
-// suffix[j] = fewest ranges for w[j..] under cap (suffix[n] = 0), by two pointers.
-std::vector<size_t> SuffixParts(const std::vector<double>& w, double cap) {
-  const size_t n = w.size();
-  std::vector<size_t> next(n), suffix(n + 1, 0);
-  size_t end = 0;
-  double sum = 0;
-  for (size_t j = 0; j < n; ++j) {
-    if (end <= j) { end = j; sum = 0; }
-    while (end < n && sum + w[end] <= cap) sum += w[end++];
-    next[j] = std::max(end, j + 1);
-    if (end > j) sum -= w[j];
+// The weights of consecutive fine-grain intervals as prefix sums: the run of intervals [b, e)
+// weighs prefix[e] - prefix[b]. Every decision below (the greedy feasibility test, the suffix
+// counts, the cut placement) uses this one definition. Adding non-negative doubles and
+// subtracting a larger prefix are both monotone under rounding, so a sub-run never weighs more
+// than the run holding it, which is all the greedy arguments need. (Mixing sums computed in
+// different orders is not: the two can disagree by an ulp at the cap and break feasibility.)
+class Runs {
+ public:
+  explicit Runs(const std::vector<double>& fine) : prefix_(fine.size() + 1, 0.0) {
+    for (size_t i = 0; i < fine.size(); ++i) prefix_[i + 1] = prefix_[i] + fine[i];
   }
-  for (size_t j = n; j-- > 0;) suffix[j] = 1 + suffix[next[j]];
-  return suffix;
+
+  size_t size() const { return prefix_.size() - 1; }
+  double total() const { return prefix_.back(); }
+  double Weight(size_t b, size_t e) const { return prefix_[e] - prefix_[b]; }
+
+  // The largest e in (b, size()] with Weight(b, e) <= cap, or b when interval b alone is heavier
+  // than cap. Galloping, so O(log(e - b)).
+  size_t Reach(size_t b, double cap) const {
+    const size_t n = size();
+    if (Weight(b, b + 1) > cap) return b;
+    size_t good = b + 1, step = 1;
+    while (true) {  // invariant: Weight(b, good) <= cap
+      const size_t probe = good + step;
+      if (probe > n || Weight(b, probe) > cap) break;
+      good = probe;
+      step *= 2;
+    }
+    size_t bad = std::min(good + step, n + 1);  // Weight(b, bad) > cap, or bad is past the end
+    while (bad - good > 1) {
+      const size_t mid = good + (bad - good) / 2;
+      if (Weight(b, mid) <= cap) good = mid; else bad = mid;
+    }
+    return good;
+  }
+
+  // Whether at most `parts` runs of weight <= cap cover every interval. The greedy that makes
+  // each run as long as possible uses the fewest runs. O(min(n, parts * log n)).
+  bool Fits(double cap, size_t parts) const {
+    size_t b = 0;
+    for (size_t used = 0; b < size(); ++used) {
+      if (used == parts) return false;
+      const size_t e = Reach(b, cap);
+      if (e == b) return false;
+      b = e;
+    }
+    return true;
+  }
+
+  // suffix[j] = the fewest runs of weight <= cap covering intervals [j, n); suffix[n] = 0.
+  // cap must fit every single interval. Two pointers: Reach(j) never decreases with j.
+  std::vector<size_t> SuffixParts(double cap) const {
+    const size_t n = size();
+    std::vector<size_t> next(n);
+    size_t e = 0;
+    for (size_t j = 0; j < n; ++j) {
+      e = std::max(e, j + 1);
+      while (e < n && Weight(j, e + 1) <= cap) ++e;
+      next[j] = e;
+    }
+    std::vector<size_t> suffix(n + 1, 0);
+    for (size_t j = n; j-- > 0;) suffix[j] = 1 + suffix[next[j]];
+    return suffix;
+  }
+
+  // The smallest double cap with Fits(cap, parts): bisection over the bit patterns of
+  // non-negative doubles, which are ordered like the doubles, so at most 64 steps and exact.
+  double MinMaxCap(size_t parts) const {
+    uint64_t lo = 0, hi = std::bit_cast<uint64_t>(total());  // hi fits: one run holds everything
+    if (Fits(0.0, parts)) return 0.0;
+    while (hi - lo > 1) {  // invariant: lo does not fit, hi fits
+      const uint64_t mid = lo + (hi - lo) / 2;
+      if (Fits(std::bit_cast<double>(mid), parts)) hi = mid; else lo = mid;
+    }
+    return std::bit_cast<double>(hi);
+  }
+
+ private:
+  std::vector<double> prefix_;
+};
+
+Status ValidateOptions(const BalanceOptions& o) {
+  if (o.ranges == 0) return InvalidArgument("BalanceRanges: ranges must be >= 1");
+  if (o.tau && !(*o.tau > 0.0 && *o.tau < 1.0)) {
+    return InvalidArgument("BalanceRanges: tau must be in (0, 1), got " + std::to_string(*o.tau));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
 
-std::vector<uint64_t> FineGrainBounds(std::span<const uint64_t> v, double tau) {
+std::vector<uint64_t> FineGrainBounds(std::span<const uint64_t> sorted_distinct_values, double tau) {
   std::vector<uint64_t> bounds;
-  if (v.empty()) return bounds;
-  uint64_t p = v[0];
+  if (sorted_distinct_values.empty()) return bounds;
+  uint64_t p = sorted_distinct_values.front();
   bounds.push_back(p);
-  for (size_t i = 1; i < v.size(); ++i) {
-    if (static_cast<double>(p) / static_cast<double>(v[i]) < tau) {
-      p = v[i];
+  for (uint64_t v : sorted_distinct_values.subspan(1)) {
+    if (v > p && static_cast<double>(p) / static_cast<double>(v) < tau) {
+      p = v;
       bounds.push_back(p);
     }
   }
   return bounds;
 }
 
-StatusOr<std::vector<ValueRange>> BalanceRanges(std::vector<WeightedValue> values, const BalanceOptions& o) {
-  if (o.ranges == 0) return InvalidArgument("ranges must be >= 1");
-  if (o.tau && !(*o.tau > 0 && *o.tau < 1)) return InvalidArgument("tau must be in (0, 1)");
-  for (const auto& v : values) {
-    if (!(v.weight >= 0) || !std::isfinite(v.weight)) {
-      return InvalidArgument("weight of value " + std::to_string(v.value) + " must be finite and >= 0");
+StatusOr<std::vector<ValueRange>> BalanceRanges(std::vector<WeightedValue> values, const BalanceOptions& options) {
+  RETURN_IF_ERROR(ValidateOptions(options));
+  for (const WeightedValue& v : values) {
+    if (!std::isfinite(v.weight) || v.weight < 0.0) {
+      return InvalidArgument("BalanceRanges: the weight of value " + std::to_string(v.value) +
+                             " must be finite and >= 0, got " + std::to_string(v.weight));
     }
   }
-  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
-  if (values.empty()) return std::vector<ValueRange>{{0, kMax, 0.0}};
-  std::sort(values.begin(), values.end(), [](const WeightedValue& a, const WeightedValue& b) { return a.value < b.value; });
+  if (values.empty()) return std::vector<ValueRange>{{0, kMaxValue, 0.0}};
+
+  // Sorting by (value, weight) makes the summation order, and so every bit of the result,
+  // independent of the input order.
+  std::sort(values.begin(), values.end(), [](const WeightedValue& a, const WeightedValue& b) {
+    return a.value != b.value ? a.value < b.value : a.weight < b.weight;
+  });
   std::vector<uint64_t> distinct;
-  std::vector<double> dw;
-  for (const auto& v : values) {
-    if (distinct.empty() || distinct.back() != v.value) { distinct.push_back(v.value); dw.push_back(0); }
-    dw.back() += v.weight;
+  std::vector<double> distinct_weight;
+  for (const WeightedValue& v : values) {
+    if (distinct.empty() || distinct.back() != v.value) {
+      distinct.push_back(v.value);
+      distinct_weight.push_back(0.0);
+    }
+    distinct_weight.back() += v.weight;  // 0.0 + -0.0 is 0.0: no negative zeros in the output
   }
-  // Fine-grain intervals: left bounds and weights.
-  const std::vector<uint64_t> left = o.tau ? FineGrainBounds(distinct, *o.tau) : distinct;
-  std::vector<double> fw(left.size(), 0.0);
+  values.clear();
+  values.shrink_to_fit();
+
+  // Fine-grain intervals: their left bounds and weights.
+  std::vector<uint64_t> left = options.tau ? FineGrainBounds(distinct, *options.tau) : distinct;
+  std::vector<double> fine(left.size(), 0.0);
   for (size_t i = 0, f = 0; i < distinct.size(); ++i) {
     while (f + 1 < left.size() && distinct[i] >= left[f + 1]) ++f;
-    fw[f] += dw[i];
+    fine[f] += distinct_weight[i];
   }
-  const size_t k = fw.size();
-  const size_t s = std::min(o.ranges, k);
-  const double total = std::accumulate(fw.begin(), fw.end(), 0.0);
-  // The smallest cap on the heaviest range that fits in s ranges (bisection to full precision).
-  double lo = std::max(*std::max_element(fw.begin(), fw.end()), total / static_cast<double>(s));
-  double hi = total;
-  if (GreedyParts(fw, lo) <= s) {
-    hi = lo;
-  } else {
-    for (int iter = 0; iter < 200 && hi - lo > 1e-12 * std::max(1.0, total); ++iter) {
-      const double mid = lo + (hi - lo) / 2;
-      if (GreedyParts(fw, mid) <= s) hi = mid; else lo = mid;
-    }
+
+  const Runs runs(fine);
+  if (!std::isfinite(runs.total())) {
+    return InvalidArgument("BalanceRanges: the total weight overflows a double");
   }
-  const double cap = hi;
-  const std::vector<size_t> suffix = SuffixParts(fw, cap);
-  // Cut where the open range is closest to the remaining average, never above the cap, keeping
-  // the rest feasible, and using all s ranges when there are enough intervals.
+  const size_t k = runs.size();
+  const size_t s = std::min(options.ranges, k);
+  const double cap = runs.MinMaxCap(s);
+  const std::vector<size_t> suffix = runs.SuffixParts(cap);
+
+  // Place the cuts left to right. A cut before interval j is allowed when the rest still fits
+  // in the ranges left (suffix[j]); it is forced when the open range cannot take interval j
+  // under the cap, or when every remaining interval needs a range of its own to use all s.
+  // Otherwise cut when that leaves the open range at least as close to the average of what is
+  // left as taking interval j would. Not cutting keeps feasibility (suffix is non-increasing),
+  // so no range exceeds cap and the result is min-max.
   std::vector<size_t> starts{0};
-  double cur = fw[0], remaining = total - fw[0];
+  starts.reserve(s);
+  size_t b = 0;
   for (size_t j = 1; j < k; ++j) {
     const size_t left_to_open = s - starts.size();
-    bool cut = false;
-    if (left_to_open > 0 && suffix[j] <= left_to_open) {
-      const double target = (cur + remaining) / static_cast<double>(left_to_open + 1);
-      const bool must = cur + fw[j] > cap || k - j <= left_to_open;
-      cut = must || std::abs(cur - target) <= std::abs(cur + fw[j] - target);
+    if (left_to_open == 0 || suffix[j] > left_to_open) continue;
+    const double without = runs.Weight(b, j);
+    const double with = runs.Weight(b, j + 1);
+    const double target = runs.Weight(b, k) / static_cast<double>(left_to_open + 1);
+    const bool must = with > cap || k - j <= left_to_open;
+    if (must || std::abs(without - target) <= std::abs(with - target)) {
+      starts.push_back(j);
+      b = j;
     }
-    if (cut) { starts.push_back(j); cur = 0; }
-    cur += fw[j];
-    remaining -= fw[j];
   }
+
   std::vector<ValueRange> out;
+  out.reserve(starts.size());
   for (size_t r = 0; r < starts.size(); ++r) {
-    const size_t b = starts[r], e = r + 1 < starts.size() ? starts[r + 1] : k;
-    ValueRange range{r == 0 ? 0 : left[b], e == k ? kMax : left[e], 0.0};
-    for (size_t j = b; j < e; ++j) range.weight += fw[j];
+    const size_t first = starts[r];
+    const size_t end = r + 1 < starts.size() ? starts[r + 1] : k;
+    ValueRange range{r == 0 ? 0 : left[first], end == k ? kMaxValue : left[end], 0.0};
+    for (size_t j = first; j < end; ++j) range.weight += fine[j];
     out.push_back(range);
   }
   return out;
@@ -126,10 +201,13 @@ size_t FindRange(std::span<const ValueRange> ranges, uint64_t value) {
 }
 
 double ImbalanceFactor(std::span<const ValueRange> ranges) {
-  if (ranges.size() <= 1) return 1;
-  double total = 0, heaviest = 0;
-  for (const auto& r : ranges) { total += r.weight; heaviest = std::max(heaviest, r.weight); }
-  return total > 0 ? heaviest / (total / static_cast<double>(ranges.size())) : 1;
+  if (ranges.size() <= 1) return 1.0;
+  double total = 0.0, heaviest = 0.0;
+  for (const ValueRange& r : ranges) {
+    total += r.weight;
+    heaviest = std::max(heaviest, r.weight);
+  }
+  return total > 0.0 ? heaviest / (total / static_cast<double>(ranges.size())) : 1.0;
 }
 
 }  // namespace neardup

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 
 namespace neardup {
@@ -13,59 +15,58 @@ namespace {
 using ::testing::ElementsAre;
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 
-std::vector<WeightedValue> PaperFine(const std::vector<double>& w) {
-  // One value at each fine-grain left bound of the paper's example, carrying that interval's weight.
-  const uint64_t at[] = {1, 2, 3, 4, 6, 8};
-  std::vector<WeightedValue> v;
-  for (size_t i = 0; i < w.size(); ++i) v.push_back({at[i], w[i]});
-  v.push_back({5, 0});  // values inside intervals, weight 0
-  v.push_back({9, 0});
-  v.push_back({10, 0});
-  return v;
+// The ranges start at 0, end at UINT64_MAX, follow one another without gaps, and never go back.
+void ExpectCoversEverything(const std::vector<ValueRange>& r) {
+  ASSERT_FALSE(r.empty());
+  EXPECT_EQ(r.front().lo, 0u);
+  EXPECT_EQ(r.back().hi, kMax);
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_GE(r[i].weight, 0.0) << "range " << i;
+    if (i > 0) {
+      EXPECT_EQ(r[i].lo, r[i - 1].hi) << "gap before range " << i;
+      EXPECT_LT(r[i - 1].lo, r[i].lo) << "range " << i;
+    }
+  }
 }
 
-TEST(FineGrainBounds, PaperExample) {
-  const std::vector<uint64_t> v{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-  EXPECT_THAT(FineGrainBounds(v, 0.8), ElementsAre(1u, 2u, 3u, 4u, 6u, 8u));
+double Heaviest(const std::vector<ValueRange>& r) {
+  double h = 0;
+  for (const auto& x : r) h = std::max(h, x.weight);
+  return h;
 }
 
-TEST(BalanceRanges, PaperExampleBalanced) {
-  auto r = BalanceRanges(PaperFine({2, 3, 4, 5, 2, 1}), {.ranges = 4, .tau = 0.8});
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ(r->size(), 4u);
-  // [1,3) [3,4) [4,6) [6,10] with 5, 4, 5, 3 pages.
-  EXPECT_EQ((*r)[0].lo, 0u);
-  EXPECT_EQ((*r)[1].lo, 3u);
-  EXPECT_EQ((*r)[2].lo, 4u);
-  EXPECT_EQ((*r)[3].lo, 6u);
-  EXPECT_EQ((*r)[3].hi, kMax);
-  EXPECT_THAT(std::vector<double>({(*r)[0].weight, (*r)[1].weight, (*r)[2].weight, (*r)[3].weight}),
-              ElementsAre(5, 4, 5, 3));
+double Total(const std::vector<ValueRange>& r) {
+  double t = 0;
+  for (const auto& x : r) t += x.weight;
+  return t;
 }
 
-TEST(BalanceRanges, PaperExampleSkewedCannotSplitAHeavyInterval) {
-  auto r = BalanceRanges(PaperFine({2, 3, 4, 10, 2, 1}), {.ranges = 4, .tau = 0.8});
-  ASSERT_TRUE(r.ok());
-  ASSERT_EQ(r->size(), 4u);
-  double heaviest = 0;
-  for (const auto& x : *r) heaviest = std::max(heaviest, x.weight);
-  EXPECT_EQ(heaviest, 10);
-  EXPECT_EQ((*r)[2].lo, 4u);
-  EXPECT_EQ((*r)[2].weight, 10);
-  EXPECT_NEAR(ImbalanceFactor(*r), 10 / (22.0 / 4), 1e-12);
+std::vector<uint64_t> Los(const std::vector<ValueRange>& r) {
+  std::vector<uint64_t> los;
+  for (const auto& x : r) los.push_back(x.lo);
+  return los;
 }
 
-// Exact min-max over contiguous partitions by dynamic programming (small n).
+std::vector<double> Weights(const std::vector<ValueRange>& r) {
+  std::vector<double> w;
+  for (const auto& x : r) w.push_back(x.weight);
+  return w;
+}
+
+// The smallest possible heaviest range over every split of w into at most s contiguous runs,
+// by dynamic programming over all split points (small n only).
 double OptimalMax(const std::vector<double>& w, size_t s) {
   const size_t n = w.size();
-  std::vector<double> prefix(n + 1, 0);
-  for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + w[i];
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<std::vector<double>> dp(s + 1, std::vector<double>(n + 1, inf));
   dp[0][0] = 0;
   for (size_t p = 1; p <= s; ++p) {
     for (size_t i = 1; i <= n; ++i) {
-      for (size_t j = 0; j < i; ++j) dp[p][i] = std::min(dp[p][i], std::max(dp[p - 1][j], prefix[i] - prefix[j]));
+      double run = 0;
+      for (size_t j = i; j-- > 0;) {
+        run += w[j];
+        dp[p][i] = std::min(dp[p][i], std::max(dp[p - 1][j], run));
+      }
     }
   }
   double best = inf;
@@ -73,83 +74,276 @@ double OptimalMax(const std::vector<double>& w, size_t s) {
   return best;
 }
 
+// The paper's example: page lengths 1..10 at tau 0.8, with the given weight on each of the six
+// fine intervals [1,2) [2,3) [3,4) [4,6) [6,8) [8,10], spread over the lengths inside them.
+std::vector<WeightedValue> PaperPages(const std::vector<double>& fine) {
+  return {{1, fine[0]},        {2, fine[1]},       {3, fine[2]},        {4, fine[3] - 1}, {5, 1},
+          {6, fine[4] - 0.5},  {7, 0.5},           {8, fine[5] - 0.25}, {9, 0.25},        {10, 0}};
+}
+
+TEST(FineGrainBounds, PaperExample) {
+  const std::vector<uint64_t> v{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  EXPECT_THAT(FineGrainBounds(v, 0.8), ElementsAre(1u, 2u, 3u, 4u, 6u, 8u));
+}
+
+TEST(FineGrainBounds, EdgeCases) {
+  EXPECT_TRUE(FineGrainBounds({}, 0.8).empty());
+  const std::vector<uint64_t> one{42};
+  EXPECT_THAT(FineGrainBounds(one, 0.8), ElementsAre(42u));
+  // 0 / v is 0 < tau: zero is a bound of its own.
+  const std::vector<uint64_t> zero{0, 1, 2};
+  EXPECT_THAT(FineGrainBounds(zero, 0.5), ElementsAre(0u, 1u, 2u));
+  // A tau close to 1 separates neighbours; a small tau merges a lot (100/1000 = 0.1 is not < 0.1).
+  const std::vector<uint64_t> v{100, 101, 102, 1000, 1001};
+  EXPECT_THAT(FineGrainBounds(v, 0.999), ElementsAre(100u, 101u, 102u, 1000u, 1001u));
+  EXPECT_THAT(FineGrainBounds(v, 0.1), ElementsAre(100u, 1001u));
+  const std::vector<uint64_t> big{kMax - 2, kMax - 1, kMax};
+  EXPECT_THAT(FineGrainBounds(big, 0.9), ElementsAre(kMax - 2));
+}
+
+TEST(BalanceRanges, PaperExampleBalanced) {
+  auto r = BalanceRanges(PaperPages({2, 3, 4, 5, 2, 1}), {.ranges = 4, .tau = 0.8});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ExpectCoversEverything(*r);
+  // [1,3) [3,4) [4,6) [6,10] holding 5, 4, 5, 3 pages; the outer ends open to 0 and UINT64_MAX.
+  EXPECT_THAT(Los(*r), ElementsAre(0u, 3u, 4u, 6u));
+  EXPECT_THAT(Weights(*r), ElementsAre(5, 4, 5, 3));
+  EXPECT_NEAR(ImbalanceFactor(*r), 5 / (17.0 / 4), 1e-12);
+}
+
+TEST(BalanceRanges, PaperExampleSkewedCannotSplitAHeavyInterval) {
+  auto r = BalanceRanges(PaperPages({2, 3, 4, 10, 2, 1}), {.ranges = 4, .tau = 0.8});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ExpectCoversEverything(*r);
+  EXPECT_EQ(Heaviest(*r), 10);
+  EXPECT_THAT(Los(*r), ElementsAre(0u, 3u, 4u, 6u));
+  EXPECT_THAT(Weights(*r), ElementsAre(5, 4, 10, 3));  // the paper's 5, 4, 10, 3
+  EXPECT_NEAR(ImbalanceFactor(*r), 10 / (22.0 / 4), 1e-12);
+  // More ranges cannot help: [4,6) alone weighs 10.
+  auto more = BalanceRanges(PaperPages({2, 3, 4, 10, 2, 1}), {.ranges = 6, .tau = 0.8});
+  ASSERT_TRUE(more.ok());
+  EXPECT_EQ(more->size(), 6u);
+  EXPECT_EQ(Heaviest(*more), 10);
+}
+
 TEST(BalanceRanges, MatchesTheOptimumWithoutTau) {
   std::mt19937_64 rng(5);
-  for (int round = 0; round < 30; ++round) {
-    const size_t n = 5 + rng() % 60, s = 1 + rng() % 12;
+  for (int round = 0; round < 300; ++round) {
+    const size_t n = 1 + rng() % 40, s = 1 + rng() % 12;
     std::vector<WeightedValue> v;
     std::vector<double> w;
     for (size_t i = 0; i < n; ++i) {
-      w.push_back(static_cast<double>(rng() % 100));
-      v.push_back({i * 10 + 3, w.back()});
+      // Integers, tenths with zeros (non-integer sums that round), and wide dynamic range.
+      double x = 0;
+      switch (round % 3) {
+        case 0: x = static_cast<double>(rng() % 100); break;
+        case 1: x = rng() % 3 == 0 ? 0.0 : 0.1 * static_cast<double>(rng() % 10); break;
+        case 2: x = std::ldexp(1.0 + static_cast<double>(rng() % 7) / 3, -static_cast<int>(rng() % 40)); break;
+      }
+      w.push_back(x);
+      v.push_back({i * 10 + 3, x});
     }
     std::shuffle(v.begin(), v.end(), rng);
     auto r = BalanceRanges(v, {.ranges = s});
     ASSERT_TRUE(r.ok());
-    EXPECT_LE(r->size(), s);
-    double heaviest = 0;
-    for (const auto& x : *r) heaviest = std::max(heaviest, x.weight);
-    EXPECT_NEAR(heaviest, OptimalMax(w, s), 1e-9) << "round " << round;
+    ExpectCoversEverything(*r);
+    EXPECT_EQ(r->size(), std::min(s, n)) << "round " << round;
+    const double opt = OptimalMax(w, s);
+    EXPECT_LE(Heaviest(*r), opt * (1 + 1e-12)) << "round " << round;
+    EXPECT_GE(Heaviest(*r), opt * (1 - 1e-12)) << "round " << round;
   }
 }
 
-TEST(BalanceRanges, ZipfKeySpaceCoversEverythingAndBalances) {
+TEST(BalanceRanges, MatchesTheOptimumWithTau) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 100; ++round) {
+    const double tau = 0.5 + 0.45 * static_cast<double>(rng() % 100) / 100;
+    const size_t s = 1 + rng() % 8;
+    std::vector<WeightedValue> v;
+    for (int i = 0; i < 200; ++i) v.push_back({1 + rng() % 500, static_cast<double>(rng() % 10) / 4});
+    // The expected fine intervals, built independently of BalanceRanges.
+    std::vector<uint64_t> distinct;
+    for (const auto& x : v) distinct.push_back(x.value);
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    const std::vector<uint64_t> bounds = FineGrainBounds(distinct, tau);
+    std::vector<double> fine(bounds.size(), 0);
+    for (const auto& x : v) {
+      fine[std::upper_bound(bounds.begin(), bounds.end(), x.value) - bounds.begin() - 1] += x.weight;
+    }
+    auto r = BalanceRanges(v, {.ranges = s, .tau = tau});
+    ASSERT_TRUE(r.ok());
+    ExpectCoversEverything(*r);
+    EXPECT_EQ(r->size(), std::min(s, bounds.size()));
+    for (size_t i = 1; i < r->size(); ++i) {
+      EXPECT_TRUE(std::binary_search(bounds.begin(), bounds.end(), (*r)[i].lo)) << (*r)[i].lo;
+    }
+    EXPECT_NEAR(Heaviest(*r), OptimalMax(fine, s), 1e-9) << "round " << round;
+  }
+}
+
+// Zipf weights (1/rank) on keys scattered over the key space, as MinHash keys would be.
+std::vector<WeightedValue> ZipfKeys(uint64_t n) {
   std::vector<WeightedValue> v;
-  for (uint64_t i = 1; i <= 10000; ++i) v.push_back({i * 7919 % 100003, 1.0 / static_cast<double>(i)});
-  v.push_back({500, 0.25});  // a repeated value adds up
+  for (uint64_t rank = 1; rank <= n; ++rank) {
+    v.push_back({rank * 0x9E3779B97F4A7C15ull, 1.0 / static_cast<double>(rank)});  // odd multiplier: distinct keys
+  }
+  return v;
+}
+
+TEST(BalanceRanges, ZipfKeySpaceNearTheLowerBound) {
+  const std::vector<WeightedValue> v = ZipfKeys(10000);
   auto r = BalanceRanges(v, {.ranges = 64});
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->size(), 64u);
-  double total = 0, heaviest = 0;
-  for (size_t i = 0; i < r->size(); ++i) {
-    total += (*r)[i].weight;
-    heaviest = std::max(heaviest, (*r)[i].weight);
-    if (i > 0) {
-      EXPECT_EQ((*r)[i].lo, (*r)[i - 1].hi);  // no gaps
+  ExpectCoversEverything(*r);
+  double total = 0;
+  for (const auto& x : v) total += x.weight;
+  EXPECT_NEAR(Total(*r), total, 1e-9);
+  // Nothing beats max(total / S, heaviest key), and a min-max partition is within one key of it.
+  const double bound = std::max(total / 64, 1.0);
+  EXPECT_GE(Heaviest(*r), bound * (1 - 1e-12));
+  EXPECT_LE(Heaviest(*r), bound + 1.0);
+  // Every key lands in the range that counted its weight.
+  std::vector<double> recount(r->size(), 0);
+  for (const auto& x : v) recount[FindRange(*r, x.value)] += x.weight;
+  for (size_t i = 0; i < r->size(); ++i) EXPECT_NEAR(recount[i], (*r)[i].weight, 1e-9) << "range " << i;
+}
+
+TEST(BalanceRanges, ZipfSmallInstanceMatchesTheOptimum) {
+  std::vector<WeightedValue> v = ZipfKeys(300);
+  auto r = BalanceRanges(v, {.ranges = 16});
+  ASSERT_TRUE(r.ok());
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.value < b.value; });
+  std::vector<double> w;
+  for (const auto& x : v) w.push_back(x.weight);
+  EXPECT_NEAR(Heaviest(*r), OptimalMax(w, 16), 1e-12);
+}
+
+TEST(BalanceRanges, DeterministicBitForBitAndOrderIndependent) {
+  std::mt19937_64 rng(9);
+  std::vector<WeightedValue> v;
+  std::uniform_real_distribution<double> weight(0, 1);
+  for (int i = 0; i < 5000; ++i) v.push_back({rng() % 2000, weight(rng)});  // many repeats, in any order
+  for (std::optional<double> tau : {std::optional<double>(), std::optional<double>(0.9)}) {
+    auto a = BalanceRanges(v, {.ranges = 16, .tau = tau});
+    auto again = BalanceRanges(v, {.ranges = 16, .tau = tau});
+    std::vector<WeightedValue> shuffled = v;
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    auto b = BalanceRanges(shuffled, {.ranges = 16, .tau = tau});
+    ASSERT_TRUE(a.ok() && again.ok() && b.ok());
+    for (const auto* other : {&*again, &*b}) {
+      ASSERT_EQ(a->size(), other->size());
+      for (size_t i = 0; i < a->size(); ++i) {
+        EXPECT_EQ((*a)[i].lo, (*other)[i].lo);
+        EXPECT_EQ((*a)[i].hi, (*other)[i].hi);
+        EXPECT_EQ((*a)[i].weight, (*other)[i].weight);  // exactly, not nearly
+      }
     }
-  }
-  EXPECT_EQ(r->front().lo, 0u);
-  EXPECT_EQ(r->back().hi, kMax);
-  // The heaviest single key weighs 1 (rank 1); nothing can beat max(total/S, 1).
-  EXPECT_LE(heaviest, std::max(total / 64, 1.0) + 1.0);
-  for (const auto& x : v) {
-    const size_t i = FindRange(*r, x.value);
-    EXPECT_LE((*r)[i].lo, x.value);
-    EXPECT_TRUE(x.value < (*r)[i].hi || (*r)[i].hi == kMax);
   }
 }
 
-TEST(BalanceRanges, DeterministicAndOrderIndependent) {
-  std::mt19937_64 rng(9);
-  std::vector<WeightedValue> v;
-  for (int i = 0; i < 5000; ++i) v.push_back({rng() % 2000, static_cast<double>(rng() % 10)});
-  auto a = BalanceRanges(v, {.ranges = 16, .tau = 0.9});
-  std::shuffle(v.begin(), v.end(), rng);
-  auto b = BalanceRanges(v, {.ranges = 16, .tau = 0.9});
-  ASSERT_TRUE(a.ok() && b.ok());
-  ASSERT_EQ(a->size(), b->size());
-  for (size_t i = 0; i < a->size(); ++i) {
-    EXPECT_EQ((*a)[i].lo, (*b)[i].lo);
-    EXPECT_DOUBLE_EQ((*a)[i].weight, (*b)[i].weight);
+TEST(BalanceRanges, RepeatedValuesAddUp) {
+  const std::vector<WeightedValue> repeated{{30, 1}, {10, 2}, {30, 2}, {20, 1}, {10, 1}, {40, 3}, {20, 2}};
+  const std::vector<WeightedValue> merged{{10, 3}, {20, 3}, {30, 3}, {40, 3}};
+  for (std::optional<double> tau : {std::optional<double>(), std::optional<double>(0.9)}) {
+    auto a = BalanceRanges(repeated, {.ranges = 4, .tau = tau});
+    auto b = BalanceRanges(merged, {.ranges = 4, .tau = tau});
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_THAT(Los(*a), ElementsAre(0u, 20u, 30u, 40u));
+    EXPECT_THAT(Weights(*a), ElementsAre(3, 3, 3, 3));
+    EXPECT_EQ(Los(*a), Los(*b));
+    EXPECT_EQ(Weights(*a), Weights(*b));
   }
+  // At tau 0.5 the four values make the fine intervals [10,30) and [30,40].
+  auto c = BalanceRanges(repeated, {.ranges = 4, .tau = 0.5});
+  ASSERT_TRUE(c.ok());
+  EXPECT_THAT(Los(*c), ElementsAre(0u, 30u));
+  EXPECT_THAT(Weights(*c), ElementsAre(6, 6));
+}
+
+TEST(FindRange, EveryBoundaryAndBetween) {
+  std::mt19937_64 rng(3);
+  std::vector<WeightedValue> v{{0, 1}, {kMax, 1}, {kMax - 1, 1}, {1, 1}};
+  for (int i = 0; i < 1000; ++i) v.push_back({rng(), 1.0 + static_cast<double>(rng() % 5)});
+  auto r = BalanceRanges(v, {.ranges = 32});
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 32u);
+  ExpectCoversEverything(*r);
+  EXPECT_EQ(FindRange(*r, 0), 0u);
+  EXPECT_EQ(FindRange(*r, kMax), 31u);
+  for (size_t i = 0; i < r->size(); ++i) {
+    const ValueRange& x = (*r)[i];
+    EXPECT_EQ(FindRange(*r, x.lo), i);
+    EXPECT_EQ(FindRange(*r, x.lo + (x.hi - x.lo) / 2), i);
+    if (i > 0) EXPECT_EQ(FindRange(*r, x.lo - 1), i - 1);
+    if (i + 1 < r->size()) {
+      EXPECT_EQ(FindRange(*r, x.hi - 1), i);
+      EXPECT_EQ(FindRange(*r, x.hi), i + 1);
+    }
+  }
+  std::vector<double> recount(r->size(), 0);
+  for (const auto& x : v) recount[FindRange(*r, x.value)] += x.weight;
+  EXPECT_EQ(recount, Weights(*r));
+}
+
+TEST(BalanceRanges, UsesEveryRangeEvenWithZeroWeights) {
+  std::vector<WeightedValue> v;
+  for (uint64_t i = 0; i < 10; ++i) v.push_back({100 + i, 0.0});
+  auto r = BalanceRanges(v, {.ranges = 4});
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 4u);
+  ExpectCoversEverything(*r);
+  EXPECT_EQ(Heaviest(*r), 0);
+  EXPECT_EQ(ImbalanceFactor(*r), 1.0);
+  // -0.0 is a valid weight and comes back as a plain zero.
+  auto z = BalanceRanges({{5, -0.0}}, {.ranges = 1});
+  ASSERT_TRUE(z.ok());
+  EXPECT_FALSE(std::signbit((*z)[0].weight));
 }
 
 TEST(BalanceRanges, FewerIntervalsThanRangesAndEmptyInput) {
   auto r = BalanceRanges({{5, 1}, {6, 1}}, {.ranges = 10, .tau = 0.5});
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->size(), 1u);  // 5/6 >= 0.5: one fine interval
-  r = BalanceRanges({}, {.ranges = 4});
+  ASSERT_EQ(r->size(), 1u);  // 5/6 >= 0.5: one fine interval
+  EXPECT_EQ((*r)[0].lo, 0u);
+  EXPECT_EQ((*r)[0].hi, kMax);
+  EXPECT_EQ((*r)[0].weight, 2);
+  r = BalanceRanges({{5, 1}, {6, 1}, {7, 1}}, {.ranges = 10});
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(Los(*r), ElementsAre(0u, 6u, 7u));
+  r = BalanceRanges({}, {.ranges = 4, .tau = 0.9});
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].lo, 0u);
+  EXPECT_EQ((*r)[0].hi, kMax);
+  EXPECT_EQ((*r)[0].weight, 0);
   EXPECT_EQ(FindRange(*r, 12345), 0u);
 }
 
 TEST(BalanceRanges, BadOptionsAreRefused) {
-  EXPECT_EQ(BalanceRanges({{1, 1}}, {.ranges = 0}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(BalanceRanges({{1, 1}}, {.ranges = 2, .tau = 1.0}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(BalanceRanges({{1, -1}}, {.ranges = 2}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(BalanceRanges({{1, std::numeric_limits<double>::quiet_NaN()}}, {.ranges = 2}).status().code(),
-            StatusCode::kInvalidArgument);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<WeightedValue> ok{{1, 1}, {2, 1}};
+  EXPECT_EQ(BalanceRanges(ok, {.ranges = 0}).status().code(), StatusCode::kInvalidArgument);
+  for (double tau : {0.0, 1.0, -0.5, 1.5, nan, inf}) {
+    EXPECT_EQ(BalanceRanges(ok, {.ranges = 2, .tau = tau}).status().code(), StatusCode::kInvalidArgument) << tau;
+  }
+  for (double w : {-1.0, -1e-300, nan, inf, -inf}) {
+    EXPECT_EQ(BalanceRanges({{1, 1}, {2, w}}, {.ranges = 2}).status().code(), StatusCode::kInvalidArgument) << w;
+  }
+  EXPECT_EQ(BalanceRanges({{1, 1e308}, {2, 1e308}}, {.ranges = 2}).status().code(), StatusCode::kInvalidArgument);
+  // Refused even when there is nothing to slice.
+  EXPECT_EQ(BalanceRanges({}, {.ranges = 0}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(BalanceRanges({}, {.ranges = 1, .tau = 2.0}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ImbalanceFactor, Definition) {
+  EXPECT_EQ(ImbalanceFactor({}), 1.0);
+  const std::vector<ValueRange> one{{0, kMax, 7}};
+  EXPECT_EQ(ImbalanceFactor(one), 1.0);
+  const std::vector<ValueRange> three{{0, 10, 1}, {10, 20, 2}, {20, kMax, 3}};
+  EXPECT_DOUBLE_EQ(ImbalanceFactor(three), 3 / 2.0);
 }
 
 TEST(BalanceRanges, AMillionValues) {
@@ -158,7 +352,22 @@ TEST(BalanceRanges, AMillionValues) {
   for (auto& x : v) x = {rng(), 1.0};
   auto r = BalanceRanges(std::move(v), {.ranges = 64});
   ASSERT_TRUE(r.ok());
-  EXPECT_LT(ImbalanceFactor(*r), 1.001);
+  ASSERT_EQ(r->size(), 64u);
+  ExpectCoversEverything(*r);
+  EXPECT_EQ(Total(*r), 1000000);
+  EXPECT_EQ(Heaviest(*r), 15625);  // 1,000,000 / 64 exactly: unit weights split evenly
+}
+
+TEST(BalanceRanges, AMillionPageLengthsWithTau) {
+  std::mt19937_64 rng(2);
+  std::lognormal_distribution<double> length(6, 1);
+  std::vector<WeightedValue> v(1000000);
+  for (auto& x : v) x = {static_cast<uint64_t>(length(rng)) + 1, 1.0};
+  auto r = BalanceRanges(std::move(v), {.ranges = 64, .tau = 0.9});
+  ASSERT_TRUE(r.ok());
+  ASSERT_GE(r->size(), 2u);
+  ExpectCoversEverything(*r);
+  EXPECT_EQ(Total(*r), 1000000);
 }
 
 }  // namespace

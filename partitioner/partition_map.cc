@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <bit>
 #include <fstream>
 #include <sstream>
 
@@ -133,8 +134,8 @@ uint32_t PartitionMap::Home(std::span<const uint32_t> v) const {
   }
 }
 
-void PartitionMap::RouteCells(std::span<const uint32_t> v, std::vector<uint32_t>* cells) const {
-  cells->clear();
+template <typename Emit>
+void PartitionMap::ForEachRoutedCell(std::span<const uint32_t> v, Emit&& emit) const {
   uint64_t size = 0;
   for (uint32_t x : v) size += x;
   if (size == 0) return;
@@ -173,20 +174,31 @@ void PartitionMap::RouteCells(std::span<const uint32_t> v, std::vector<uint32_t>
     for (uint32_t j = first; j < end; ++j) {
       const uint64_t dist = exact ? f.dist + Distance(node, j, x) : 0;
       if (dist > radius) continue;
-      if (last) cells->push_back(node.first_child + j);
+      if (last) emit(node.first_child + j);
       else stack.push_back({node.first_child + j, f.depth + 1, dist});
     }
   }
+}
+
+void PartitionMap::RouteCells(std::span<const uint32_t> v, std::vector<uint32_t>* cells) const {
+  cells->clear();
+  ForEachRoutedCell(v, [cells](uint32_t c) { cells->push_back(c); });
   std::sort(cells->begin(), cells->end());
 }
 
 void PartitionMap::RouteMachines(std::span<const uint32_t> v, std::vector<uint32_t>* machines) const {
-  thread_local std::vector<uint32_t> cells;
-  RouteCells(v, &cells);
+  // A bitmap of machines keeps the result sorted and unique without sorting.
+  thread_local std::vector<uint64_t> bits;
+  bits.assign((this->machines() + 63) / 64, 0);
+  const auto* cell_machine = proto_.cell_machine().data();
+  ForEachRoutedCell(v, [&](uint32_t c) {
+    const uint32_t m = cell_machine[c];
+    bits[m >> 6] |= uint64_t{1} << (m & 63);
+  });
   machines->clear();
-  for (uint32_t c : cells) machines->push_back(MachineOf(c));
-  std::sort(machines->begin(), machines->end());
-  machines->erase(std::unique(machines->begin(), machines->end()), machines->end());
+  for (size_t w = 0; w < bits.size(); ++w) {
+    for (uint64_t b = bits[w]; b != 0; b &= b - 1) machines->push_back(static_cast<uint32_t>(w * 64 + std::countr_zero(b)));
+  }
 }
 
 }  // namespace neardup

@@ -70,6 +70,9 @@ class PartitionMap {
     uint32_t first_child;
   };
   explicit PartitionMap(pb::PartitionMap proto);
+  // Calls emit(cell) for every cell routed to (unsorted; each once).
+  template <typename Emit>
+  void ForEachRoutedCell(std::span<const uint32_t> v, Emit&& emit) const;
   // Interval of x in a node.
   static uint32_t IntervalOf(const Node& node, uint64_t x);
   // L1 distance from x to interval j of a node (0 inside).
