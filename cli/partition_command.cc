@@ -28,14 +28,10 @@ std::string NumberList(const std::vector<double>& v) {
 
 std::string EvaluationJson(const MapEvaluation& e) {
   std::string s = "{\"pages\":" + std::to_string(e.pages) + ",\"pages_per_machine\":" + NumberList(e.machine_pages);
-  s += ",\"imbalance\":";
-  AppendJsonNumber(&s, e.imbalance);
-  s += ",\"communication_reduction\":";
-  AppendJsonNumber(&s, e.communication_reduction);
-  s += ",\"mean_machines_contacted\":";
-  AppendJsonNumber(&s, e.mean_machines_contacted);
-  s += ",\"mean_cells_contacted\":";
-  AppendJsonNumber(&s, e.mean_cells_contacted);
+  AppendJsonField(&s, "imbalance", e.imbalance);
+  AppendJsonField(&s, "communication_reduction", e.communication_reduction);
+  AppendJsonField(&s, "mean_machines_contacted", e.mean_machines_contacted);
+  AppendJsonField(&s, "mean_cells_contacted", e.mean_cells_contacted);
   return s + "}";
 }
 
@@ -97,18 +93,14 @@ int RunBuild(const BuildArgs& a) {
   r += ",\"dims\":" + std::to_string(b.dims) + ",\"machines\":" + std::to_string(b.machines) +
        ",\"cells\":" + std::to_string(map->cells()) + ",\"routing\":\"" + RoutingName(b.routing) + "\",\"threshold\":";
   AppendJsonNumber(&r, b.threshold);
-  r += ",\"rho\":";
-  AppendJsonNumber(&r, map->proto().rho());
+  AppendJsonField(&r, "rho", map->proto().rho());
   r += ",\"rho_estimate\":{\"percentile\":";
   AppendJsonNumber(&r, est.percentile);
-  r += ",\"delta\":";
-  AppendJsonNumber(&r, est.delta);
-  r += ",\"epsilon\":";
-  AppendJsonNumber(&r, est.epsilon);
-  r += ",\"rho\":";
-  AppendJsonNumber(&r, est.rho);
-  r += "},\"sample_rate\":";
-  AppendJsonNumber(&r, a.sample_rate);
+  AppendJsonField(&r, "delta", est.delta);
+  AppendJsonField(&r, "epsilon", est.epsilon);
+  AppendJsonField(&r, "rho", est.rho);
+  r += "}";
+  AppendJsonField(&r, "sample_rate", a.sample_rate);
   r += ",\"sample\":" + EvaluationJson(e) + "}\n";
   if (Status s = WriteText(a.report, r); !s.ok()) return Fail(s);
   spdlog::info("partition build: {} cells on {} machines, imbalance {:.3f}, communication avoided {:.1f}%",
@@ -212,10 +204,8 @@ int RunRebalance(const RebalanceArgs& a) {
   rep += ",\"generation\":" + std::to_string(r->map.proto().generation()) +
          ",\"resliced\":" + (r->resliced ? std::string("true") : std::string("false")) + ",\"imbalance_before\":";
   AppendJsonNumber(&rep, r->imbalance_before);
-  rep += ",\"imbalance_after\":";
-  AppendJsonNumber(&rep, r->imbalance_after);
-  rep += ",\"moved_share\":";
-  AppendJsonNumber(&rep, r->moved_share);
+  AppendJsonField(&rep, "imbalance_after", r->imbalance_after);
+  AppendJsonField(&rep, "moved_share", r->moved_share);
   rep += ",\"sample_pages\":" + std::to_string(sample->sample.size()) + "}\n";
   if (Status s = WriteText(a.report, rep); !s.ok()) return Fail(s);
   spdlog::info("rebalance: imbalance {:.3f} -> {:.3f}, {:.1f}% of pages move{}", r->imbalance_before,

@@ -49,4 +49,11 @@ void AppendJsonNumber(std::string* out, double v) {
   out->append(buf, static_cast<size_t>(n));
 }
 
+void AppendJsonField(std::string* out, std::string_view key, double value) {
+  if (!out->empty() && out->back() != '{') out->push_back(',');
+  AppendJsonString(out, key);
+  out->push_back(':');
+  AppendJsonNumber(out, value);
+}
+
 }  // namespace neardup

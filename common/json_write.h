@@ -16,4 +16,7 @@ void AppendJsonString(std::string* out, std::string_view s);
 // Appends a double with up to 6 significant decimals ("0.923077"); non-finite values as null.
 void AppendJsonNumber(std::string* out, double v);
 
+// Appends `,"key":value` to an object being built (no comma right after its opening '{').
+void AppendJsonField(std::string* out, std::string_view key, double value);
+
 }  // namespace neardup

@@ -53,6 +53,10 @@ TEST(JsonWrite, EscapesAndAlwaysProducesValidUtf8) {
   out.clear();
   AppendJsonNumber(&out, 1.0);
   EXPECT_EQ(out, "1");
+  out = "{";
+  AppendJsonField(&out, "a", 0.5);
+  AppendJsonField(&out, "b", 2);
+  EXPECT_EQ(out, "{\"a\":0.5,\"b\":2");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace neardup {
 namespace {
@@ -61,18 +62,18 @@ class Runs {
   }
 
   // suffix[j] = the fewest runs of weight <= cap covering intervals [j, n); suffix[n] = 0.
-  // cap must fit every single interval. Two pointers: Reach(j) never decreases with j.
+  // cap must fit every single interval. Two pointers: Reach(j) never decreases with j. The
+  // vector first holds each j's greedy run end (> j), then, right to left, the counts.
   std::vector<size_t> SuffixParts(double cap) const {
     const size_t n = size();
-    std::vector<size_t> next(n);
+    std::vector<size_t> suffix(n + 1, 0);
     size_t e = 0;
     for (size_t j = 0; j < n; ++j) {
       e = std::max(e, j + 1);
       while (e < n && Weight(j, e + 1) <= cap) ++e;
-      next[j] = e;
+      suffix[j] = e;
     }
-    std::vector<size_t> suffix(n + 1, 0);
-    for (size_t j = n; j-- > 0;) suffix[j] = 1 + suffix[next[j]];
+    for (size_t j = n; j-- > 0;) suffix[j] = 1 + suffix[suffix[j]];
     return suffix;
   }
 
@@ -133,6 +134,8 @@ StatusOr<std::vector<ValueRange>> BalanceRanges(std::vector<WeightedValue> value
   });
   std::vector<uint64_t> distinct;
   std::vector<double> distinct_weight;
+  distinct.reserve(values.size());
+  distinct_weight.reserve(values.size());
   for (const WeightedValue& v : values) {
     if (distinct.empty() || distinct.back() != v.value) {
       distinct.push_back(v.value);
@@ -144,11 +147,18 @@ StatusOr<std::vector<ValueRange>> BalanceRanges(std::vector<WeightedValue> value
   values.shrink_to_fit();
 
   // Fine-grain intervals: their left bounds and weights.
-  std::vector<uint64_t> left = options.tau ? FineGrainBounds(distinct, *options.tau) : distinct;
-  std::vector<double> fine(left.size(), 0.0);
-  for (size_t i = 0, f = 0; i < distinct.size(); ++i) {
-    while (f + 1 < left.size() && distinct[i] >= left[f + 1]) ++f;
-    fine[f] += distinct_weight[i];
+  std::vector<uint64_t> left;
+  std::vector<double> fine;
+  if (options.tau) {
+    left = FineGrainBounds(distinct, *options.tau);
+    fine.assign(left.size(), 0.0);
+    for (size_t i = 0, f = 0; i < distinct.size(); ++i) {
+      while (f + 1 < left.size() && distinct[i] >= left[f + 1]) ++f;
+      fine[f] += distinct_weight[i];
+    }
+  } else {
+    left = std::move(distinct);
+    fine = std::move(distinct_weight);
   }
 
   const Runs runs(fine);
