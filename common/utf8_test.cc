@@ -53,7 +53,8 @@ TEST(JsonWrite, EscapesAndAlwaysProducesValidUtf8) {
   out.clear();
   AppendJsonNumber(&out, 1.0);
   EXPECT_EQ(out, "1");
-  out = "{";
+  out.clear();
+  out.push_back('{');
   AppendJsonField(&out, "a", 0.5);
   AppendJsonField(&out, "b", 2);
   EXPECT_EQ(out, "{\"a\":0.5,\"b\":2");
