@@ -83,6 +83,20 @@ LengthSample Fold(const Corpus& c, uint32_t dims, const std::vector<uint32_t>* s
   return s;
 }
 
+// Every length of every page multiplied by `factor` (rounded): the same pages, grown or shrunk.
+LengthSample Scaled(const LengthSample& s, double factor) {
+  LengthSample out(s.dims());
+  std::vector<uint32_t> w(s.dims()), sh(s.dims());
+  for (size_t i = 0; i < s.size(); ++i) {
+    for (uint32_t d = 0; d < s.dims(); ++d) {
+      w[d] = static_cast<uint32_t>(std::lround(s.Vector(i, pb::PartitionMap::WORD_LENGTHS)[d] * factor));
+      sh[d] = static_cast<uint32_t>(std::lround(s.Vector(i, pb::PartitionMap::SHINGLE_COUNTS)[d] * factor));
+    }
+    out.Add(w, sh);
+  }
+  return out;
+}
+
 // At most `max` pages, evenly spaced.
 std::vector<uint32_t> Spread(size_t n, size_t max) {
   std::vector<uint32_t> idx;
@@ -159,23 +173,35 @@ Status RunStabilityExperiment(const PartitionExperimentOptions& o) {
     bucket[XXH3_64bits_withSeed(c.urls[i].data(), c.urls[i].size(), 0x53544142) % kSamples].push_back(i);
   }
   std::ofstream csv;
-  RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "machines,dims,train_imbalance,mean_imbalance,stddev,cv,samples,pages_per_sample"));
-  for (uint32_t dims : {1u, 2u, 3u}) {
-    const LengthSample train = Fold(c, dims, &bucket[0]);
-    std::vector<LengthSample> tests;
-    for (int k = 1; k < kSamples; ++k) tests.push_back(Fold(c, dims, &bucket[k]));
-    for (uint32_t m : o.machines) {
-      ASSIGN_OR_RETURN(PartitionMap map, BuildPartitionMap(train, Build(dims, m, o.threshold, pb::PartitionMap::RHO_BOX,
-                                                                        1.0, o)));
-      std::vector<double> imb;
-      for (const auto& t : tests) imb.push_back(EvaluateMap(map, t).imbalance);
-      const double mean = std::accumulate(imb.begin(), imb.end(), 0.0) / imb.size();
-      double var = 0;
-      for (double x : imb) var += (x - mean) * (x - mean);
-      const double sd = std::sqrt(var / imb.size());
-      csv << m << "," << dims << "," << EvaluateMap(map, train).imbalance << "," << mean << "," << sd << ","
-          << sd / mean << "," << tests.size() << "," << tests[0].size() << "\n";
-      spdlog::info("stability: {}D, {} machines: imbalance {:.3f} +- {:.4f} (CV {:.2f}%)", dims, m, mean, sd, 100 * sd / mean);
+  RETURN_IF_ERROR(OpenCsv(o.csv, &csv,
+                          "samples_kind,machines,dims,train_imbalance,mean_imbalance,stddev,cv,samples,pages_per_sample"));
+  // Two kinds of "other samples": the ten other elevenths as they are (they differ only by
+  // sampling noise), and the same ten with content drift: sample k's lengths scaled by
+  // 0.91, 0.93, ..., 1.09 (pages grew or shrank by up to 9%, as a recrawl months later might).
+  for (const char* kind : {"same_distribution", "drifted_lengths"}) {
+    const bool drift = std::string_view(kind) == "drifted_lengths";
+    for (uint32_t dims : {1u, 2u, 3u}) {
+      const LengthSample train = Fold(c, dims, &bucket[0]);
+      std::vector<LengthSample> tests;
+      for (int k = 1; k < kSamples; ++k) {
+        LengthSample t = Fold(c, dims, &bucket[k]);
+        if (drift) t = Scaled(t, 0.91 + 0.02 * (k - 1));
+        tests.push_back(std::move(t));
+      }
+      for (uint32_t m : o.machines) {
+        ASSIGN_OR_RETURN(PartitionMap map, BuildPartitionMap(train, Build(dims, m, o.threshold, pb::PartitionMap::RHO_BOX,
+                                                                          1.0, o)));
+        std::vector<double> imb;
+        for (const auto& t : tests) imb.push_back(EvaluateMap(map, t).imbalance);
+        const double mean = std::accumulate(imb.begin(), imb.end(), 0.0) / imb.size();
+        double var = 0;
+        for (double x : imb) var += (x - mean) * (x - mean);
+        const double sd = std::sqrt(var / imb.size());
+        csv << kind << "," << m << "," << dims << "," << EvaluateMap(map, train).imbalance << "," << mean << "," << sd
+            << "," << sd / mean << "," << tests.size() << "," << tests[0].size() << "\n";
+        spdlog::info("stability ({}): {}D, {} machines: imbalance {:.3f} +- {:.4f} (CV {:.2f}%)", kind, dims, m, mean,
+                     sd, 100 * sd / mean);
+      }
     }
   }
   return Status::Ok();

@@ -32,8 +32,9 @@ struct PartitionExperimentOptions {
 Status RunImbalanceFigure(const PartitionExperimentOptions& o);
 // Fig. 5: machines, threshold, routing, communication_reduction, machines_contacted (3D).
 Status RunCommunicationFigure(const PartitionExperimentOptions& o);
-// Stability: train on one eleventh of the URLs, judge on the ten others; per dims and machines the
-// mean, standard deviation and coefficient of variation of the imbalance.
+// Stability: train on one eleventh of the URLs, judge on the ten others, as they are and with
+// their lengths scaled by 0.91..1.09 (drift); per dims and machines the mean, standard deviation
+// and coefficient of variation of the imbalance.
 Status RunStabilityExperiment(const PartitionExperimentOptions& o);
 // Recall lost to routing: the exact baseline's pairs at o.threshold; for each rho and the exact
 // mode, the share of pairs whose earlier page's home is not among the later page's routed cells.
