@@ -238,6 +238,33 @@ TEST_F(CliTest, PartitionBuildRouteAndRebalance) {
   EXPECT_LE(double(rb["imbalance_after"]), double(rb["imbalance_before"]) + 1e-9);
 }
 
+// The figure computations run end to end and write one CSV row per configuration.
+TEST_F(CliTest, PartitionExperimentsWriteTheirCsv) {
+  ASSERT_EQ(Neardup("gen-crawl --pages 2000 --seed 3 --out " + Path("crawl.jsonl")).code, 0);
+  auto rows = [&](const std::string& csv) {
+    std::istringstream in(Read(Path(csv)));
+    std::string line;
+    size_t n = 0;
+    while (std::getline(in, line)) ++n;
+    return n - 1;  // header
+  };
+  Outcome r = Neardup("experiment imbalance --input " + Path("crawl.jsonl") + " --machines 2 8 --csv " + Path("f4.csv"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(rows("f4.csv"), 2u * 3u * 2u);  // machines x dims x {default, paper} fine-grain
+  r = Neardup("experiment communication --input " + Path("crawl.jsonl") + " --machines 8 --thresholds 0.8 0.9 --csv " +
+              Path("f5.csv"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(rows("f5.csv"), 2u * 2u);  // routing modes x thresholds
+  r = Neardup("experiment stability --input " + Path("crawl.jsonl") + " --machines 4 --csv " + Path("st.csv"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(rows("st.csv"), 2u * 3u);  // {same, drifted} x dims
+  r = Neardup("experiment recall --input " + Path("crawl.jsonl") + " --machines 8 --rhos 1.0 --csv " + Path("rc.csv"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(rows("rc.csv"), 2u);  // rho 1.0 and exact
+  EXPECT_THAT(Read(Path("rc.csv")), HasSubstr("exact,1,8,0.9,"));
+  EXPECT_EQ(Neardup("experiment imbalance --input " + Path("missing.jsonl") + " --csv " + Path("x.csv")).code, 1);
+}
+
 TEST_F(CliTest, BadPartitionMapsAreRefused) {
   Write("crawl.jsonl", "{\"url\":\"http://a.example/\",\"text\":\"some words here\"}\n");
   Write("garbage.pb", "this is not a partition map at all \xff\xfe");
