@@ -46,6 +46,19 @@ Status WriteText(const std::string& path, const std::string& text) {
   return out ? Status::Ok() : IoError("cannot write " + path);
 }
 
+// How to sample a crawl for a map: signatures as `signer` makes them, reading and threads from
+// the shared options.
+CrawlSampleOptions SampleOptions(const ResolvedOptions& shared, const SignerOptions& signer, double rate,
+                                 const char* label) {
+  CrawlSampleOptions so;
+  so.signer.signer = signer;
+  so.signer.reader = shared.reader;
+  so.signer.threads = shared.threads;
+  so.signer.progress_label = label;
+  so.sample_rate = rate;
+  return so;
+}
+
 int Fail(const Status& s) {
   spdlog::error("{}", s.message());
   return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kCorruption ? 2 : 1;
@@ -62,13 +75,8 @@ int RunBuild(const BuildArgs& a) {
   auto shared = ResolveShared(a.shared);
   if (!shared.ok()) return Fail(shared.status());
   if (a.routing != "exact" && a.routing != "rho") return Fail(InvalidArgument("--routing must be exact or rho"));
-  CrawlSampleOptions so;
-  so.signer.signer = shared->signer;  // --dims and --shingle-k
-  so.signer.reader = shared->reader;
-  so.signer.threads = shared->threads;
-  so.signer.progress_label = "partition build: sample";
-  so.sample_rate = a.sample_rate;
-  auto sample = SampleCrawl(a.input, so);
+  // --dims and --shingle-k decide the signatures.
+  auto sample = SampleCrawl(a.input, SampleOptions(*shared, shared->signer, a.sample_rate, "partition build: sample"));
   if (!sample.ok()) return Fail(sample.status());
   const RhoEstimate est = EstimateRho(sample->sample, a.rho_percentile);
   MapBuildOptions b;
@@ -153,13 +161,8 @@ int RunRebalance(const RebalanceArgs& a) {
   if (!old_map.ok()) return Fail(old_map.status());
   auto shared = ResolveShared(a.shared);
   if (!shared.ok()) return Fail(shared.status());
-  CrawlSampleOptions so;
-  so.signer.signer = old_map->signer_options();
-  so.signer.reader = shared->reader;
-  so.signer.threads = shared->threads;
-  so.signer.progress_label = "rebalance: sample";
-  so.sample_rate = a.sample_rate;
-  auto sample = SampleCrawl(a.input, so);
+  const SignerOptions signer = old_map->signer_options();
+  auto sample = SampleCrawl(a.input, SampleOptions(*shared, signer, a.sample_rate, "rebalance: sample"));
   if (!sample.ok()) return Fail(sample.status());
   auto r = Rebalance(*old_map, sample->sample,
                      {.max_move = a.max_move, .target_imbalance = a.target});
@@ -179,10 +182,7 @@ int RunRebalance(const RebalanceArgs& a) {
       plan += "}\n";
     }
   } else {
-    CrawlSampleOptions ro = so;
-    ro.sample_rate = 1.0;
-    ro.signer.progress_label = "rebalance: resident set";
-    auto resident = SampleCrawl(a.resident, ro);
+    auto resident = SampleCrawl(a.resident, SampleOptions(*shared, signer, 1.0, "rebalance: resident set"));
     if (!resident.ok()) return Fail(resident.status());
     const auto feature = old_map->proto().feature();
     for (size_t i = 0; i < resident->sample.size(); ++i) {
