@@ -46,6 +46,14 @@ std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_we
   for (uint32_t c = 0; c < cell_weight.size(); ++c) {
     if (cell_weight[c] > 0) cells_of[machine_of[c]].push_back(c);
   }
+  auto move_cell = [&](uint32_t from, size_t index, uint32_t to) {
+    const uint32_t c = cells_of[from][index];
+    load[from] -= cell_weight[c];
+    load[to] += cell_weight[c];
+    machine_of[c] = to;
+    cells_of[from].erase(cells_of[from].begin() + static_cast<std::ptrdiff_t>(index));
+    cells_of[to].push_back(c);
+  };
   for (int step = 0; step < 10000; ++step) {
     const uint32_t hi = static_cast<uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
     const uint32_t lo = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
@@ -66,20 +74,8 @@ std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_we
       }
     }
     if (bi < 0 || best >= gap / 2 - 1e-12) break;
-    const uint32_t ci = cells_of[hi][bi];
-    load[hi] -= cell_weight[ci];
-    load[lo] += cell_weight[ci];
-    machine_of[ci] = lo;
-    cells_of[hi].erase(cells_of[hi].begin() + bi);
-    cells_of[lo].push_back(ci);
-    if (bj >= 0) {
-      const uint32_t cj = cells_of[lo][bj];
-      load[lo] -= cell_weight[cj];
-      load[hi] += cell_weight[cj];
-      machine_of[cj] = hi;
-      cells_of[lo].erase(cells_of[lo].begin() + bj);
-      cells_of[hi].push_back(cj);
-    }
+    move_cell(hi, static_cast<size_t>(bi), lo);
+    if (bj >= 0) move_cell(lo, static_cast<size_t>(bj), hi);  // bj still indexes the cell chosen
   }
   // Empty cells (no sample page yet): round-robin, least-loaded machines first.
   std::vector<uint32_t> by_load(machines);
