@@ -8,7 +8,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config ninja-build
   protobuf-compiler libprotobuf-dev   # signatures, partition maps, configs (text format)
-  libleveldb-dev                      # persistent shard and group stores
+  libleveldb-dev libsnappy-dev        # persistent shard and group stores (LevelDB links snappy)
   libeigen3-dev                       # vectorised kernels (tiers)
   libspdlog-dev libfmt-dev            # logging
   libgtest-dev libgmock-dev           # unit tests

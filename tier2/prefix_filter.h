@@ -1,0 +1,74 @@
+// The bounds that let Tier 2 skip pairs without losing one: size, prefix and length-vector filters.
+//
+// The global token order is the shingle hash itself (ascending), so a page's prefix is the first
+// elements of its sorted shingle array and the order never changes as pages come and go.
+//
+// Prefix filter with overlap c (the "l-prefix" scheme): let alpha be a lower bound on the overlap
+// |A ∩ B| that a pair must reach. If the pair reaches it, the first |A| - alpha + c tokens of A and
+// the first |B| - alpha + c tokens of B share at least min(c, alpha) tokens. For Jaccard >= t every
+// admissible partner needs an overlap of at least ceil(t |A|), so a page's prefix is
+// PrefixLength(|A|, t, c) tokens whatever its partner. A larger c indexes c - 1 more tokens per
+// page and in exchange drops the candidates that share fewer than c prefix tokens (pages of one
+// site sharing a few boilerplate shingles).
+//
+// Length-vector filter (exact): with A_i the shingles whose first word is in sub-dictionary i,
+//   sum_i | |A_i| - |B_i| | <= |A Δ B| <= (1 - t) / (1 + t) * (|A| + |B|)  when Jaccard >= t.
+//
+// Every bound carries a safety margin on the side of keeping a pair, so the filters never drop a
+// pair that JaccardAtLeast() (common/shingle.h) would accept.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+
+namespace neardup::tier2 {
+
+inline constexpr double kFilterEps = 1e-9;
+
+// Lowest overlap any partner of a page of `size` shingles can have at threshold t (>= 1).
+inline uint32_t MinOverlapAnyPartner(uint32_t size, double t) {
+  const double v = std::ceil((t - kFilterEps) * size - kFilterEps);
+  return v < 1 ? 1u : static_cast<uint32_t>(v);
+}
+
+// Tokens of a page's prefix for threshold t and prefix overlap c (c >= 1); at most `size`.
+inline uint32_t PrefixLength(uint32_t size, double t, uint32_t c) {
+  const uint64_t p = static_cast<uint64_t>(size) - MinOverlapAnyPartner(size, t) + c;
+  return static_cast<uint32_t>(std::min<uint64_t>(p, size));
+}
+
+// Shared prefix tokens a partner of a page of `size` shingles must have (min(c, alpha)).
+inline uint32_t RequiredPrefixMatches(uint32_t size, double t, uint32_t c) {
+  return std::min(c, MinOverlapAnyPartner(size, t));
+}
+
+// Sizes a partner of a page of `size` shingles can have at threshold t: [lo, hi].
+struct SizeRange {
+  uint32_t lo;
+  uint32_t hi;
+};
+inline SizeRange PartnerSizes(uint32_t size, double t) {
+  const double lo = std::ceil((t - kFilterEps) * size - kFilterEps);
+  const double hi = std::floor(size / (t - kFilterEps) + 1);
+  return SizeRange{lo < 1 ? 1u : static_cast<uint32_t>(lo),
+                   hi > 4e9 ? 4000000000u : static_cast<uint32_t>(hi)};
+}
+
+// False only when the length vectors prove Jaccard < t (vectors of equal length).
+template <typename A, typename B>
+inline bool LengthVectorsAllow(std::span<const A> a, uint32_t size_a, std::span<const B> b, uint32_t size_b,
+                               double t) {
+  uint64_t l1 = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const int64_t d = static_cast<int64_t>(a[i]) - static_cast<int64_t>(b[i]);
+    l1 += static_cast<uint64_t>(d < 0 ? -d : d);
+  }
+  const double total = static_cast<double>(size_a) + size_b;
+  return static_cast<double>(l1) <= (1 - t) / (1 + t) * total + kFilterEps * total + kFilterEps;
+}
+
+}  // namespace neardup::tier2

@@ -1,0 +1,180 @@
+#include "tier2/prefix_index.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace neardup::tier2 {
+
+namespace {
+constexpr int kOverflowMinBits = 10;
+}
+
+PrefixIndex::PrefixIndex(int bucket_bits)
+    : bucket_bits_(std::clamp(bucket_bits, kMinBucketBits, kMaxBucketBits)),
+      bucket_mask_((1ull << bucket_bits_) - 1),
+      offsets_((1ull << bucket_bits_) + 1, 0),
+      overflow_(1ull << kOverflowMinBits, kEmpty),
+      overflow_shift_(64 - kOverflowMinBits) {}
+
+int PrefixIndex::BucketBitsFor(uint64_t postings) {
+  const uint64_t buckets = std::max<uint64_t>(postings / 6, 1);
+  return std::clamp(static_cast<int>(std::bit_width(buckets)), kMinBucketBits, kMaxBucketBits);
+}
+
+uint32_t PrefixIndex::AllocateSlot() {
+  // free_ may hold slots a restart re-added directly; those are skipped here.
+  while (!free_.empty() && state_[free_.back()] != kFree) free_.pop_back();
+  if (!free_.empty()) return free_.back();
+  while (scan_ < state_.size() && state_[scan_] != kFree) ++scan_;
+  return scan_ < kMaxSlots ? scan_ : kMaxSlots;
+}
+
+std::vector<uint32_t> PrefixIndex::AllocateSlots(size_t n) const {
+  std::vector<uint32_t> out;
+  out.reserve(n);
+  for (size_t i = free_.size(); i-- > 0 && out.size() < n;) {
+    if (state_[free_[i]] == kFree) out.push_back(free_[i]);
+  }
+  std::vector<uint32_t> taken(out);  // purged slots are free too: the scan must skip them
+  std::sort(taken.begin(), taken.end());
+  for (uint64_t s = scan_; out.size() < n && s < kMaxSlots; ++s) {
+    if ((s >= state_.size() || state_[s] == kFree) &&
+        !std::binary_search(taken.begin(), taken.end(), static_cast<uint32_t>(s))) {
+      out.push_back(static_cast<uint32_t>(s));
+    }
+  }
+  return out;
+}
+
+PrefixIndex PrefixIndex::Build(int bucket_bits, const std::function<void(const BulkVisitor&)>& scan) {
+  PrefixIndex index(bucket_bits);
+  std::vector<uint32_t>& off = index.offsets_;
+  uint64_t total = 0;
+  uint32_t max_slot = 0;
+  bool any = false;
+  scan([&](uint32_t slot, std::span<const uint64_t> tokens) {
+    for (uint64_t t : tokens) ++off[index.Bucket(t) + 1];
+    total += tokens.size();
+    max_slot = std::max(max_slot, slot);
+    any = true;
+  });
+  for (size_t b = 1; b < off.size(); ++b) off[b] += off[b - 1];
+  index.postings_.resize(total);
+  if (any) index.state_.assign(static_cast<size_t>(max_slot) + 1, kFree);
+  std::vector<uint32_t> fill(off.begin(), off.end() - 1);
+  scan([&](uint32_t slot, std::span<const uint64_t> tokens) {
+    if (slot >= kMaxSlots || index.state_[slot] != kFree) return;
+    index.state_[slot] = kLive;
+    ++index.live_slots_;
+    for (uint64_t t : tokens) index.postings_[fill[index.Bucket(t)]++] = slot << 8 | Fingerprint(t);
+  });
+  index.live_postings_ = total;
+  return index;
+}
+
+bool PrefixIndex::Add(uint32_t slot, std::span<const uint64_t> tokens) {
+  if (slot >= kMaxSlots) return false;
+  if (slot >= state_.size()) state_.resize(std::max<size_t>(slot + 1, state_.size() + state_.size() / 2), kFree);
+  if (state_[slot] != kFree) return false;
+  if (!free_.empty() && free_.back() == slot) free_.pop_back();
+  state_[slot] = kLive;
+  ++live_slots_;
+  for (uint64_t t : tokens) {
+    OverflowInsert(static_cast<uint64_t>(Bucket(t)) << 32 | (static_cast<uint64_t>(slot) << 8 | Fingerprint(t)));
+  }
+  live_postings_ += tokens.size();
+  return true;
+}
+
+bool PrefixIndex::Remove(uint32_t slot, uint32_t postings) {
+  if (!IsLive(slot)) return false;
+  state_[slot] = kDead;
+  --live_slots_;
+  dead_postings_ += postings;
+  live_postings_ -= std::min<uint64_t>(postings, live_postings_);
+  return true;
+}
+
+void PrefixIndex::OverflowInsert(uint64_t entry) {
+  if ((overflow_count_ + 1) * 10 > overflow_.size() * 6) OverflowGrow();
+  const uint64_t mask = overflow_.size() - 1;
+  uint64_t i = OverflowSlot(static_cast<uint32_t>(entry >> 32));
+  while (overflow_[i] != kEmpty) i = (i + 1) & mask;
+  overflow_[i] = entry;
+  ++overflow_count_;
+}
+
+void PrefixIndex::OverflowGrow() {
+  std::vector<uint64_t> old(overflow_.size() * 2, kEmpty);
+  old.swap(overflow_);
+  --overflow_shift_;
+  overflow_count_ = 0;
+  for (uint64_t e : old) {
+    if (e != kEmpty) OverflowInsert(e);
+  }
+}
+
+bool PrefixIndex::NeedsCompaction() const {
+  return overflow_count_ > postings_.size() / 8 + 4096 || dead_postings_ > live_postings_ / 4 + 4096;
+}
+
+void PrefixIndex::Compact() {
+  const uint64_t nb = 1ull << bucket_bits_;
+  auto live = [&](uint32_t p) { return state_[p >> 8] == kLive; };
+  // Overflow entries of live slots, by bucket.
+  std::vector<uint64_t> extra;
+  extra.reserve(overflow_count_);
+  for (uint64_t e : overflow_) {
+    if (e != kEmpty && live(static_cast<uint32_t>(e))) extra.push_back(e);
+  }
+  std::sort(extra.begin(), extra.end());
+  std::vector<uint64_t>(1ull << kOverflowMinBits, kEmpty).swap(overflow_);
+  overflow_shift_ = 64 - kOverflowMinBits;
+  overflow_count_ = 0;
+
+  // Pass 1, forward: drop dead postings (moves left only).
+  uint32_t w = 0;
+  for (uint64_t b = 0; b < nb; ++b) {
+    const uint32_t start = offsets_[b], end = offsets_[b + 1];
+    offsets_[b] = w;
+    for (uint32_t i = start; i < end; ++i) {
+      if (live(postings_[i])) postings_[w++] = postings_[i];
+    }
+  }
+  offsets_[nb] = w;
+  // Pass 2, backward: insert the overflow (moves right only).
+  postings_.resize(w + extra.size());
+  uint64_t below = extra.size();  // extra entries in buckets < b + 1
+  size_t ei = extra.size();
+  for (uint64_t b = nb; b-- > 0;) {
+    const uint32_t old_start = offsets_[b], old_end = offsets_[b + 1];
+    uint32_t dst = static_cast<uint32_t>(old_end + below);  // new end of bucket b
+    offsets_[b + 1] = dst;
+    while (ei > 0 && (extra[ei - 1] >> 32) == b) {
+      postings_[--dst] = static_cast<uint32_t>(extra[--ei]);
+      --below;
+    }
+    for (uint32_t i = old_end; i > old_start;) postings_[--dst] = postings_[--i];
+    (void)dst;
+  }
+  offsets_[0] = 0;
+  postings_.shrink_to_fit();
+
+  for (uint32_t s = 0; s < state_.size(); ++s) {
+    if (state_[s] == kDead) {
+      state_[s] = kFree;
+      free_.push_back(s);
+    }
+  }
+  // Hand out low slots first.
+  std::sort(free_.begin(), free_.end(), std::greater<>());
+  dead_postings_ = 0;
+  live_postings_ = postings_.size();
+}
+
+uint64_t PrefixIndex::MemoryBytes() const {
+  return offsets_.capacity() * sizeof(uint32_t) + postings_.capacity() * sizeof(uint32_t) +
+         overflow_.capacity() * sizeof(uint64_t) + state_.capacity() + free_.capacity() * sizeof(uint32_t);
+}
+
+}  // namespace neardup::tier2

@@ -1,0 +1,135 @@
+// PrefixIndex: the in-memory inverted index of a Tier 2 shard, from prefix tokens to page slots.
+//
+// A slot is a small integer naming one resident page. Each page indexes the tokens of its prefix
+// (tier2/prefix_filter.h); a probe with a token returns every slot that indexed it. To fit a
+// resident page in a few hundred bytes the index is lossy on purpose: a posting is 4 bytes (a 24-bit
+// slot and an 8-bit fingerprint of the token) filed under a bucket of the token's low bits, so a
+// probe returns a superset of the slots that hold the token, never fewer. Callers count matches per
+// slot and verify exactly; a false match costs a candidate, never a pair.
+//
+// Layout: the bulk of the postings lives in one compressed array per bucket range (CSR: an offset
+// per bucket); postings added since the last Compact() live in an overflow hash table. Removing a
+// page marks its slot dead: probes skip it at once, its postings stay until Compact(), and the slot
+// is handed out again only after that, so a stale posting never names another page.
+//
+//   PrefixIndex index(20);
+//   uint32_t slot = index.AllocateSlot();
+//   index.Add(slot, prefix_tokens);
+//   index.ForEach(token, [&](uint32_t s) { ++count[s]; });
+//   index.Remove(slot, prefix_tokens.size());
+//   if (index.NeedsCompaction()) index.Compact();
+//
+// Thread safety: const methods may run concurrently with each other; any non-const call needs
+// exclusive access (the shard holds a reader/writer lock).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace neardup::tier2 {
+
+class PrefixIndex {
+ public:
+  static constexpr uint32_t kMaxSlots = 1u << 24;
+  static constexpr int kMinBucketBits = 8;
+  static constexpr int kMaxBucketBits = 30;
+
+  // `bucket_bits` is clamped to [kMinBucketBits, kMaxBucketBits]; about 4..8 postings per bucket
+  // is a good size (BucketBitsFor).
+  explicit PrefixIndex(int bucket_bits);
+
+  // Bucket bits that give about 6 postings per bucket for `postings` postings.
+  static int BucketBitsFor(uint64_t postings);
+
+  // A free slot: one purged by Compact(), or the lowest never-used one. Does not change its state
+  // (Add does). Returns kMaxSlots when every slot is taken.
+  uint32_t AllocateSlot();
+  // n distinct free slots, in the order AllocateSlot() would hand them out if each were added in
+  // turn; fewer when the slots run out.
+  std::vector<uint32_t> AllocateSlots(size_t n) const;
+
+  // Builds an index in one go, for a restart: `scan(visit)` must call visit(slot, tokens) for every
+  // page, and is called twice with the same sequence (once to count, once to fill), so the
+  // postings go straight to the main arrays without an overflow copy.
+  using BulkVisitor = std::function<void(uint32_t slot, std::span<const uint64_t> tokens)>;
+  static PrefixIndex Build(int bucket_bits, const std::function<void(const BulkVisitor&)>& scan);
+
+  // Makes `slot` live with postings for `tokens`. The slot must be free (fresh, or purged);
+  // restarts may add slots in any order. Returns false (and changes nothing) otherwise.
+  bool Add(uint32_t slot, std::span<const uint64_t> tokens);
+
+  // Marks a live slot dead; `postings` is how many tokens it indexed (for the compaction policy).
+  // Returns false when the slot was not live.
+  bool Remove(uint32_t slot, uint32_t postings);
+
+  bool IsLive(uint32_t slot) const { return slot < state_.size() && state_[slot] == kLive; }
+
+  // Calls f(slot) for every live slot with a posting in token's bucket and fingerprint.
+  template <typename F>
+  void ForEach(uint64_t token, F&& f) const;
+
+  // Overflow above 1/8 of the main postings, or dead postings above 1/4 of the live ones.
+  bool NeedsCompaction() const;
+
+  // Merges the overflow into the main arrays and drops dead postings, in place (no second copy of
+  // the arrays); dead slots become free. O(postings + buckets).
+  void Compact();
+
+  uint64_t live_slots() const { return live_slots_; }
+  uint64_t main_postings() const { return postings_.size(); }
+  uint64_t overflow_postings() const { return overflow_count_; }
+  uint64_t dead_postings() const { return dead_postings_; }
+  int bucket_bits() const { return bucket_bits_; }
+  // Bytes held by the index's arrays (capacity, not size).
+  uint64_t MemoryBytes() const;
+
+ private:
+  enum : uint8_t { kFree = 0, kLive = 1, kDead = 2 };
+  static constexpr uint64_t kEmpty = ~0ull;
+
+  uint32_t Bucket(uint64_t token) const { return static_cast<uint32_t>(token & bucket_mask_); }
+  static uint32_t Fingerprint(uint64_t token) { return static_cast<uint32_t>(token >> 40) & 0xFF; }
+  uint64_t OverflowSlot(uint32_t bucket) const {
+    return (bucket * 0x9E3779B97F4A7C15ull) >> overflow_shift_;
+  }
+  void OverflowInsert(uint64_t entry);
+  void OverflowGrow();
+
+  int bucket_bits_;
+  uint64_t bucket_mask_;
+  std::vector<uint32_t> offsets_;   // 2^bucket_bits + 1
+  std::vector<uint32_t> postings_;  // slot << 8 | fingerprint, grouped by bucket
+  std::vector<uint64_t> overflow_;  // bucket << 32 | posting, linear probing, kEmpty = free
+  int overflow_shift_;
+  uint64_t overflow_count_ = 0;
+  std::vector<uint8_t> state_;      // per slot
+  std::vector<uint32_t> free_;      // purged slots
+  uint32_t scan_ = 0;               // slots below are not fresh
+  uint64_t live_slots_ = 0;
+  uint64_t dead_postings_ = 0;
+  uint64_t live_postings_ = 0;
+};
+
+template <typename F>
+void PrefixIndex::ForEach(uint64_t token, F&& f) const {
+  const uint32_t b = Bucket(token), fp = Fingerprint(token);
+  for (uint32_t i = offsets_[b], e = offsets_[b + 1]; i < e; ++i) {
+    const uint32_t p = postings_[i];
+    if ((p & 0xFF) == fp && state_[p >> 8] == kLive) f(p >> 8);
+  }
+  if (overflow_count_ == 0) return;
+  const uint64_t mask = overflow_.size() - 1;
+  const uint64_t want = static_cast<uint64_t>(b) << 32;
+  for (uint64_t i = OverflowSlot(b);; i = (i + 1) & mask) {
+    const uint64_t e = overflow_[i];
+    if (e == kEmpty) break;
+    if ((e & 0xFFFFFFFF00000000ull) == want) {
+      const uint32_t p = static_cast<uint32_t>(e);
+      if ((p & 0xFF) == fp && state_[p >> 8] == kLive) f(p >> 8);
+    }
+  }
+}
+
+}  // namespace neardup::tier2

@@ -1,0 +1,125 @@
+#include "tier2/prefix_index.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+namespace neardup::tier2 {
+namespace {
+
+std::set<uint32_t> Lookup(const PrefixIndex& index, uint64_t token) {
+  std::set<uint32_t> out;
+  index.ForEach(token, [&](uint32_t s) { out.insert(s); });
+  return out;
+}
+
+// A reference model: slot -> tokens, for live slots.
+using Model = std::map<uint32_t, std::vector<uint64_t>>;
+
+void ExpectSuperset(const PrefixIndex& index, const Model& model) {
+  for (const auto& [slot, tokens] : model) {
+    for (uint64_t t : tokens) {
+      EXPECT_TRUE(Lookup(index, t).count(slot)) << "slot " << slot << " lost token " << t;
+    }
+  }
+}
+
+TEST(PrefixIndex, FindsWhatWasAdded) {
+  PrefixIndex index(10);
+  const uint32_t s = index.AllocateSlot();
+  EXPECT_EQ(s, 0u);
+  ASSERT_TRUE(index.Add(s, std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(Lookup(index, 2), std::set<uint32_t>{0});
+  EXPECT_TRUE(Lookup(index, 99999).empty());
+  EXPECT_FALSE(index.Add(s, std::vector<uint64_t>{4})) << "a live slot cannot be added twice";
+  EXPECT_EQ(index.AllocateSlot(), 1u);
+}
+
+TEST(PrefixIndex, RemovedSlotIsHiddenAndNotReusedBeforeCompaction) {
+  PrefixIndex index(10);
+  ASSERT_TRUE(index.Add(0, std::vector<uint64_t>{10, 11}));
+  ASSERT_TRUE(index.Add(1, std::vector<uint64_t>{10, 12}));
+  ASSERT_TRUE(index.Remove(0, 2));
+  EXPECT_FALSE(index.Remove(0, 2));
+  EXPECT_EQ(Lookup(index, 10), std::set<uint32_t>{1});
+  EXPECT_EQ(index.AllocateSlot(), 2u) << "slot 0 still has postings";
+  index.Compact();
+  EXPECT_EQ(index.AllocateSlot(), 0u);
+  ASSERT_TRUE(index.Add(0, std::vector<uint64_t>{13}));
+  // The old page's tokens no longer lead to slot 0 (tokens 10..13 differ in their low bits).
+  EXPECT_EQ(Lookup(index, 11), std::set<uint32_t>{});
+  EXPECT_EQ(Lookup(index, 10), std::set<uint32_t>{1});
+  EXPECT_EQ(Lookup(index, 13), std::set<uint32_t>{0});
+}
+
+TEST(PrefixIndex, AllocateSlotsMatchesOneByOneAllocation) {
+  PrefixIndex index(8);
+  for (uint32_t s = 0; s < 6; ++s) ASSERT_TRUE(index.Add(s, std::vector<uint64_t>{s}));
+  index.Remove(1, 1);
+  index.Remove(4, 1);
+  index.Compact();
+  const std::vector<uint32_t> planned = index.AllocateSlots(4);
+  ASSERT_EQ(planned.size(), 4u);
+  for (uint32_t s : planned) {
+    EXPECT_EQ(index.AllocateSlot(), s);
+    ASSERT_TRUE(index.Add(s, std::vector<uint64_t>{100 + s}));
+  }
+  EXPECT_EQ(planned, (std::vector<uint32_t>{1, 4, 6, 7}));
+}
+
+// Random adds, removes and compactions against the model: every live (slot, token) is found, no
+// dead slot is returned, and the bulk build finds the same.
+TEST(PrefixIndex, RandomOperationsKeepEveryPosting) {
+  std::mt19937_64 rng(7);
+  PrefixIndex index(9);  // small table: long buckets, many collisions
+  Model model;
+  for (int round = 0; round < 4000; ++round) {
+    const int op = static_cast<int>(rng() % 10);
+    if (op < 6 || model.empty()) {
+      const uint32_t slot = index.AllocateSlot();
+      std::vector<uint64_t> tokens(1 + rng() % 12);
+      for (auto& t : tokens) t = rng() % 5000;  // shared tokens across pages
+      std::sort(tokens.begin(), tokens.end());
+      tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
+      ASSERT_TRUE(index.Add(slot, tokens));
+      model[slot] = tokens;
+    } else if (op < 9) {
+      auto it = model.begin();
+      std::advance(it, rng() % model.size());
+      ASSERT_TRUE(index.Remove(it->first, static_cast<uint32_t>(it->second.size())));
+      model.erase(it);
+    } else {
+      index.Compact();
+      EXPECT_EQ(index.overflow_postings(), 0u);
+    }
+    if (index.NeedsCompaction()) index.Compact();
+  }
+  EXPECT_EQ(index.live_slots(), model.size());
+  ExpectSuperset(index, model);
+  // Nothing dead comes back.
+  for (uint64_t t = 0; t < 5000; ++t) {
+    for (uint32_t s : Lookup(index, t)) EXPECT_TRUE(model.count(s)) << "dead slot " << s;
+  }
+  PrefixIndex built = PrefixIndex::Build(9, [&](const PrefixIndex::BulkVisitor& visit) {
+    for (const auto& [slot, tokens] : model) visit(slot, tokens);
+  });
+  EXPECT_EQ(built.live_slots(), model.size());
+  ExpectSuperset(built, model);
+  for (uint64_t t = 0; t < 5000; ++t) EXPECT_EQ(Lookup(built, t), Lookup(index, t)) << t;
+  // A rebuilt index hands out the gaps before new slots.
+  if (!model.empty()) {
+    const uint32_t s = built.AllocateSlot();
+    EXPECT_FALSE(model.count(s));
+  }
+}
+
+TEST(PrefixIndex, BucketBitsGrowWithPostings) {
+  EXPECT_EQ(PrefixIndex::BucketBitsFor(0), PrefixIndex::kMinBucketBits);
+  EXPECT_GT(PrefixIndex::BucketBitsFor(40'000'000), PrefixIndex::BucketBitsFor(1'000'000));
+  EXPECT_LE(PrefixIndex::BucketBitsFor(~0ull), PrefixIndex::kMaxBucketBits);
+}
+
+}  // namespace
+}  // namespace neardup::tier2

@@ -1,0 +1,595 @@
+#include "tier2/shard.h"
+
+#include <leveldb/cache.h>
+#include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/write_batch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "common/shingle.h"
+#include "common/signature.h"
+#include "proto/tier2.pb.h"
+#include "tier2/prefix_filter.h"
+#include "tier2/prefix_index.h"
+
+namespace neardup::tier2 {
+namespace {
+
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kWide = 0xFFFF;  // a length-vector entry that did not fit 16 bits
+
+std::string SlotKey(char prefix, uint32_t slot) {
+  std::string k(5, prefix);
+  k[1] = static_cast<char>(slot >> 24);
+  k[2] = static_cast<char>(slot >> 16);
+  k[3] = static_cast<char>(slot >> 8);
+  k[4] = static_cast<char>(slot);
+  return k;
+}
+uint32_t SlotOfKey(const leveldb::Slice& k) {
+  const auto* p = reinterpret_cast<const unsigned char*>(k.data());
+  return static_cast<uint32_t>(p[1]) << 24 | static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 8 | p[4];
+}
+std::string SlotValue(uint32_t slot) { return SlotKey('v', slot).substr(1); }
+std::string UrlKey(const std::string& url) { return "u" + url; }
+
+Status FromLevelDb(const leveldb::Status& s, const std::string& what) {
+  if (s.ok()) return Status::Ok();
+  if (s.IsCorruption()) return Corruption(what + ": " + s.ToString());
+  if (s.IsNotFound()) return NotFound(what + ": " + s.ToString());
+  return IoError(what + ": " + s.ToString());
+}
+
+std::span<const uint64_t> Shingles(const pb::PageSignature& s) {
+  return {s.shingles().data(), static_cast<size_t>(s.shingles_size())};
+}
+
+template <typename F>
+void ParallelFor(int threads, size_t n, F&& f) {
+  if (threads <= 1 || n < 2) {
+    for (size_t i = 0; i < n; ++i) f(0, i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&](int w) {
+    for (size_t i; (i = next.fetch_add(1)) < n;) f(w, i);
+  };
+  std::vector<std::thread> pool;
+  for (int w = 1; w < threads; ++w) pool.emplace_back(work, w);
+  work(0);
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace
+
+double ShardStats::ram_bytes_per_page() const {
+  return resident_pages == 0 ? 0 : static_cast<double>(index_bytes + page_table_bytes) / resident_pages;
+}
+
+class Shard::Impl {
+ public:
+  explicit Impl(const ShardOptions& o) : options_(o), index_(PrefixIndex::kMinBucketBits) {}
+
+  Status Open();
+  Status CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const;
+  Status Apply(std::span<const ShardPage> batch, std::span<const std::string> removed, ApplyStats* stats);
+  StatusOr<pb::PageSignature> Get(const std::string& url) const;
+  ShardStats Stats() const;
+  uint64_t DiskBytes() const;
+  const ShardOptions& options() const { return options_; }
+
+ private:
+  // The batch after the batch rules: which pages take part.
+  struct Plan {
+    std::vector<uint32_t> live;        // not superseded, not empty
+    std::vector<uint32_t> superseded;
+    std::vector<uint32_t> empty;
+  };
+  Status PlanBatch(std::span<const ShardPage> batch, Plan* plan) const;
+  // Resident matches of one page (appended to *out).
+  struct Scratch {
+    std::vector<uint8_t> count;
+    std::vector<uint32_t> touched;
+    std::string value;
+    pb::PageSignature other;
+    CompareStats stats;
+  };
+  Status ProbeResident(uint32_t page, const pb::PageSignature& x, double t, Scratch* s,
+                       std::vector<ResidentMatch>* out) const;
+  void JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live, double t,
+                 CompareResult* out) const;
+  // Rebuilds the index from the store's "x" records (restart, or growth past the bucket table).
+  Status RebuildIndex(int bucket_bits);
+  void SetPageTable(uint32_t slot, const pb::PageSignature& sig);
+  void SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec);
+  uint32_t IndexedPostings(uint32_t slot) const {
+    return PrefixLength(size_[slot], options_.min_threshold, options_.prefix_overlap);
+  }
+
+  ShardOptions options_;
+  std::unique_ptr<leveldb::Cache> cache_;
+  std::unique_ptr<const leveldb::FilterPolicy> filter_;
+  std::unique_ptr<leveldb::DB> db_;
+  mutable std::shared_mutex mu_;
+  PrefixIndex index_;
+  std::vector<uint32_t> size_;  // per slot: shingles
+  std::vector<uint16_t> vec_;   // per slot: dims entries of the shingle vector, kWide if too large
+  uint64_t compactions_ = 0;
+  uint64_t rebuilds_ = 0;
+  double open_seconds_ = 0;
+};
+
+Status Shard::Impl::Open() {
+  const ShardOptions& o = options_;
+  if (o.path.empty()) return InvalidArgument("shard: path is empty");
+  if (o.dims < 1 || o.dims > 16) return InvalidArgument("shard: dims must be in 1..16, got " + std::to_string(o.dims));
+  if (!(o.min_threshold > 0 && o.min_threshold <= 1)) {
+    return InvalidArgument("shard: min_threshold must be in (0, 1], got " + std::to_string(o.min_threshold));
+  }
+  if (o.prefix_overlap < 1 || o.prefix_overlap > 64) {
+    return InvalidArgument("shard: prefix_overlap must be in 1..64, got " + std::to_string(o.prefix_overlap));
+  }
+  if (o.max_batch_pages < 1) return InvalidArgument("shard: max_batch_pages must be >= 1");
+  if (o.threads < 1) return InvalidArgument("shard: threads must be >= 1");
+  const auto t0 = std::chrono::steady_clock::now();
+
+  std::error_code ec;
+  std::filesystem::create_directories(o.path, ec);
+  if (ec) return IoError("shard: cannot create " + o.path + ": " + ec.message());
+  cache_.reset(leveldb::NewLRUCache(o.cache_bytes));
+  filter_.reset(leveldb::NewBloomFilterPolicy(10));
+  leveldb::Options lo;
+  lo.create_if_missing = true;
+  lo.block_cache = cache_.get();
+  lo.filter_policy = filter_.get();
+  lo.compression = leveldb::kNoCompression;  // shingle hashes do not compress
+  lo.write_buffer_size = 32 << 20;
+  lo.max_file_size = 64 << 20;
+  leveldb::DB* db = nullptr;
+  RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(lo, o.path, &db), "shard: open " + o.path));
+  db_.reset(db);
+
+  // Meta: write on first open, compare on later ones.
+  pb::ShardMeta want;
+  want.set_format_version(kFormatVersion);
+  want.set_dims(o.dims);
+  want.set_shingle_k(o.shingle_k);
+  want.set_min_threshold(o.min_threshold);
+  want.set_prefix_overlap(o.prefix_overlap);
+  std::string v;
+  leveldb::Status s = db_->Get(leveldb::ReadOptions(), "m", &v);
+  if (s.IsNotFound()) {
+    leveldb::WriteOptions wo;
+    wo.sync = o.sync;
+    RETURN_IF_ERROR(FromLevelDb(db_->Put(wo, "m", want.SerializeAsString()), "shard: write meta in " + o.path));
+  } else {
+    RETURN_IF_ERROR(FromLevelDb(s, "shard: read meta in " + o.path));
+    pb::ShardMeta have;
+    if (!have.ParseFromString(v)) return Corruption("shard: " + o.path + ": meta record is not a ShardMeta");
+    auto mismatch = [&](const char* what, const std::string& stored, const std::string& asked) {
+      return FailedPrecondition("shard: " + o.path + " was built with " + what + " " + stored + ", opened with " +
+                                asked + "; use the same value or a new store");
+    };
+    if (have.format_version() != kFormatVersion) {
+      return mismatch("format version", std::to_string(have.format_version()), std::to_string(kFormatVersion));
+    }
+    if (have.dims() != o.dims) return mismatch("dims", std::to_string(have.dims()), std::to_string(o.dims));
+    if (have.shingle_k() != o.shingle_k) {
+      return mismatch("shingle k", std::to_string(have.shingle_k()), std::to_string(o.shingle_k));
+    }
+    if (have.min_threshold() != o.min_threshold) {
+      return mismatch("min_threshold", std::to_string(have.min_threshold()), std::to_string(o.min_threshold));
+    }
+    if (have.prefix_overlap() != o.prefix_overlap) {
+      return mismatch("prefix_overlap", std::to_string(have.prefix_overlap()), std::to_string(o.prefix_overlap));
+    }
+  }
+
+  // Size the bucket table from the store's size: ~8 bytes a posting in the "x" records.
+  leveldb::Range range("x", "y");
+  uint64_t approx = 0;
+  db_->GetApproximateSizes(&range, 1, &approx);
+  const uint64_t expected = std::max<uint64_t>(
+      approx / 8, static_cast<uint64_t>(o.expected_pages) * (PrefixLength(400, o.min_threshold, o.prefix_overlap)));
+  RETURN_IF_ERROR(RebuildIndex(PrefixIndex::BucketBitsFor(expected)));
+  rebuilds_ = 0;
+  open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return Status::Ok();
+}
+
+void Shard::Impl::SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec) {
+  const size_t d = options_.dims;
+  if (slot >= size_.size()) {
+    const size_t n = std::max<size_t>(slot + 1, size_.size() + size_.size() / 2);
+    size_.resize(n, 0);
+    vec_.resize(n * d, 0);
+  }
+  size_[slot] = size;
+  for (size_t i = 0; i < d; ++i) vec_[slot * d + i] = static_cast<uint16_t>(std::min<uint32_t>(vec[i], kWide));
+}
+
+void Shard::Impl::SetPageTable(uint32_t slot, const pb::PageSignature& sig) {
+  SetPageTable(slot, static_cast<uint32_t>(sig.shingles_size()),
+               {sig.shingle_vector().data(), static_cast<size_t>(sig.shingle_vector_size())});
+}
+
+Status Shard::Impl::RebuildIndex(int bucket_bits) {
+  Status error;
+  std::vector<uint32_t> new_size;
+  std::vector<uint16_t> new_vec;
+  size_.swap(new_size);
+  vec_.swap(new_vec);
+  size_.clear();
+  vec_.clear();
+  bool first_pass = true;
+  auto scan = [&](const PrefixIndex::BulkVisitor& visit) {
+    if (!error.ok()) return;
+    leveldb::ReadOptions ro;
+    ro.fill_cache = false;
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+    pb::ShardIndexEntry e;
+    for (it->Seek("x"); it->Valid() && it->key()[0] == 'x'; it->Next()) {
+      if (it->key().size() != 5 || !e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
+          static_cast<uint32_t>(e.shingle_vector_size()) != options_.dims) {
+        error = Corruption("shard: " + options_.path + ": bad index record for slot " +
+                           std::to_string(it->key().size() == 5 ? SlotOfKey(it->key()) : 0));
+        return;
+      }
+      const uint32_t slot = SlotOfKey(it->key());
+      if (first_pass) SetPageTable(slot, e.size(), {e.shingle_vector().data(), options_.dims});
+      visit(slot, {e.prefix().data(), static_cast<size_t>(e.prefix_size())});
+    }
+    if (!it->status().ok()) error = FromLevelDb(it->status(), "shard: scan " + options_.path);
+    first_pass = false;
+  };
+  PrefixIndex built = PrefixIndex::Build(bucket_bits, scan);
+  if (!error.ok()) {
+    size_.swap(new_size);
+    vec_.swap(new_vec);
+    return error;
+  }
+  index_ = std::move(built);
+  ++rebuilds_;
+  return Status::Ok();
+}
+
+Status Shard::Impl::PlanBatch(std::span<const ShardPage> batch, Plan* plan) const {
+  if (batch.size() > options_.max_batch_pages) {
+    return InvalidArgument("batch of " + std::to_string(batch.size()) + " pages exceeds max_batch_pages " +
+                           std::to_string(options_.max_batch_pages));
+  }
+  std::unordered_map<std::string_view, uint32_t> last;
+  last.reserve(batch.size());
+  for (uint32_t i = 0; i < batch.size(); ++i) {
+    const pb::PageSignature* sig = batch[i].signature;
+    if (sig == nullptr) return InvalidArgument("batch page " + std::to_string(i) + ": no signature");
+    if (sig->url().empty()) return InvalidArgument("batch page " + std::to_string(i) + ": empty url");
+    if (Status s = ValidateSignature(*sig); !s.ok()) {
+      return InvalidArgument("batch page " + std::to_string(i) + " (" + sig->url() + "): " + s.message());
+    }
+    if (static_cast<uint32_t>(sig->shingle_vector_size()) != options_.dims) {
+      return InvalidArgument("batch page " + std::to_string(i) + " (" + sig->url() + "): " +
+                             std::to_string(sig->shingle_vector_size()) + " dimensions, the shard has " +
+                             std::to_string(options_.dims));
+    }
+    if (options_.shingle_k != 0 && sig->shingle_k() != options_.shingle_k) {
+      return InvalidArgument("batch page " + std::to_string(i) + " (" + sig->url() + "): shingle k " +
+                             std::to_string(sig->shingle_k()) + ", the shard has " +
+                             std::to_string(options_.shingle_k));
+    }
+    last[sig->url()] = i;
+  }
+  for (uint32_t i = 0; i < batch.size(); ++i) {
+    if (last[batch[i].signature->url()] != i) plan->superseded.push_back(i);
+    else if (batch[i].signature->shingles_size() == 0) plan->empty.push_back(i);
+    else plan->live.push_back(i);
+  }
+  return Status::Ok();
+}
+
+Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, double t, Scratch* s,
+                                  std::vector<ResidentMatch>* out) const {
+  const auto xs = Shingles(x);
+  const uint32_t n = static_cast<uint32_t>(xs.size());
+  const uint32_t c = options_.prefix_overlap;
+  const uint32_t p = PrefixLength(n, t, c);
+  const uint32_t need = RequiredPrefixMatches(n, t, c);
+  const SizeRange sizes = PartnerSizes(n, t);
+  const size_t d = options_.dims;
+  if (s->count.size() < size_.size()) s->count.resize(size_.size(), 0);
+  s->touched.clear();
+  uint64_t scanned = 0;
+  for (uint32_t k = 0; k < p; ++k) {
+    index_.ForEach(xs[k], [&](uint32_t slot) {
+      ++scanned;
+      const uint32_t sz = size_[slot];
+      if (sz < sizes.lo || sz > sizes.hi) return;
+      uint8_t& cnt = s->count[slot];
+      if (cnt == 0) s->touched.push_back(slot);
+      if (cnt < 255) ++cnt;
+    });
+  }
+  s->stats.postings_scanned += scanned;
+  std::sort(s->touched.begin(), s->touched.end());  // store order: neighbouring keys share blocks
+  Status st;
+  for (uint32_t slot : s->touched) {
+    const uint32_t cnt = s->count[slot];
+    s->count[slot] = 0;
+    if (cnt < need || !st.ok()) continue;
+    ++s->stats.candidates;
+    const uint16_t* v = &vec_[slot * d];
+    if (std::find(v, v + d, kWide) == v + d &&
+        !LengthVectorsAllow(std::span<const uint16_t>(v, d), size_[slot],
+                            std::span<const uint32_t>(x.shingle_vector().data(), d), n, t)) {
+      continue;
+    }
+    ++s->stats.verifications;
+    leveldb::Status ls = db_->Get(leveldb::ReadOptions(), SlotKey('s', slot), &s->value);
+    if (!ls.ok()) {
+      st = FromLevelDb(ls, "shard: " + options_.path + ": read signature of slot " + std::to_string(slot));
+      continue;
+    }
+    s->stats.fetched_bytes += s->value.size();
+    if (!s->other.ParseFromString(s->value)) {
+      st = Corruption("shard: " + options_.path + ": bad signature record for slot " + std::to_string(slot));
+      continue;
+    }
+    if (s->other.url() == x.url()) continue;  // the previous version of this very page
+    const auto ys = Shingles(s->other);
+    const size_t o = Overlap(xs, ys);
+    if (JaccardAtLeast(o, n, ys.size(), t)) {
+      ++s->stats.resident_pairs;
+      out->push_back(ResidentMatch{page, s->other.url(),
+                                   static_cast<double>(o) / static_cast<double>(n + ys.size() - o)});
+    }
+  }
+  return st;
+}
+
+void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live, double t,
+                            CompareResult* out) const {
+  // Classic prefix filter (c = 1) over the batch's own pages: each page probes the prefixes of the
+  // pages before it, then indexes its own.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> index;
+  std::vector<uint32_t> seen(live.size(), UINT32_MAX);
+  std::vector<uint32_t> cand;
+  for (uint32_t li = 0; li < live.size(); ++li) {
+    const pb::PageSignature& x = *batch[live[li]].signature;
+    const auto xs = Shingles(x);
+    const uint32_t n = static_cast<uint32_t>(xs.size());
+    const uint32_t p = PrefixLength(n, t, 1);
+    const SizeRange sizes = PartnerSizes(n, t);
+    cand.clear();
+    for (uint32_t k = 0; k < p; ++k) {
+      auto it = index.find(xs[k]);
+      if (it == index.end()) continue;
+      for (uint32_t lj : it->second) {
+        if (seen[lj] == li) continue;
+        seen[lj] = li;
+        const uint32_t sy = static_cast<uint32_t>(batch[live[lj]].signature->shingles_size());
+        if (sy >= sizes.lo && sy <= sizes.hi) cand.push_back(lj);
+      }
+    }
+    for (uint32_t lj : cand) {
+      const pb::PageSignature& y = *batch[live[lj]].signature;
+      ++out->stats.batch_candidates;
+      const size_t o = Overlap(xs, Shingles(y));
+      if (JaccardAtLeast(o, n, y.shingles_size(), t)) {
+        const uint32_t a = live[lj], b = live[li];
+        out->in_batch.push_back(BatchMatch{std::min(a, b), std::max(a, b),
+                                           static_cast<double>(o) / static_cast<double>(n + y.shingles_size() - o)});
+      }
+    }
+    for (uint32_t k = 0; k < p; ++k) index[xs[k]].push_back(li);
+  }
+  out->stats.batch_pairs = out->in_batch.size();
+}
+
+Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const {
+  *out = CompareResult{};
+  if (!(threshold >= options_.min_threshold && threshold <= 1)) {
+    return InvalidArgument("threshold " + std::to_string(threshold) + " is outside [" +
+                           std::to_string(options_.min_threshold) + ", 1]: the shard's index is cut for " +
+                           std::to_string(options_.min_threshold));
+  }
+  Plan plan;
+  RETURN_IF_ERROR(PlanBatch(batch, &plan));
+  out->superseded = plan.superseded;
+  out->empty = plan.empty;
+  out->stats.pages = plan.live.size();
+  std::shared_lock lock(mu_);
+  const int workers = static_cast<int>(std::min<size_t>(options_.threads, std::max<size_t>(plan.live.size(), 1)));
+  std::vector<Scratch> scratch(workers);
+  std::vector<std::vector<ResidentMatch>> found(workers);
+  std::vector<Status> errors(workers);
+  ParallelFor(workers, plan.live.size(), [&](int w, size_t i) {
+    if (!errors[w].ok()) return;
+    const uint32_t page = plan.live[i];
+    errors[w] = ProbeResident(page, *batch[page].signature, threshold, &scratch[w], &found[w]);
+  });
+  for (int w = 0; w < workers; ++w) {
+    RETURN_IF_ERROR(errors[w]);
+    const CompareStats& s = scratch[w].stats;
+    out->stats.postings_scanned += s.postings_scanned;
+    out->stats.candidates += s.candidates;
+    out->stats.verifications += s.verifications;
+    out->stats.resident_pairs += s.resident_pairs;
+    out->stats.fetched_bytes += s.fetched_bytes;
+    out->resident.insert(out->resident.end(), std::make_move_iterator(found[w].begin()),
+                         std::make_move_iterator(found[w].end()));
+  }
+  std::sort(out->resident.begin(), out->resident.end(), [](const ResidentMatch& a, const ResidentMatch& b) {
+    return a.page != b.page ? a.page < b.page : a.url < b.url;
+  });
+  JoinBatch(batch, plan.live, threshold, out);
+  std::sort(out->in_batch.begin(), out->in_batch.end(),
+            [](const BatchMatch& a, const BatchMatch& b) { return a.a != b.a ? a.a < b.a : a.b < b.b; });
+  return Status::Ok();
+}
+
+Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std::string> removed,
+                          ApplyStats* stats) {
+  ApplyStats local;
+  ApplyStats& st = stats ? *stats : local;
+  st = ApplyStats{};
+  Plan plan;
+  RETURN_IF_ERROR(PlanBatch(batch, &plan));
+  st.superseded = plan.superseded.size();
+  std::unique_lock lock(mu_);
+
+  // Current slot of a URL (0xFFFFFFFF when absent), looked up once.
+  auto current = [&](const std::string& url, uint32_t* slot) -> Status {
+    std::string v;
+    leveldb::Status s = db_->Get(leveldb::ReadOptions(), UrlKey(url), &v);
+    if (s.IsNotFound()) { *slot = UINT32_MAX; return Status::Ok(); }
+    RETURN_IF_ERROR(FromLevelDb(s, "shard: " + options_.path + ": look up " + url));
+    if (v.size() != 4) return Corruption("shard: " + options_.path + ": bad slot record for " + url);
+    *slot = SlotOfKey(leveldb::Slice("u" + v));
+    return Status::Ok();
+  };
+
+  leveldb::WriteBatch wb;
+  std::vector<uint32_t> freed;                 // slots whose page goes away
+  std::vector<std::pair<uint32_t, uint32_t>> added;  // (batch index, new slot)
+  std::unordered_map<std::string_view, bool> handled;  // URLs already changed in this batch
+
+  // Pages to store: home, not superseded. Empty pages only remove.
+  std::vector<uint32_t> store;
+  for (uint32_t i : plan.live) {
+    if (batch[i].home) store.push_back(i);
+    else ++st.not_home;
+  }
+  std::vector<uint32_t> slots = index_.AllocateSlots(store.size());
+  if (slots.size() < store.size()) {
+    return ResourceExhausted("shard: " + options_.path + " is full (" + std::to_string(PrefixIndex::kMaxSlots) +
+                             " pages)");
+  }
+  pb::ShardIndexEntry entry;
+  for (size_t k = 0; k < store.size(); ++k) {
+    const pb::PageSignature& sig = *batch[store[k]].signature;
+    uint32_t old;
+    RETURN_IF_ERROR(current(sig.url(), &old));
+    if (old != UINT32_MAX) {
+      wb.Delete(SlotKey('s', old));
+      wb.Delete(SlotKey('x', old));
+      freed.push_back(old);
+      ++st.replaced;
+    } else {
+      ++st.inserted;
+    }
+    const uint32_t slot = slots[k];
+    wb.Put(SlotKey('s', slot), sig.SerializeAsString());
+    entry.Clear();
+    entry.set_size(static_cast<uint32_t>(sig.shingles_size()));
+    *entry.mutable_shingle_vector() = sig.shingle_vector();
+    const uint32_t p = PrefixLength(entry.size(), options_.min_threshold, options_.prefix_overlap);
+    entry.mutable_prefix()->Add(sig.shingles().begin(), sig.shingles().begin() + p);
+    wb.Put(SlotKey('x', slot), entry.SerializeAsString());
+    wb.Put(UrlKey(sig.url()), SlotValue(slot));
+    added.emplace_back(store[k], slot);
+    handled[sig.url()] = true;
+  }
+  // Removals: explicit ones, and home pages that became empty.
+  auto remove = [&](const std::string& url) -> Status {
+    if (handled.count(url)) return Status::Ok();
+    uint32_t old;
+    RETURN_IF_ERROR(current(url, &old));
+    if (old == UINT32_MAX) return Status::Ok();
+    wb.Delete(SlotKey('s', old));
+    wb.Delete(SlotKey('x', old));
+    wb.Delete(UrlKey(url));
+    freed.push_back(old);
+    ++st.removed;
+    handled[url] = true;
+    return Status::Ok();
+  };
+  for (uint32_t i : plan.empty) {
+    if (batch[i].home) RETURN_IF_ERROR(remove(batch[i].signature->url()));
+  }
+  for (const std::string& url : removed) RETURN_IF_ERROR(remove(url));
+
+  leveldb::WriteOptions wo;
+  wo.sync = options_.sync;
+  RETURN_IF_ERROR(FromLevelDb(db_->Write(wo, &wb), "shard: " + options_.path + ": write batch"));
+
+  // The store has it; now the memory.
+  for (uint32_t slot : freed) index_.Remove(slot, IndexedPostings(slot));
+  for (const auto& [i, slot] : added) {
+    const pb::PageSignature& sig = *batch[i].signature;
+    SetPageTable(slot, sig);
+    index_.Add(slot, Shingles(sig).first(IndexedPostings(slot)));
+  }
+  const uint64_t postings = index_.main_postings() + index_.overflow_postings();
+  if (postings > (24ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
+    // Grown well past the bucket table: rebuild from the store with a table sized for 4x the size.
+    RETURN_IF_ERROR(RebuildIndex(PrefixIndex::BucketBitsFor(postings * 4)));
+  } else if (index_.NeedsCompaction()) {
+    index_.Compact();
+    ++compactions_;
+  }
+  return Status::Ok();
+}
+
+StatusOr<pb::PageSignature> Shard::Impl::Get(const std::string& url) const {
+  std::shared_lock lock(mu_);
+  std::string v;
+  leveldb::Status s = db_->Get(leveldb::ReadOptions(), UrlKey(url), &v);
+  if (s.IsNotFound()) return NotFound("shard: " + url + " is not resident in " + options_.path);
+  RETURN_IF_ERROR(FromLevelDb(s, "shard: look up " + url));
+  if (v.size() != 4) return Corruption("shard: " + options_.path + ": bad slot record for " + url);
+  const uint32_t slot = SlotOfKey(leveldb::Slice("u" + v));
+  RETURN_IF_ERROR(FromLevelDb(db_->Get(leveldb::ReadOptions(), SlotKey('s', slot), &v), "shard: read " + url));
+  pb::PageSignature sig;
+  if (!sig.ParseFromString(v)) return Corruption("shard: " + options_.path + ": bad signature record for " + url);
+  return sig;
+}
+
+ShardStats Shard::Impl::Stats() const {
+  std::shared_lock lock(mu_);
+  ShardStats s;
+  s.resident_pages = index_.live_slots();
+  s.index_postings = index_.main_postings() + index_.overflow_postings();
+  s.index_bytes = index_.MemoryBytes();
+  s.page_table_bytes = size_.capacity() * sizeof(uint32_t) + vec_.capacity() * sizeof(uint16_t);
+  s.compactions = compactions_;
+  s.rebuilds = rebuilds_;
+  s.open_seconds = open_seconds_;
+  return s;
+}
+
+uint64_t Shard::Impl::DiskBytes() const {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(options_.path, ec)) {
+    if (e.is_regular_file(ec)) total += e.file_size(ec);
+  }
+  return total;
+}
+
+Shard::Shard(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Shard::~Shard() = default;
+
+StatusOr<std::unique_ptr<Shard>> Shard::Open(const ShardOptions& options) {
+  auto impl = std::make_unique<Impl>(options);
+  RETURN_IF_ERROR(impl->Open());
+  return std::unique_ptr<Shard>(new Shard(std::move(impl)));
+}
+Status Shard::CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const {
+  return impl_->CompareBatch(batch, threshold, out);
+}
+Status Shard::Apply(std::span<const ShardPage> batch, std::span<const std::string> removed_urls, ApplyStats* stats) {
+  return impl_->Apply(batch, removed_urls, stats);
+}
+StatusOr<pb::PageSignature> Shard::Get(const std::string& url) const { return impl_->Get(url); }
+ShardStats Shard::Stats() const { return impl_->Stats(); }
+uint64_t Shard::DiskBytes() const { return impl_->DiskBytes(); }
+const ShardOptions& Shard::options() const { return impl_->options(); }
+
+}  // namespace neardup::tier2

@@ -1,0 +1,162 @@
+// Shard: one Tier 2 comparison shard (the paper's Section 5.1, Tier 2).
+//
+// A shard holds the signatures of the pages whose home partition it owns, persistently in LevelDB,
+// and answers many-to-all comparisons of batches of new or changed pages against them. The embedded
+// pipeline calls it in-process; the cluster puts the same object behind a network server.
+//
+//   ShardOptions o;  o.path = "/data/shard-07";  o.dims = 3;  o.min_threshold = 0.8;
+//   ASSIGN_OR_RETURN(std::unique_ptr<Shard> shard, Shard::Open(o));
+//   std::vector<ShardPage> batch = ...;               // pages routed here, `home` where they live here
+//   CompareResult r;
+//   RETURN_IF_ERROR(shard->CompareBatch(batch, 0.9, &r));  // every pair >= 0.9, exact
+//   RETURN_IF_ERROR(shard->Apply(batch, removed_urls));    // the next batch sees them
+//
+// How it finds pairs (exact: no false negatives against brute force within the shard):
+//  - candidates: the prefix filter over the global token order "ascending shingle hash"
+//    (tier2/prefix_filter.h) with an in-memory PrefixIndex of every resident page's prefix, cut
+//    for options.min_threshold; a resident page is a candidate when it shares at least
+//    min(c, alpha) prefix tokens with the probe, has an admissible size, and its length vector is
+//    within the exact L1 bound;
+//  - verification: the candidate's full shingle set is fetched from LevelDB and merged with the
+//    probe's; JaccardAtLeast() (common/shingle.h) decides, as in the baseline.
+// RAM per resident page is its prefix postings (4 bytes each), its size and its length vector; the
+// full sets stay on disk (LevelDB's block cache and the OS page cache keep the hot ones).
+//
+// Batch rules, shared by CompareBatch and Apply:
+//  - at most options.max_batch_pages pages, else InvalidArgument and nothing is done;
+//  - every signature must pass ValidateSignature() and have options.dims dimensions, else
+//    InvalidArgument naming the page's index and URL, and nothing is done;
+//  - a URL given twice: the last version wins; earlier ones are listed in `superseded` and ignored;
+//  - a page with no shingles is never similar to anything (listed in `empty`); Apply stores
+//    nothing for it and removes the URL's previous version.
+//
+// Persistence: Apply writes one atomic LevelDB batch (fsync'ed when options.sync), so every
+// applied page survives a crash; Open() rebuilds the in-memory index from the store.
+//
+// Thread safety: CompareBatch calls may run concurrently with each other; Apply waits for them
+// (a reader/writer lock). The Shard owns its LevelDB handle; one process opens a store at a time
+// (LevelDB's lock file enforces it: IoError otherwise).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/neardup.pb.h"
+
+namespace neardup::tier2 {
+
+struct ShardOptions {
+  std::string path;               // LevelDB directory; created when missing
+  uint32_t dims = 3;              // length dimensions of every signature
+  uint32_t shingle_k = 0;         // 0 = accept any; else signatures must carry this k
+  double min_threshold = 0.8;     // lowest threshold CompareBatch accepts; prefixes are cut for it
+  uint32_t prefix_overlap = 2;    // c of the l-prefix scheme (>= 1); see prefix_filter.h
+  uint32_t max_batch_pages = 100000;
+  bool sync = true;               // fsync each Apply
+  uint64_t cache_bytes = 64ull << 20;  // LevelDB block cache
+  uint64_t expected_pages = 65536;     // sizes the index; it is rebuilt as the shard grows past it
+  int threads = 1;                // CompareBatch workers (pages of a batch are split among them)
+};
+
+// One page of a batch: its signature (not owned; must outlive the call) and whether this shard is
+// its home (Apply stores only home pages; CompareBatch compares every page).
+struct ShardPage {
+  const pb::PageSignature* signature = nullptr;
+  bool home = false;
+};
+
+struct ResidentMatch {
+  uint32_t page;       // index in the batch
+  std::string url;     // the resident page
+  double similarity;   // exact Jaccard
+};
+
+struct BatchMatch {
+  uint32_t a, b;       // indices in the batch, a < b
+  double similarity;
+};
+
+struct CompareStats {
+  uint64_t pages = 0;             // pages compared (not superseded, not empty)
+  uint64_t postings_scanned = 0;  // postings whose fingerprint matched a probe token
+  uint64_t candidates = 0;        // resident pages that passed the prefix-count and size filters
+  uint64_t verifications = 0;     // of those, passed the length-vector filter: fetched and merged
+  uint64_t resident_pairs = 0;
+  uint64_t batch_candidates = 0;  // in-batch pairs merged
+  uint64_t batch_pairs = 0;
+  uint64_t fetched_bytes = 0;     // LevelDB value bytes read for verification
+};
+
+struct CompareResult {
+  std::vector<ResidentMatch> resident;  // sorted by (page, url)
+  std::vector<BatchMatch> in_batch;     // sorted by (a, b)
+  std::vector<uint32_t> superseded;     // indices dropped: a later page of the batch has the URL
+  std::vector<uint32_t> empty;          // indices of pages with no shingles
+  CompareStats stats;
+};
+
+struct ApplyStats {
+  uint64_t inserted = 0;   // URLs new to the shard
+  uint64_t replaced = 0;   // URLs whose previous version was replaced
+  uint64_t removed = 0;    // URLs removed (by removed_urls or by an empty page)
+  uint64_t not_home = 0;   // pages skipped because this shard is not their home
+  uint64_t superseded = 0;
+};
+
+struct ShardStats {
+  uint64_t resident_pages = 0;
+  uint64_t index_postings = 0;      // main + overflow, live and not yet compacted
+  uint64_t index_bytes = 0;         // PrefixIndex arrays
+  uint64_t page_table_bytes = 0;    // sizes and length vectors
+  uint64_t compactions = 0;
+  uint64_t rebuilds = 0;            // index rebuilt from the store with more buckets
+  double open_seconds = 0;          // time Open() took to rebuild the index
+  // (index_bytes + page_table_bytes) / resident_pages; LevelDB's cache is not included.
+  double ram_bytes_per_page() const;
+};
+
+class Shard {
+ public:
+  // Opens (or creates) the store at options.path and rebuilds the in-memory index from it.
+  // Errors: InvalidArgument for bad options (named); FailedPrecondition when the store was built
+  // with other dims, shingle k, threshold or prefix overlap (the message gives both values);
+  // Corruption for an unreadable record (its key); IoError when LevelDB cannot open the directory.
+  static StatusOr<std::unique_ptr<Shard>> Open(const ShardOptions& options);
+  ~Shard();
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+
+  // Every pair (batch page, resident page) and (batch page, batch page) with Jaccard >= threshold.
+  // A page is never paired with the resident version of its own URL. Errors: InvalidArgument for a
+  // threshold outside [options.min_threshold, 1] or a bad batch (see the batch rules); IoError or
+  // Corruption when a resident signature cannot be read. *out is overwritten.
+  Status CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const;
+
+  // Stores the batch's home pages (insert, or replace the URL's previous version) and removes
+  // `removed_urls` (pages that disappeared or turned into redirects; unknown URLs are ignored), in
+  // one atomic write. A URL both stored and removed in one call is stored. Pages that are not home
+  // here are not stored, and do not touch a resident version of their URL: when a page's home
+  // moves to another shard, the caller removes it here with removed_urls. Errors: InvalidArgument for a bad batch; IoError when the write fails (the
+  // in-memory index is then unchanged); ResourceExhausted when the shard would exceed 2^24 pages.
+  Status Apply(std::span<const ShardPage> batch, std::span<const std::string> removed_urls,
+               ApplyStats* stats = nullptr);
+
+  // Reads a resident page's signature by URL. NotFound when the URL is not resident.
+  StatusOr<pb::PageSignature> Get(const std::string& url) const;
+
+  ShardStats Stats() const;
+  // Bytes LevelDB keeps on disk for the store (sum of its files).
+  uint64_t DiskBytes() const;
+  const ShardOptions& options() const;
+
+ private:
+  class Impl;
+  explicit Shard(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace neardup::tier2

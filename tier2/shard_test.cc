@@ -1,0 +1,463 @@
+#include "tier2/shard.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "baseline/all_pairs.h"
+#include "common/shingle.h"
+#include "common/signature.h"
+
+namespace neardup::tier2 {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "prefix" + number (GCC 12 warns falsely on const char* + std::to_string()).
+std::string Name(std::string prefix, uint64_t n) {
+  prefix += std::to_string(n);
+  return prefix;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            (Name("neardup-shard-test-", ::getpid()) + Name("-", counter_++));
+    fs::remove_all(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+// A signature from a set of hashes: dims assigned by the hash, so the vector sums to the size.
+pb::PageSignature MakeSig(const std::string& url, std::vector<uint64_t> hashes, int dims = 3) {
+  std::sort(hashes.begin(), hashes.end());
+  hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
+  pb::PageSignature s;
+  s.set_url(url);
+  s.set_shingle_k(5);
+  std::vector<uint32_t> vec(dims, 0);
+  for (uint64_t h : hashes) {
+    s.add_shingles(h);
+    ++vec[(h >> 13) % dims];
+  }
+  for (uint32_t v : vec) {
+    s.add_shingle_vector(v);
+    s.add_length_vector(v);
+  }
+  s.set_word_count(static_cast<uint32_t>(hashes.size()));
+  return s;
+}
+
+std::vector<ShardPage> Pages(const std::vector<pb::PageSignature>& sigs, bool home = true) {
+  std::vector<ShardPage> out;
+  for (const auto& s : sigs) out.push_back(ShardPage{&s, home});
+  return out;
+}
+
+ShardOptions Options(const std::string& path, double min_threshold = 0.5, uint32_t c = 2) {
+  ShardOptions o;
+  o.path = path;
+  o.dims = 3;
+  o.min_threshold = min_threshold;
+  o.prefix_overlap = c;
+  o.sync = false;
+  o.cache_bytes = 1 << 20;
+  o.expected_pages = 256;
+  return o;
+}
+
+// A corpus shaped to stress the filters: families of near-copies whose Jaccard to the family's
+// source spreads across 0.4..1.0, with sizes drawn from `sizes`.
+std::vector<pb::PageSignature> Corpus(uint64_t seed, int n, const std::vector<int>& sizes, int family_size,
+                                      const std::string& prefix) {
+  std::mt19937_64 rng(seed);
+  std::vector<pb::PageSignature> out;
+  std::vector<uint64_t> base;
+  for (int i = 0; i < n; ++i) {
+    if (i % family_size == 0) {
+      base.assign(static_cast<size_t>(sizes[rng() % sizes.size()]), 0);
+      for (auto& h : base) h = rng();
+    }
+    std::vector<uint64_t> page = base;
+    if (i % family_size != 0 && !page.empty()) {
+      // Replace a share of the tokens: Jaccard = (n - r) / (n + r).
+      const size_t r = rng() % (page.size() / 3 + 2);
+      for (size_t k = 0; k < r && k < page.size(); ++k) page[rng() % page.size()] = rng();
+      if (rng() % 4 == 0) page.push_back(rng());  // sizes differ by one
+    }
+    out.push_back(MakeSig(Name(prefix, i), page));
+  }
+  return out;
+}
+
+struct Pair {
+  std::string a, b;  // urls, a < b
+  bool operator<(const Pair& o) const { return a != o.a ? a < o.a : b < o.b; }
+  bool operator==(const Pair& o) const { return a == o.a && b == o.b; }
+};
+
+std::set<Pair> MakePairSet(const std::vector<std::pair<std::string, std::string>>& v) {
+  std::set<Pair> s;
+  for (const auto& [a, b] : v) s.insert(a < b ? Pair{a, b} : Pair{b, a});
+  return s;
+}
+
+// Every pair the brute force finds between batch and resident, and within the batch.
+std::set<Pair> BruteForce(const std::vector<pb::PageSignature>& resident, const std::vector<pb::PageSignature>& batch,
+                          double t) {
+  std::vector<std::pair<std::string, std::string>> v;
+  auto span = [](const pb::PageSignature& s) {
+    return std::span<const uint64_t>(s.shingles().data(), static_cast<size_t>(s.shingles_size()));
+  };
+  for (size_t i = 0; i < batch.size(); ++i) {
+    for (const auto& r : resident) {
+      if (r.url() == batch[i].url()) continue;
+      if (JaccardAtLeast(Overlap(span(batch[i]), span(r)), batch[i].shingles_size(), r.shingles_size(), t)) {
+        v.emplace_back(batch[i].url(), r.url());
+      }
+    }
+    for (size_t j = i + 1; j < batch.size(); ++j) {
+      if (JaccardAtLeast(Overlap(span(batch[i]), span(batch[j])), batch[i].shingles_size(),
+                         batch[j].shingles_size(), t)) {
+        v.emplace_back(batch[i].url(), batch[j].url());
+      }
+    }
+  }
+  return MakePairSet(v);
+}
+
+std::set<Pair> Found(const std::vector<pb::PageSignature>& batch, const CompareResult& r) {
+  std::vector<std::pair<std::string, std::string>> v;
+  for (const auto& m : r.resident) v.emplace_back(batch[m.page].url(), m.url);
+  for (const auto& m : r.in_batch) v.emplace_back(batch[m.a].url(), batch[m.b].url());
+  return MakePairSet(v);
+}
+
+// Loads `resident` in batches of 97, then compares `batch` at every threshold and checks the
+// answer against brute force, pair for pair, with exact similarities in range.
+void CheckExact(const ShardOptions& options, const std::vector<pb::PageSignature>& resident,
+                const std::vector<pb::PageSignature>& batch, const std::vector<double>& thresholds) {
+  auto shard = Shard::Open(options);
+  ASSERT_TRUE(shard.ok()) << shard.status().ToString();
+  for (size_t i = 0; i < resident.size(); i += 97) {
+    std::vector<pb::PageSignature> part(resident.begin() + i, resident.begin() + std::min(resident.size(), i + 97));
+    auto pages = Pages(part);
+    ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+  }
+  auto pages = Pages(batch);
+  for (double t : thresholds) {
+    CompareResult r;
+    ASSERT_TRUE((*shard)->CompareBatch(pages, t, &r).ok());
+    EXPECT_EQ(Found(batch, r), BruteForce(resident, batch, t)) << "threshold " << t;
+    for (const auto& m : r.resident) EXPECT_GE(m.similarity, t - 1e-9);
+    for (const auto& m : r.in_batch) EXPECT_GE(m.similarity, t - 1e-9);
+  }
+}
+
+const std::vector<double> kThresholds = {0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0};
+
+TEST(ShardExactness, MixedSizesAllThresholds) {
+  for (uint32_t c : {1u, 2u, 4u}) {
+    TempDir dir;
+    auto all = Corpus(1, 700, {5, 20, 60, 150, 400}, 7, "http://m/");
+    std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 600), batch(all.begin() + 600, all.end());
+    CheckExact(Options(dir.str(), 0.5, c), resident, batch, kThresholds);
+  }
+}
+
+TEST(ShardExactness, EqualLengthPages) {
+  TempDir dir;
+  auto all = Corpus(2, 500, {100}, 5, "http://e/");
+  for (auto& s : all) {  // keep every page at exactly 100 shingles
+    std::vector<uint64_t> h(s.shingles().begin(), s.shingles().end());
+    h.resize(std::min<size_t>(h.size(), 100));
+    while (h.size() < 100) h.push_back(h.size() * 0x9E3779B97F4A7C15ull + 1);
+    s = MakeSig(s.url(), h);
+  }
+  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 400), batch(all.begin() + 400, all.end());
+  CheckExact(Options(dir.str()), resident, batch, kThresholds);
+}
+
+TEST(ShardExactness, TinyPages) {
+  TempDir dir;
+  auto all = Corpus(3, 600, {1, 2, 3}, 3, "http://t/");
+  // Tiny pages over a tiny vocabulary: many identical and one-off sets.
+  std::mt19937_64 rng(3);
+  for (auto& s : all) {
+    std::vector<uint64_t> h(1 + rng() % 3);
+    for (auto& x : h) x = rng() % 6;
+    s = MakeSig(s.url(), h);
+  }
+  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 500), batch(all.begin() + 500, all.end());
+  CheckExact(Options(dir.str()), resident, batch, kThresholds);
+}
+
+TEST(ShardExactness, IdenticalPages) {
+  TempDir dir;
+  std::vector<uint64_t> h(50);
+  for (size_t i = 0; i < h.size(); ++i) h[i] = i * 7919 + 3;
+  std::vector<pb::PageSignature> all;
+  for (int i = 0; i < 120; ++i) all.push_back(MakeSig(Name("http://i/", i), h));
+  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 100), batch(all.begin() + 100, all.end());
+  CheckExact(Options(dir.str()), resident, batch, kThresholds);
+}
+
+TEST(ShardExactness, IndexCutForHighThreshold) {
+  TempDir dir;
+  auto all = Corpus(4, 500, {30, 200, 800}, 6, "http://h/");
+  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 420), batch(all.begin() + 420, all.end());
+  CheckExact(Options(dir.str(), 0.9, 3), resident, batch, {0.9, 0.93, 0.97, 1.0});
+}
+
+// Real page signatures: the synthetic generator's families, boilerplate and edits near 0.8/0.9.
+TEST(ShardExactness, SignedTextPages) {
+  TempDir dir;
+  Signer signer({.k = 5, .dims = 3});
+  std::mt19937_64 rng(5);
+  std::vector<std::string> words;
+  for (int i = 0; i < 3000; ++i) words.push_back(Name("w", rng() % 2000));
+  std::vector<pb::PageSignature> all;
+  std::string footer;
+  for (int i = 0; i < 40; ++i) footer += Name(" footer", i % 10);
+  for (int i = 0; i < 400; ++i) {
+    std::string text;
+    const int len = 30 + static_cast<int>(rng() % 300);
+    const int start = static_cast<int>((i / 4) * 7 % 2500);  // families of 4 overlapping windows
+    for (int w = 0; w < len; ++w) text += words[(start + w + (rng() % 50 == 0 ? rng() % 100 : 0)) % words.size()] + " ";
+    text += footer;
+    PageFeatures f;
+    signer.Sign(text, &f);
+    all.push_back(ToProto(Name("http://s/", i), f, signer.options()));
+  }
+  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 330), batch(all.begin() + 330, all.end());
+  CheckExact(Options(dir.str()), resident, batch, kThresholds);
+}
+
+TEST(Shard, SurvivesRestartWithTheSameAnswers) {
+  TempDir dir;
+  auto all = Corpus(6, 400, {10, 80, 300}, 4, "http://r/");
+  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 350), batch(all.begin() + 350, all.end());
+  CompareResult before, after;
+  {
+    auto shard = Shard::Open(Options(dir.str()));
+    ASSERT_TRUE(shard.ok());
+    auto pages = Pages(resident);
+    ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+    auto b = Pages(batch);
+    ASSERT_TRUE((*shard)->CompareBatch(b, 0.7, &before).ok());
+  }
+  auto shard = Shard::Open(Options(dir.str()));
+  ASSERT_TRUE(shard.ok()) << shard.status().ToString();
+  EXPECT_EQ((*shard)->Stats().resident_pages, resident.size());
+  auto b = Pages(batch);
+  ASSERT_TRUE((*shard)->CompareBatch(b, 0.7, &after).ok());
+  EXPECT_EQ(Found(batch, after), Found(batch, before));
+  EXPECT_FALSE(Found(batch, after).empty());
+  auto got = (*shard)->Get(resident[17].url());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->SerializeAsString(), resident[17].SerializeAsString());
+}
+
+TEST(Shard, RefusesAStoreBuiltWithOtherParameters) {
+  TempDir dir;
+  { ASSERT_TRUE(Shard::Open(Options(dir.str(), 0.8, 2)).ok()); }
+  auto other = Shard::Open(Options(dir.str(), 0.7, 2));
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(other.status().message(), testing::HasSubstr("min_threshold"));
+  ShardOptions o = Options(dir.str(), 0.8, 2);
+  o.dims = 4;
+  auto dims = Shard::Open(o);
+  ASSERT_FALSE(dims.ok());
+  EXPECT_THAT(dims.status().message(), testing::HasSubstr("dims 3"));
+  o = Options(dir.str(), 0.8, 2);
+  o.prefix_overlap = 0;
+  EXPECT_EQ(Shard::Open(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Shard, ReplaceAndRemove) {
+  TempDir dir;
+  auto shard = Shard::Open(Options(dir.str()));
+  ASSERT_TRUE(shard.ok());
+  std::vector<uint64_t> a(40), b(40);
+  for (int i = 0; i < 40; ++i) { a[i] = 1000 + i; b[i] = 5000 + i; }
+  std::vector<pb::PageSignature> v1 = {MakeSig("http://x/1", a), MakeSig("http://x/2", a)};
+  auto p1 = Pages(v1);
+  ApplyStats st;
+  ASSERT_TRUE((*shard)->Apply(p1, {}, &st).ok());
+  EXPECT_EQ(st.inserted, 2u);
+  // x/1 changes to b: a probe with a finds only x/2; a probe with b finds x/1.
+  std::vector<pb::PageSignature> v2 = {MakeSig("http://x/1", b)};
+  auto p2 = Pages(v2);
+  ASSERT_TRUE((*shard)->Apply(p2, {}, &st).ok());
+  EXPECT_EQ(st.replaced, 1u);
+  std::vector<pb::PageSignature> qa = {MakeSig("http://q/a", a)}, qb = {MakeSig("http://q/b", b)};
+  CompareResult r;
+  auto pa = Pages(qa), pb_ = Pages(qb);
+  ASSERT_TRUE((*shard)->CompareBatch(pa, 0.9, &r).ok());
+  ASSERT_EQ(r.resident.size(), 1u);
+  EXPECT_EQ(r.resident[0].url, "http://x/2");
+  ASSERT_TRUE((*shard)->CompareBatch(pb_, 0.9, &r).ok());
+  ASSERT_EQ(r.resident.size(), 1u);
+  EXPECT_EQ(r.resident[0].url, "http://x/1");
+  // A page is never paired with its own resident version.
+  std::vector<pb::PageSignature> self = {MakeSig("http://x/1", b)};
+  auto ps = Pages(self);
+  ASSERT_TRUE((*shard)->CompareBatch(ps, 0.9, &r).ok());
+  EXPECT_TRUE(r.resident.empty());
+  // Removal by URL, and by an empty new version.
+  std::vector<std::string> removed = {"http://x/2", "http://never/seen"};
+  ASSERT_TRUE((*shard)->Apply({}, removed, &st).ok());
+  EXPECT_EQ(st.removed, 1u);
+  std::vector<pb::PageSignature> emptied = {MakeSig("http://x/1", {})};
+  auto pe = Pages(emptied);
+  ASSERT_TRUE((*shard)->Apply(pe, {}, &st).ok());
+  EXPECT_EQ(st.removed, 1u);
+  EXPECT_EQ((*shard)->Stats().resident_pages, 0u);
+  ASSERT_TRUE((*shard)->CompareBatch(pa, 0.5, &r).ok());
+  EXPECT_TRUE(r.resident.empty());
+  EXPECT_EQ((*shard)->Get("http://x/1").status().code(), StatusCode::kNotFound);
+}
+
+TEST(Shard, NonHomePagesAreComparedButNotStored) {
+  TempDir dir;
+  auto shard = Shard::Open(Options(dir.str()));
+  ASSERT_TRUE(shard.ok());
+  std::vector<uint64_t> a(30);
+  for (int i = 0; i < 30; ++i) a[i] = 77 + i * 1000;
+  std::vector<pb::PageSignature> v = {MakeSig("http://n/1", a)};
+  auto p = Pages(v, /*home=*/false);
+  ApplyStats st;
+  ASSERT_TRUE((*shard)->Apply(p, {}, &st).ok());
+  EXPECT_EQ(st.not_home, 1u);
+  EXPECT_EQ((*shard)->Stats().resident_pages, 0u);
+}
+
+TEST(Shard, BadInputIsRefusedWithItsPlace) {
+  TempDir dir;
+  ShardOptions o = Options(dir.str(), 0.8);
+  o.max_batch_pages = 3;
+  auto shard = Shard::Open(o);
+  ASSERT_TRUE(shard.ok());
+  std::vector<uint64_t> a = {1, 2, 3, 4, 5};
+  std::vector<pb::PageSignature> v = {MakeSig("http://b/0", a), MakeSig("http://b/1", a)};
+  v[1].set_shingles(0, 9);  // 9, 2, 3, 4, 5: unsorted
+  auto p = Pages(v);
+  CompareResult r;
+  Status s = (*shard)->CompareBatch(p, 0.9, &r);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), testing::HasSubstr("batch page 1 (http://b/1)"));
+  s = (*shard)->Apply(p, {});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*shard)->Stats().resident_pages, 0u) << "a refused batch stores nothing";
+
+  std::vector<pb::PageSignature> four(4, MakeSig("http://b/x", a));
+  auto p4 = Pages(four);
+  s = (*shard)->CompareBatch(p4, 0.9, &r);
+  EXPECT_THAT(s.message(), testing::HasSubstr("exceeds max_batch_pages 3"));
+
+  EXPECT_EQ((*shard)->CompareBatch({}, 0.7, &r).code(), StatusCode::kInvalidArgument) << "below min_threshold";
+
+  std::vector<pb::PageSignature> dims = {MakeSig("http://b/d", a, 2)};
+  auto pd = Pages(dims);
+  s = (*shard)->CompareBatch(pd, 0.9, &r);
+  EXPECT_THAT(s.message(), testing::HasSubstr("2 dimensions, the shard has 3"));
+
+  // Duplicate URL: the last version wins; an empty page is listed, never paired.
+  std::vector<pb::PageSignature> dup = {MakeSig("http://b/u", {100, 200}), MakeSig("http://b/v", a),
+                                        MakeSig("http://b/u", a)};
+  auto pu = Pages(dup);
+  ASSERT_TRUE((*shard)->CompareBatch(pu, 0.9, &r).ok());
+  EXPECT_EQ(r.superseded, std::vector<uint32_t>{0});
+  ASSERT_EQ(r.in_batch.size(), 1u);
+  EXPECT_EQ(r.in_batch[0].a, 1u);
+  EXPECT_EQ(r.in_batch[0].b, 2u);
+  ApplyStats st;
+  ASSERT_TRUE((*shard)->Apply(pu, {}, &st).ok());
+  EXPECT_EQ(st.superseded, 1u);
+  EXPECT_EQ(st.inserted, 2u);
+  EXPECT_EQ((*shard)->Get("http://b/u")->shingles_size(), 5);
+
+  std::vector<pb::PageSignature> empty = {MakeSig("http://b/e", {}), MakeSig("http://b/f", {})};
+  auto pe = Pages(empty);
+  ASSERT_TRUE((*shard)->CompareBatch(pe, 0.9, &r).ok());
+  EXPECT_EQ(r.empty, (std::vector<uint32_t>{0, 1}));
+  EXPECT_TRUE(r.in_batch.empty());
+}
+
+// Many replacements through a shard that starts tiny: compactions and index rebuilds happen, and
+// the answers stay exact.
+TEST(Shard, StaysExactThroughCompactionsAndRebuilds) {
+  TempDir dir;
+  ShardOptions o = Options(dir.str(), 0.6, 2);
+  o.expected_pages = 1;
+  auto shard = Shard::Open(o);
+  ASSERT_TRUE(shard.ok());
+  auto all = Corpus(8, 3000, {8, 40, 120}, 5, "http://c/");
+  // URLs repeat: page i takes URL i % 1200, so later pages replace earlier ones.
+  std::map<std::string, pb::PageSignature> current;
+  for (size_t i = 0; i < all.size(); i += 150) {
+    std::vector<pb::PageSignature> part;
+    for (size_t k = i; k < std::min(all.size(), i + 150); ++k) {
+      pb::PageSignature s = all[k];
+      s.set_url(Name("http://c/", k % 1200));
+      part.push_back(s);
+    }
+    auto pages = Pages(part);
+    ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+    for (const auto& s : part) current[s.url()] = s;
+  }
+  const ShardStats st = (*shard)->Stats();
+  EXPECT_EQ(st.resident_pages, current.size());
+  EXPECT_GT(st.compactions + st.rebuilds, 0u);
+  std::vector<pb::PageSignature> resident;
+  for (const auto& [u, s] : current) resident.push_back(s);
+  auto probe = Corpus(8, 200, {8, 40, 120}, 5, "http://probe/");  // same seed: the same families
+  auto pages = Pages(probe);
+  for (double t : {0.6, 0.8, 1.0}) {
+    CompareResult r;
+    ASSERT_TRUE((*shard)->CompareBatch(pages, t, &r).ok());
+    EXPECT_EQ(Found(probe, r), BruteForce(resident, probe, t)) << t;
+  }
+}
+
+TEST(Shard, ThreadsGiveTheSameAnswer) {
+  TempDir d1, d2;
+  auto all = Corpus(9, 800, {20, 100, 300}, 6, "http://p/");
+  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 600), batch(all.begin() + 600, all.end());
+  ShardOptions o1 = Options(d1.str()), o2 = Options(d2.str());
+  o2.threads = 3;
+  CompareResult r1, r2;
+  for (auto* pr : {&r1, &r2}) {
+    auto shard = Shard::Open(pr == &r1 ? o1 : o2);
+    ASSERT_TRUE(shard.ok());
+    auto pages = Pages(resident);
+    ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+    auto b = Pages(batch);
+    ASSERT_TRUE((*shard)->CompareBatch(b, 0.6, pr).ok());
+  }
+  EXPECT_EQ(Found(batch, r1), Found(batch, r2));
+  EXPECT_EQ(r1.stats.candidates, r2.stats.candidates);
+  // Concurrent readers on one shard.
+  auto shard = Shard::Open(o1);
+  ASSERT_TRUE(shard.ok());
+  auto b = Pages(batch);
+  std::vector<CompareResult> rs(4);
+  std::vector<std::thread> ts;
+  for (auto& r : rs) ts.emplace_back([&] { ASSERT_TRUE((*shard)->CompareBatch(b, 0.6, &r).ok()); });
+  for (auto& t : ts) t.join();
+  for (const auto& r : rs) EXPECT_EQ(Found(batch, r), Found(batch, r1));
+}
+
+}  // namespace
+}  // namespace neardup::tier2
