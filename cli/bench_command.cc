@@ -152,6 +152,8 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   route->add_option("--records", ra->records, "records to sign and route")->capture_default_str();
   route->add_option("--repeat", ra->repeat, "repetitions")->capture_default_str()->check(CLI::PositiveNumber);
   route->callback([ra, exit_code] { *exit_code = BenchRoute(ra->map, ra->input, ra->records, ra->repeat); });
+
+  AddBenchTier2(bench, exit_code);
 }
 
 }  // namespace neardup::cli

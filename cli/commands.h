@@ -9,6 +9,7 @@ namespace neardup::cli {
 void RegisterBaseline(CLI::App& app, int* exit_code);
 void RegisterGenCrawl(CLI::App& app, int* exit_code);
 void RegisterBench(CLI::App& app, int* exit_code);
+void AddBenchTier2(CLI::App* bench, int* exit_code);  // bench_tier2.cc
 void RegisterConfig(CLI::App& app, int* exit_code);
 void RegisterPartition(CLI::App& app, int* exit_code);
 void RegisterExperiment(CLI::App& app, int* exit_code);

@@ -36,14 +36,20 @@ double Progress::Finish(uint64_t items) {
   return secs;
 }
 
-uint64_t PeakRssBytes() {
+namespace {
+uint64_t StatusField(const char* name) {
   std::ifstream in("/proc/self/status");
   std::string line;
+  const size_t n = std::char_traits<char>::length(name);
   while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    if (line.compare(0, n, name) == 0) return std::stoull(line.substr(n)) * 1024;
   }
   return 0;
 }
+}  // namespace
+
+uint64_t PeakRssBytes() { return StatusField("VmHWM:"); }
+uint64_t CurrentRssBytes() { return StatusField("VmRSS:"); }
 
 bool SetLogLevel(const std::string& name) {
   static bool init = [] {

@@ -35,6 +35,8 @@ class Progress {
 
 // Peak resident set size of this process in bytes (VmHWM), or 0 if unknown.
 uint64_t PeakRssBytes();
+// Current resident set size of this process in bytes (VmRSS), or 0 if unknown.
+uint64_t CurrentRssBytes();
 
 // Sets spdlog's level from a name (trace, debug, info, warn, error, off); InvalidArgument-like
 // false if the name is unknown. Logs go to stderr.

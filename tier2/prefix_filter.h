@@ -14,6 +14,12 @@
 // Length-vector filter (exact): with A_i the shingles whose first word is in sub-dictionary i,
 //   sum_i | |A_i| - |B_i| | <= |A Δ B| <= (1 - t) / (1 + t) * (|A| + |B|)  when Jaccard >= t.
 //
+// Positional bound in hash space: the order is the hash value, so a prefix is "every token up to a
+// cut hash". If H <= min(cut(A), cut(B)), the shared tokens up to H lie in both prefixes (at most
+// the prefix matches counted, m) and the rest lie in A above H:
+//   |A ∩ B| <= m + |{a in A : a > H}|.
+// A pair whose bound is below the overlap Jaccard >= t needs (MinOverlap) is dropped unverified.
+//
 // Every bound carries a safety margin on the side of keeping a pair, so the filters never drop a
 // pair that JaccardAtLeast() (common/shingle.h) would accept.
 //
@@ -56,6 +62,13 @@ inline SizeRange PartnerSizes(uint32_t size, double t) {
   const double hi = std::floor(size / (t - kFilterEps) + 1);
   return SizeRange{lo < 1 ? 1u : static_cast<uint32_t>(lo),
                    hi > 4e9 ? 4000000000u : static_cast<uint32_t>(hi)};
+}
+
+// Smallest overlap a pair of sizes sa, sb needs for Jaccard >= t: ceil(t / (1 + t) * (sa + sb)).
+inline uint32_t MinOverlap(uint32_t sa, uint32_t sb, double t) {
+  const double s = static_cast<double>(sa) + sb;
+  const double v = std::ceil(t * s / (1 + t) - kFilterEps * s - kFilterEps);
+  return v < 1 ? 1u : static_cast<uint32_t>(v);
 }
 
 // False only when the length vectors prove Jaccard < t (vectors of equal length).

@@ -108,7 +108,7 @@ class Shard::Impl {
   // Rebuilds the index from the store's "x" records (restart, or growth past the bucket table).
   Status RebuildIndex(int bucket_bits);
   void SetPageTable(uint32_t slot, const pb::PageSignature& sig);
-  void SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec);
+  void SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec, uint64_t cut);
   uint32_t IndexedPostings(uint32_t slot) const {
     return PrefixLength(size_[slot], options_.min_threshold, options_.prefix_overlap);
   }
@@ -121,6 +121,7 @@ class Shard::Impl {
   PrefixIndex index_;
   std::vector<uint32_t> size_;  // per slot: shingles
   std::vector<uint16_t> vec_;   // per slot: dims entries of the shingle vector, kWide if too large
+  std::vector<uint32_t> cut_;   // per slot: top 32 bits of the last indexed prefix hash (rounded down)
   uint64_t compactions_ = 0;
   uint64_t rebuilds_ = 0;
   double open_seconds_ = 0;
@@ -204,30 +205,33 @@ Status Shard::Impl::Open() {
   return Status::Ok();
 }
 
-void Shard::Impl::SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec) {
+void Shard::Impl::SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec, uint64_t cut) {
   const size_t d = options_.dims;
   if (slot >= size_.size()) {
     const size_t n = std::max<size_t>(slot + 1, size_.size() + size_.size() / 2);
     size_.resize(n, 0);
     vec_.resize(n * d, 0);
+    cut_.resize(n, 0);
   }
   size_[slot] = size;
+  cut_[slot] = static_cast<uint32_t>(cut >> 32);
   for (size_t i = 0; i < d; ++i) vec_[slot * d + i] = static_cast<uint16_t>(std::min<uint32_t>(vec[i], kWide));
 }
 
 void Shard::Impl::SetPageTable(uint32_t slot, const pb::PageSignature& sig) {
-  SetPageTable(slot, static_cast<uint32_t>(sig.shingles_size()),
-               {sig.shingle_vector().data(), static_cast<size_t>(sig.shingle_vector_size())});
+  const uint32_t n = static_cast<uint32_t>(sig.shingles_size());
+  const uint32_t p = PrefixLength(n, options_.min_threshold, options_.prefix_overlap);
+  SetPageTable(slot, n, {sig.shingle_vector().data(), static_cast<size_t>(sig.shingle_vector_size())},
+               p == 0 ? 0 : sig.shingles(static_cast<int>(p) - 1));
 }
 
 Status Shard::Impl::RebuildIndex(int bucket_bits) {
   Status error;
-  std::vector<uint32_t> new_size;
+  std::vector<uint32_t> new_size, new_cut;
   std::vector<uint16_t> new_vec;
   size_.swap(new_size);
   vec_.swap(new_vec);
-  size_.clear();
-  vec_.clear();
+  cut_.swap(new_cut);
   bool first_pass = true;
   auto scan = [&](const PrefixIndex::BulkVisitor& visit) {
     if (!error.ok()) return;
@@ -243,7 +247,10 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
         return;
       }
       const uint32_t slot = SlotOfKey(it->key());
-      if (first_pass) SetPageTable(slot, e.size(), {e.shingle_vector().data(), options_.dims});
+      if (first_pass) {
+        SetPageTable(slot, e.size(), {e.shingle_vector().data(), options_.dims},
+                     e.prefix_size() == 0 ? 0 : e.prefix(e.prefix_size() - 1));
+      }
       visit(slot, {e.prefix().data(), static_cast<size_t>(e.prefix_size())});
     }
     if (!it->status().ok()) error = FromLevelDb(it->status(), "shard: scan " + options_.path);
@@ -253,6 +260,7 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
   if (!error.ok()) {
     size_.swap(new_size);
     vec_.swap(new_vec);
+    cut_.swap(new_cut);
     return error;
   }
   index_ = std::move(built);
@@ -303,6 +311,7 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
   const uint32_t need = RequiredPrefixMatches(n, t, c);
   const SizeRange sizes = PartnerSizes(n, t);
   const size_t d = options_.dims;
+  const uint64_t cut_x = p == 0 ? 0 : xs[p - 1];
   if (s->count.size() < size_.size()) s->count.resize(size_.size(), 0);
   s->touched.clear();
   uint64_t scanned = 0;
@@ -324,6 +333,13 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
     s->count[slot] = 0;
     if (cnt < need || !st.ok()) continue;
     ++s->stats.candidates;
+    // Positional bound in hash space (prefix_filter.h): shared tokens up to H are at most cnt.
+    if (cnt < 255) {
+      const uint64_t h = std::min(cut_x, static_cast<uint64_t>(cut_[slot]) << 32);
+      const size_t above = xs.end() - std::upper_bound(xs.begin(), xs.end(), h);
+      if (cnt + above < MinOverlap(n, size_[slot], t)) continue;
+    }
+    ++s->stats.positional_passed;
     const uint16_t* v = &vec_[slot * d];
     if (std::find(v, v + d, kWide) == v + d &&
         !LengthVectorsAllow(std::span<const uint16_t>(v, d), size_[slot],
@@ -419,6 +435,7 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
     const CompareStats& s = scratch[w].stats;
     out->stats.postings_scanned += s.postings_scanned;
     out->stats.candidates += s.candidates;
+    out->stats.positional_passed += s.positional_passed;
     out->stats.verifications += s.verifications;
     out->stats.resident_pairs += s.resident_pairs;
     out->stats.fetched_bytes += s.fetched_bytes;
@@ -557,7 +574,7 @@ ShardStats Shard::Impl::Stats() const {
   s.resident_pages = index_.live_slots();
   s.index_postings = index_.main_postings() + index_.overflow_postings();
   s.index_bytes = index_.MemoryBytes();
-  s.page_table_bytes = size_.capacity() * sizeof(uint32_t) + vec_.capacity() * sizeof(uint16_t);
+  s.page_table_bytes = (size_.capacity() + cut_.capacity()) * sizeof(uint32_t) + vec_.capacity() * sizeof(uint16_t);
   s.compactions = compactions_;
   s.rebuilds = rebuilds_;
   s.open_seconds = open_seconds_;

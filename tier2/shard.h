@@ -15,11 +15,11 @@
 //  - candidates: the prefix filter over the global token order "ascending shingle hash"
 //    (tier2/prefix_filter.h) with an in-memory PrefixIndex of every resident page's prefix, cut
 //    for options.min_threshold; a resident page is a candidate when it shares at least
-//    min(c, alpha) prefix tokens with the probe, has an admissible size, and its length vector is
-//    within the exact L1 bound;
+//    min(c, alpha) prefix tokens with the probe, has an admissible size, passes the positional
+//    bound in hash space and its length vector is within the exact L1 bound;
 //  - verification: the candidate's full shingle set is fetched from LevelDB and merged with the
 //    probe's; JaccardAtLeast() (common/shingle.h) decides, as in the baseline.
-// RAM per resident page is its prefix postings (4 bytes each), its size and its length vector; the
+// RAM per resident page is its prefix postings (4 bytes each), its size, prefix cut and length vector; the
 // full sets stay on disk (LevelDB's block cache and the OS page cache keep the hot ones).
 //
 // Batch rules, shared by CompareBatch and Apply:
@@ -84,6 +84,7 @@ struct CompareStats {
   uint64_t pages = 0;             // pages compared (not superseded, not empty)
   uint64_t postings_scanned = 0;  // postings whose fingerprint matched a probe token
   uint64_t candidates = 0;        // resident pages that passed the prefix-count and size filters
+  uint64_t positional_passed = 0; // of those, passed the positional bound
   uint64_t verifications = 0;     // of those, passed the length-vector filter: fetched and merged
   uint64_t resident_pairs = 0;
   uint64_t batch_candidates = 0;  // in-batch pairs merged
