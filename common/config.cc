@@ -47,6 +47,16 @@ void FillDefaults(pb::NeardupConfig* c) {
   auto* b = c->mutable_baseline();
   if (!b->has_threshold()) b->set_threshold(0.9);
   if (!b->has_threads()) b->set_threads(0);
+  auto* t = c->mutable_tier2();
+  if (!t->has_min_threshold()) t->set_min_threshold(0.8);
+  if (!t->has_prefix_overlap()) t->set_prefix_overlap(2);
+  if (!t->has_batch_pages()) t->set_batch_pages(1000);
+  if (!t->has_batch_millis()) t->set_batch_millis(50);
+  if (!t->has_max_batch_pages()) t->set_max_batch_pages(100000);
+  if (!t->has_sync()) t->set_sync(true);
+  if (!t->has_cache_mib()) t->set_cache_mib(64);
+  if (!t->has_order_sample_pages()) t->set_order_sample_pages(20000);
+  if (!t->has_frequent_min_pages()) t->set_frequent_min_pages(4);
 }
 
 }  // namespace
@@ -91,6 +101,34 @@ StatusOr<pb::NeardupConfig> ParseConfig(std::string_view text, const std::string
     return InvalidArgument(Locate(collector, name, reader_tree, cfg.reader(), "max_line_bytes") +
                            ": reader.max_line_bytes: must be at least 1024 (got " +
                            std::to_string(cfg.reader().max_line_bytes()) + ")");
+  }
+  if (cfg.has_tier2()) {
+    const auto* tree = info.GetTreeForNested(cfg.GetDescriptor()->FindFieldByName("tier2"), -1);
+    const pb::Tier2Config& t2 = cfg.tier2();
+    auto bad = [&](const char* field, const std::string& rule, const std::string& got) {
+      return InvalidArgument(Locate(collector, name, tree, t2, field) + ": tier2." + field + ": " + rule + " (got " +
+                             got + ")");
+    };
+    if (t2.has_min_threshold() && !(t2.min_threshold() > 0 && t2.min_threshold() <= 1)) {
+      return bad("min_threshold", "must be in (0, 1]", std::to_string(t2.min_threshold()));
+    }
+    if (t2.has_prefix_overlap() && (t2.prefix_overlap() < 1 || t2.prefix_overlap() > 64)) {
+      return bad("prefix_overlap", "must be in 1..64", std::to_string(t2.prefix_overlap()));
+    }
+    if (t2.has_max_batch_pages() && t2.max_batch_pages() < 1) {
+      return bad("max_batch_pages", "must be at least 1", std::to_string(t2.max_batch_pages()));
+    }
+    const uint32_t max_batch = t2.has_max_batch_pages() ? t2.max_batch_pages() : 100000;
+    if (t2.has_batch_pages() && (t2.batch_pages() < 1 || t2.batch_pages() > max_batch)) {
+      return bad("batch_pages", "must be in 1..max_batch_pages (" + std::to_string(max_batch) + ")",
+                 std::to_string(t2.batch_pages()));
+    }
+    if (t2.has_batch_millis() && t2.batch_millis() < 1) {
+      return bad("batch_millis", "must be at least 1", std::to_string(t2.batch_millis()));
+    }
+    if (t2.has_frequent_min_pages() && t2.frequent_min_pages() < 1) {
+      return bad("frequent_min_pages", "must be at least 1", std::to_string(t2.frequent_min_pages()));
+    }
   }
   FillDefaults(&cfg);
   return cfg;

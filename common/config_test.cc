@@ -29,6 +29,24 @@ TEST(Config, ValuesAreRead) {
   EXPECT_EQ(c->baseline().threads(), 3u);
 }
 
+TEST(Config, Tier2DefaultsAndRanges) {
+  auto c = ParseConfig("", "empty");
+  ASSERT_TRUE(c.ok());
+  EXPECT_DOUBLE_EQ(c->tier2().min_threshold(), 0.8);
+  EXPECT_EQ(c->tier2().batch_pages(), 1000u);
+  EXPECT_EQ(c->tier2().batch_millis(), 50u);
+  EXPECT_TRUE(c->tier2().sync());
+  c = ParseConfig("tier2 {\n  max_batch_pages: 500\n  batch_pages: 600\n}\n", "b.textproto");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "b.textproto:3:3: tier2.batch_pages: must be in 1..max_batch_pages (500) (got 600)");
+  c = ParseConfig("tier2 { prefix_overlap: 0 }", "p");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("p:1:9: tier2.prefix_overlap"));
+  EXPECT_FALSE(ParseConfig("tier2 { min_threshold: 1.2 }", "m").ok());
+  EXPECT_FALSE(ParseConfig("tier2 { batch_millis: 0 }", "m").ok());
+}
+
 TEST(Config, UnknownFieldNamesFileLineAndColumn) {
   auto c = ParseConfig("shingle {\n  k: 5\n  kk: 3\n}\n", "my.textproto");
   ASSERT_FALSE(c.ok());

@@ -50,6 +50,7 @@ uint64_t StatusField(const char* name) {
 
 uint64_t PeakRssBytes() { return StatusField("VmHWM:"); }
 uint64_t CurrentRssBytes() { return StatusField("VmRSS:"); }
+uint64_t AnonRssBytes() { return StatusField("RssAnon:"); }
 
 bool SetLogLevel(const std::string& name) {
   static bool init = [] {

@@ -4,6 +4,7 @@
 #include <leveldb/db.h>
 #include <leveldb/filter_policy.h>
 #include <leveldb/write_batch.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "proto/tier2.pb.h"
 #include "tier2/prefix_filter.h"
 #include "tier2/prefix_index.h"
+#include "tier2/token_order.h"
 
 namespace neardup::tier2 {
 namespace {
@@ -97,6 +99,8 @@ class Shard::Impl {
   struct Scratch {
     std::vector<uint8_t> count;
     std::vector<uint32_t> touched;
+    std::vector<uint64_t> prefix;  // the probe's prefix in token order
+    std::vector<uint64_t> keys;    // and its keys
     std::string value;
     pb::PageSignature other;
     CompareStats stats;
@@ -107,7 +111,16 @@ class Shard::Impl {
                  CompareResult* out) const;
   // Rebuilds the index from the store's "x" records (restart, or growth past the bucket table).
   Status RebuildIndex(int bucket_bits);
-  void SetPageTable(uint32_t slot, const pb::PageSignature& sig);
+  void SetPageTable(uint32_t slot, const pb::PageSignature& sig, std::span<const uint64_t> prefix);
+  // The indexed prefix of a page, in token order.
+  void IndexPrefix(const pb::PageSignature& sig, std::vector<uint64_t>* out) const {
+    order_.Prefix(Shingles(sig),
+                  PrefixLength(static_cast<uint32_t>(sig.shingles_size()), options_.min_threshold,
+                               options_.prefix_overlap),
+                  out);
+  }
+  // Derives the token order from the resident pages' document frequencies and re-indexes them.
+  Status Reorder();
   void SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec, uint64_t cut);
   uint32_t IndexedPostings(uint32_t slot) const {
     return PrefixLength(size_[slot], options_.min_threshold, options_.prefix_overlap);
@@ -121,8 +134,10 @@ class Shard::Impl {
   PrefixIndex index_;
   std::vector<uint32_t> size_;  // per slot: shingles
   std::vector<uint16_t> vec_;   // per slot: dims entries of the shingle vector, kWide if too large
-  std::vector<uint32_t> cut_;   // per slot: top 32 bits of the last indexed prefix hash (rounded down)
+  std::vector<uint32_t> cut_;   // per slot: top 32 bits of the key of its last indexed prefix token
+  TokenOrder order_;            // the global token order (empty: hash order)
   uint64_t compactions_ = 0;
+  uint64_t frequent_tokens_ = 0;  // marked by Reorder() in this process
   uint64_t rebuilds_ = 0;
   double open_seconds_ = 0;
 };
@@ -193,6 +208,15 @@ Status Shard::Impl::Open() {
     }
   }
 
+  // The token order, once the shard has derived one.
+  s = db_->Get(leveldb::ReadOptions(), "f", &v);
+  if (!s.IsNotFound()) {
+    RETURN_IF_ERROR(FromLevelDb(s, "shard: read token order in " + o.path));
+    auto order = TokenOrder::Deserialize(v);
+    if (!order.ok()) return Corruption("shard: " + o.path + ": " + order.status().message());
+    order_ = std::move(*order);
+  }
+
   // Size the bucket table from the store's size: ~8 bytes a posting in the "x" records.
   leveldb::Range range("x", "y");
   uint64_t approx = 0;
@@ -218,11 +242,10 @@ void Shard::Impl::SetPageTable(uint32_t slot, uint32_t size, std::span<const uin
   for (size_t i = 0; i < d; ++i) vec_[slot * d + i] = static_cast<uint16_t>(std::min<uint32_t>(vec[i], kWide));
 }
 
-void Shard::Impl::SetPageTable(uint32_t slot, const pb::PageSignature& sig) {
-  const uint32_t n = static_cast<uint32_t>(sig.shingles_size());
-  const uint32_t p = PrefixLength(n, options_.min_threshold, options_.prefix_overlap);
-  SetPageTable(slot, n, {sig.shingle_vector().data(), static_cast<size_t>(sig.shingle_vector_size())},
-               p == 0 ? 0 : sig.shingles(static_cast<int>(p) - 1));
+void Shard::Impl::SetPageTable(uint32_t slot, const pb::PageSignature& sig, std::span<const uint64_t> prefix) {
+  SetPageTable(slot, static_cast<uint32_t>(sig.shingles_size()),
+               {sig.shingle_vector().data(), static_cast<size_t>(sig.shingle_vector_size())},
+               prefix.empty() ? 0 : order_.Key(prefix.back()));
 }
 
 Status Shard::Impl::RebuildIndex(int bucket_bits) {
@@ -249,7 +272,7 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
       const uint32_t slot = SlotOfKey(it->key());
       if (first_pass) {
         SetPageTable(slot, e.size(), {e.shingle_vector().data(), options_.dims},
-                     e.prefix_size() == 0 ? 0 : e.prefix(e.prefix_size() - 1));
+                     e.prefix_size() == 0 ? 0 : order_.Key(e.prefix(e.prefix_size() - 1)));
       }
       visit(slot, {e.prefix().data(), static_cast<size_t>(e.prefix_size())});
     }
@@ -266,6 +289,47 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
   index_ = std::move(built);
   ++rebuilds_;
   return Status::Ok();
+}
+
+Status Shard::Impl::Reorder() {
+  // Every resident page's full set (the sample is the first order_sample_pages pages).
+  std::vector<std::vector<uint64_t>> sets;
+  std::vector<std::pair<uint32_t, pb::ShardIndexEntry>> entries;
+  {
+    leveldb::ReadOptions ro;
+    ro.fill_cache = false;
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+    pb::PageSignature sig;
+    for (it->Seek("s"); it->Valid() && it->key()[0] == 's'; it->Next()) {
+      if (it->key().size() != 5 || !sig.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+        return Corruption("shard: " + options_.path + ": bad signature record while ordering tokens");
+      }
+      sets.emplace_back(sig.shingles().begin(), sig.shingles().end());
+      pb::ShardIndexEntry e;
+      e.set_size(static_cast<uint32_t>(sig.shingles_size()));
+      *e.mutable_shingle_vector() = sig.shingle_vector();
+      entries.emplace_back(SlotOfKey(it->key()), std::move(e));
+    }
+    RETURN_IF_ERROR(FromLevelDb(it->status(), "shard: scan " + options_.path));
+  }
+  const std::vector<uint64_t> frequent = FrequentTokens(sets, options_.frequent_min_pages);
+  const TokenOrder order = TokenOrder::FromFrequent(frequent);
+  // One atomic write: the order and every page's prefix in it, or nothing.
+  leveldb::WriteBatch wb;
+  wb.Put("f", order.Serialize());
+  std::vector<uint64_t> prefix;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    auto& [slot, e] = entries[i];
+    order.Prefix(sets[i], PrefixLength(e.size(), options_.min_threshold, options_.prefix_overlap), &prefix);
+    e.mutable_prefix()->Add(prefix.begin(), prefix.end());
+    wb.Put(SlotKey('x', slot), e.SerializeAsString());
+  }
+  leveldb::WriteOptions wo;
+  wo.sync = options_.sync;
+  RETURN_IF_ERROR(FromLevelDb(db_->Write(wo, &wb), "shard: " + options_.path + ": write token order"));
+  order_ = order;
+  frequent_tokens_ = frequent.size();
+  return RebuildIndex(index_.bucket_bits());
 }
 
 Status Shard::Impl::PlanBatch(std::span<const ShardPage> batch, Plan* plan) const {
@@ -311,12 +375,14 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
   const uint32_t need = RequiredPrefixMatches(n, t, c);
   const SizeRange sizes = PartnerSizes(n, t);
   const size_t d = options_.dims;
-  const uint64_t cut_x = p == 0 ? 0 : xs[p - 1];
+  order_.Prefix(xs, p, &s->prefix);
+  s->keys.resize(s->prefix.size());
+  for (size_t k = 0; k < s->prefix.size(); ++k) s->keys[k] = order_.Key(s->prefix[k]);
   if (s->count.size() < size_.size()) s->count.resize(size_.size(), 0);
   s->touched.clear();
   uint64_t scanned = 0;
-  for (uint32_t k = 0; k < p; ++k) {
-    index_.ForEach(xs[k], [&](uint32_t slot) {
+  for (uint64_t token : s->prefix) {
+    index_.ForEach(token, [&](uint32_t slot) {
       ++scanned;
       const uint32_t sz = size_[slot];
       if (sz < sizes.lo || sz > sizes.hi) return;
@@ -333,11 +399,13 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
     s->count[slot] = 0;
     if (cnt < need || !st.ok()) continue;
     ++s->stats.candidates;
-    // Positional bound in hash space (prefix_filter.h): shared tokens up to H are at most cnt.
+    // Positional bound in key space (prefix_filter.h): the probe's prefix tokens whose key is
+    // below the candidate's cut lie in both prefixes, so at most cnt of them are shared; every
+    // other token of the probe may be.
     if (cnt < 255) {
-      const uint64_t h = std::min(cut_x, static_cast<uint64_t>(cut_[slot]) << 32);
-      const size_t above = xs.end() - std::upper_bound(xs.begin(), xs.end(), h);
-      if (cnt + above < MinOverlap(n, size_[slot], t)) continue;
+      const size_t below = std::lower_bound(s->keys.begin(), s->keys.end(), static_cast<uint64_t>(cut_[slot]) << 32) -
+                           s->keys.begin();
+      if (cnt + (n - below) < MinOverlap(n, size_[slot], t)) continue;
     }
     ++s->stats.positional_passed;
     const uint16_t* v = &vec_[slot * d];
@@ -489,6 +557,7 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
                              " pages)");
   }
   pb::ShardIndexEntry entry;
+  std::vector<uint64_t> prefix;
   for (size_t k = 0; k < store.size(); ++k) {
     const pb::PageSignature& sig = *batch[store[k]].signature;
     uint32_t old;
@@ -506,8 +575,8 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     entry.Clear();
     entry.set_size(static_cast<uint32_t>(sig.shingles_size()));
     *entry.mutable_shingle_vector() = sig.shingle_vector();
-    const uint32_t p = PrefixLength(entry.size(), options_.min_threshold, options_.prefix_overlap);
-    entry.mutable_prefix()->Add(sig.shingles().begin(), sig.shingles().begin() + p);
+    IndexPrefix(sig, &prefix);
+    entry.mutable_prefix()->Add(prefix.begin(), prefix.end());
     wb.Put(SlotKey('x', slot), entry.SerializeAsString());
     wb.Put(UrlKey(sig.url()), SlotValue(slot));
     added.emplace_back(store[k], slot);
@@ -540,8 +609,14 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
   for (uint32_t slot : freed) index_.Remove(slot, IndexedPostings(slot));
   for (const auto& [i, slot] : added) {
     const pb::PageSignature& sig = *batch[i].signature;
-    SetPageTable(slot, sig);
-    index_.Add(slot, Shingles(sig).first(IndexedPostings(slot)));
+    IndexPrefix(sig, &prefix);
+    SetPageTable(slot, sig, prefix);
+    index_.Add(slot, prefix);
+  }
+  if (order_.empty() && options_.order_sample_pages > 0 && index_.live_slots() >= options_.order_sample_pages) {
+    // The batch is stored either way; a failed reorder leaves hash order and is retried next time.
+    if (Status r = Reorder(); !r.ok()) spdlog::warn("shard: deriving the token order failed: {}", r.ToString());
+    return Status::Ok();
   }
   const uint64_t postings = index_.main_postings() + index_.overflow_postings();
   if (postings > (24ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
@@ -576,6 +651,8 @@ ShardStats Shard::Impl::Stats() const {
   s.index_bytes = index_.MemoryBytes();
   s.page_table_bytes = (size_.capacity() + cut_.capacity()) * sizeof(uint32_t) + vec_.capacity() * sizeof(uint16_t);
   s.compactions = compactions_;
+  s.token_order_bits = order_.bitmap_bits();
+  s.frequent_tokens = frequent_tokens_;
   s.rebuilds = rebuilds_;
   s.open_seconds = open_seconds_;
   return s;

@@ -12,8 +12,9 @@
 //   RETURN_IF_ERROR(shard->Apply(batch, removed_urls));    // the next batch sees them
 //
 // How it finds pairs (exact: no false negatives against brute force within the shard):
-//  - candidates: the prefix filter over the global token order "ascending shingle hash"
-//    (tier2/prefix_filter.h) with an in-memory PrefixIndex of every resident page's prefix, cut
+//  - candidates: the prefix filter over the shard's global token order (tier2/token_order.h:
+//    ascending hash, with the tokens frequent in the shard's first pages last;
+//    tier2/prefix_filter.h) with an in-memory PrefixIndex of every resident page's prefix, cut
 //    for options.min_threshold; a resident page is a candidate when it shares at least
 //    min(c, alpha) prefix tokens with the probe, has an admissible size, passes the positional
 //    bound in hash space and its length vector is within the exact L1 bound;
@@ -60,6 +61,11 @@ struct ShardOptions {
   uint64_t cache_bytes = 64ull << 20;  // LevelDB block cache
   uint64_t expected_pages = 65536;     // sizes the index; it is rebuilt as the shard grows past it
   int threads = 1;                // CompareBatch workers (pages of a batch are split among them)
+  // When the shard first holds this many pages it derives its token order from them (tokens in at
+  // least frequent_min_pages of them go last; tier2/token_order.h) and re-indexes them, once.
+  // 0 keeps plain hash order.
+  uint64_t order_sample_pages = 20000;
+  uint32_t frequent_min_pages = 4;
 };
 
 // One page of a batch: its signature (not owned; must outlive the call) and whether this shard is
@@ -114,7 +120,9 @@ struct ShardStats {
   uint64_t index_bytes = 0;         // PrefixIndex arrays
   uint64_t page_table_bytes = 0;    // sizes and length vectors
   uint64_t compactions = 0;
-  uint64_t rebuilds = 0;            // index rebuilt from the store with more buckets
+  uint64_t rebuilds = 0;            // index rebuilt from the store (growth, token order)
+  uint64_t token_order_bits = 0;    // size of the frequent-token bitmap; 0 = hash order
+  uint64_t frequent_tokens = 0;     // tokens marked frequent (when derived by this process)            // index rebuilt from the store with more buckets
   double open_seconds = 0;          // time Open() took to rebuild the index
   // (index_bytes + page_table_bytes) / resident_pages; LevelDB's cache is not included.
   double ram_bytes_per_page() const;

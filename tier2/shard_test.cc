@@ -401,6 +401,8 @@ TEST(Shard, StaysExactThroughCompactionsAndRebuilds) {
   TempDir dir;
   ShardOptions o = Options(dir.str(), 0.6, 2);
   o.expected_pages = 1;
+  o.order_sample_pages = 700;  // the order changes midway
+  o.frequent_min_pages = 2;
   auto shard = Shard::Open(o);
   ASSERT_TRUE(shard.ok());
   auto all = Corpus(8, 3000, {8, 40, 120}, 5, "http://c/");
@@ -429,6 +431,71 @@ TEST(Shard, StaysExactThroughCompactionsAndRebuilds) {
     ASSERT_TRUE((*shard)->CompareBatch(pages, t, &r).ok());
     EXPECT_EQ(Found(probe, r), BruteForce(resident, probe, t)) << t;
   }
+}
+
+// Pages of a few big "sites" that share a header and footer: the shard derives its token order
+// from its first pages (the sites' shingles go last), re-indexes them, stays exact, and keeps the
+// order across a restart.
+TEST(Shard, DerivedTokenOrderStaysExactAndPersists) {
+  TempDir dir;
+  ShardOptions o = Options(dir.str(), 0.7, 2);
+  o.order_sample_pages = 300;
+  o.frequent_min_pages = 3;
+  std::mt19937_64 rng(11);
+  std::vector<std::vector<uint64_t>> boilerplate(4);
+  for (auto& b : boilerplate) {
+    b.resize(40);
+    for (auto& h : b) h = rng();
+  }
+  auto body = Corpus(12, 900, {20, 60, 200}, 4, "http://site/");
+  std::vector<pb::PageSignature> all;
+  for (size_t i = 0; i < body.size(); ++i) {
+    std::vector<uint64_t> h(body[i].shingles().begin(), body[i].shingles().end());
+    const auto& b = boilerplate[i % boilerplate.size()];
+    h.insert(h.end(), b.begin(), b.end());
+    all.push_back(MakeSig(body[i].url(), h));
+  }
+  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 800), batch(all.begin() + 800, all.end());
+  uint64_t candidates_ordered = 0;
+  {
+    auto shard = Shard::Open(o);
+    ASSERT_TRUE(shard.ok());
+    for (size_t i = 0; i < resident.size(); i += 100) {
+      std::vector<pb::PageSignature> part(resident.begin() + i, resident.begin() + i + 100);
+      auto pages = Pages(part);
+      ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+    }
+    const ShardStats st = (*shard)->Stats();
+    EXPECT_GT(st.token_order_bits, 0u);
+    EXPECT_GE(st.frequent_tokens, 4u * 40);  // every site's boilerplate
+    auto pages = Pages(batch);
+    for (double t : {0.7, 0.8, 0.9, 1.0}) {
+      CompareResult r;
+      ASSERT_TRUE((*shard)->CompareBatch(pages, t, &r).ok());
+      EXPECT_EQ(Found(batch, r), BruteForce(resident, batch, t)) << t;
+      if (t == 0.7) candidates_ordered = r.stats.postings_scanned;
+    }
+  }
+  auto shard = Shard::Open(o);
+  ASSERT_TRUE(shard.ok());
+  EXPECT_GT((*shard)->Stats().token_order_bits, 0u);
+  auto pages = Pages(batch);
+  CompareResult r;
+  ASSERT_TRUE((*shard)->CompareBatch(pages, 0.7, &r).ok());
+  EXPECT_EQ(Found(batch, r), BruteForce(resident, batch, 0.7));
+  EXPECT_EQ(r.stats.postings_scanned, candidates_ordered);
+  // The same pages in plain hash order scan far more postings (the boilerplate's).
+  TempDir plain_dir;
+  ShardOptions plain = Options(plain_dir.str(), 0.7, 2);
+  plain.order_sample_pages = 0;
+  auto p = Shard::Open(plain);
+  ASSERT_TRUE(p.ok());
+  auto rp = Pages(resident);
+  ASSERT_TRUE((*p)->Apply(rp, {}).ok());
+  CompareResult rh;
+  ASSERT_TRUE((*p)->CompareBatch(pages, 0.7, &rh).ok());
+  EXPECT_EQ(Found(batch, rh), Found(batch, r));
+  EXPECT_GT(rh.stats.postings_scanned, 2 * r.stats.postings_scanned);
 }
 
 TEST(Shard, ThreadsGiveTheSameAnswer) {

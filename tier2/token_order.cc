@@ -1,0 +1,68 @@
+#include "tier2/token_order.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace neardup::tier2 {
+
+TokenOrder TokenOrder::FromFrequent(std::span<const uint64_t> frequent) {
+  TokenOrder o;
+  if (frequent.empty()) return o;
+  const uint64_t bits = std::max<uint64_t>(std::bit_ceil(frequent.size() * 64), 1 << 16);
+  o.bitmap_.assign(bits / 8, '\0');
+  o.shift_ = 64 - std::countr_zero(bits);
+  for (uint64_t h : frequent) {
+    const uint64_t bit = (h * 0xD6E8FEB86659FD93ull) >> o.shift_;
+    o.bitmap_[bit >> 3] = static_cast<char>(static_cast<unsigned char>(o.bitmap_[bit >> 3]) | (1u << (bit & 7)));
+  }
+  return o;
+}
+
+StatusOr<TokenOrder> TokenOrder::Deserialize(const std::string& bytes) {
+  TokenOrder o;
+  if (bytes.empty()) return o;
+  if (!std::has_single_bit(bytes.size()) || bytes.size() < 2) {
+    return Corruption("token order bitmap of " + std::to_string(bytes.size()) + " bytes is not a power of two");
+  }
+  o.bitmap_ = bytes;
+  o.shift_ = 64 - std::countr_zero(static_cast<uint64_t>(bytes.size()) * 8);
+  return o;
+}
+
+void TokenOrder::Prefix(std::span<const uint64_t> sorted, uint32_t p, std::vector<uint64_t>* out) const {
+  out->clear();
+  if (bitmap_.empty()) {
+    out->assign(sorted.begin(), sorted.begin() + std::min<size_t>(p, sorted.size()));
+    return;
+  }
+  // Non-frequent tokens in hash order first; the frequent ones only if the page runs short.
+  size_t frequent = 0;
+  for (size_t i = 0; i < sorted.size() && out->size() < p; ++i) {
+    if (!Frequent(sorted[i])) out->push_back(sorted[i]);
+    else ++frequent;
+  }
+  if (out->size() < p && frequent > 0) {
+    for (size_t i = 0; i < sorted.size() && out->size() < p; ++i) {
+      if (Frequent(sorted[i])) out->push_back(sorted[i]);
+    }
+  }
+}
+
+std::vector<uint64_t> FrequentTokens(std::span<const std::vector<uint64_t>> sets, uint32_t min_pages) {
+  size_t total = 0;
+  for (const auto& s : sets) total += s.size();
+  std::vector<uint64_t> all;
+  all.reserve(total);
+  for (const auto& s : sets) all.insert(all.end(), s.begin(), s.end());
+  std::sort(all.begin(), all.end());
+  std::vector<uint64_t> out;
+  for (size_t i = 0; i < all.size();) {
+    size_t j = i + 1;
+    while (j < all.size() && all[j] == all[i]) ++j;
+    if (j - i >= std::max<uint32_t>(min_pages, 1)) out.push_back(all[i]);
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace neardup::tier2
