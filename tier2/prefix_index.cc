@@ -114,6 +114,41 @@ void PrefixIndex::OverflowGrow() {
   }
 }
 
+void PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots) const {
+  constexpr size_t kGroup = 16;  // buckets in flight
+  uint32_t begin[kGroup], end[kGroup];
+  for (size_t g = 0; g < tokens.size(); g += kGroup) {
+    const size_t n = std::min(kGroup, tokens.size() - g);
+    for (size_t i = 0; i < n; ++i) __builtin_prefetch(&offsets_[Bucket(tokens[g + i])]);
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t b = Bucket(tokens[g + i]);
+      begin[i] = offsets_[b];
+      end[i] = offsets_[b + 1];
+      __builtin_prefetch(&postings_[begin[i]]);
+      if (overflow_count_ > 0) __builtin_prefetch(&overflow_[OverflowSlot(b)]);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t fp = Fingerprint(tokens[g + i]);
+      for (uint32_t k = begin[i]; k < end[i]; ++k) {
+        if ((postings_[k] & 0xFF) == fp) slots->push_back(postings_[k] >> 8);
+      }
+    }
+    if (overflow_count_ == 0) continue;
+    const uint64_t mask = overflow_.size() - 1;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t b = Bucket(tokens[g + i]), fp = Fingerprint(tokens[g + i]);
+      const uint64_t want = static_cast<uint64_t>(b) << 32;
+      for (uint64_t k = OverflowSlot(b);; k = (k + 1) & mask) {
+        const uint64_t e = overflow_[k];
+        if (e == kEmpty) break;
+        if ((e & 0xFFFFFFFF00000000ull) == want && (static_cast<uint32_t>(e) & 0xFF) == fp) {
+          slots->push_back(static_cast<uint32_t>(e) >> 8);
+        }
+      }
+    }
+  }
+}
+
 bool PrefixIndex::NeedsCompaction() const {
   return overflow_count_ > postings_.size() / 8 + 4096 || dead_postings_ > live_postings_ / 4 + 4096;
 }

@@ -70,6 +70,11 @@ class PrefixIndex {
   template <typename F>
   void ForEach(uint64_t token, F&& f) const;
 
+  // Appends to *slots the slot of every posting in the tokens' buckets with their fingerprints,
+  // dead slots included (check IsLive on the few that matter), one entry per matching posting.
+  // Prefetches every bucket before reading any, so the cache misses of a probe overlap.
+  void Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots) const;
+
   // Overflow above 1/8 of the main postings, or dead postings above 1/4 of the live ones.
   bool NeedsCompaction() const;
 

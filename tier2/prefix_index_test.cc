@@ -98,6 +98,17 @@ TEST(PrefixIndex, RandomOperationsKeepEveryPosting) {
   }
   EXPECT_EQ(index.live_slots(), model.size());
   ExpectSuperset(index, model);
+  // Collect (batched, with prefetching) finds what ForEach finds, dead slots aside.
+  for (uint64_t t0 = 0; t0 < 5000; t0 += 37) {
+    std::vector<uint64_t> tokens;
+    for (uint64_t t = t0; t < t0 + 37 && t < 5000; ++t) tokens.push_back(t);
+    std::vector<uint32_t> got;
+    index.Collect(tokens, &got);
+    std::multiset<uint32_t> live_got, want;
+    for (uint32_t s : got) if (index.IsLive(s)) live_got.insert(s);
+    for (uint64_t t : tokens) index.ForEach(t, [&](uint32_t s) { want.insert(s); });
+    EXPECT_EQ(live_got, want) << "tokens from " << t0;
+  }
   // Nothing dead comes back.
   for (uint64_t t = 0; t < 5000; ++t) {
     for (uint32_t s : Lookup(index, t)) EXPECT_TRUE(model.count(s)) << "dead slot " << s;

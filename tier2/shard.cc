@@ -97,8 +97,8 @@ class Shard::Impl {
   Status PlanBatch(std::span<const ShardPage> batch, Plan* plan) const;
   // Resident matches of one page (appended to *out).
   struct Scratch {
-    std::vector<uint8_t> count;
-    std::vector<uint32_t> touched;
+    std::vector<uint32_t> touched;                     // matching postings' slots
+    std::vector<std::pair<uint32_t, uint32_t>> hits;   // (slot, matches) past the count and size filters
     std::vector<uint64_t> prefix;  // the probe's prefix in token order
     std::vector<uint64_t> keys;    // and its keys
     std::string value;
@@ -378,31 +378,30 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
   order_.Prefix(xs, p, &s->prefix);
   s->keys.resize(s->prefix.size());
   for (size_t k = 0; k < s->prefix.size(); ++k) s->keys[k] = order_.Key(s->prefix[k]);
-  if (s->count.size() < size_.size()) s->count.resize(size_.size(), 0);
+  // Every posting that matches a prefix token, then counted per slot by sorting: only the few
+  // slots with enough matches are looked up in the page table.
   s->touched.clear();
-  uint64_t scanned = 0;
-  for (uint64_t token : s->prefix) {
-    index_.ForEach(token, [&](uint32_t slot) {
-      ++scanned;
-      const uint32_t sz = size_[slot];
-      if (sz < sizes.lo || sz > sizes.hi) return;
-      uint8_t& cnt = s->count[slot];
-      if (cnt == 0) s->touched.push_back(slot);
-      if (cnt < 255) ++cnt;
-    });
+  index_.Collect(s->prefix, &s->touched);
+  s->stats.postings_scanned += s->touched.size();
+  std::sort(s->touched.begin(), s->touched.end());
+  s->hits.clear();
+  for (size_t i = 0; i < s->touched.size();) {
+    size_t j = i + 1;
+    while (j < s->touched.size() && s->touched[j] == s->touched[i]) ++j;
+    const uint32_t slot = s->touched[i];
+    if (j - i >= need && index_.IsLive(slot) && size_[slot] >= sizes.lo && size_[slot] <= sizes.hi) {
+      s->hits.emplace_back(slot, static_cast<uint32_t>(j - i));
+    }
+    i = j;
   }
-  s->stats.postings_scanned += scanned;
-  std::sort(s->touched.begin(), s->touched.end());  // store order: neighbouring keys share blocks
   Status st;
-  for (uint32_t slot : s->touched) {
-    const uint32_t cnt = s->count[slot];
-    s->count[slot] = 0;
-    if (cnt < need || !st.ok()) continue;
+  for (const auto& [slot, cnt] : s->hits) {
+    if (!st.ok()) break;
     ++s->stats.candidates;
     // Positional bound in key space (prefix_filter.h): the probe's prefix tokens whose key is
     // below the candidate's cut lie in both prefixes, so at most cnt of them are shared; every
     // other token of the probe may be.
-    if (cnt < 255) {
+    {
       const size_t below = std::lower_bound(s->keys.begin(), s->keys.end(), static_cast<uint64_t>(cut_[slot]) << 32) -
                            s->keys.begin();
       if (cnt + (n - below) < MinOverlap(n, size_[slot], t)) continue;
