@@ -105,6 +105,22 @@ class Shard::Impl {
     pb::PageSignature other;
     CompareStats stats;
   };
+  // Scratch space outlives a call, so the buffers keep their capacity (a pool: calls may overlap).
+  std::vector<std::unique_ptr<Scratch>> TakeScratch(int n) const {
+    std::vector<std::unique_ptr<Scratch>> out;
+    std::lock_guard lock(scratch_mu_);
+    while (static_cast<int>(out.size()) < n && !scratch_pool_.empty()) {
+      out.push_back(std::move(scratch_pool_.back()));
+      scratch_pool_.pop_back();
+    }
+    while (static_cast<int>(out.size()) < n) out.push_back(std::make_unique<Scratch>());
+    for (auto& s : out) s->stats = CompareStats{};
+    return out;
+  }
+  void ReturnScratch(std::vector<std::unique_ptr<Scratch>> s) const {
+    std::lock_guard lock(scratch_mu_);
+    for (auto& x : s) scratch_pool_.push_back(std::move(x));
+  }
   Status ProbeResident(uint32_t page, const pb::PageSignature& x, double t, Scratch* s,
                        std::vector<ResidentMatch>* out) const;
   void JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live, double t,
@@ -131,6 +147,8 @@ class Shard::Impl {
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
   std::unique_ptr<leveldb::DB> db_;
   mutable std::shared_mutex mu_;
+  mutable std::mutex scratch_mu_;
+  mutable std::vector<std::unique_ptr<Scratch>> scratch_pool_;
   PrefixIndex index_;
   std::vector<uint32_t> size_;  // per slot: shingles
   std::vector<uint16_t> vec_;   // per slot: dims entries of the shingle vector, kWide if too large
@@ -438,39 +456,43 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
 
 void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live, double t,
                             CompareResult* out) const {
-  // Classic prefix filter (c = 1) over the batch's own pages: each page probes the prefixes of the
-  // pages before it, then indexes its own.
-  std::unordered_map<uint64_t, std::vector<uint32_t>> index;
-  std::vector<uint32_t> seen(live.size(), UINT32_MAX);
-  std::vector<uint32_t> cand;
+  // Prefix join (c = 1, the shard's token order) of the batch's own pages: every (token, page) of
+  // every prefix, sorted by token; pages that share a token are candidate pairs.
+  std::vector<std::pair<uint64_t, uint32_t>> entries;
+  std::vector<uint64_t> prefix;
   for (uint32_t li = 0; li < live.size(); ++li) {
     const pb::PageSignature& x = *batch[live[li]].signature;
-    const auto xs = Shingles(x);
-    const uint32_t n = static_cast<uint32_t>(xs.size());
-    const uint32_t p = PrefixLength(n, t, 1);
-    const SizeRange sizes = PartnerSizes(n, t);
-    cand.clear();
-    for (uint32_t k = 0; k < p; ++k) {
-      auto it = index.find(xs[k]);
-      if (it == index.end()) continue;
-      for (uint32_t lj : it->second) {
-        if (seen[lj] == li) continue;
-        seen[lj] = li;
-        const uint32_t sy = static_cast<uint32_t>(batch[live[lj]].signature->shingles_size());
-        if (sy >= sizes.lo && sy <= sizes.hi) cand.push_back(lj);
+    order_.Prefix(Shingles(x), PrefixLength(static_cast<uint32_t>(x.shingles_size()), t, 1), &prefix);
+    for (uint64_t h : prefix) entries.emplace_back(h, li);
+  }
+  std::sort(entries.begin(), entries.end());
+  std::vector<std::pair<uint32_t, uint32_t>> cand;
+  for (size_t i = 0; i < entries.size();) {
+    size_t j = i + 1;
+    while (j < entries.size() && entries[j].first == entries[i].first) ++j;
+    for (size_t a = i; a < j; ++a) {
+      const uint32_t sa = static_cast<uint32_t>(batch[live[entries[a].second]].signature->shingles_size());
+      const SizeRange sizes = PartnerSizes(sa, t);
+      for (size_t b = a + 1; b < j; ++b) {
+        const uint32_t sb = static_cast<uint32_t>(batch[live[entries[b].second]].signature->shingles_size());
+        if (sb >= sizes.lo && sb <= sizes.hi) cand.emplace_back(entries[a].second, entries[b].second);
       }
     }
-    for (uint32_t lj : cand) {
-      const pb::PageSignature& y = *batch[live[lj]].signature;
-      ++out->stats.batch_candidates;
-      const size_t o = Overlap(xs, Shingles(y));
-      if (JaccardAtLeast(o, n, y.shingles_size(), t)) {
-        const uint32_t a = live[lj], b = live[li];
-        out->in_batch.push_back(BatchMatch{std::min(a, b), std::max(a, b),
-                                           static_cast<double>(o) / static_cast<double>(n + y.shingles_size() - o)});
-      }
+    i = j;
+  }
+  std::sort(cand.begin(), cand.end());
+  cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+  for (const auto& [la, lb] : cand) {
+    const pb::PageSignature& x = *batch[live[la]].signature;
+    const pb::PageSignature& y = *batch[live[lb]].signature;
+    ++out->stats.batch_candidates;
+    const size_t o = Overlap(Shingles(x), Shingles(y));
+    if (JaccardAtLeast(o, x.shingles_size(), y.shingles_size(), t)) {
+      const uint32_t a = live[la], b = live[lb];
+      out->in_batch.push_back(BatchMatch{std::min(a, b), std::max(a, b),
+                                         static_cast<double>(o) /
+                                             static_cast<double>(x.shingles_size() + y.shingles_size() - o)});
     }
-    for (uint32_t k = 0; k < p; ++k) index[xs[k]].push_back(li);
   }
   out->stats.batch_pairs = out->in_batch.size();
 }
@@ -489,17 +511,20 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
   out->stats.pages = plan.live.size();
   std::shared_lock lock(mu_);
   const int workers = static_cast<int>(std::min<size_t>(options_.threads, std::max<size_t>(plan.live.size(), 1)));
-  std::vector<Scratch> scratch(workers);
+  std::vector<std::unique_ptr<Scratch>> scratch = TakeScratch(workers);
   std::vector<std::vector<ResidentMatch>> found(workers);
   std::vector<Status> errors(workers);
   ParallelFor(workers, plan.live.size(), [&](int w, size_t i) {
     if (!errors[w].ok()) return;
     const uint32_t page = plan.live[i];
-    errors[w] = ProbeResident(page, *batch[page].signature, threshold, &scratch[w], &found[w]);
+    errors[w] = ProbeResident(page, *batch[page].signature, threshold, scratch[w].get(), &found[w]);
   });
   for (int w = 0; w < workers; ++w) {
-    RETURN_IF_ERROR(errors[w]);
-    const CompareStats& s = scratch[w].stats;
+    if (!errors[w].ok()) {
+      ReturnScratch(std::move(scratch));
+      return errors[w];
+    }
+    const CompareStats& s = scratch[w]->stats;
     out->stats.postings_scanned += s.postings_scanned;
     out->stats.candidates += s.candidates;
     out->stats.positional_passed += s.positional_passed;
@@ -509,6 +534,7 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
     out->resident.insert(out->resident.end(), std::make_move_iterator(found[w].begin()),
                          std::make_move_iterator(found[w].end()));
   }
+  ReturnScratch(std::move(scratch));
   std::sort(out->resident.begin(), out->resident.end(), [](const ResidentMatch& a, const ResidentMatch& b) {
     return a.page != b.page ? a.page < b.page : a.url < b.url;
   });
