@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // app.exit prints the message (or the help); bad usage is exit code 2 for every subcommand.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   return exit_code;
 }
