@@ -124,7 +124,7 @@ void PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t
       const uint32_t b = Bucket(tokens[g + i]);
       begin[i] = offsets_[b];
       end[i] = offsets_[b + 1];
-      __builtin_prefetch(&postings_[begin[i]]);
+      __builtin_prefetch(postings_.data() + begin[i]);  // data(): postings_ may be empty
       if (overflow_count_ > 0) __builtin_prefetch(&overflow_[OverflowSlot(b)]);
     }
     for (size_t i = 0; i < n; ++i) {

@@ -126,6 +126,14 @@ TEST(PrefixIndex, RandomOperationsKeepEveryPosting) {
   }
 }
 
+// Regression: probing an index with no postings at all indexed an empty vector (UBSan).
+TEST(PrefixIndex, CollectOnAnEmptyIndex) {
+  PrefixIndex index(8);
+  std::vector<uint32_t> got;
+  index.Collect(std::vector<uint64_t>{1, 2, 3}, &got);
+  EXPECT_TRUE(got.empty());
+}
+
 TEST(PrefixIndex, BucketBitsGrowWithPostings) {
   EXPECT_EQ(PrefixIndex::BucketBitsFor(0), PrefixIndex::kMinBucketBits);
   EXPECT_GT(PrefixIndex::BucketBitsFor(40'000'000), PrefixIndex::BucketBitsFor(1'000'000));
