@@ -53,7 +53,7 @@ struct Tier2Args {
   uint32_t batch = 1000;
   int batches = 10;
   int brute_pages = 20;
-  uint32_t prefix_overlap = 2;
+  uint32_t prefix_overlap = 0;  // 0 = the configuration's tier2.prefix_overlap
   bool growth = false;
   std::string csv;
   std::string report;
@@ -171,14 +171,14 @@ int Tier2Bench::Run() {
     spdlog::error("bench tier2: {}", s.ToString());
     return 1;
   }
-  shard_options_.path = a_.workdir + "/shard";
+  // The configuration's tier2 section, with the index cut for the benchmark's threshold.
+  shard_options_ = tier2::ShardOptionsFromConfig(r_.config, a_.workdir + "/shard");
   fs::remove_all(shard_options_.path, ec);
   shard_options_.dims = static_cast<uint32_t>(r_.signer.dims);
   shard_options_.shingle_k = static_cast<uint32_t>(r_.signer.k);
   shard_options_.min_threshold = r_.threshold;
-  shard_options_.prefix_overlap = a_.prefix_overlap;
-  shard_options_.max_batch_pages = std::max<uint32_t>(a_.batch, 1);
-  shard_options_.sync = true;
+  if (a_.prefix_overlap > 0) shard_options_.prefix_overlap = a_.prefix_overlap;
+  shard_options_.max_batch_pages = std::max(shard_options_.max_batch_pages, a_.batch);
   shard_options_.expected_pages = a_.resident;
   auto opened = tier2::Shard::Open(shard_options_);
   if (!opened.ok()) { spdlog::error("bench tier2: {}", opened.status().ToString()); return 1; }
@@ -297,7 +297,7 @@ int Tier2Bench::Run() {
   const tier2::ShardStats rst = (*reopened)->Stats();
 
   std::printf("tier2 bench: threshold %.2f, %llu resident pages, batches of %u, prefix overlap c=%u, 1 thread\n",
-              r_.threshold, static_cast<unsigned long long>(resident), a_.batch, a_.prefix_overlap);
+              r_.threshold, static_cast<unsigned long long>(resident), a_.batch, shard_options_.prefix_overlap);
   std::printf("  load: %llu pages in %.1f s (compare %.1f s, apply %.1f s)\n",
               static_cast<unsigned long long>(resident), load_s, load_compare, load_apply);
   std::printf("  new pages against the full collection (%llu pages in %d batches):\n",
@@ -347,7 +347,7 @@ int Tier2Bench::Run() {
     AppendJsonField(&j, "threshold", r_.threshold);
     AppendJsonField(&j, "resident_pages", static_cast<double>(resident));
     AppendJsonField(&j, "batch", static_cast<double>(a_.batch));
-    AppendJsonField(&j, "prefix_overlap", static_cast<double>(a_.prefix_overlap));
+    AppendJsonField(&j, "prefix_overlap", static_cast<double>(shard_options_.prefix_overlap));
     AppendJsonField(&j, "compare_pages_per_second", pages / compare_s);
     AppendJsonField(&j, "apply_pages_per_second", pages / apply_s);
     AppendJsonField(&j, "candidates_per_page", sum.candidates * per);
@@ -380,7 +380,7 @@ void AddBenchTier2(CLI::App* bench, int* exit_code) {
   cmd->add_option("--batches", a->batches, "timed batches")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--brute-pages", a->brute_pages, "pages of the first timed batch also compared by brute force")
       ->capture_default_str();
-  cmd->add_option("--prefix-overlap", a->prefix_overlap, "c of the l-prefix filter")->capture_default_str()
+  cmd->add_option("--prefix-overlap", a->prefix_overlap, "c of the l-prefix filter (default: the config's)")
       ->check(CLI::Range(1, 64));
   cmd->add_flag("--growth", a->growth, "time the next 1% incrementally vs from scratch at 10k, 20k, 50k, ...");
   cmd->add_option("--csv", a->csv, "write the growth rows as CSV");

@@ -30,6 +30,7 @@ StatusOr<ResolvedOptions> ResolveShared(const SharedOptions& o) {
   if (r.reader.max_line_bytes < 1024) return InvalidArgument("--max-line-bytes must be at least 1024");
   r.threads = o.threads.value_or(static_cast<int>(cfg.baseline().threads()));
   if (r.threads < 0) return InvalidArgument("--threads must be >= 0");
+  r.config = cfg;
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include "common/crawl_reader.h"
 #include "common/signature.h"
 #include "common/status.h"
+#include "proto/config.pb.h"
 
 namespace neardup::cli {
 
@@ -25,6 +26,7 @@ struct ResolvedOptions {
   SignerOptions signer;
   CrawlReaderOptions reader;
   int threads;
+  pb::NeardupConfig config;  // the whole file, defaults filled in (before the overrides above)
 };
 
 void AddSharedOptions(CLI::App* cmd, SharedOptions* o);

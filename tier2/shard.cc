@@ -71,6 +71,22 @@ void ParallelFor(int threads, size_t n, F&& f) {
 
 }  // namespace
 
+ShardOptions ShardOptionsFromConfig(const pb::NeardupConfig& config, const std::string& path) {
+  const pb::Tier2Config& t = config.tier2();
+  ShardOptions o;
+  o.path = path;
+  o.dims = config.shingle().dims();
+  o.shingle_k = config.shingle().k();
+  o.min_threshold = t.min_threshold();
+  o.prefix_overlap = t.prefix_overlap();
+  o.max_batch_pages = t.max_batch_pages();
+  o.sync = t.sync();
+  o.cache_bytes = static_cast<uint64_t>(t.cache_mib()) << 20;
+  o.order_sample_pages = t.order_sample_pages();
+  o.frequent_min_pages = t.frequent_min_pages();
+  return o;
+}
+
 double ShardStats::ram_bytes_per_page() const {
   return resident_pages == 0 ? 0 : static_cast<double>(index_bytes + page_table_bytes) / resident_pages;
 }

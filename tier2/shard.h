@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "proto/config.pb.h"
 #include "proto/neardup.pb.h"
 
 namespace neardup::tier2 {
@@ -67,6 +68,9 @@ struct ShardOptions {
   uint64_t order_sample_pages = 20000;
   uint32_t frequent_min_pages = 4;
 };
+
+// Shard options from the configuration's tier2 and shingle sections, for the store at `path`.
+ShardOptions ShardOptionsFromConfig(const pb::NeardupConfig& config, const std::string& path);
 
 // One page of a batch: its signature (not owned; must outlive the call) and whether this shard is
 // its home (Apply stores only home pages; CompareBatch compares every page).
