@@ -49,7 +49,6 @@ uint64_t StatusField(const char* name) {
 }  // namespace
 
 uint64_t PeakRssBytes() { return StatusField("VmHWM:"); }
-uint64_t CurrentRssBytes() { return StatusField("VmRSS:"); }
 uint64_t AnonRssBytes() { return StatusField("RssAnon:"); }
 
 bool SetLogLevel(const std::string& name) {

@@ -35,8 +35,6 @@ class Progress {
 
 // Peak resident set size of this process in bytes (VmHWM), or 0 if unknown.
 uint64_t PeakRssBytes();
-// Current resident set size of this process in bytes (VmRSS), or 0 if unknown.
-uint64_t CurrentRssBytes();
 // Anonymous resident memory (RssAnon): the heap, without file pages mapped from the page cache
 // (LevelDB maps its table files, and pages read through them count in VmRSS).
 uint64_t AnonRssBytes();

@@ -35,10 +35,12 @@ std::string SlotKey(char prefix, uint32_t slot) {
   k[4] = static_cast<char>(slot);
   return k;
 }
-uint32_t SlotOfKey(const leveldb::Slice& k) {
-  const auto* p = reinterpret_cast<const unsigned char*>(k.data());
-  return static_cast<uint32_t>(p[1]) << 24 | static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 8 | p[4];
+// A slot as 4 big-endian bytes at `p`.
+uint32_t DecodeSlot(const char* data) {
+  const auto* p = reinterpret_cast<const unsigned char*>(data);
+  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
 }
+uint32_t SlotOfKey(const leveldb::Slice& k) { return DecodeSlot(k.data() + 1); }
 std::string SlotValue(uint32_t slot) { return SlotKey('v', slot).substr(1); }
 std::string UrlKey(const std::string& url) { return "u" + url; }
 
@@ -137,6 +139,9 @@ class Shard::Impl {
     std::lock_guard lock(scratch_mu_);
     for (auto& x : s) scratch_pool_.push_back(std::move(x));
   }
+  // The URL's current slot, or kNoSlot when it is not resident.
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  Status LookupSlot(const std::string& url, uint32_t* slot) const;
   Status ProbeResident(uint32_t page, const pb::PageSignature& x, double t, Scratch* s,
                        std::vector<ResidentMatch>* out) const;
   void JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live, double t,
@@ -570,17 +575,6 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
   st.superseded = plan.superseded.size();
   std::unique_lock lock(mu_);
 
-  // Current slot of a URL (0xFFFFFFFF when absent), looked up once.
-  auto current = [&](const std::string& url, uint32_t* slot) -> Status {
-    std::string v;
-    leveldb::Status s = db_->Get(leveldb::ReadOptions(), UrlKey(url), &v);
-    if (s.IsNotFound()) { *slot = UINT32_MAX; return Status::Ok(); }
-    RETURN_IF_ERROR(FromLevelDb(s, "shard: " + options_.path + ": look up " + url));
-    if (v.size() != 4) return Corruption("shard: " + options_.path + ": bad slot record for " + url);
-    *slot = SlotOfKey(leveldb::Slice("u" + v));
-    return Status::Ok();
-  };
-
   leveldb::WriteBatch wb;
   std::vector<uint32_t> freed;                 // slots whose page goes away
   std::vector<std::pair<uint32_t, uint32_t>> added;  // (batch index, new slot)
@@ -602,8 +596,8 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
   for (size_t k = 0; k < store.size(); ++k) {
     const pb::PageSignature& sig = *batch[store[k]].signature;
     uint32_t old;
-    RETURN_IF_ERROR(current(sig.url(), &old));
-    if (old != UINT32_MAX) {
+    RETURN_IF_ERROR(LookupSlot(sig.url(), &old));
+    if (old != kNoSlot) {
       wb.Delete(SlotKey('s', old));
       wb.Delete(SlotKey('x', old));
       freed.push_back(old);
@@ -627,8 +621,8 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
   auto remove = [&](const std::string& url) -> Status {
     if (handled.count(url)) return Status::Ok();
     uint32_t old;
-    RETURN_IF_ERROR(current(url, &old));
-    if (old == UINT32_MAX) return Status::Ok();
+    RETURN_IF_ERROR(LookupSlot(url, &old));
+    if (old == kNoSlot) return Status::Ok();
     wb.Delete(SlotKey('s', old));
     wb.Delete(SlotKey('x', old));
     wb.Delete(UrlKey(url));
@@ -670,14 +664,25 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
   return Status::Ok();
 }
 
-StatusOr<pb::PageSignature> Shard::Impl::Get(const std::string& url) const {
-  std::shared_lock lock(mu_);
+Status Shard::Impl::LookupSlot(const std::string& url, uint32_t* slot) const {
   std::string v;
   leveldb::Status s = db_->Get(leveldb::ReadOptions(), UrlKey(url), &v);
-  if (s.IsNotFound()) return NotFound("shard: " + url + " is not resident in " + options_.path);
-  RETURN_IF_ERROR(FromLevelDb(s, "shard: look up " + url));
+  if (s.IsNotFound()) {
+    *slot = kNoSlot;
+    return Status::Ok();
+  }
+  RETURN_IF_ERROR(FromLevelDb(s, "shard: " + options_.path + ": look up " + url));
   if (v.size() != 4) return Corruption("shard: " + options_.path + ": bad slot record for " + url);
-  const uint32_t slot = SlotOfKey(leveldb::Slice("u" + v));
+  *slot = DecodeSlot(v.data());
+  return Status::Ok();
+}
+
+StatusOr<pb::PageSignature> Shard::Impl::Get(const std::string& url) const {
+  std::shared_lock lock(mu_);
+  uint32_t slot;
+  RETURN_IF_ERROR(LookupSlot(url, &slot));
+  if (slot == kNoSlot) return NotFound("shard: " + url + " is not resident in " + options_.path);
+  std::string v;
   RETURN_IF_ERROR(FromLevelDb(db_->Get(leveldb::ReadOptions(), SlotKey('s', slot), &v), "shard: read " + url));
   pb::PageSignature sig;
   if (!sig.ParseFromString(v)) return Corruption("shard: " + options_.path + ": bad signature record for " + url);

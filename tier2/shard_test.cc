@@ -164,14 +164,20 @@ void CheckExact(const ShardOptions& options, const std::vector<pb::PageSignature
   }
 }
 
+// CheckExact with the first `resident` pages of `all` resident and the rest as the batch.
+void CheckExactSplit(const ShardOptions& options, const std::vector<pb::PageSignature>& all, size_t resident,
+                     const std::vector<double>& thresholds) {
+  std::vector<pb::PageSignature> r(all.begin(), all.begin() + resident), b(all.begin() + resident, all.end());
+  CheckExact(options, r, b, thresholds);
+}
+
 const std::vector<double> kThresholds = {0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0};
 
 TEST(ShardExactness, MixedSizesAllThresholds) {
   for (uint32_t c : {1u, 2u, 4u}) {
     TempDir dir;
     auto all = Corpus(1, 700, {5, 20, 60, 150, 400}, 7, "http://m/");
-    std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 600), batch(all.begin() + 600, all.end());
-    CheckExact(Options(dir.str(), 0.5, c), resident, batch, kThresholds);
+    CheckExactSplit(Options(dir.str(), 0.5, c), all, 600, kThresholds);
   }
 }
 
@@ -184,8 +190,7 @@ TEST(ShardExactness, EqualLengthPages) {
     while (h.size() < 100) h.push_back(h.size() * 0x9E3779B97F4A7C15ull + 1);
     s = MakeSig(s.url(), h);
   }
-  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 400), batch(all.begin() + 400, all.end());
-  CheckExact(Options(dir.str()), resident, batch, kThresholds);
+  CheckExactSplit(Options(dir.str()), all, 400, kThresholds);
 }
 
 TEST(ShardExactness, TinyPages) {
@@ -198,8 +203,7 @@ TEST(ShardExactness, TinyPages) {
     for (auto& x : h) x = rng() % 6;
     s = MakeSig(s.url(), h);
   }
-  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 500), batch(all.begin() + 500, all.end());
-  CheckExact(Options(dir.str()), resident, batch, kThresholds);
+  CheckExactSplit(Options(dir.str()), all, 500, kThresholds);
 }
 
 TEST(ShardExactness, IdenticalPages) {
@@ -208,15 +212,13 @@ TEST(ShardExactness, IdenticalPages) {
   for (size_t i = 0; i < h.size(); ++i) h[i] = i * 7919 + 3;
   std::vector<pb::PageSignature> all;
   for (int i = 0; i < 120; ++i) all.push_back(MakeSig(Name("http://i/", i), h));
-  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 100), batch(all.begin() + 100, all.end());
-  CheckExact(Options(dir.str()), resident, batch, kThresholds);
+  CheckExactSplit(Options(dir.str()), all, 100, kThresholds);
 }
 
 TEST(ShardExactness, IndexCutForHighThreshold) {
   TempDir dir;
   auto all = Corpus(4, 500, {30, 200, 800}, 6, "http://h/");
-  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 420), batch(all.begin() + 420, all.end());
-  CheckExact(Options(dir.str(), 0.9, 3), resident, batch, {0.9, 0.93, 0.97, 1.0});
+  CheckExactSplit(Options(dir.str(), 0.9, 3), all, 420, {0.9, 0.93, 0.97, 1.0});
 }
 
 // Real page signatures: the synthetic generator's families, boilerplate and edits near 0.8/0.9.
@@ -239,8 +241,7 @@ TEST(ShardExactness, SignedTextPages) {
     signer.Sign(text, &f);
     all.push_back(ToProto(Name("http://s/", i), f, signer.options()));
   }
-  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 330), batch(all.begin() + 330, all.end());
-  CheckExact(Options(dir.str()), resident, batch, kThresholds);
+  CheckExactSplit(Options(dir.str()), all, 330, kThresholds);
 }
 
 TEST(Shard, SurvivesRestartWithTheSameAnswers) {
