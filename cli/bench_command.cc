@@ -154,6 +154,7 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   route->callback([ra, exit_code] { *exit_code = BenchRoute(ra->map, ra->input, ra->records, ra->repeat); });
 
   AddBenchTier2(bench, exit_code);
+  AddBenchStatus(bench, exit_code);
 }
 
 }  // namespace neardup::cli

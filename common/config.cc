@@ -3,8 +3,10 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace neardup {
 namespace {
@@ -29,13 +31,111 @@ class Collector : public google::protobuf::io::ErrorCollector {
 };
 
 // Position of `field` of `msg` in the parsed text, as "file:line:col", or just the file name.
+// For a repeated field, `index` picks the element (its own position when the parser recorded one,
+// else the field's first element).
 std::string Locate(const Collector& c, const std::string& name, const TextFormat::ParseInfoTree* tree,
-                   const google::protobuf::Message& msg, const char* field) {
+                   const google::protobuf::Message& msg, const char* field, int index = -1) {
   const auto* fd = msg.GetDescriptor()->FindFieldByName(field);
   if (tree == nullptr || fd == nullptr) return name;
-  const auto loc = tree->GetLocation(fd, -1);
+  auto loc = tree->GetLocation(fd, fd->is_repeated() ? std::max(index, 0) : -1);
+  if (loc.line < 0 && fd->is_repeated() && index > 0) loc = tree->GetLocation(fd, 0);
   if (loc.line < 0) return name;
   return c.Where(loc.line, loc.column);
+}
+
+// The parse tree of `field` of the message `tree` describes (element `index` if repeated), or null.
+const TextFormat::ParseInfoTree* Nested(const TextFormat::ParseInfoTree* tree, const google::protobuf::Message& msg,
+                                        const char* field, int index = -1) {
+  const auto* fd = msg.GetDescriptor()->FindFieldByName(field);
+  if (tree == nullptr || fd == nullptr) return nullptr;
+  return tree->GetTreeForNested(fd, fd->is_repeated() ? std::max(index, 0) : -1);
+}
+
+std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
+
+// Range checks of the tier1 section; `tree` is its parse tree.
+Status CheckTier1(const Collector& collector, const std::string& name, const TextFormat::ParseInfoTree* tree,
+                  const pb::Tier1Config& t1) {
+  auto bad = [&](const char* field, const std::string& rule, const std::string& got, int index = -1) {
+    return InvalidArgument(Locate(collector, name, tree, t1, field, index) + ": tier1." + field + ": " + rule +
+                           " (got " + got + ")");
+  };
+  std::vector<int> seen;
+  for (int i = 0; i < t1.winner_rules_size(); ++i) {
+    const int r = t1.winner_rules(i);
+    const auto* value = pb::WinnerRule_descriptor()->FindValueByNumber(r);
+    const std::string got = value != nullptr ? value->name() : std::to_string(r);
+    if (r == pb::WINNER_RULE_UNSPECIFIED || !pb::WinnerRule_IsValid(r)) {
+      return bad("winner_rules", "must be one of POPULARITY, STATIC, SHORTER, MARKET", got, i);
+    }
+    if (std::find(seen.begin(), seen.end(), r) != seen.end()) {
+      return bad("winner_rules", "each rule at most once", got + " again", i);
+    }
+    seen.push_back(r);
+  }
+  const double b = t1.popularity_buckets_per_doubling();
+  if (t1.has_popularity_buckets_per_doubling() && !(b > 0 && b <= 1000)) {
+    return bad("popularity_buckets_per_doubling", "must be in (0, 1000]", std::to_string(b));
+  }
+  const double share = t1.repair_rejection_share();
+  if (t1.has_repair_rejection_share() && !(share > 0 && share <= 1)) {
+    return bad("repair_rejection_share", "must be in (0, 1]", std::to_string(share));
+  }
+  if (t1.has_repair_min_rejections() && t1.repair_min_rejections() < 1) {
+    return bad("repair_min_rejections", "must be at least 1", std::to_string(t1.repair_min_rejections()));
+  }
+  if (t1.has_repair_max_members() && t1.repair_max_members() < 2) {
+    return bad("repair_max_members", "must be at least 2", std::to_string(t1.repair_max_members()));
+  }
+  for (int i = 0; i < t1.market_suffix_size(); ++i) {
+    const pb::MarketSuffix& ms = t1.market_suffix(i);
+    const auto* ms_tree = Nested(tree, t1, "market_suffix", i);
+    // Inside an element: the subfield's position, else the element's.
+    auto bad_in = [&](const char* field, const std::string& rule, const std::string& got, int index = -1) {
+      std::string where = Locate(collector, name, ms_tree, ms, field, index);
+      if (where == name) where = Locate(collector, name, tree, t1, "market_suffix", i);
+      return InvalidArgument(where + ": tier1.market_suffix." + field + ": " + rule + " (got " + got + ")");
+    };
+    if (ms.market().empty()) return bad_in("market", "must not be empty", "\"\"");
+    for (int j = 0; j < i; ++j) {
+      if (t1.market_suffix(j).market() == ms.market()) {
+        return bad_in("market", "each market at most once", Quoted(ms.market()) + " again");
+      }
+    }
+    if (ms.suffix_size() == 0) return bad_in("suffix", "at least one suffix per market", "none");
+    for (int j = 0; j < ms.suffix_size(); ++j) {
+      const std::string& suffix = ms.suffix(j);
+      if (suffix.size() < 2 || suffix.front() != '.') {
+        return bad_in("suffix", "must start with \".\" and name a domain, e.g. \".co.uk\"", Quoted(suffix), j);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// Range checks of the pipeline section; `tree` is its parse tree.
+Status CheckPipeline(const Collector& collector, const std::string& name, const TextFormat::ParseInfoTree* tree,
+                     const pb::PipelineConfig& p) {
+  auto bad = [&](const char* field, const std::string& rule, const std::string& got) {
+    return InvalidArgument(Locate(collector, name, tree, p, field) + ": pipeline." + field + ": " + rule + " (got " +
+                           got + ")");
+  };
+  if (p.has_shards() && (p.shards() < 1 || p.shards() > 1024)) {
+    return bad("shards", "must be in 1..1024", std::to_string(p.shards()));
+  }
+  if (p.has_routing() && p.routing() != "exact" && p.routing() != "rho") {
+    return bad("routing", "must be \"exact\" or \"rho\"", Quoted(p.routing()));
+  }
+  if (p.has_rho() && !(p.rho() >= 1 && p.rho() <= 10)) {
+    return bad("rho", "must be in [1, 10]", std::to_string(p.rho()));
+  }
+  if (p.has_map_sample_rate() && !(p.map_sample_rate() > 0 && p.map_sample_rate() <= 1)) {
+    return bad("map_sample_rate", "must be in (0, 1]", std::to_string(p.map_sample_rate()));
+  }
+  if (p.has_cells_per_shard() && (p.cells_per_shard() < 1 || p.cells_per_shard() > 64)) {
+    return bad("cells_per_shard", "must be in 1..64", std::to_string(p.cells_per_shard()));
+  }
+  return Status::Ok();
 }
 
 void FillDefaults(pb::NeardupConfig* c) {
@@ -57,6 +157,23 @@ void FillDefaults(pb::NeardupConfig* c) {
   if (!t->has_cache_mib()) t->set_cache_mib(64);
   if (!t->has_order_sample_pages()) t->set_order_sample_pages(20000);
   if (!t->has_frequent_min_pages()) t->set_frequent_min_pages(4);
+  auto* t1 = c->mutable_tier1();
+  if (t1->winner_rules_size() == 0) {
+    for (const auto r : {pb::POPULARITY, pb::STATIC, pb::SHORTER, pb::MARKET}) t1->add_winner_rules(r);
+  }
+  if (!t1->has_popularity_buckets_per_doubling()) t1->set_popularity_buckets_per_doubling(4);
+  if (!t1->has_repair_rejection_share()) t1->set_repair_rejection_share(0.2);
+  if (!t1->has_repair_min_rejections()) t1->set_repair_min_rejections(2);
+  if (!t1->has_repair_max_members()) t1->set_repair_max_members(5000);
+  if (!t1->has_fast_path()) t1->set_fast_path(true);
+  if (!t1->has_sync()) t1->set_sync(true);
+  if (!t1->has_cache_mib()) t1->set_cache_mib(32);
+  auto* p = c->mutable_pipeline();
+  if (!p->has_shards()) p->set_shards(4);
+  if (!p->has_routing()) p->set_routing("exact");
+  if (!p->has_rho()) p->set_rho(1.0);
+  if (!p->has_map_sample_rate()) p->set_map_sample_rate(0.05);
+  if (!p->has_cells_per_shard()) p->set_cells_per_shard(6);
 }
 
 }  // namespace
@@ -129,6 +246,14 @@ StatusOr<pb::NeardupConfig> ParseConfig(std::string_view text, const std::string
     if (t2.has_frequent_min_pages() && t2.frequent_min_pages() < 1) {
       return bad("frequent_min_pages", "must be at least 1", std::to_string(t2.frequent_min_pages()));
     }
+  }
+  if (cfg.has_tier1()) {
+    const auto* tree = info.GetTreeForNested(cfg.GetDescriptor()->FindFieldByName("tier1"), -1);
+    if (Status st = CheckTier1(collector, name, tree, cfg.tier1()); !st.ok()) return st;
+  }
+  if (cfg.has_pipeline()) {
+    const auto* tree = info.GetTreeForNested(cfg.GetDescriptor()->FindFieldByName("pipeline"), -1);
+    if (Status st = CheckPipeline(collector, name, tree, cfg.pipeline()); !st.ok()) return st;
   }
   FillDefaults(&cfg);
   return cfg;

@@ -47,6 +47,148 @@ TEST(Config, Tier2DefaultsAndRanges) {
   EXPECT_FALSE(ParseConfig("tier2 { batch_millis: 0 }", "m").ok());
 }
 
+TEST(Config, Tier1AndPipelineDefaults) {
+  auto c = ParseConfig("", "empty");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const pb::Tier1Config& t1 = c->tier1();
+  ASSERT_EQ(t1.winner_rules_size(), 4);
+  EXPECT_EQ(t1.winner_rules(0), pb::POPULARITY);
+  EXPECT_EQ(t1.winner_rules(1), pb::STATIC);
+  EXPECT_EQ(t1.winner_rules(2), pb::SHORTER);
+  EXPECT_EQ(t1.winner_rules(3), pb::MARKET);
+  EXPECT_DOUBLE_EQ(t1.popularity_buckets_per_doubling(), 4);
+  EXPECT_EQ(t1.market_suffix_size(), 0);
+  EXPECT_DOUBLE_EQ(t1.repair_rejection_share(), 0.2);
+  EXPECT_EQ(t1.repair_min_rejections(), 2u);
+  EXPECT_EQ(t1.repair_max_members(), 5000u);
+  EXPECT_TRUE(t1.fast_path());
+  EXPECT_TRUE(t1.sync());
+  EXPECT_EQ(t1.cache_mib(), 32u);
+  const pb::PipelineConfig& p = c->pipeline();
+  EXPECT_EQ(p.shards(), 4u);
+  EXPECT_EQ(p.routing(), "exact");
+  EXPECT_DOUBLE_EQ(p.rho(), 1.0);
+  EXPECT_DOUBLE_EQ(p.map_sample_rate(), 0.05);
+  EXPECT_EQ(p.cells_per_shard(), 6u);
+  EXPECT_EQ(DefaultConfig().SerializeAsString(), c->SerializeAsString());
+}
+
+TEST(Config, Tier1AndPipelineValuesAreKept) {
+  auto c = ParseConfig(
+      "tier1 {\n"
+      "  winner_rules: [SHORTER, POPULARITY]\n"
+      "  popularity_buckets_per_doubling: 1000\n"
+      "  market_suffix { market: \"uk\" suffix: [\".co.uk\", \".ac.uk\"] }\n"
+      "  market_suffix { market: \"gb\" suffix: \".uk\" }\n"
+      "  repair_rejection_share: 1\n"
+      "  repair_min_rejections: 1\n"
+      "  repair_max_members: 2\n"
+      "  fast_path: false\n"
+      "  sync: false\n"
+      "  cache_mib: 0\n"
+      "}\n"
+      "pipeline { shards: 1024 routing: \"rho\" rho: 10 map_sample_rate: 1 cells_per_shard: 64 }\n",
+      "v");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const pb::Tier1Config& t1 = c->tier1();
+  ASSERT_EQ(t1.winner_rules_size(), 2);  // rules left out stay out
+  EXPECT_EQ(t1.winner_rules(0), pb::SHORTER);
+  EXPECT_EQ(t1.winner_rules(1), pb::POPULARITY);
+  EXPECT_DOUBLE_EQ(t1.popularity_buckets_per_doubling(), 1000);
+  ASSERT_EQ(t1.market_suffix_size(), 2);
+  EXPECT_EQ(t1.market_suffix(0).suffix_size(), 2);
+  EXPECT_DOUBLE_EQ(t1.repair_rejection_share(), 1);
+  EXPECT_EQ(t1.repair_max_members(), 2u);
+  EXPECT_FALSE(t1.fast_path());
+  EXPECT_FALSE(t1.sync());
+  EXPECT_EQ(t1.cache_mib(), 0u);
+  EXPECT_EQ(c->pipeline().shards(), 1024u);
+  EXPECT_EQ(c->pipeline().routing(), "rho");
+  EXPECT_DOUBLE_EQ(c->pipeline().rho(), 10);
+  EXPECT_EQ(c->pipeline().cells_per_shard(), 64u);
+}
+
+TEST(Config, Tier1RangesNameTheFieldAndItsPosition) {
+  auto c = ParseConfig("tier1 {\n  repair_min_rejections: 3\n  repair_rejection_share: 1.5\n}\n", "t.textproto");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.status().message(), "t.textproto:3:3: tier1.repair_rejection_share: must be in (0, 1] (got 1.500000)");
+  c = ParseConfig("tier1 { repair_rejection_share: 0 }", "t");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("t:1:9: tier1.repair_rejection_share"));
+  c = ParseConfig("tier1 { popularity_buckets_per_doubling: 1001 }", "t");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("t:1:9: tier1.popularity_buckets_per_doubling"));
+  EXPECT_FALSE(ParseConfig("tier1 { popularity_buckets_per_doubling: 0 }", "t").ok());
+  EXPECT_FALSE(ParseConfig("tier1 { popularity_buckets_per_doubling: -1 }", "t").ok());
+  c = ParseConfig("tier1 { repair_min_rejections: 0 }", "t");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("t:1:9: tier1.repair_min_rejections"));
+  c = ParseConfig("tier1 {\n  repair_max_members: 1\n}", "t");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("t:2:3: tier1.repair_max_members: must be at least 2"));
+}
+
+TEST(Config, WinnerRulesAreCheckedElementByElement) {
+  // A repeated rule is reported where it is repeated.
+  auto c = ParseConfig("tier1 {\n  winner_rules: POPULARITY\n  winner_rules: STATIC\n  winner_rules: POPULARITY\n}\n", "w");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "w:4:3: tier1.winner_rules: each rule at most once (got POPULARITY again)");
+  c = ParseConfig("tier1 {\n  winner_rules: SHORTER\n  winner_rules: WINNER_RULE_UNSPECIFIED\n}\n", "w");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("w:3:3: tier1.winner_rules:"));
+  EXPECT_THAT(c.status().message(), HasSubstr("WINNER_RULE_UNSPECIFIED"));
+  // In list syntax the parser records one position, the field's.
+  c = ParseConfig("tier1 {\n  winner_rules: [MARKET, STATIC, MARKET]\n}\n", "w");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("w:2:3: tier1.winner_rules: each rule at most once"));
+  c = ParseConfig("tier1 { winner_rules: 9 }", "w");  // proto3 enums accept unknown numbers
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("w:1:9: tier1.winner_rules:"));
+}
+
+TEST(Config, MarketSuffixesAreChecked) {
+  auto c = ParseConfig(
+      "tier1 {\n"
+      "  market_suffix { market: \"uk\" suffix: \".uk\" }\n"
+      "  market_suffix { market: \"uk\" suffix: \".co.uk\" }\n"
+      "}\n",
+      "m");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "m:3:19: tier1.market_suffix.market: each market at most once (got \"uk\" again)");
+  c = ParseConfig("tier1 {\n  market_suffix { market: \"uk\" suffix: \".uk\" suffix: \"co.uk\" }\n}\n", "m");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("m:2:46: tier1.market_suffix.suffix: must start with \".\""));
+  EXPECT_THAT(c.status().message(), HasSubstr("\"co.uk\""));
+  c = ParseConfig("tier1 {\n  market_suffix { suffix: \".uk\" }\n}\n", "m");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("m:2:3: tier1.market_suffix.market: must not be empty"));
+  c = ParseConfig("tier1 {\n  market_suffix { market: \"de\" }\n}\n", "m");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("m:2:3: tier1.market_suffix.suffix: at least one suffix"));
+  EXPECT_FALSE(ParseConfig("tier1 { market_suffix { market: \"de\" suffix: \".\" } }", "m").ok());
+}
+
+TEST(Config, PipelineRangesNameTheFieldAndItsPosition) {
+  auto c = ParseConfig("pipeline {\n  shards: 8\n  routing: \"box\"\n}\n", "p.textproto");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "p.textproto:3:3: pipeline.routing: must be \"exact\" or \"rho\" (got \"box\")");
+  c = ParseConfig("pipeline { shards: 0 }", "p");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("p:1:12: pipeline.shards: must be in 1..1024"));
+  EXPECT_FALSE(ParseConfig("pipeline { shards: 1025 }", "p").ok());
+  c = ParseConfig("pipeline { rho: 0.5 }", "p");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("p:1:12: pipeline.rho"));
+  EXPECT_FALSE(ParseConfig("pipeline { rho: 10.5 }", "p").ok());
+  EXPECT_FALSE(ParseConfig("pipeline { map_sample_rate: 0 }", "p").ok());
+  EXPECT_FALSE(ParseConfig("pipeline { map_sample_rate: 1.01 }", "p").ok());
+  c = ParseConfig("pipeline { cells_per_shard: 65 }", "p");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("pipeline.cells_per_shard"));
+  EXPECT_FALSE(ParseConfig("pipeline { cells_per_shard: 0 }", "p").ok());
+}
+
 TEST(Config, UnknownFieldNamesFileLineAndColumn) {
   auto c = ParseConfig("shingle {\n  k: 5\n  kk: 3\n}\n", "my.textproto");
   ASSERT_FALSE(c.ok());
@@ -84,6 +226,8 @@ TEST(Config, ShippedConfigsAreValid) {
   auto c = LoadConfig(std::string(NEARDUP_SOURCE_DIR) + "/configs/embedded.textproto");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->shingle().k(), 5u);
+  // The shipped file shows the defaults: loading it equals loading nothing.
+  EXPECT_EQ(c->SerializeAsString(), DefaultConfig().SerializeAsString());
 }
 
 TEST(Config, MissingFileIsAnIoError) {

@@ -99,7 +99,9 @@ class Shard::Impl {
 
   Status Open();
   Status CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const;
-  Status Apply(std::span<const ShardPage> batch, std::span<const std::string> removed, ApplyStats* stats);
+  Status Apply(std::span<const ShardPage> batch, std::span<const std::string> removed, ApplyStats* stats,
+               uint64_t sequence);
+  StatusOr<uint64_t> AppliedSequence() const;
   StatusOr<pb::PageSignature> Get(const std::string& url) const;
   ShardStats Stats() const;
   uint64_t DiskBytes() const;
@@ -566,7 +568,7 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
 }
 
 Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std::string> removed,
-                          ApplyStats* stats) {
+                          ApplyStats* stats, uint64_t sequence) {
   ApplyStats local;
   ApplyStats& st = stats ? *stats : local;
   st = ApplyStats{};
@@ -635,6 +637,11 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     if (batch[i].home) RETURN_IF_ERROR(remove(batch[i].signature->url()));
   }
   for (const std::string& url : removed) RETURN_IF_ERROR(remove(url));
+  if (sequence > 0) {
+    std::string seq(8, '\0');
+    for (int b = 0; b < 8; ++b) seq[static_cast<size_t>(b)] = static_cast<char>(sequence >> (56 - 8 * b));
+    wb.Put("q", seq);
+  }
 
   leveldb::WriteOptions wo;
   wo.sync = options_.sync;
@@ -724,8 +731,21 @@ StatusOr<std::unique_ptr<Shard>> Shard::Open(const ShardOptions& options) {
 Status Shard::CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const {
   return impl_->CompareBatch(batch, threshold, out);
 }
-Status Shard::Apply(std::span<const ShardPage> batch, std::span<const std::string> removed_urls, ApplyStats* stats) {
-  return impl_->Apply(batch, removed_urls, stats);
+Status Shard::Apply(std::span<const ShardPage> batch, std::span<const std::string> removed_urls, ApplyStats* stats,
+                    uint64_t sequence) {
+  return impl_->Apply(batch, removed_urls, stats, sequence);
+}
+StatusOr<uint64_t> Shard::AppliedSequence() const { return impl_->AppliedSequence(); }
+
+StatusOr<uint64_t> Shard::Impl::AppliedSequence() const {
+  std::string v;
+  leveldb::Status s = db_->Get(leveldb::ReadOptions(), "q", &v);
+  if (s.IsNotFound()) return uint64_t{0};
+  RETURN_IF_ERROR(FromLevelDb(s, "shard: read sequence in " + options_.path));
+  if (v.size() != 8) return Corruption("shard: " + options_.path + ": sequence record is not 8 bytes");
+  uint64_t seq = 0;
+  for (char c : v) seq = (seq << 8) | static_cast<uint8_t>(c);
+  return seq;
 }
 StatusOr<pb::PageSignature> Shard::Get(const std::string& url) const { return impl_->Get(url); }
 ShardStats Shard::Stats() const { return impl_->Stats(); }

@@ -155,8 +155,13 @@ class Shard {
   // here are not stored, and do not touch a resident version of their URL: when a page's home
   // moves to another shard, the caller removes it here with removed_urls. Errors: InvalidArgument for a bad batch; IoError when the write fails (the
   // in-memory index is then unchanged); ResourceExhausted when the shard would exceed 2^24 pages.
+  // `sequence` > 0 is stored with the write (AppliedSequence), so a caller that logs its batches
+  // elsewhere can tell after a crash whether this one reached the shard.
   Status Apply(std::span<const ShardPage> batch, std::span<const std::string> removed_urls,
-               ApplyStats* stats = nullptr);
+               ApplyStats* stats = nullptr, uint64_t sequence = 0);
+
+  // The largest `sequence` given to a successful Apply (0 if none). IoError when unreadable.
+  StatusOr<uint64_t> AppliedSequence() const;
 
   // Reads a resident page's signature by URL. NotFound when the URL is not resident.
   StatusOr<pb::PageSignature> Get(const std::string& url) const;

@@ -1,0 +1,214 @@
+// neardup run | check | accuracy | bench status: the embedded two-tier pipeline and its tools.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "cli/commands.h"
+#include "cli/common_options.h"
+#include "common/progress.h"
+#include "experiments/accuracy.h"
+#include "partitioner/partition_map.h"
+#include "tier1/pipeline.h"
+#include "tier1/tier1.h"
+#include "tier2/shard.h"
+
+namespace neardup::cli {
+namespace {
+
+int Fail(const Status& s, int code = 1) {
+  spdlog::error("{}", s.message());
+  return code;
+}
+
+// Reads signatures from a stopped pipeline's shards (for status queries outside a run).
+class StoreSignatures : public tier1::SignatureSource {
+ public:
+  StoreSignatures(PartitionMap map, std::vector<std::unique_ptr<tier2::Shard>> shards)
+      : map_(std::move(map)), shards_(std::move(shards)) {}
+  StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t cell) override {
+    if (cell >= map_.cells()) return NotFound("cell out of range");
+    return shards_[map_.MachineOf(cell)]->Get(url);
+  }
+
+ private:
+  PartitionMap map_;
+  std::vector<std::unique_ptr<tier2::Shard>> shards_;
+};
+
+StatusOr<std::unique_ptr<StoreSignatures>> OpenShards(const std::string& dir, const pb::NeardupConfig& cfg) {
+  ASSIGN_OR_RETURN(PartitionMap map, PartitionMap::Load(dir + "/map.pb"));
+  std::vector<std::unique_ptr<tier2::Shard>> shards;
+  for (uint32_t m = 0; m < map.machines(); ++m) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/shard-%03u", m);
+    ASSIGN_OR_RETURN(auto shard, tier2::Shard::Open(tier2::ShardOptionsFromConfig(cfg, dir + name)));
+    shards.push_back(std::move(shard));
+  }
+  return std::make_unique<StoreSignatures>(std::move(map), std::move(shards));
+}
+
+void RegisterRunCommand(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand("run", "Replay a crawl through Tier 1 and P Tier 2 shards in one process: groups, winners, statuses");
+  struct Args {
+    std::string input, out, status_out, store, map;
+    std::optional<uint32_t> batch, shards;
+    std::optional<std::string> routing;
+    uint64_t max_records = 0;
+    SharedOptions shared;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--input", a->input, "crawl JSON Lines")->required();
+  cmd->add_option("--out", a->out, "write every page with its group, winner and status here (JSON Lines)");
+  cmd->add_option("--status-out", a->status_out, "write each page's status after its batch commits (JSON Lines)");
+  cmd->add_option("--store", a->store, "store directory (kept; a run on an existing store resumes); default: temporary");
+  cmd->add_option("--map", a->map, "partition map to use when the store has none (default: built from a sample)");
+  cmd->add_option("--batch", a->batch, "pages per batch (default tier2.batch_pages)");
+  cmd->add_option("--shards", a->shards, "Tier 2 shards (default pipeline.shards)");
+  cmd->add_option("--routing", a->routing, "exact or rho (default pipeline.routing)");
+  cmd->add_option("--max-records", a->max_records, "stop after this many input records (0 = all)");
+  AddSharedOptions(cmd, &a->shared);
+  cmd->callback([a, exit_code] {
+    auto opts = ResolveShared(a->shared);
+    if (!opts.ok()) { *exit_code = Fail(opts.status(), 2); return; }
+    tier1::PipelineOptions o;
+    o.input = a->input;
+    o.groups_out = a->out;
+    o.status_out = a->status_out;
+    o.store = a->store;
+    o.map = a->map;
+    o.config = opts->config;
+    o.threshold = opts->threshold;
+    o.signer = opts->signer;
+    o.reader = opts->reader;
+    o.threads = opts->threads;
+    o.max_records = a->max_records;
+    o.batch_pages = a->batch.value_or(o.config.tier2().batch_pages());
+    if (a->shards) {
+      if (*a->shards < 1 || *a->shards > 1024) { *exit_code = Fail(InvalidArgument("--shards must be in 1..1024"), 2); return; }
+      o.config.mutable_pipeline()->set_shards(*a->shards);
+    }
+    if (a->routing) {
+      if (*a->routing != "exact" && *a->routing != "rho") { *exit_code = Fail(InvalidArgument("--routing must be exact or rho"), 2); return; }
+      o.config.mutable_pipeline()->set_routing(*a->routing);
+    }
+    if (o.batch_pages < 1 || o.batch_pages > o.config.tier2().max_batch_pages()) {
+      *exit_code = Fail(InvalidArgument("--batch must be in 1..tier2.max_batch_pages"), 2);
+      return;
+    }
+    auto s = tier1::RunPipeline(o);
+    if (!s.ok()) { *exit_code = Fail(s.status()); return; }
+    std::fputs(tier1::FormatSummary(*s).c_str(), stdout);
+  });
+}
+
+void RegisterCheckCommand(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand("check", "Check the invariants of a run's group store");
+  auto store = std::make_shared<std::string>();
+  cmd->add_option("--store", *store, "store directory of neardup run")->required();
+  cmd->callback([store, exit_code] {
+    if (!std::filesystem::exists(*store + "/tier1")) {
+      *exit_code = Fail(NotFound("no group store in " + *store + " (expected " + *store + "/tier1)"), 2);
+      return;
+    }
+    tier1::GroupStore::Options go;
+    go.path = *store + "/tier1";
+    auto gs = tier1::GroupStore::Open(go);
+    if (!gs.ok()) { *exit_code = Fail(gs.status()); return; }
+    tier1::CheckReport r;
+    if (Status s = tier1::CheckStore(**gs, &r); !s.ok()) { *exit_code = Fail(s); return; }
+    std::printf("pages %llu, groups %llu (%llu with 2+ members), member cells %llu, redirects %llu, redirect cycles %llu\n",
+                (unsigned long long)r.pages, (unsigned long long)r.groups, (unsigned long long)r.multi_groups,
+                (unsigned long long)r.members, (unsigned long long)r.redirects, (unsigned long long)r.redirect_cycles);
+    for (const std::string& v : r.violations) std::printf("violation: %s\n", v.c_str());
+    std::printf("%llu violations\n", (unsigned long long)r.violation_count);
+    *exit_code = r.violation_count == 0 ? 0 : 1;
+  });
+}
+
+void RegisterAccuracyCommand(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand("accuracy", "REP and RER of a run's groups against the exact baseline's groups");
+  struct Args { std::string system, baseline; };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--groups", a->system, "groups of neardup run --out")->required();
+  cmd->add_option("--baseline", a->baseline, "groups of neardup baseline --groups")->required();
+  cmd->callback([a, exit_code] {
+    auto sys = ReadGroupsJsonl(a->system);
+    if (!sys.ok()) { *exit_code = Fail(sys.status()); return; }
+    auto base = ReadGroupsJsonl(a->baseline);
+    if (!base.ok()) { *exit_code = Fail(base.status()); return; }
+    const GroupingAccuracy r = CompareGroupings(*sys, *base);
+    std::printf("{\"pages\":%llu,\"only_system\":%llu,\"only_baseline\":%llu,\"system_pairs\":%llu,"
+                "\"baseline_pairs\":%llu,\"common_pairs\":%llu,\"rep\":%.6f,\"rer\":%.6f}\n",
+                (unsigned long long)r.pages, (unsigned long long)r.only_system, (unsigned long long)r.only_baseline,
+                (unsigned long long)r.system_pairs, (unsigned long long)r.baseline_pairs,
+                (unsigned long long)r.common_pairs, r.rep(), r.rer());
+  });
+}
+
+}  // namespace
+
+void RegisterRun(CLI::App& app, int* exit_code) {
+  RegisterRunCommand(app, exit_code);
+  RegisterCheckCommand(app, exit_code);
+  RegisterAccuracyCommand(app, exit_code);
+}
+
+void AddBenchStatus(CLI::App* bench, int* exit_code) {
+  auto* cmd = bench->add_subcommand("status", "Status queries per second from a warm group store (in-process, one thread)");
+  struct Args {
+    std::string store, config;
+    uint64_t queries = 1000000;
+    double threshold = 0.9;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--store", a->store, "store directory of neardup run")->required();
+  cmd->add_option("--queries", a->queries, "queries to time")->capture_default_str();
+  cmd->add_option("--threshold", a->threshold, "the run's threshold")->capture_default_str();
+  cmd->add_option("--config", a->config, "the run's configuration");
+  cmd->callback([a, exit_code] {
+    SharedOptions so;
+    so.config = a->config;
+    auto opts = ResolveShared(so);
+    if (!opts.ok()) { *exit_code = Fail(opts.status(), 2); return; }
+    tier1::GroupStore::Options go;
+    go.path = a->store + "/tier1";
+    go.cache_bytes = 256ull << 20;
+    auto gs = tier1::GroupStore::Open(go);
+    if (!gs.ok()) { *exit_code = Fail(gs.status()); return; }
+    auto source = OpenShards(a->store, opts->config);
+    if (!source.ok()) { *exit_code = Fail(source.status()); return; }
+    std::vector<std::string> urls;
+    Status s = (*gs)->rows().ScanFamily((*gs)->page_family(), [&](std::string_view url, std::string_view, std::string_view) {
+      urls.emplace_back(url);
+      return true;
+    });
+    if (!s.ok() || urls.empty()) { *exit_code = Fail(s.ok() ? NotFound("the store has no pages") : s); return; }
+    tier1::Tier1 t1(gs->get(), source->get(), tier1::Tier1OptionsFromConfig(opts->config.tier1(), a->threshold));
+    std::mt19937_64 rng(7);
+    std::vector<uint32_t> order(a->queries);
+    for (auto& i : order) i = static_cast<uint32_t>(rng() % urls.size());
+    tier1::StatusAnswer ans;
+    uint64_t counts[5] = {0, 0, 0, 0, 0};
+    // Warm-up: one pass over every page fills the caches and the verification results.
+    for (const std::string& u : urls) {
+      if (Status q = t1.Query(u, nullptr, &ans); !q.ok()) { *exit_code = Fail(q); return; }
+    }
+    if (Status f = t1.Flush(); !f.ok()) { *exit_code = Fail(f); return; }
+    const auto t0 = std::chrono::steady_clock::now();
+    for (uint32_t i : order) {
+      if (Status q = t1.Query(urls[i], nullptr, &ans); !q.ok()) { *exit_code = Fail(q); return; }
+      ++counts[ans.status];
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("{\"pages\":%zu,\"queries\":%llu,\"seconds\":%.3f,\"queries_per_second\":%.0f,\"unknown\":%llu,"
+                "\"pending\":%llu,\"unique\":%llu,\"winner\":%llu,\"duplicate\":%llu}\n",
+                urls.size(), (unsigned long long)a->queries, secs, static_cast<double>(a->queries) / secs,
+                (unsigned long long)counts[0], (unsigned long long)counts[1], (unsigned long long)counts[2],
+                (unsigned long long)counts[3], (unsigned long long)counts[4]);
+  });
+}
+
+}  // namespace neardup::cli

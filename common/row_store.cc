@@ -1,0 +1,500 @@
+#include "common/row_store.h"
+
+#include <leveldb/cache.h>
+#include <leveldb/db.h>
+#include <leveldb/env.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/iterator.h>
+#include <leveldb/options.h>
+#include <leveldb/write_batch.h>
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <utility>
+
+namespace neardup {
+namespace {
+
+constexpr size_t kMaxFamilies = 250;
+constexpr char kFamiliesKey = '\xFE';
+constexpr char kCounterPrefix = '\xFF';
+constexpr char kTagPlain = 0;
+constexpr char kTagExpiring = 1;
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+constexpr size_t kPurgeDeletesPerBatch = 10'000;
+constexpr size_t kPurgeVisitsPerBatch = 100'000;  // bounds how long one purge step blocks writers
+
+leveldb::Slice ToSlice(std::string_view s) { return leveldb::Slice(s.data(), s.size()); }
+std::string_view ToView(const leveldb::Slice& s) { return std::string_view(s.data(), s.size()); }
+
+Status FromLevelDb(const leveldb::Status& s, std::string_view what, const std::string& path) {
+  if (s.ok()) return Status::Ok();
+  std::string m = "leveldb " + std::string(what) + " " + path + ": " + s.ToString();
+  if (s.IsNotFound()) return NotFound(std::move(m));
+  if (s.IsCorruption()) return Corruption(std::move(m));
+  return IoError(std::move(m));
+}
+
+void PutVarint32(std::string* dst, uint32_t v) {
+  while (v >= 0x80) {
+    dst->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  dst->push_back(static_cast<char>(v));
+}
+
+bool GetVarint32(std::string_view* in, uint32_t* v) {
+  uint32_t result = 0;
+  for (int shift = 0; shift <= 28 && !in->empty(); shift += 7) {
+    const auto byte = static_cast<uint8_t>(in->front());
+    in->remove_prefix(1);
+    result |= static_cast<uint32_t>(byte & 0x7F) << shift;
+    if (byte < 0x80) {
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+void PutBigEndian64(std::string* dst, int64_t value) {
+  auto v = static_cast<uint64_t>(value);
+  char buf[8];
+  for (int i = 7; i >= 0; --i, v >>= 8) buf[i] = static_cast<char>(v & 0xFF);
+  dst->append(buf, sizeof(buf));
+}
+
+int64_t GetBigEndian64(std::string_view in) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(in[i]);
+  return static_cast<int64_t>(v);
+}
+
+int64_t WrappingAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+// family id + varint32(row length) + row: the common prefix of the row's cell keys.
+void AppendRowPrefix(std::string* key, uint8_t family, std::string_view row) {
+  key->push_back(static_cast<char>(family));
+  PutVarint32(key, static_cast<uint32_t>(row.size()));
+  key->append(row);
+}
+
+// Splits a stored value into its expiry (kNever when it has none) and the cell's bytes.
+bool DecodeValue(std::string_view raw, int64_t* expiry, std::string_view* data) {
+  if (raw.empty()) return false;
+  if (raw[0] == kTagPlain) {
+    *expiry = kNever;
+    *data = raw.substr(1);
+    return true;
+  }
+  if (raw[0] != kTagExpiring || raw.size() < 9) return false;
+  *expiry = GetBigEndian64(raw.substr(1, 8));
+  *data = raw.substr(9);
+  return true;
+}
+
+// The row and column of a cell key, family byte included.
+bool DecodeKey(std::string_view key, std::string_view* row, std::string_view* column) {
+  key.remove_prefix(1);
+  uint32_t len = 0;
+  if (!GetVarint32(&key, &len) || len > key.size()) return false;
+  *row = key.substr(0, len);
+  *column = key.substr(len);
+  return true;
+}
+
+std::string EncodeFamilies(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) {
+    PutVarint32(&out, static_cast<uint32_t>(n.size()));
+    out += n;
+  }
+  return out;
+}
+
+bool DecodeFamilies(std::string_view in, std::vector<std::string>* names) {
+  while (!in.empty()) {
+    uint32_t len = 0;
+    if (!GetVarint32(&in, &len) || len == 0 || len > in.size()) return false;
+    names->emplace_back(in.substr(0, len));
+    in.remove_prefix(len);
+  }
+  return true;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+  return out + "]";
+}
+
+Status ValidateOptions(const RowStoreOptions& o) {
+  if (o.path.empty()) return InvalidArgument("RowStore: empty path");
+  if (o.families.empty()) return InvalidArgument("RowStore " + o.path + ": no families");
+  if (o.families.size() > kMaxFamilies) {
+    return InvalidArgument("RowStore " + o.path + ": " + std::to_string(o.families.size()) +
+                           " families, at most 250 allowed");
+  }
+  std::set<std::string_view> seen;
+  for (const std::string& f : o.families) {
+    if (f.empty()) return InvalidArgument("RowStore " + o.path + ": empty family name");
+    if (!seen.insert(f).second) return InvalidArgument("RowStore " + o.path + ": duplicate family \"" + f + "\"");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// ---- RowBatch ----
+
+void RowBatch::Put(uint8_t family, std::string_view row, std::string_view column, std::string_view value,
+                   int64_t ttl_millis) {
+  ops_.push_back(Op{false, family, std::string(row), std::string(column), std::string(value), ttl_millis});
+}
+
+void RowBatch::Delete(uint8_t family, std::string_view row, std::string_view column) {
+  ops_.push_back(Op{true, family, std::string(row), std::string(column), std::string(), 0});
+}
+
+void RowBatch::AddCounter(std::string_view name, int64_t delta) {
+  auto it = counters_.find(name);
+  if (it == counters_.end()) {
+    counters_.emplace(std::string(name), delta);
+  } else {
+    it->second = WrappingAdd(it->second, delta);
+  }
+}
+
+void RowBatch::Clear() {
+  ops_.clear();
+  counters_.clear();
+}
+
+// ---- RowStore::Impl ----
+
+class RowStore::Impl {
+ public:
+  using CounterMap = std::map<std::string, int64_t, std::less<>>;
+
+  explicit Impl(const RowStoreOptions& o)
+      : options(o),
+        clock(o.clock ? o.clock : SystemClock()),
+        cache(leveldb::NewLRUCache(o.cache_bytes)),
+        filter(leveldb::NewBloomFilterPolicy(10)) {}
+
+  Status Open();
+  Status CheckFamily(uint8_t family) const;
+  Status Get(uint8_t family, std::string_view row, std::string_view column, std::string* value) const;
+  // Calls fn(key, data) for every live cell whose key starts with prefix, until fn returns false.
+  template <typename Fn>
+  Status ScanPrefix(std::string_view prefix, bool fill_cache, Fn&& fn) const;
+  int64_t Counter(std::string_view name) const;
+  // Adds the counter deltas to wb and commits it; updates the in-memory counters on success only.
+  Status Commit(leveldb::WriteBatch* wb, const CounterMap& deltas);
+  StatusOr<uint64_t> PurgeExpired();
+  uint64_t DiskBytes() const;
+
+  const RowStoreOptions options;
+  const Clock* const clock;
+  std::map<std::string, uint8_t, std::less<>> family_ids;
+
+ private:
+  Status SyncFamilies();
+  Status LoadCounters();
+  // Deletes expired cells from *resume on, at most one WriteBatch's worth; *resume is cleared at the end.
+  Status PurgeStep(int64_t now, std::string* resume, uint64_t* deleted);
+  leveldb::WriteOptions WriteOptions() const {
+    leveldb::WriteOptions wo;
+    wo.sync = options.sync;
+    return wo;
+  }
+  leveldb::Env* Env() const { return options.env ? options.env : leveldb::Env::Default(); }
+
+  std::unique_ptr<leveldb::Cache> cache;
+  std::unique_ptr<const leveldb::FilterPolicy> filter;
+  std::unique_ptr<leveldb::DB> db;  // declared after cache and filter: closed before they are freed
+
+  std::mutex write_mu_;  // serialises Commit and PurgeExpired
+  // Written under write_mu_ and counters_mu_; read under either.
+  mutable std::shared_mutex counters_mu_;
+  CounterMap counters_;
+};
+
+Status RowStore::Impl::Open() {
+  for (size_t i = 0; i < options.families.size(); ++i) {
+    family_ids.emplace(options.families[i], static_cast<uint8_t>(i + 1));
+  }
+  leveldb::Options o;
+  o.create_if_missing = true;
+  o.compression = leveldb::kSnappyCompression;
+  o.block_cache = cache.get();
+  o.filter_policy = filter.get();
+  o.write_buffer_size = options.write_buffer_bytes;
+  if (options.env) o.env = options.env;
+  leveldb::DB* raw = nullptr;
+  RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(o, options.path, &raw), "open", options.path));
+  db.reset(raw);
+  RETURN_IF_ERROR(SyncFamilies());
+  return LoadCounters();
+}
+
+Status RowStore::Impl::SyncFamilies() {
+  const leveldb::Slice key(&kFamiliesKey, 1);
+  std::string raw;
+  std::vector<std::string> stored;
+  const leveldb::Status s = db->Get(leveldb::ReadOptions(), key, &raw);
+  if (s.ok()) {
+    if (!DecodeFamilies(raw, &stored)) return Corruption("RowStore " + options.path + ": unreadable family list");
+  } else if (!s.IsNotFound()) {
+    return FromLevelDb(s, "read family list of", options.path);
+  }
+  const std::vector<std::string>& wanted = options.families;
+  if (stored.size() > wanted.size() || !std::equal(stored.begin(), stored.end(), wanted.begin())) {
+    return FailedPrecondition("RowStore " + options.path + " holds families " + JoinNames(stored) +
+                              ", which are not a prefix of the requested " + JoinNames(wanted));
+  }
+  if (stored.size() == wanted.size()) return Status::Ok();
+  return FromLevelDb(db->Put(WriteOptions(), key, EncodeFamilies(wanted)), "write family list of", options.path);
+}
+
+Status RowStore::Impl::LoadCounters() {
+  const leveldb::Slice prefix(&kCounterPrefix, 1);
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    const std::string_view name = ToView(it->key()).substr(1);
+    if (it->value().size() != 8) {
+      return Corruption("RowStore " + options.path + ": counter \"" + std::string(name) + "\" holds " +
+                        std::to_string(it->value().size()) + " bytes, not 8");
+    }
+    counters_.emplace(std::string(name), GetBigEndian64(ToView(it->value())));
+  }
+  return FromLevelDb(it->status(), "read counters of", options.path);
+}
+
+Status RowStore::Impl::CheckFamily(uint8_t family) const {
+  if (family == 0 || family > options.families.size()) {
+    return InvalidArgument("RowStore " + options.path + ": unknown family id " + std::to_string(family));
+  }
+  return Status::Ok();
+}
+
+Status RowStore::Impl::Get(uint8_t family, std::string_view row, std::string_view column,
+                           std::string* value) const {
+  RETURN_IF_ERROR(CheckFamily(family));
+  thread_local std::string key;
+  thread_local std::string raw;
+  key.clear();
+  AppendRowPrefix(&key, family, row);
+  key.append(column);
+  const leveldb::Status s = db->Get(leveldb::ReadOptions(), key, &raw);
+  // Short message: NotFound is a hot path and stays within the small-string buffer.
+  if (s.IsNotFound()) return NotFound("no such cell");
+  RETURN_IF_ERROR(FromLevelDb(s, "get from", options.path));
+  int64_t expiry = 0;
+  std::string_view data;
+  if (!DecodeValue(raw, &expiry, &data)) return Corruption("RowStore " + options.path + ": malformed cell value");
+  if (clock->NowMillis() >= expiry) return NotFound("no such cell");
+  value->assign(data);
+  return Status::Ok();
+}
+
+template <typename Fn>
+Status RowStore::Impl::ScanPrefix(std::string_view prefix, bool fill_cache, Fn&& fn) const {
+  leveldb::ReadOptions ro;
+  ro.fill_cache = fill_cache;
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
+  const int64_t now = clock->NowMillis();
+  const leveldb::Slice p = ToSlice(prefix);
+  for (it->Seek(p); it->Valid() && it->key().starts_with(p); it->Next()) {
+    int64_t expiry = 0;
+    std::string_view data;
+    if (!DecodeValue(ToView(it->value()), &expiry, &data)) {
+      return Corruption("RowStore " + options.path + ": malformed cell value");
+    }
+    if (now >= expiry) continue;
+    if (!fn(ToView(it->key()), data)) return Status::Ok();
+  }
+  return FromLevelDb(it->status(), "scan", options.path);
+}
+
+int64_t RowStore::Impl::Counter(std::string_view name) const {
+  std::shared_lock lock(counters_mu_);
+  const auto it = counters_.find(name);
+  return it == counters_.end() ? 0 : it->second;
+}
+
+Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, const CounterMap& deltas) {
+  std::lock_guard write_lock(write_mu_);
+  std::vector<std::pair<const std::string*, int64_t>> updated;
+  updated.reserve(deltas.size());
+  std::string key, value;
+  for (const auto& [name, delta] : deltas) {
+    const auto it = counters_.find(name);  // no lock needed: only writers change counters_
+    const int64_t v = WrappingAdd(it == counters_.end() ? 0 : it->second, delta);
+    key.assign(1, kCounterPrefix).append(name);
+    value.clear();
+    PutBigEndian64(&value, v);
+    wb->Put(key, value);
+    updated.emplace_back(&name, v);
+  }
+  RETURN_IF_ERROR(FromLevelDb(db->Write(WriteOptions(), wb), "write", options.path));
+  if (updated.empty()) return Status::Ok();
+  std::unique_lock counters_lock(counters_mu_);
+  for (const auto& [name, v] : updated) counters_.insert_or_assign(*name, v);
+  return Status::Ok();
+}
+
+Status RowStore::Impl::PurgeStep(int64_t now, std::string* resume, uint64_t* deleted) {
+  // Holding write_mu_ keeps the iterator's view current, so a cell rewritten since it expired is never deleted.
+  std::lock_guard write_lock(write_mu_);
+  leveldb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
+  leveldb::WriteBatch wb;
+  size_t deletes = 0;
+  size_t visits = 0;
+  for (it->Seek(*resume); ; it->Next()) {
+    if (!it->Valid() || static_cast<uint8_t>(it->key()[0]) > options.families.size()) {
+      resume->clear();
+      break;
+    }
+    if (deletes == kPurgeDeletesPerBatch || visits == kPurgeVisitsPerBatch) {
+      resume->assign(it->key().data(), it->key().size());
+      break;
+    }
+    ++visits;
+    int64_t expiry = 0;
+    std::string_view data;
+    if (!DecodeValue(ToView(it->value()), &expiry, &data)) {
+      return Corruption("RowStore " + options.path + ": malformed cell value");
+    }
+    if (now >= expiry) {
+      wb.Delete(it->key());
+      ++deletes;
+    }
+  }
+  RETURN_IF_ERROR(FromLevelDb(it->status(), "scan", options.path));
+  if (deletes == 0) return Status::Ok();
+  RETURN_IF_ERROR(FromLevelDb(db->Write(WriteOptions(), &wb), "write", options.path));
+  *deleted += deletes;
+  return Status::Ok();
+}
+
+StatusOr<uint64_t> RowStore::Impl::PurgeExpired() {
+  const int64_t now = clock->NowMillis();
+  uint64_t deleted = 0;
+  std::string resume(1, '\x01');  // the first family's first key
+  while (!resume.empty()) RETURN_IF_ERROR(PurgeStep(now, &resume, &deleted));
+  return deleted;
+}
+
+uint64_t RowStore::Impl::DiskBytes() const {
+  // Through the Env rather than std::filesystem, so an injected (e.g. in-memory) Env is measured too.
+  std::vector<std::string> children;
+  if (!Env()->GetChildren(options.path, &children).ok()) return 0;
+  uint64_t total = 0;
+  for (const std::string& child : children) {
+    if (child == "." || child == "..") continue;
+    uint64_t size = 0;
+    if (Env()->GetFileSize(options.path + "/" + child, &size).ok()) total += size;
+  }
+  return total;
+}
+
+// ---- RowStore ----
+
+RowStore::RowStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RowStore::~RowStore() = default;
+
+StatusOr<std::unique_ptr<RowStore>> RowStore::Open(const RowStoreOptions& options) {
+  RETURN_IF_ERROR(ValidateOptions(options));
+  auto impl = std::make_unique<Impl>(options);
+  RETURN_IF_ERROR(impl->Open());
+  return std::unique_ptr<RowStore>(new RowStore(std::move(impl)));
+}
+
+RowStore::Family RowStore::family(std::string_view name) const {
+  const auto it = impl_->family_ids.find(name);
+  assert(it != impl_->family_ids.end() && "RowStore::family: unknown family name");
+  return it == impl_->family_ids.end() ? 0 : it->second;  // 0 is refused by every operation
+}
+
+Status RowStore::Get(Family family, std::string_view row, std::string_view column, std::string* value) const {
+  return impl_->Get(family, row, column, value);
+}
+
+Status RowStore::ScanRow(Family family, std::string_view row,
+                         const std::function<bool(std::string_view column, std::string_view value)>& fn) const {
+  RETURN_IF_ERROR(impl_->CheckFamily(family));
+  std::string prefix;
+  AppendRowPrefix(&prefix, family, row);
+  return impl_->ScanPrefix(prefix, /*fill_cache=*/true, [&](std::string_view key, std::string_view data) {
+    return fn(key.substr(prefix.size()), data);
+  });
+}
+
+Status RowStore::ScanFamily(
+    Family family,
+    const std::function<bool(std::string_view row, std::string_view column, std::string_view value)>& fn) const {
+  RETURN_IF_ERROR(impl_->CheckFamily(family));
+  const char prefix = static_cast<char>(family);
+  Status bad_key;
+  RETURN_IF_ERROR(impl_->ScanPrefix(std::string_view(&prefix, 1), /*fill_cache=*/false,
+                                    [&](std::string_view key, std::string_view data) {
+                                      std::string_view row, column;
+                                      if (!DecodeKey(key, &row, &column)) {
+                                        bad_key = Corruption("RowStore " + impl_->options.path + ": malformed key");
+                                        return false;
+                                      }
+                                      return fn(row, column, data);
+                                    }));
+  return bad_key;
+}
+
+int64_t RowStore::Counter(std::string_view name) const { return impl_->Counter(name); }
+
+Status RowStore::Write(const RowBatch& batch) {
+  if (batch.empty()) return Status::Ok();
+  const int64_t now = impl_->clock->NowMillis();
+  leveldb::WriteBatch wb;
+  std::string key, value;
+  for (const RowBatch::Op& op : batch.ops_) {
+    RETURN_IF_ERROR(impl_->CheckFamily(op.family));
+    if (op.row.size() > std::numeric_limits<uint32_t>::max()) {
+      return InvalidArgument("RowStore " + impl_->options.path + ": row longer than 4 GiB");
+    }
+    key.clear();
+    AppendRowPrefix(&key, op.family, op.row);
+    key += op.column;
+    if (op.is_delete) {
+      wb.Delete(key);
+      continue;
+    }
+    value.clear();
+    if (op.ttl_millis > 0) {
+      value.push_back(kTagExpiring);
+      int64_t expiry = 0;
+      if (__builtin_add_overflow(now, op.ttl_millis, &expiry)) expiry = kNever;
+      PutBigEndian64(&value, expiry);
+    } else {
+      value.push_back(kTagPlain);
+    }
+    value += op.value;
+    wb.Put(key, value);
+  }
+  return impl_->Commit(&wb, batch.counters_);
+}
+
+StatusOr<uint64_t> RowStore::PurgeExpired() { return impl_->PurgeExpired(); }
+
+uint64_t RowStore::DiskBytes() const { return impl_->DiskBytes(); }
+
+const RowStoreOptions& RowStore::options() const { return impl_->options; }
+
+}  // namespace neardup

@@ -1,0 +1,138 @@
+// RowStore: a small wide-row store on LevelDB, shared by Tier 1's duplicate groups and the email
+// module's clusters and unified threads.
+//
+// Data is addressed by (family, row, column): families are a fixed, named set given at open
+// (e.g. "page", "member", "meta"); rows and columns are arbitrary bytes. Each cell holds bytes
+// and may carry a time to live, measured with an injected Clock. Named 64-bit counters are kept
+// hot in memory and persisted with the writes that change them. A RowBatch collects puts,
+// deletes and counter increments over any rows and families and is applied atomically.
+//
+//   RowStoreOptions o;  o.path = "/data/groups";  o.families = {"page", "member", "meta"};
+//   ASSIGN_OR_RETURN(std::unique_ptr<RowStore> store, RowStore::Open(o));
+//   const RowStore::Family page = store->family("page");
+//   RowBatch b;
+//   b.Put(page, "http://a/", "", record_bytes);
+//   b.Put(page, "http://a/", "lease", "x", /*ttl_millis=*/60'000);
+//   b.AddCounter("pages", 1);
+//   RETURN_IF_ERROR(store->Write(&b));
+//   std::string v;  Status s = store->Get(page, "http://a/", "", &v);
+//
+// On-disk layout (one LevelDB database): key = family id (1 byte, 1..250) + varint32(row length) +
+// row + column; so the cells of a row are contiguous and sorted by column, and the rows of a family
+// are contiguous. Value = 1 tag byte (0: no expiry, 1: 8-byte big-endian expiry in ms follows) +
+// the cell's bytes. Counters live under family id 0xFF; the family names under 0xFE, and a store
+// opened with a different family list is refused (families may only be appended).
+//
+// Expired cells read as absent (Get returns NotFound, scans skip them); PurgeExpired() deletes them.
+//
+// Thread safety: Get, Scan*, Counter may run concurrently with each other and with Write. Writes
+// are serialised internally; a reader sees each RowBatch entirely or not at all (counters included).
+// The RowStore owns its LevelDB handle; one process opens a store at a time (IoError otherwise).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace leveldb {
+class Env;
+}
+
+namespace neardup {
+
+struct RowStoreOptions {
+  std::string path;                   // LevelDB directory; created when missing
+  std::vector<std::string> families;  // 1..250 distinct non-empty names; their order fixes their ids
+  bool sync = true;                   // fsync every Write
+  uint64_t cache_bytes = 32ull << 20; // LevelDB block cache
+  uint64_t write_buffer_bytes = 16ull << 20;
+  const Clock* clock = nullptr;       // null = SystemClock()
+  leveldb::Env* env = nullptr;        // null = LevelDB's default Env (tests inject a memory or faulty one)
+};
+
+class RowStore;
+
+// A set of changes applied atomically by RowStore::Write. Not thread-safe; cheap to reuse (Clear).
+class RowBatch {
+ public:
+  // Sets a cell. ttl_millis > 0: the cell expires ttl_millis after the Write (by the store's clock).
+  void Put(uint8_t family, std::string_view row, std::string_view column, std::string_view value,
+           int64_t ttl_millis = 0);
+  void Delete(uint8_t family, std::string_view row, std::string_view column);
+  // Adds delta to a named counter (created at 0).
+  void AddCounter(std::string_view name, int64_t delta);
+
+  size_t operations() const { return ops_.size() + counters_.size(); }
+  bool empty() const { return operations() == 0; }
+  void Clear();
+
+ private:
+  friend class RowStore;
+  struct Op {
+    bool is_delete;
+    uint8_t family;
+    std::string row, column, value;
+    int64_t ttl_millis;
+  };
+  std::vector<Op> ops_;
+  std::map<std::string, int64_t, std::less<>> counters_;
+};
+
+class RowStore {
+ public:
+  using Family = uint8_t;
+
+  // Opens or creates the store. Errors: InvalidArgument for bad options (empty path, no families,
+  // more than 250, duplicate or empty names); FailedPrecondition when the stored family list is not
+  // a prefix of options.families (names both lists); Corruption for an unreadable meta record;
+  // IoError when LevelDB cannot open the directory (e.g. another process holds it).
+  static StatusOr<std::unique_ptr<RowStore>> Open(const RowStoreOptions& options);
+  ~RowStore();
+  RowStore(const RowStore&) = delete;
+  RowStore& operator=(const RowStore&) = delete;
+
+  // The id of a family named at Open. Asserts (a bug) for an unknown name.
+  Family family(std::string_view name) const;
+
+  // Reads one cell. NotFound when the cell is absent or expired (*value is then unchanged);
+  // IoError/Corruption when LevelDB fails.
+  Status Get(Family family, std::string_view row, std::string_view column, std::string* value) const;
+
+  // Calls fn(column, value) for every live cell of the row, in column order, until fn returns false.
+  Status ScanRow(Family family, std::string_view row,
+                 const std::function<bool(std::string_view column, std::string_view value)>& fn) const;
+  // Calls fn(row, column, value) for every live cell of the family, in (row, column) order, until
+  // fn returns false.
+  Status ScanFamily(Family family,
+                    const std::function<bool(std::string_view row, std::string_view column, std::string_view value)>&
+                        fn) const;
+
+  // A counter's value (0 if never written). Reads the in-memory copy: no I/O.
+  int64_t Counter(std::string_view name) const;
+
+  // Applies every change of *batch atomically (one LevelDB WriteBatch, fsync'ed when options.sync)
+  // and updates the in-memory counters; the batch is left unchanged. On error (IoError) nothing is
+  // applied, in memory or on disk.
+  Status Write(const RowBatch& batch);
+
+  // Deletes every expired cell. Returns how many were deleted, or the LevelDB error.
+  StatusOr<uint64_t> PurgeExpired();
+
+  // Bytes LevelDB keeps on disk for the store (sum of its files).
+  uint64_t DiskBytes() const;
+  const RowStoreOptions& options() const;
+
+ private:
+  class Impl;
+  explicit RowStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace neardup

@@ -1,0 +1,488 @@
+#include "common/row_store.h"
+
+#include <gtest/gtest.h>
+#include <leveldb/db.h>
+#include <leveldb/env.h>
+#include <leveldb/helpers/memenv.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+#include <utility>
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+using Cells = std::vector<std::pair<std::string, std::string>>;
+
+class RowStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(::testing::TempDir()) /
+           ("row_store_test_" + std::to_string(getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // An in-memory store (fast, nothing to clean up); set env = nullptr for one on disk under dir_.
+  RowStoreOptions Options(std::vector<std::string> families = {"page", "member", "meta"}) {
+    RowStoreOptions o;
+    o.path = dir_.string();
+    o.families = std::move(families);
+    o.sync = false;
+    o.clock = &clock_;
+    o.env = mem_env_.get();
+    return o;
+  }
+  std::unique_ptr<RowStore> OpenStore(const RowStoreOptions& o) {
+    StatusOr<std::unique_ptr<RowStore>> s = RowStore::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+  std::unique_ptr<RowStore> OpenStore() { return OpenStore(Options()); }
+
+  static Cells ScanRow(const RowStore& store, RowStore::Family f, std::string_view row) {
+    Cells out;
+    EXPECT_TRUE(store.ScanRow(f, row, [&](std::string_view c, std::string_view v) {
+      out.emplace_back(c, v);
+      return true;
+    }).ok());
+    return out;
+  }
+  static std::vector<std::string> ScanFamily(const RowStore& store, RowStore::Family f) {
+    std::vector<std::string> out;  // "row|column=value"
+    EXPECT_TRUE(store.ScanFamily(f, [&](std::string_view r, std::string_view c, std::string_view v) {
+      out.push_back(std::string(r) + "|" + std::string(c) + "=" + std::string(v));
+      return true;
+    }).ok());
+    return out;
+  }
+
+  fs::path dir_;
+  ManualClock clock_{1'000'000};
+  std::unique_ptr<leveldb::Env> mem_env_{leveldb::NewMemEnv(leveldb::Env::Default())};
+};
+
+TEST_F(RowStoreTest, PutGetDelete) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const RowStore::Family page = store->family("page");
+  EXPECT_EQ(page, 1);
+  EXPECT_EQ(store->family("meta"), 3);
+
+  std::string v = "untouched";
+  EXPECT_EQ(store->Get(page, "http://a/", "", &v).code(), StatusCode::kNotFound);
+  EXPECT_EQ(v, "untouched");
+
+  RowBatch b;
+  b.Put(page, "http://a/", "", "record");
+  b.Put(page, "http://a/", "lease", "x");
+  ASSERT_TRUE(store->Write(b).ok());
+  EXPECT_EQ(b.operations(), 2u);  // left unchanged
+  ASSERT_TRUE(store->Get(page, "http://a/", "", &v).ok());
+  EXPECT_EQ(v, "record");
+  ASSERT_TRUE(store->Get(page, "http://a/", "lease", &v).ok());
+  EXPECT_EQ(v, "x");
+  EXPECT_EQ(store->Get(store->family("member"), "http://a/", "", &v).code(), StatusCode::kNotFound);
+
+  b.Clear();
+  EXPECT_TRUE(b.empty());
+  b.Put(page, "http://a/", "", "first");
+  b.Put(page, "http://a/", "", "second");  // later operations of a batch win
+  b.Delete(page, "http://a/", "lease");
+  ASSERT_TRUE(store->Write(b).ok());
+  ASSERT_TRUE(store->Get(page, "http://a/", "", &v).ok());
+  EXPECT_EQ(v, "second");
+  EXPECT_EQ(store->Get(page, "http://a/", "lease", &v).code(), StatusCode::kNotFound);
+  EXPECT_GT(store->DiskBytes(), 0u);
+}
+
+TEST_F(RowStoreTest, ArbitraryRowBytesAndRowPrefixes) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const RowStore::Family page = store->family("page");
+  const std::string nul_row("a\0b", 3);
+  const std::string nul_col("\0\xff", 2);
+  const std::string long_row(300, 'a');  // a two-byte length varint
+  RowBatch b;
+  b.Put(page, "a", "c", "a-c");
+  b.Put(page, "ab", "", "ab-");
+  b.Put(page, "ab", "c", "ab-c");
+  b.Put(page, std::string("a\0", 2), "", "a0-");
+  b.Put(page, nul_row, nul_col, std::string("v\0v", 3));
+  b.Put(page, "", "", "empty");
+  b.Put(page, long_row, "x", "long");
+  ASSERT_TRUE(store->Write(b).ok());
+
+  EXPECT_EQ(ScanRow(*store, page, "a"), (Cells{{"c", "a-c"}}));
+  EXPECT_EQ(ScanRow(*store, page, "ab"), (Cells{{"", "ab-"}, {"c", "ab-c"}}));
+  EXPECT_EQ(ScanRow(*store, page, nul_row), (Cells{{nul_col, std::string("v\0v", 3)}}));
+  EXPECT_EQ(ScanRow(*store, page, ""), (Cells{{"", "empty"}}));
+  EXPECT_EQ(ScanRow(*store, page, std::string(299, 'a')), Cells{});
+  EXPECT_EQ(ScanRow(*store, page, long_row), (Cells{{"x", "long"}}));
+  std::string v;
+  ASSERT_TRUE(store->Get(page, nul_row, nul_col, &v).ok());
+  EXPECT_EQ(v, std::string("v\0v", 3));
+  EXPECT_EQ(store->Get(page, "a", "", &v).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->Get(page, "a\0", "", &v).code(), StatusCode::kNotFound);  // C string "a" != row "a\0"
+}
+
+TEST_F(RowStoreTest, ScanRowInColumnOrderAndStopsEarly) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const RowStore::Family member = store->family("member");
+  RowBatch b;
+  for (std::string c : {"d", "b", "a", "c", ""}) b.Put(member, "row", c, "v" + c);
+  b.Put(member, "rox", "a", "other row");
+  ASSERT_TRUE(store->Write(b).ok());
+  EXPECT_EQ(ScanRow(*store, member, "row"), (Cells{{"", "v"}, {"a", "va"}, {"b", "vb"}, {"c", "vc"}, {"d", "vd"}}));
+
+  std::vector<std::string> seen;
+  ASSERT_TRUE(store->ScanRow(member, "row", [&](std::string_view c, std::string_view) {
+    seen.emplace_back(c);
+    return seen.size() < 2;
+  }).ok());
+  EXPECT_EQ(seen, (std::vector<std::string>{"", "a"}));
+  EXPECT_EQ(store->ScanRow(0, "row", [](std::string_view, std::string_view) { return true; }).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(RowStoreTest, ScanFamilyInOrderAndIsolated) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const RowStore::Family page = store->family("page");
+  const RowStore::Family member = store->family("member");
+  const RowStore::Family meta = store->family("meta");
+  RowBatch b;
+  b.Put(member, "m2", "x", "1");
+  b.Put(member, "m1", "y", "2");
+  b.Put(member, "m1", "x", "3");
+  b.Put(page, "p", "", "4");
+  b.Put(meta, "z", "", "5");
+  b.AddCounter("c", 1);  // counters are not cells
+  ASSERT_TRUE(store->Write(b).ok());
+  EXPECT_EQ(ScanFamily(*store, member), (std::vector<std::string>{"m1|x=3", "m1|y=2", "m2|x=1"}));
+  EXPECT_EQ(ScanFamily(*store, page), (std::vector<std::string>{"p|=4"}));
+  EXPECT_EQ(ScanFamily(*store, meta), (std::vector<std::string>{"z|=5"}));
+
+  int calls = 0;
+  ASSERT_TRUE(store->ScanFamily(member, [&](std::string_view, std::string_view, std::string_view) {
+    return ++calls < 2;
+  }).ok());
+  EXPECT_EQ(calls, 2);
+}
+
+TEST_F(RowStoreTest, TtlWithManualClock) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const RowStore::Family page = store->family("page");
+  RowBatch b;
+  b.Put(page, "r", "lease", "x", /*ttl_millis=*/60'000);
+  b.Put(page, "r", "long", "y", /*ttl_millis=*/120'000);
+  b.Put(page, "r", "record", "z");
+  ASSERT_TRUE(store->Write(b).ok());
+
+  std::string v;
+  clock_.Advance(59'999);
+  ASSERT_TRUE(store->Get(page, "r", "lease", &v).ok());
+  EXPECT_EQ(v, "x");
+  EXPECT_EQ(ScanRow(*store, page, "r").size(), 3u);
+
+  clock_.Advance(1);
+  v = "untouched";
+  EXPECT_EQ(store->Get(page, "r", "lease", &v).code(), StatusCode::kNotFound);
+  EXPECT_EQ(v, "untouched");
+  EXPECT_EQ(ScanRow(*store, page, "r"), (Cells{{"long", "y"}, {"record", "z"}}));
+  EXPECT_EQ(ScanFamily(*store, page), (std::vector<std::string>{"r|long=y", "r|record=z"}));
+
+  StatusOr<uint64_t> purged = store->PurgeExpired();
+  ASSERT_TRUE(purged.ok());
+  EXPECT_EQ(*purged, 1u);
+  clock_.Set(0);  // even with the clock turned back, the purged cell stays gone
+  EXPECT_EQ(store->Get(page, "r", "lease", &v).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(store->Get(page, "r", "long", &v).ok());
+
+  clock_.Set(10'000'000);
+  purged = store->PurgeExpired();
+  ASSERT_TRUE(purged.ok());
+  EXPECT_EQ(*purged, 1u);
+  ASSERT_TRUE(store->Get(page, "r", "record", &v).ok());
+  EXPECT_EQ(*store->PurgeExpired(), 0u);
+}
+
+TEST_F(RowStoreTest, PurgeSpansSeveralBatchesAndFamilies) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  RowBatch b;
+  for (int i = 0; i < 25'000; ++i) b.Put(store->family("member"), "row" + std::to_string(i), "", "v", 10);
+  b.Put(store->family("meta"), "m", "", "v", 10);
+  b.Put(store->family("meta"), "keep", "", "v");
+  ASSERT_TRUE(store->Write(b).ok());
+  clock_.Advance(10);
+  StatusOr<uint64_t> purged = store->PurgeExpired();
+  ASSERT_TRUE(purged.ok());
+  EXPECT_EQ(*purged, 25'001u);
+  EXPECT_EQ(ScanFamily(*store, store->family("member")).size(), 0u);
+  EXPECT_EQ(ScanFamily(*store, store->family("meta")), (std::vector<std::string>{"keep|=v"}));
+}
+
+TEST_F(RowStoreTest, CountersPersistAndMoveWithTheirBatch) {
+  RowStoreOptions o = Options();
+  o.env = nullptr;  // on disk, synced
+  o.sync = true;
+  {
+    auto store = OpenStore(o);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->Counter("pages"), 0);
+    RowBatch b;
+    b.Put(store->family("page"), "a", "", "x");
+    b.AddCounter("pages", 1);
+    b.AddCounter("pages", 2);
+    b.AddCounter("groups", -5);
+    ASSERT_TRUE(store->Write(b).ok());
+    EXPECT_EQ(store->Counter("pages"), 3);
+    EXPECT_EQ(store->Counter("groups"), -5);
+    b.Clear();
+    b.AddCounter("pages", 10);
+    ASSERT_TRUE(store->Write(b).ok());
+    EXPECT_EQ(store->Counter("pages"), 13);
+  }
+  auto store = OpenStore(o);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->Counter("pages"), 13);
+  EXPECT_EQ(store->Counter("groups"), -5);
+  EXPECT_EQ(store->Counter("other"), 0);
+}
+
+// A memory Env whose writable files can be told to fail every Append.
+class FaultyFile : public leveldb::WritableFile {
+ public:
+  FaultyFile(leveldb::WritableFile* base, const std::atomic<bool>* fail) : base_(base), fail_(fail) {}
+  leveldb::Status Append(const leveldb::Slice& data) override {
+    return fail_->load() ? leveldb::Status::IOError("injected append failure") : base_->Append(data);
+  }
+  leveldb::Status Close() override { return base_->Close(); }
+  leveldb::Status Flush() override { return base_->Flush(); }
+  leveldb::Status Sync() override { return base_->Sync(); }
+
+ private:
+  std::unique_ptr<leveldb::WritableFile> base_;
+  const std::atomic<bool>* fail_;
+};
+
+class FaultyEnv : public leveldb::EnvWrapper {
+ public:
+  explicit FaultyEnv(leveldb::Env* base) : leveldb::EnvWrapper(base) {}
+  leveldb::Status NewWritableFile(const std::string& f, leveldb::WritableFile** r) override {
+    return Wrap(target()->NewWritableFile(f, r), r);
+  }
+  leveldb::Status NewAppendableFile(const std::string& f, leveldb::WritableFile** r) override {
+    return Wrap(target()->NewAppendableFile(f, r), r);
+  }
+  std::atomic<bool> fail_appends{false};
+
+ private:
+  leveldb::Status Wrap(leveldb::Status s, leveldb::WritableFile** r) {
+    if (s.ok()) *r = new FaultyFile(*r, &fail_appends);
+    return s;
+  }
+};
+
+TEST_F(RowStoreTest, FailedWriteAppliesNothing) {
+  RowStoreOptions o = Options();
+  FaultyEnv env(o.env);
+  o.env = &env;
+  o.sync = true;
+  {
+    auto store = OpenStore(o);
+    ASSERT_NE(store, nullptr);
+    const RowStore::Family page = store->family("page");
+    RowBatch b;
+    b.Put(page, "a", "", "1");
+    b.AddCounter("n", 1);
+    ASSERT_TRUE(store->Write(b).ok());
+    EXPECT_GT(store->DiskBytes(), 0u);  // measured through the injected Env
+
+    env.fail_appends = true;
+    b.Clear();
+    b.Put(page, "a", "", "2");
+    b.Put(page, "b", "", "2");
+    b.AddCounter("n", 100);
+    const Status s = store->Write(b);
+    EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+    EXPECT_NE(s.message().find(o.path), std::string::npos) << s.message();
+    EXPECT_EQ(store->Counter("n"), 1);
+    std::string v;
+    ASSERT_TRUE(store->Get(page, "a", "", &v).ok());
+    EXPECT_EQ(v, "1");
+    EXPECT_EQ(store->Get(page, "b", "", &v).code(), StatusCode::kNotFound);
+
+    env.fail_appends = false;
+    b.Clear();
+    b.AddCounter("n", 2);
+    ASSERT_TRUE(store->Write(b).ok());
+    EXPECT_EQ(store->Counter("n"), 3);
+  }
+  auto store = OpenStore(o);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->Counter("n"), 3);
+}
+
+TEST_F(RowStoreTest, ReopenWithAppendedFamilies) {
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    RowBatch b;
+    b.Put(store->family("meta"), "m", "", "kept");
+    ASSERT_TRUE(store->Write(b).ok());
+  }
+  {
+    auto store = OpenStore(Options({"page", "member", "meta", "extra"}));
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->family("extra"), 4);
+    std::string v;
+    ASSERT_TRUE(store->Get(store->family("meta"), "m", "", &v).ok());
+    EXPECT_EQ(v, "kept");
+  }
+  // The stored list is now four long: the original three are no longer enough.
+  const StatusOr<std::unique_ptr<RowStore>> s = RowStore::Open(Options());
+  EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(RowStoreTest, ReopenWithDifferentFamiliesRefused) {
+  ASSERT_NE(OpenStore(), nullptr);
+  for (std::vector<std::string> families : std::vector<std::vector<std::string>>{
+           {"page", "meta", "member"}, {"page", "member"}, {"other"}, {"member", "page", "meta", "x"}}) {
+    const StatusOr<std::unique_ptr<RowStore>> s = RowStore::Open(Options(families));
+    ASSERT_EQ(s.status().code(), StatusCode::kFailedPrecondition) << s.status().ToString();
+    EXPECT_NE(s.status().message().find("[page, member, meta]"), std::string::npos) << s.status().message();
+    std::string requested;
+    for (const std::string& f : families) requested += (requested.empty() ? "[" : ", ") + f;
+    EXPECT_NE(s.status().message().find(requested + "]"), std::string::npos) << s.status().message();
+  }
+  EXPECT_NE(OpenStore(), nullptr);  // the refused opens changed nothing
+}
+
+TEST_F(RowStoreTest, UnreadableMetaRecordsAreCorruption) {
+  int n = 0;
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"\xFE", "\x05pa"}, {"\xFF" "count", "abc"}}) {
+    RowStoreOptions o = Options();
+    o.path = (dir_ / std::to_string(n++)).string();
+    leveldb::Options lo;
+    lo.create_if_missing = true;
+    lo.env = o.env;
+    leveldb::DB* db = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(lo, o.path, &db).ok());
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions(), key, value).ok());
+    delete db;
+    const StatusOr<std::unique_ptr<RowStore>> s = RowStore::Open(o);
+    EXPECT_EQ(s.status().code(), StatusCode::kCorruption) << s.status().ToString();
+  }
+}
+
+TEST_F(RowStoreTest, BadOptionsRefused) {
+  RowStoreOptions on_disk = Options();
+  on_disk.env = nullptr;
+  std::vector<RowStoreOptions> bad(5, on_disk);
+  bad[0].path.clear();
+  bad[1].families.clear();
+  bad[2].families.clear();
+  for (int i = 0; i < 251; ++i) bad[2].families.push_back(std::string("f").append(std::to_string(i)));
+  bad[3].families = {"page", "meta", "page"};
+  bad[4].families = {"page", ""};
+  for (const RowStoreOptions& o : bad) {
+    EXPECT_EQ(RowStore::Open(o).status().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_FALSE(fs::exists(dir_));
+
+  RowStoreOptions max = Options();
+  max.families.clear();
+  for (int i = 0; i < 250; ++i) max.families.push_back(std::string("f").append(std::to_string(i)));
+  auto store = OpenStore(max);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->family("f249"), 250);
+}
+
+TEST_F(RowStoreTest, BadFamilyIdsRefused) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  std::string v;
+  EXPECT_EQ(store->Get(0, "a", "", &v).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->Get(4, "a", "", &v).code(), StatusCode::kInvalidArgument);
+  RowBatch b;
+  b.Put(store->family("page"), "a", "", "x");
+  b.Put(4, "a", "", "x");
+  b.AddCounter("n", 1);
+  EXPECT_EQ(store->Write(b).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->Get(store->family("page"), "a", "", &v).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->Counter("n"), 0);
+}
+
+TEST_F(RowStoreTest, SecondOpenWhileOpenIsIoError) {
+  RowStoreOptions o = Options();
+  o.env = nullptr;  // the memory Env does not lock
+  auto store = OpenStore(o);
+  ASSERT_NE(store, nullptr);
+  const StatusOr<std::unique_ptr<RowStore>> second = RowStore::Open(o);
+  EXPECT_EQ(second.status().code(), StatusCode::kIoError) << second.status().ToString();
+  EXPECT_NE(second.status().message().find(dir_.string()), std::string::npos) << second.status().message();
+  store.reset();
+  EXPECT_NE(OpenStore(o), nullptr);
+}
+
+TEST_F(RowStoreTest, ConcurrentReadersSeeWholeBatches) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const RowStore::Family page = store->family("page");
+  constexpr int kBatches = 400;
+  std::atomic<bool> done{false};
+  std::atomic<int> torn{0};
+  std::atomic<int> counter_ahead{0};
+  std::atomic<int> reads{0};
+  std::atomic<int> started{0};
+
+  auto reader = [&] {
+    ++started;
+    do {
+      const int64_t counter = store->Counter("batches");
+      std::vector<std::string> values;
+      const Status s = store->ScanFamily(page, [&](std::string_view, std::string_view, std::string_view v) {
+        values.emplace_back(v);
+        return true;
+      });
+      if (!s.ok() || (values.size() != 0 && values.size() != 3)) ++torn;
+      if (values.size() == 3 && (values[0] != values[1] || values[1] != values[2])) ++torn;
+      const int64_t seen = values.empty() ? 0 : std::stoll(values[0]);
+      if (counter > seen) ++counter_ahead;  // the counter never runs ahead of its batch's cells
+      ++reads;
+    } while (!done.load());
+  };
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 3; ++i) readers.emplace_back(reader);
+  while (started.load() < 3) std::this_thread::yield();
+  RowBatch b;
+  for (int i = 1; i <= kBatches; ++i) {
+    b.Clear();
+    const std::string v = std::to_string(i);
+    b.Put(page, "r1", "", v);
+    b.Put(page, "r2", "x", v);
+    b.Put(page, "r2", "y", v);
+    b.AddCounter("batches", 1);
+    const Status s = store->Write(b);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (!s.ok()) break;
+  }
+  done = true;
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(torn.load(), 0);
+  EXPECT_EQ(counter_ahead.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_EQ(store->Counter("batches"), kBatches);
+}
+
+}  // namespace
+}  // namespace neardup

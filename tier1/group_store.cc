@@ -1,0 +1,230 @@
+#include "tier1/group_store.h"
+
+#include <algorithm>
+
+namespace neardup::tier1 {
+namespace {
+
+constexpr std::string_view kNextGroup = "next_group";
+
+template <typename Msg>
+Status ParseRecord(const std::string& bytes, Msg* out, std::string_view what, std::string_view key) {
+  if (!out->ParseFromString(bytes)) {
+    return Corruption("group store: unreadable " + std::string(what) + " record for " + std::string(key));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+GroupStore::GroupStore(std::unique_ptr<RowStore> rows)
+    : rows_(std::move(rows)),
+      page_(rows_->family("page")),
+      group_(rows_->family("group")),
+      member_(rows_->family("member")),
+      redirect_(rows_->family("redirect")),
+      meta_(rows_->family("meta")) {}
+
+StatusOr<std::unique_ptr<GroupStore>> GroupStore::Open(const Options& options) {
+  RowStoreOptions o;
+  o.path = options.path;
+  o.families = {"page", "group", "member", "redirect", "meta"};
+  o.sync = options.sync;
+  o.cache_bytes = options.cache_bytes;
+  o.clock = options.clock;
+  o.env = options.env;
+  ASSIGN_OR_RETURN(std::unique_ptr<RowStore> rows, RowStore::Open(o));
+  return std::unique_ptr<GroupStore>(new GroupStore(std::move(rows)));
+}
+
+std::string GroupStore::GroupKey(uint64_t group) {
+  std::string k(8, '\0');
+  for (int i = 7; i >= 0; --i, group >>= 8) k[static_cast<size_t>(i)] = static_cast<char>(group & 0xFF);
+  return k;
+}
+
+uint64_t GroupStore::GroupFromKey(std::string_view key) {
+  uint64_t g = 0;
+  for (size_t i = 0; i < key.size() && i < 8; ++i) g = (g << 8) | static_cast<uint8_t>(key[i]);
+  return g;
+}
+
+Status GroupStore::GetPage(std::string_view url, pb::Tier1Page* out) const {
+  std::string bytes;
+  RETURN_IF_ERROR(rows_->Get(page_, url, "", &bytes));
+  return ParseRecord(bytes, out, "page", url);
+}
+
+Status GroupStore::GetGroup(uint64_t group, pb::Tier1Group* out) const {
+  std::string bytes;
+  RETURN_IF_ERROR(rows_->Get(group_, GroupKey(group), "", &bytes));
+  return ParseRecord(bytes, out, "group", std::to_string(group));
+}
+
+Status GroupStore::Members(uint64_t group, std::vector<std::string>* out) const {
+  out->clear();
+  return rows_->ScanRow(member_, GroupKey(group), [&](std::string_view column, std::string_view) {
+    out->emplace_back(column);
+    return true;
+  });
+}
+
+// ---- Txn -------------------------------------------------------------------------------------
+
+StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url) {
+  auto it = pages_.find(url);
+  if (it == pages_.end()) {
+    PageSlot slot;
+    std::string bytes;
+    Status s = store_->rows_->Get(store_->page_, url, "", &bytes);
+    if (s.ok()) {
+      RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "page", url));
+      slot.exists = true;
+    } else if (s.code() != StatusCode::kNotFound) {
+      return s;
+    }
+    it = pages_.emplace(url, std::move(slot)).first;
+  }
+  return it->second.exists ? &it->second.rec : nullptr;
+}
+
+StatusOr<pb::Tier1Page*> GroupStore::Txn::MutablePage(const std::string& url) {
+  RETURN_IF_ERROR(FindPage(url).status());
+  PageSlot& slot = pages_[url];
+  slot.exists = true;
+  slot.dirty = true;
+  return &slot.rec;
+}
+
+StatusOr<const pb::Tier1Group*> GroupStore::Txn::FindGroup(uint64_t group) {
+  auto it = groups_.find(group);
+  if (it == groups_.end()) {
+    GroupSlot slot;
+    std::string bytes;
+    Status s = store_->rows_->Get(store_->group_, GroupKey(group), "", &bytes);
+    if (s.ok()) {
+      RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "group", std::to_string(group)));
+      slot.exists = true;
+    } else if (s.code() != StatusCode::kNotFound) {
+      return s;
+    }
+    it = groups_.emplace(group, std::move(slot)).first;
+  }
+  return it->second.exists ? &it->second.rec : nullptr;
+}
+
+StatusOr<pb::Tier1Group*> GroupStore::Txn::MutableGroup(uint64_t group) {
+  RETURN_IF_ERROR(FindGroup(group).status());
+  GroupSlot& slot = groups_[group];
+  slot.exists = true;
+  slot.dirty = true;
+  slot.deleted = false;
+  return &slot.rec;
+}
+
+void GroupStore::Txn::DeleteGroup(uint64_t group) {
+  GroupSlot& slot = groups_[group];
+  slot.rec.Clear();
+  slot.exists = false;
+  slot.dirty = true;
+  slot.deleted = true;
+}
+
+uint64_t GroupStore::Txn::NewGroupId() {
+  ++groups_reserved_;
+  return static_cast<uint64_t>(store_->rows_->Counter(kNextGroup)) + groups_reserved_;
+}
+
+Status GroupStore::Txn::Merge(RowStore::Family family, const std::string& row,
+                              const std::map<std::string, bool, std::less<>>* changes,
+                              std::vector<std::string>* out) const {
+  out->clear();
+  RETURN_IF_ERROR(store_->rows_->ScanRow(family, row, [&](std::string_view column, std::string_view) {
+    if (changes == nullptr || changes->find(column) == changes->end()) out->emplace_back(column);
+    return true;
+  }));
+  if (changes != nullptr) {
+    for (const auto& [column, present] : *changes) {
+      if (present) out->push_back(column);
+    }
+    std::sort(out->begin(), out->end());
+  }
+  return Status::Ok();
+}
+
+Status GroupStore::Txn::Members(uint64_t group, std::vector<std::string>* out) {
+  auto it = members_.find(group);
+  return Merge(store_->member_, GroupKey(group), it == members_.end() ? nullptr : &it->second, out);
+}
+
+void GroupStore::Txn::AddMember(uint64_t group, const std::string& url) { members_[group][url] = true; }
+void GroupStore::Txn::RemoveMember(uint64_t group, const std::string& url) { members_[group][url] = false; }
+
+Status GroupStore::Txn::Redirectors(const std::string& target, std::vector<std::string>* out) {
+  auto it = redirects_.find(target);
+  return Merge(store_->redirect_, target, it == redirects_.end() ? nullptr : &it->second, out);
+}
+
+void GroupStore::Txn::AddRedirect(const std::string& target, const std::string& source) {
+  redirects_[target][source] = true;
+}
+void GroupStore::Txn::RemoveRedirect(const std::string& target, const std::string& source) {
+  redirects_[target][source] = false;
+}
+
+void GroupStore::Txn::PutMeta(std::string_view row, std::string_view value) {
+  batch_.Put(store_->meta_, row, "", value);
+}
+
+bool GroupStore::Txn::empty() const {
+  if (!batch_.empty() || !members_.empty() || !redirects_.empty() || groups_reserved_ > 0) return false;
+  for (const auto& [url, slot] : pages_) {
+    if (slot.dirty) return false;
+  }
+  for (const auto& [g, slot] : groups_) {
+    if (slot.dirty) return false;
+  }
+  return true;
+}
+
+Status GroupStore::Txn::Commit() {
+  std::string bytes;
+  for (auto& [url, slot] : pages_) {
+    if (!slot.dirty) continue;
+    slot.rec.SerializeToString(&bytes);
+    batch_.Put(store_->page_, url, "", bytes);
+  }
+  for (auto& [g, slot] : groups_) {
+    if (!slot.dirty) continue;
+    if (slot.deleted) {
+      batch_.Delete(store_->group_, GroupKey(g), "");
+    } else {
+      slot.rec.SerializeToString(&bytes);
+      batch_.Put(store_->group_, GroupKey(g), "", bytes);
+    }
+  }
+  for (const auto& [g, changes] : members_) {
+    const std::string row = GroupKey(g);
+    for (const auto& [url, present] : changes) {
+      if (present) batch_.Put(store_->member_, row, url, "");
+      else batch_.Delete(store_->member_, row, url);
+    }
+  }
+  for (const auto& [target, changes] : redirects_) {
+    for (const auto& [source, present] : changes) {
+      if (present) batch_.Put(store_->redirect_, target, source, "");
+      else batch_.Delete(store_->redirect_, target, source);
+    }
+  }
+  if (groups_reserved_ > 0) batch_.AddCounter(kNextGroup, static_cast<int64_t>(groups_reserved_));
+  Status s = batch_.empty() ? Status::Ok() : store_->rows_->Write(batch_);
+  pages_.clear();
+  groups_.clear();
+  members_.clear();
+  redirects_.clear();
+  groups_reserved_ = 0;
+  batch_.Clear();
+  return s;
+}
+
+}  // namespace neardup::tier1

@@ -1,0 +1,124 @@
+// GroupStore: Tier 1's records (proto/tier1.proto) on the generic RowStore, read and changed
+// through a working set that is written back atomically.
+//
+// Families: page (url -> Tier1Page), group (id -> Tier1Group), member (id, url: the group's
+// members), redirect (target, source: direct redirects, the redirect index), meta.
+//
+//   GroupStore::Txn txn(&store);
+//   pb::Tier1Page* p = txn.MutablePage(url);        // loaded once, then cached in the Txn
+//   txn.AddMember(gid, url);
+//   RETURN_IF_ERROR(txn.Commit());                 // one atomic RowStore write
+//
+// A Txn reads through to the store, keeps every record it touched, and writes back only the ones
+// marked changed. Reads inside a Txn see the Txn's own changes (members and redirect cells
+// included). Nothing reaches the store before Commit; a Txn dropped without Commit changes nothing.
+//
+// Thread safety: a GroupStore may be shared; a Txn is used by one thread. Two Txns committing
+// changes to the same records race (last writer wins): Tier 1 runs one Txn at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/row_store.h"
+#include "common/status.h"
+#include "proto/tier1.pb.h"
+
+namespace neardup::tier1 {
+
+class GroupStore {
+ public:
+  struct Options {
+    std::string path;
+    bool sync = true;
+    uint64_t cache_bytes = 32ull << 20;
+    const Clock* clock = nullptr;
+    leveldb::Env* env = nullptr;
+  };
+  // Opens or creates the store (errors as RowStore::Open).
+  static StatusOr<std::unique_ptr<GroupStore>> Open(const Options& options);
+
+  RowStore& rows() { return *rows_; }
+  const RowStore& rows() const { return *rows_; }
+  RowStore::Family page_family() const { return page_; }
+  RowStore::Family group_family() const { return group_; }
+  RowStore::Family member_family() const { return member_; }
+  RowStore::Family redirect_family() const { return redirect_; }
+  RowStore::Family meta_family() const { return meta_; }
+
+  // Reads committed records. NotFound when absent; Corruption when a record does not parse.
+  Status GetPage(std::string_view url, pb::Tier1Page* out) const;
+  Status GetGroup(uint64_t group, pb::Tier1Group* out) const;
+  // Committed members of a group, in URL order.
+  Status Members(uint64_t group, std::vector<std::string>* out) const;
+
+  static std::string GroupKey(uint64_t group);   // 8 bytes big-endian
+  static uint64_t GroupFromKey(std::string_view key);
+
+  class Txn;
+
+ private:
+  explicit GroupStore(std::unique_ptr<RowStore> rows);
+  std::unique_ptr<RowStore> rows_;
+  RowStore::Family page_, group_, member_, redirect_, meta_;
+};
+
+class GroupStore::Txn {
+ public:
+  explicit Txn(GroupStore* store) : store_(store) {}
+
+  // The page's record, or null when the URL has none (NotFound is not an error here). Errors:
+  // Corruption / IoError from the store.
+  StatusOr<const pb::Tier1Page*> FindPage(const std::string& url);
+  // The page's record for change (created empty when missing; marked changed).
+  StatusOr<pb::Tier1Page*> MutablePage(const std::string& url);
+
+  StatusOr<const pb::Tier1Group*> FindGroup(uint64_t group);
+  StatusOr<pb::Tier1Group*> MutableGroup(uint64_t group);  // created empty when missing
+  void DeleteGroup(uint64_t group);
+
+  // A new group id (from the store's "next_group" counter, reserved in this Txn).
+  uint64_t NewGroupId();
+
+  // Members and the redirect index, as the store has them plus this Txn's changes, in URL order.
+  Status Members(uint64_t group, std::vector<std::string>* out);
+  void AddMember(uint64_t group, const std::string& url);
+  void RemoveMember(uint64_t group, const std::string& url);
+  Status Redirectors(const std::string& target, std::vector<std::string>* out);  // direct sources
+  void AddRedirect(const std::string& target, const std::string& source);
+  void RemoveRedirect(const std::string& target, const std::string& source);
+
+  void AddCounter(std::string_view name, int64_t delta) { batch_.AddCounter(name, delta); }
+  void PutMeta(std::string_view row, std::string_view value);
+
+  // Writes every changed record atomically, then clears the Txn (it can be reused).
+  // IoError on failure (nothing written).
+  Status Commit();
+  bool empty() const;
+  // Records loaded or changed so far (the working set's size).
+  size_t cached() const { return pages_.size() + groups_.size(); }
+
+ private:
+  struct PageSlot { pb::Tier1Page rec; bool exists = false; bool dirty = false; };
+  struct GroupSlot { pb::Tier1Group rec; bool exists = false; bool dirty = false; bool deleted = false; };
+  Status Merge(RowStore::Family family, const std::string& row,
+               const std::map<std::string, bool, std::less<>>* changes, std::vector<std::string>* out) const;
+
+  GroupStore* store_;
+  std::unordered_map<std::string, PageSlot> pages_;
+  std::unordered_map<uint64_t, GroupSlot> groups_;
+  // row -> (column -> present?) for the member and redirect families.
+  std::unordered_map<uint64_t, std::map<std::string, bool, std::less<>>> members_;
+  std::unordered_map<std::string, std::map<std::string, bool, std::less<>>> redirects_;
+  uint64_t groups_reserved_ = 0;
+  RowBatch batch_;
+};
+
+}  // namespace neardup::tier1

@@ -1,0 +1,600 @@
+#include "tier1/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "common/crawl_signer.h"
+#include "common/json_write.h"
+#include "common/progress.h"
+#include "partitioner/crawl_sample.h"
+#include "partitioner/map_builder.h"
+#include "partitioner/partition_map.h"
+#include "tier1/tier1.h"
+#include "tier2/shard.h"
+
+namespace neardup::tier1 {
+namespace {
+
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+
+double Since(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(SteadyClock::now() - t).count();
+}
+
+// Tier 1 reads signatures from the shard that owns the page's home cell.
+class ShardSignatures : public SignatureSource {
+ public:
+  ShardSignatures(const PartitionMap& map, const std::vector<std::unique_ptr<tier2::Shard>>& shards)
+      : map_(map), shards_(shards) {}
+  StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t home_cell) override {
+    if (home_cell >= map_.cells()) return NotFound("cell " + std::to_string(home_cell) + " is not in the map");
+    return shards_[map_.MachineOf(home_cell)]->Get(url);
+  }
+
+ private:
+  const PartitionMap& map_;
+  const std::vector<std::unique_ptr<tier2::Shard>>& shards_;
+};
+
+// A batch of signed records on its way from the reader to the tiers.
+struct Batch {
+  uint64_t number = 0;          // 1-based, as committed
+  uint64_t first_record = 0;    // 0-based input record index
+  bool redo = false;            // only step 5 for shards that missed it
+  std::vector<CrawlRecord> records;
+  std::vector<pb::PageSignature> signatures;  // per record (empty for redirects)
+  std::vector<uint32_t> cell;                 // home cell per content record
+  std::vector<std::vector<uint32_t>> machines; // shards to compare on
+};
+
+// A bounded hand-off between the reading thread and the tiers' thread.
+class BatchQueue {
+ public:
+  explicit BatchQueue(size_t capacity) : capacity_(capacity) {}
+  bool Push(std::unique_ptr<Batch> b) {
+    std::unique_lock lock(mu_);
+    not_full_.wait(lock, [&] { return q_.size() < capacity_ || closed_; });
+    if (closed_) return false;
+    q_.push_back(std::move(b));
+    not_empty_.notify_one();
+    return true;
+  }
+  std::unique_ptr<Batch> Pop() {
+    std::unique_lock lock(mu_);
+    not_empty_.wait(lock, [&] { return !q_.empty() || closed_; });
+    if (q_.empty()) return nullptr;
+    auto b = std::move(q_.front());
+    q_.pop_front();
+    not_full_.notify_one();
+    return b;
+  }
+  void Close() {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    not_empty_.notify_all();
+    not_full_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable not_empty_, not_full_;
+  std::deque<std::unique_ptr<Batch>> q_;
+  size_t capacity_;
+  bool closed_ = false;
+};
+
+// Runs fn(s) for every shard on its own thread and returns the first error.
+template <typename Fn>
+Status ForEachShard(size_t shards, Fn&& fn) {
+  std::vector<Status> st(shards);
+  std::vector<std::thread> pool;
+  for (size_t s = 1; s < shards; ++s) pool.emplace_back([&, s] { st[s] = fn(s); });
+  if (shards > 0) st[0] = fn(0);
+  for (auto& t : pool) t.join();
+  for (Status& s : st) RETURN_IF_ERROR(s);
+  return Status::Ok();
+}
+
+class Pipeline {
+ public:
+  explicit Pipeline(const PipelineOptions& o) : o_(o) {}
+  StatusOr<PipelineSummary> Run();
+
+ private:
+  Status Setup();
+  Status OpenMap();
+  Status Resume();
+  Status Process(Batch& b);
+  Status Redo(Batch& b);
+  Status ApplyToShards(const Batch& b, const std::vector<Route>& routes,
+                       const google::protobuf::RepeatedPtrField<pb::Tier2Removal>& removals,
+                       const std::vector<bool>& only);
+  Status WriteStatus(const Batch& b, const std::vector<Route>& routes);
+  Status WriteGroups();
+
+  const PipelineOptions& o_;
+  std::string dir_;
+  bool temporary_ = false;
+  std::optional<PartitionMap> map_;
+  std::vector<std::unique_ptr<tier2::Shard>> shards_;
+  std::unique_ptr<GroupStore> store_;
+  std::unique_ptr<ShardSignatures> source_;
+  std::unique_ptr<Tier1> tier1_;
+  pb::Tier1Progress progress_;
+  uint64_t skip_ = 0;          // records before this index are already committed
+  uint64_t redo_from_ = 0;     // records [redo_from_, skip_) form the batch to redo (when redo_)
+  bool redo_ = false;
+  std::vector<bool> lagging_;  // shards that missed the last committed batch
+  std::FILE* status_file_ = nullptr;
+  PipelineSummary sum_;
+};
+
+Status Pipeline::Setup() {
+  if (o_.input.empty()) return InvalidArgument("pipeline: an input crawl is required");
+  if (o_.batch_pages == 0) return InvalidArgument("pipeline: batch_pages must be at least 1");
+  if (!(o_.threshold >= o_.config.tier2().min_threshold() && o_.threshold <= 1)) {
+    return InvalidArgument(fmt::format("pipeline: threshold {} is outside the shards' range [tier2.min_threshold {}, 1]",
+                                       o_.threshold, o_.config.tier2().min_threshold()));
+  }
+  dir_ = o_.store;
+  if (dir_.empty()) {
+    dir_ = (fs::temp_directory_path() / fmt::format("neardup-run-{}-{}", getpid(),
+                                                     SteadyClock::now().time_since_epoch().count())).string();
+    temporary_ = true;
+  }
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return IoError("pipeline: cannot create store directory " + dir_ + ": " + ec.message());
+
+  GroupStore::Options go;
+  go.path = dir_ + "/tier1";
+  go.sync = o_.config.tier1().sync();
+  go.cache_bytes = static_cast<uint64_t>(o_.config.tier1().cache_mib()) << 20;
+  ASSIGN_OR_RETURN(store_, GroupStore::Open(go));
+  std::string bytes;
+  Status s = store_->rows().Get(store_->meta_family(), "progress", "", &bytes);
+  if (s.ok()) {
+    if (!progress_.ParseFromString(bytes)) return Corruption("pipeline: " + go.path + ": unreadable progress record");
+    if (progress_.input() != o_.input) {
+      return FailedPrecondition("pipeline: store " + dir_ + " was filled from " + progress_.input() + ", not " +
+                                o_.input + "; use a new --store");
+    }
+    if (progress_.threshold() != o_.threshold) {
+      return FailedPrecondition(fmt::format("pipeline: store {} was filled at threshold {}, not {}", dir_,
+                                            progress_.threshold(), o_.threshold));
+    }
+  } else if (s.code() != StatusCode::kNotFound) {
+    return s;
+  } else {
+    progress_.set_input(o_.input);
+    progress_.set_threshold(o_.threshold);
+  }
+  RETURN_IF_ERROR(OpenMap());
+  for (uint32_t m = 0; m < map_->machines(); ++m) {
+    tier2::ShardOptions so = tier2::ShardOptionsFromConfig(o_.config, fmt::format("{}/shard-{:03}", dir_, m));
+    so.expected_pages = 1 << 16;
+    ASSIGN_OR_RETURN(auto shard, tier2::Shard::Open(so));
+    shards_.push_back(std::move(shard));
+  }
+  sum_.shards = map_->machines();
+  sum_.cells = map_->cells();
+  source_ = std::make_unique<ShardSignatures>(*map_, shards_);
+  tier1_ = std::make_unique<Tier1>(store_.get(), source_.get(),
+                                   Tier1OptionsFromConfig(o_.config.tier1(), o_.threshold));
+  return Resume();
+}
+
+Status Pipeline::OpenMap() {
+  const std::string kept = dir_ + "/map.pb";
+  if (fs::exists(kept)) {
+    ASSIGN_OR_RETURN(map_, PartitionMap::Load(kept));
+  } else if (!o_.map.empty()) {
+    ASSIGN_OR_RETURN(map_, PartitionMap::Load(o_.map));
+  } else {
+    const pb::PipelineConfig& pc = o_.config.pipeline();
+    CrawlSampleOptions so;
+    so.signer.signer = o_.signer;
+    so.signer.reader = o_.reader;
+    so.signer.threads = o_.threads;
+    so.sample_rate = pc.map_sample_rate();
+    ASSIGN_OR_RETURN(CrawlSample sample, SampleCrawl(o_.input, so));
+    MapBuildOptions mo;
+    mo.dims = static_cast<uint32_t>(o_.signer.dims);
+    mo.machines = pc.shards();
+    mo.threshold = o_.threshold;
+    mo.routing = pc.routing() == "rho" ? pb::PartitionMap::RHO_BOX : pb::PartitionMap::EXACT_L1;
+    mo.rho = pc.rho();
+    mo.cells_per_machine = pc.cells_per_shard();
+    mo.shingle_k = static_cast<uint32_t>(o_.signer.k);
+    if (sample.sample.size() == 0) {
+      // Too small an input for the sample rate: one cell per shard over everything is still exact.
+      LengthSample one(mo.dims);
+      std::vector<uint32_t> v(mo.dims, 1);
+      one.Add(v, v);
+      sample.sample = std::move(one);
+    }
+    ASSIGN_OR_RETURN(map_, BuildPartitionMap(sample.sample, mo));
+    spdlog::info("pipeline: partition map from {} sampled pages: {} cells on {} shards", sample.sample.size(),
+                 map_->cells(), map_->machines());
+  }
+  const SignerOptions want = map_->signer_options();
+  if (want.dims != o_.signer.dims || want.k != o_.signer.k) {
+    return FailedPrecondition(fmt::format("pipeline: the partition map expects dims {} and k {}, the signer has {} and {}",
+                                          want.dims, want.k, o_.signer.dims, o_.signer.k));
+  }
+  if (!fs::exists(kept)) RETURN_IF_ERROR(map_->Save(kept));
+  return Status::Ok();
+}
+
+Status Pipeline::Resume() {
+  skip_ = progress_.records_committed();
+  lagging_.assign(shards_.size(), false);
+  if (progress_.batches_committed() == 0) return Status::Ok();
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    ASSIGN_OR_RETURN(uint64_t seq, shards_[s]->AppliedSequence());
+    if (seq < progress_.batches_committed()) lagging_[s] = true;
+  }
+  redo_ = std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end();
+  redo_from_ = progress_.last_batch_first_record();
+  spdlog::info("pipeline: resuming {} after {} committed records ({} batches){}", dir_, skip_,
+               progress_.batches_committed(), redo_ ? "; redoing the last batch's shard writes" : "");
+  return Status::Ok();
+}
+
+Status Pipeline::ApplyToShards(const Batch& b, const std::vector<Route>& routes,
+                               const google::protobuf::RepeatedPtrField<pb::Tier2Removal>& removals,
+                               const std::vector<bool>& only) {
+  const size_t P = shards_.size();
+  std::vector<std::vector<tier2::ShardPage>> pages(P);
+  std::vector<std::vector<std::string>> removed(P);
+  for (size_t i = 0; i < b.records.size(); ++i) {
+    const Route r = routes[i];
+    if (r != Route::kFastPath && r != Route::kTier2 && r != Route::kEmpty) continue;
+    pages[map_->MachineOf(b.cell[i])].push_back({&b.signatures[i], true});
+  }
+  for (const auto& rm : removals) {
+    if (rm.cell() < map_->cells()) removed[map_->MachineOf(rm.cell())].push_back(rm.url());
+  }
+  const auto t0 = SteadyClock::now();
+  Status s = ForEachShard(P, [&](size_t m) -> Status {
+    if (!only.empty() && !only[m]) return Status::Ok();
+    return shards_[m]->Apply(pages[m], removed[m], nullptr, b.number);
+  });
+  sum_.tier2_apply_seconds += Since(t0);
+  return s;
+}
+
+Status Pipeline::Redo(Batch& b) {
+  // Tier 1 committed this batch; some shards did not. Their writes are idempotent.
+  std::vector<Route> routes(b.records.size(), Route::kTier2);
+  std::unordered_map<std::string_view, size_t> last;
+  for (size_t i = 0; i < b.records.size(); ++i) {
+    if (b.records[i].is_redirect()) routes[i] = Route::kRedirect;
+    else if (b.signatures[i].shingles_size() == 0) routes[i] = Route::kEmpty;
+    auto [it, fresh] = last.emplace(b.records[i].url, i);
+    if (!fresh) routes[it->second] = Route::kSuperseded, it->second = i;
+  }
+  RETURN_IF_ERROR(ApplyToShards(b, routes, progress_.last_batch_removals(), lagging_));
+  sum_.redone_shard_batches += static_cast<uint64_t>(std::count(lagging_.begin(), lagging_.end(), true));
+  return Status::Ok();
+}
+
+Status Pipeline::Process(Batch& b) {
+  const size_t n = b.records.size();
+  std::vector<PageUpdate> updates(n);
+  std::unordered_set<std::string> pending;
+  for (size_t i = 0; i < n; ++i) {
+    const CrawlRecord& r = b.records[i];
+    PageUpdate& u = updates[i];
+    u.url = r.url;
+    u.redirect_to = r.redirect_to;
+    u.signature = r.is_redirect() ? nullptr : &b.signatures[i];
+    u.home_cell = b.cell[i];
+    u.popularity = r.popularity;
+    u.market = r.market;
+    u.fetched_at_ms = r.fetched_at_ms.value_or(0);
+    pending.insert(r.url);
+  }
+  tier1_->SetPending(std::move(pending));
+  auto t0 = SteadyClock::now();
+  std::vector<Route> routes;
+  std::vector<bool> changed;
+  RETURN_IF_ERROR(tier1_->Classify(updates, &routes, &changed));
+  sum_.tier1_seconds += Since(t0);
+
+  // Tier 2: each shard compares the pages routed to it.
+  const size_t P = shards_.size();
+  std::vector<std::vector<uint32_t>> index(P);
+  std::vector<std::vector<tier2::ShardPage>> pages(P);
+  for (size_t i = 0; i < n; ++i) {
+    if (routes[i] != Route::kTier2) continue;
+    ++sum_.tier2_pages;
+    if (changed[i]) ++sum_.changed;
+    else ++sum_.new_pages;
+    for (uint32_t m : b.machines[i]) {
+      index[m].push_back(static_cast<uint32_t>(i));
+      pages[m].push_back({&b.signatures[i], m == map_->MachineOf(b.cell[i])});
+      ++sum_.tier2_sends;
+    }
+  }
+  std::vector<tier2::CompareResult> results(P);
+  t0 = SteadyClock::now();
+  RETURN_IF_ERROR(ForEachShard(P, [&](size_t m) -> Status {
+    if (pages[m].empty()) return Status::Ok();
+    return shards_[m]->CompareBatch(pages[m], o_.threshold, &results[m]);
+  }));
+  sum_.tier2_compare_seconds += Since(t0);
+  Tier2Matches matches;
+  std::set<std::pair<uint32_t, uint32_t>> seen_pairs;
+  for (size_t m = 0; m < P; ++m) {
+    const auto& res = results[m];
+    sum_.tier2_candidates += res.stats.candidates;
+    sum_.tier2_verifications += res.stats.verifications;
+    for (const auto& r : res.resident) matches.resident.push_back({index[m][r.page], r.url, r.similarity});
+    for (const auto& p : res.in_batch) {
+      const uint32_t a = index[m][p.a], bb = index[m][p.b];
+      if (seen_pairs.emplace(std::min(a, bb), std::max(a, bb)).second) {
+        matches.in_batch.push_back({std::min(a, bb), std::max(a, bb), p.similarity});
+      }
+    }
+  }
+  sum_.tier2_pairs += matches.resident.size() + matches.in_batch.size();
+  for (size_t i = 0; i < n; ++i) {
+    switch (routes[i]) {
+      case Route::kUnchanged: ++sum_.unchanged; break;
+      case Route::kFastPath: ++sum_.fast_path, ++sum_.changed; break;
+      case Route::kRedirect: ++sum_.redirects; break;
+      case Route::kEmpty: ++sum_.empty; break;
+      case Route::kSuperseded: ++sum_.superseded; break;
+      case Route::kTier2: break;
+    }
+  }
+
+  // Tier 1 commits the batch with the pipeline's progress.
+  pb::Tier1Progress next = progress_;
+  next.set_records_committed(b.first_record + n);
+  next.set_batches_committed(b.number);
+  next.set_last_batch_first_record(b.first_record);
+  next.clear_last_batch_removals();
+  ApplyOutcome outcome;
+  t0 = SteadyClock::now();
+  RETURN_IF_ERROR(tier1_->Apply(updates, routes, matches, &next, &outcome));
+  sum_.tier1_seconds += Since(t0);
+  for (const auto& [url, cell] : outcome.tier2_removals) {
+    auto* r = next.add_last_batch_removals();
+    r->set_url(url);
+    r->set_cell(cell);
+  }
+  progress_ = std::move(next);
+  sum_.merges += outcome.merges;
+  sum_.moves += outcome.moves;
+  sum_.new_groups += outcome.new_groups;
+  sum_.redirect_cycles += outcome.redirect_cycles;
+  tier1_->SetPending({});
+
+  RETURN_IF_ERROR(ApplyToShards(b, routes, progress_.last_batch_removals(), {}));
+  return WriteStatus(b, routes);
+}
+
+Status Pipeline::WriteStatus(const Batch& b, const std::vector<Route>& routes) {
+  const auto t0 = SteadyClock::now();
+  std::string out;
+  StatusAnswer a;
+  for (size_t i = 0; i < b.records.size(); ++i) {
+    if (routes[i] == Route::kSuperseded) continue;
+    RETURN_IF_ERROR(tier1_->Query(b.records[i].url, nullptr, &a));
+    if (status_file_ == nullptr) continue;
+    out += "{\"url\":";
+    AppendJsonString(&out, b.records[i].url);
+    out += ",\"status\":\"";
+    out += StatusName(a.status);
+    out += "\",\"group\":" + std::to_string(a.group) + ",\"winner\":";
+    AppendJsonString(&out, a.winner_url);
+    if (a.verified && !a.redirect) AppendJsonField(&out, "similarity_to_winner", a.similarity_to_winner);
+    out += a.verified ? ",\"verified\":true" : ",\"verified\":false";
+    if (a.redirect) out += ",\"redirect\":true";
+    out += ",\"route\":\"";
+    out += RouteName(routes[i]);
+    out += "\",\"line\":" + std::to_string(b.records[i].line) + "}\n";
+  }
+  std::vector<RepairReport> repairs;
+  RETURN_IF_ERROR(tier1_->Flush(&repairs));
+  for (const RepairReport& r : repairs) {
+    ++sum_.repairs;
+    if (r.components > 1) sum_.repair_splits += r.components - 1;
+  }
+  if (status_file_ != nullptr && !out.empty()) {
+    if (std::fwrite(out.data(), 1, out.size(), status_file_) != out.size() || std::fflush(status_file_) != 0) {
+      return IoError("pipeline: cannot write " + o_.status_out);
+    }
+  }
+  sum_.query_seconds += Since(t0);
+  return Status::Ok();
+}
+
+Status Pipeline::WriteGroups() {
+  std::FILE* f = std::fopen(o_.groups_out.c_str(), "wb");
+  if (f == nullptr) return IoError("pipeline: cannot write " + o_.groups_out);
+  std::vector<std::string> urls;
+  RETURN_IF_ERROR(store_->rows().ScanFamily(store_->page_family(), [&](std::string_view url, std::string_view, std::string_view) {
+    urls.emplace_back(url);
+    return true;
+  }));
+  std::string out;
+  StatusAnswer a;
+  Status s;
+  for (const std::string& url : urls) {
+    s = tier1_->Query(url, nullptr, &a);
+    if (!s.ok()) break;
+    out += "{\"url\":";
+    AppendJsonString(&out, url);
+    out += ",\"group\":" + std::to_string(a.group) + ",\"winner\":";
+    AppendJsonString(&out, a.winner_url);
+    out += ",\"status\":\"";
+    out += StatusName(a.status);
+    out += "\"";
+    if (a.verified && !a.redirect) AppendJsonField(&out, "similarity_to_winner", a.similarity_to_winner);
+    out += a.status == StatusAnswer::kUnknown ? ",\"crawled\":false}\n" : "}\n";
+    if (out.size() > (1 << 20)) {
+      if (std::fwrite(out.data(), 1, out.size(), f) != out.size()) s = IoError("pipeline: cannot write " + o_.groups_out);
+      out.clear();
+    }
+  }
+  if (s.ok() && std::fwrite(out.data(), 1, out.size(), f) != out.size()) s = IoError("pipeline: cannot write " + o_.groups_out);
+  if (std::fclose(f) != 0 && s.ok()) s = IoError("pipeline: cannot write " + o_.groups_out);
+  RETURN_IF_ERROR(s);
+  return tier1_->Flush();
+}
+
+StatusOr<PipelineSummary> Pipeline::Run() {
+  const auto start = SteadyClock::now();
+  RETURN_IF_ERROR(Setup());
+  if (!o_.status_out.empty()) {
+    status_file_ = std::fopen(o_.status_out.c_str(), skip_ > 0 ? "ab" : "wb");
+    if (status_file_ == nullptr) return IoError("pipeline: cannot write " + o_.status_out);
+  }
+  sum_.skipped_records = skip_;
+
+  // The tiers' thread: batches in order, as the reader hands them over.
+  BatchQueue queue(2);
+  Status worker_status;
+  std::thread worker([&] {
+    while (auto b = queue.Pop()) {
+      Status s = b->redo ? Redo(*b) : Process(*b);
+      if (!s.ok()) {
+        worker_status = s;
+        queue.Close();
+        return;
+      }
+      ++sum_.batches;
+    }
+  });
+
+  CrawlSignerOptions so;
+  so.signer = o_.signer;
+  so.reader = o_.reader;
+  so.threads = o_.threads;
+  so.progress_label = o_.progress ? "run" : "";
+  const uint64_t first = redo_ ? redo_from_ : skip_;
+  uint64_t seen = 0;
+  so.keep = [&](const CrawlRecord&) {
+    const uint64_t i = seen++;
+    return i >= first && (o_.max_records == 0 || i < o_.max_records);
+  };
+  uint64_t next_record = first;
+  uint64_t next_number = progress_.batches_committed() + 1;
+  auto batch = std::make_unique<Batch>();
+  auto start_batch = [&](uint64_t at) {
+    batch = std::make_unique<Batch>();
+    batch->first_record = at;
+    batch->redo = redo_ && at < skip_;
+    batch->number = batch->redo ? progress_.batches_committed() : next_number++;
+  };
+  start_batch(first);
+  auto hand_off = [&]() -> Status {
+    if (batch->records.empty()) return Status::Ok();
+    if (!batch->redo) sum_.records += batch->records.size();
+    if (!queue.Push(std::move(batch))) return worker_status.ok() ? Internal("pipeline: queue closed") : worker_status;
+    start_batch(next_record);
+    return Status::Ok();
+  };
+  CrawlReaderStats reader_stats;
+  Status read = SignCrawl(o_.input, so, [&](CrawlRecord& r, PageFeatures& f) -> Status {
+    Batch& b = *batch;
+    b.cell.push_back(0);
+    b.machines.emplace_back();
+    if (!r.is_redirect()) {
+      const auto v = map_->VectorOf(f);
+      b.cell.back() = map_->Home(v);
+      if (!f.shingles.empty()) map_->RouteMachines(v, &b.machines.back());
+      b.signatures.push_back(ToProto(r.url, f, o_.signer));
+    } else {
+      b.signatures.emplace_back();
+    }
+    b.records.push_back(std::move(r));
+    ++next_record;
+    // The redo batch ends where the committed records end; the others hold batch_pages records.
+    if ((b.redo && next_record == skip_) || (!b.redo && b.records.size() >= o_.batch_pages)) return hand_off();
+    return Status::Ok();
+  }, &reader_stats);
+  if (read.ok()) read = hand_off();
+  queue.Close();
+  worker.join();
+  if (status_file_ != nullptr) std::fclose(status_file_);
+  RETURN_IF_ERROR(worker_status);
+  RETURN_IF_ERROR(read);
+  if (!o_.groups_out.empty()) RETURN_IF_ERROR(WriteGroups());
+
+  const RowStore& rows = store_->rows();
+  sum_.verifications = static_cast<uint64_t>(rows.Counter("verifications"));
+  sum_.rejections = static_cast<uint64_t>(rows.Counter("rejections"));
+  sum_.seconds = Since(start);
+  sum_.peak_rss_bytes = PeakRssBytes();
+  CheckReport check;
+  RETURN_IF_ERROR(rows.ScanFamily(store_->group_family(), [&](std::string_view, std::string_view, std::string_view v) {
+    pb::Tier1Group g;
+    if (g.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+      ++sum_.groups;
+      if (g.members() >= 2) ++sum_.multi_groups;
+      sum_.pages += g.members();
+    }
+    return true;
+  }));
+  tier1_.reset();
+  source_.reset();
+  shards_.clear();
+  store_.reset();
+  if (temporary_) {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  return sum_;
+}
+
+}  // namespace
+
+StatusOr<PipelineSummary> RunPipeline(const PipelineOptions& options) {
+  Pipeline p(options);
+  return p.Run();
+}
+
+std::string FormatSummary(const PipelineSummary& s) {
+  std::string o;
+  o += fmt::format("records            {} in {:.2f} s: {:.0f} records/s ({} skipped: committed by an earlier run)\n",
+                   s.records, s.seconds, s.pages_per_second(), s.skipped_records);
+  o += fmt::format("batches            {} ({} shard batches redone after a crash)\n", s.batches, s.redone_shard_batches);
+  o += fmt::format("pages              {} new, {} unchanged, {} changed, {} redirects, {} empty, {} superseded in batch\n",
+                   s.new_pages, s.unchanged, s.changed, s.redirects, s.empty, s.superseded);
+  o += fmt::format("tier 1 fast path   {} of {} changed pages ({:.1f}%) kept without Tier 2\n", s.fast_path, s.changed,
+                   100.0 * s.fast_path_share());
+  o += fmt::format("tier 2             {} pages compared, {} page-shard sends over {} shards ({} cells), {} candidates, "
+                   "{} verified, {} pairs\n",
+                   s.tier2_pages, s.tier2_sends, s.shards, s.cells, s.tier2_candidates, s.tier2_verifications, s.tier2_pairs);
+  o += fmt::format("groups             {} merges, {} moves (splits), {} new groups, {} redirect cycles\n", s.merges,
+                   s.moves, s.new_groups, s.redirect_cycles);
+  o += fmt::format("verification       {} checks, {} rejections ({:.2f}%), {} repairs, {} groups split off by repair\n",
+                   s.verifications, s.rejections,
+                   s.verifications > 0 ? 100.0 * static_cast<double>(s.rejections) / static_cast<double>(s.verifications) : 0.0,
+                   s.repairs, s.repair_splits);
+  o += fmt::format("store              {} pages in {} groups, {} with 2+ members\n", s.pages, s.groups, s.multi_groups);
+  o += fmt::format("time               tier1 {:.2f} s, tier2 compare {:.2f} s, tier2 apply {:.2f} s, status {:.2f} s; "
+                   "peak RSS {:.0f} MiB\n",
+                   s.tier1_seconds, s.tier2_compare_seconds, s.tier2_apply_seconds, s.query_seconds,
+                   static_cast<double>(s.peak_rss_bytes) / 1048576.0);
+  return o;
+}
+
+}  // namespace neardup::tier1

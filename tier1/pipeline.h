@@ -1,0 +1,86 @@
+// The embedded two-tier pipeline: replays a crawl through Tier 1 and P Tier 2 shards in one
+// process, through the same interfaces the cluster uses (only the transport differs there).
+//
+// Per batch of B records (in input order; the last record of a URL in a batch wins):
+//   1. sign the records (all cores; common/crawl_signer.h) and place each content page with the
+//      partition map: its home cell, and the shards (machines) it must be compared on;
+//   2. Tier 1 classifies: unchanged or still similar to its group's representative -> stays;
+//      new, changed or a former redirect -> Tier 2;
+//   3. Tier 2: every shard compares the pages routed to it, in parallel (tier2/shard.h);
+//   4. Tier 1 applies cases 1-3 and commits, with the pipeline's progress, atomically;
+//   5. the shards store the batch's home pages and drop what moved away, each tagged with the
+//      batch number;
+//   6. the status of every page of the batch is queried (verification against the winner),
+//      written to the status output, and groups past the rejection threshold are repaired.
+// A page's status line is written only after step 4 committed it: that is the acknowledgement.
+//
+// Restart: a store directory remembers the input it was filled from and the records committed.
+// Run again with the same store and input, the pipeline redoes step 5 of the last batch for any
+// shard that had not seen it, then goes on after the last committed record; the result is the
+// same as a run that never stopped. The partition map is built once (from a sample of the input,
+// or given) and kept in the store.
+//
+// Thread safety: RunPipeline is reentrant; it owns everything it opens.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/crawl_reader.h"
+#include "common/signature.h"
+#include "common/status.h"
+#include "proto/config.pb.h"
+
+namespace neardup::tier1 {
+
+struct PipelineOptions {
+  std::string input;           // crawl JSON Lines
+  std::string store;           // directory: tier1/, shard-NNN/, map.pb; empty = a temporary one, removed after
+  std::string map;             // optional partition map to use when the store has none
+  std::string groups_out;      // optional: every page with its group, winner and status (JSON Lines)
+  std::string status_out;      // optional: each processed page's status, per batch after its commit
+  pb::NeardupConfig config;    // tier1, tier2, pipeline sections (defaults filled)
+  double threshold = 0.9;
+  SignerOptions signer;
+  CrawlReaderOptions reader;
+  int threads = 0;             // signing threads; 0 = one per core
+  uint32_t batch_pages = 1000; // B
+  uint64_t max_records = 0;    // stop after this many input records (0 = all); for tests and crash drills
+  bool progress = true;
+};
+
+struct PipelineSummary {
+  uint64_t records = 0;            // input records processed in this run
+  uint64_t skipped_records = 0;    // already committed by an earlier run of this store
+  uint64_t batches = 0;
+  uint64_t new_pages = 0;          // content records of URLs without content before
+  uint64_t unchanged = 0;
+  uint64_t changed = 0;            // recrawls with changed content
+  uint64_t fast_path = 0;          // of those, kept in their group by Tier 1
+  uint64_t tier2_pages = 0;        // pages Tier 2 compared
+  uint64_t tier2_sends = 0;        // (page, shard) comparisons
+  uint64_t tier2_candidates = 0;
+  uint64_t tier2_verifications = 0;
+  uint64_t tier2_pairs = 0;
+  uint64_t redirects = 0, empty = 0, superseded = 0;
+  uint64_t merges = 0, moves = 0, new_groups = 0, redirect_cycles = 0;
+  uint64_t verifications = 0, rejections = 0, repairs = 0, repair_splits = 0;
+  uint64_t redone_shard_batches = 0;  // step 5 redone after a crash
+  uint64_t groups = 0, multi_groups = 0, pages = 0;  // store totals at the end
+  uint32_t shards = 0, cells = 0;
+  double seconds = 0, tier1_seconds = 0, tier2_compare_seconds = 0, tier2_apply_seconds = 0, query_seconds = 0;
+  uint64_t peak_rss_bytes = 0;
+  double pages_per_second() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }
+  // The paper's Fig. 8: share of changed pages Tier 1 resolved without Tier 2.
+  double fast_path_share() const { return changed > 0 ? static_cast<double>(fast_path) / static_cast<double>(changed) : 0; }
+};
+
+// Errors: IoError for unreadable input or store; FailedPrecondition when the store was filled
+// from another input or with another threshold (both named), or its map does not fit the signer;
+// InvalidArgument for bad options; whatever the tiers return.
+StatusOr<PipelineSummary> RunPipeline(const PipelineOptions& options);
+
+// One line per field, for the command line.
+std::string FormatSummary(const PipelineSummary& s);
+
+}  // namespace neardup::tier1

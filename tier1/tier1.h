@@ -1,0 +1,198 @@
+// Tier1: duplicate groups with winners, the crawler's status queries, verification and repair
+// (the paper's Section 5). Its rules are the paper's:
+//
+//  - Every page belongs to exactly one group; a group's winner (tier1/winner.h) represents it, and
+//    the winner's signature is the group's representative R.
+//  - Fast path: a recrawled page whose content is unchanged, or whose new content is still
+//    similar to R (Jaccard >= threshold), stays in its group without Tier 2.
+//  - Otherwise (and for new pages) Tier 2 decides, and Apply() follows Section 5.1:
+//    Case 1 (changed page q1 in group g1): if Tier 2 finds duplicates, q1 leaves g1 and joins the
+//      group of its best match (the groups of all its matches merge: transitive clustering),
+//      taking the pages that redirect to it (directly or through chains) along; if not, q1 forms a
+//      new group with its redirecting pages. g1 is not recomputed (the paper's split
+//      approximation: q1's old neighbours stay together).
+//    Case 2 (new page): joins its best match's group (merging the others), or forms a new one.
+//    Case 3 (q1 -> q2 -> ... -> qt): q1 and its redirecting pages join qt's group; a target never
+//      crawled gets a placeholder page; a cycle is counted and the walk stops where it closes.
+//  - Status queries verify a loser against its winner before calling it a duplicate; a loser
+//    below the threshold is reported unique and counted as a rejection against its group; a group
+//    whose rejections pass the configured share is repaired: its membership is recomputed exactly
+//    (all pairs inside the group) and it splits into the connected components.
+//
+// Signatures are not kept in Tier 1: a page record references the partition cell whose Tier 2
+// shard stores it, and Tier1 reads them through a SignatureSource.
+//
+//   Tier1 t1(store, source, options);
+//   t1.Classify(batch, &routes);                 // fast path or Tier 2, per page
+//   ... Tier 2 compares the kTier2 pages ...
+//   t1.Apply(batch, routes, matches, progress, &outcome);   // cases 1-3, one atomic commit
+//   t1.Query(url, nullptr, &answer);             // the crawler's question
+//   t1.Flush();                                  // verification results, repairs
+//
+// Thread safety: none; one thread drives a Tier1 (the pipeline's). Errors: IoError/Corruption
+// from the store or the signature source, InvalidArgument for a bad batch (named).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/neardup.pb.h"
+#include "proto/tier1.pb.h"
+#include "tier1/group_store.h"
+#include "tier1/winner.h"
+
+namespace neardup::tier1 {
+
+// Where Tier 1 reads full signatures (the Tier 2 shards, in the embedded pipeline).
+class SignatureSource {
+ public:
+  virtual ~SignatureSource() = default;
+  // The current signature of `url`, stored in the shard owning partition cell `home_cell`.
+  // NotFound when that shard does not hold it.
+  virtual StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t home_cell) = 0;
+};
+
+struct Tier1Options {
+  double threshold = 0.9;             // F(a, b): Jaccard >= threshold
+  WinnerRules rules;
+  bool fast_path = true;
+  double repair_rejection_share = 0.2;
+  uint32_t repair_min_rejections = 2;
+  uint32_t repair_max_members = 5000;
+};
+
+// Options from the configuration's tier1 section and the service threshold.
+Tier1Options Tier1OptionsFromConfig(const pb::Tier1Config& config, double threshold);
+
+// One crawled record, after signing.
+struct PageUpdate {
+  std::string url;
+  std::string redirect_to;                     // non-empty: a redirect record (no content)
+  const pb::PageSignature* signature = nullptr;  // content records (not owned); may have no shingles
+  uint32_t home_cell = 0;                      // the partition cell that stores it (content pages)
+  double popularity = 0;
+  std::string market;
+  int64_t fetched_at_ms = 0;
+};
+
+enum class Route : uint8_t {
+  kUnchanged,   // same content digest as the stored version: stays in its group
+  kFastPath,    // changed, still similar to its group's representative: stays
+  kTier2,       // new or changed beyond the representative: Tier 2 decides
+  kEmpty,       // content without shingles: similar to nothing, forms its own group
+  kRedirect,    // Case 3
+  kSuperseded,  // a later record of the batch has the same URL; ignored
+};
+const char* RouteName(Route r);
+
+// Tier 2's answer for the kTier2 pages of a batch.
+struct Tier2Matches {
+  struct Resident { uint32_t page; std::string url; double similarity; };
+  struct InBatch { uint32_t a, b; double similarity; };   // batch indices
+  std::vector<Resident> resident;
+  std::vector<InBatch> in_batch;
+};
+
+struct ApplyOutcome {
+  // Tier 2 housekeeping the caller owes: signatures to drop (the page turned into a redirect, or
+  // its home cell moved), as (url, cell that held it).
+  std::vector<std::pair<std::string, uint32_t>> tier2_removals;
+  uint64_t merges = 0;        // groups merged into another
+  uint64_t moves = 0;         // pages that left a group for another (Case 1, Case 3)
+  uint64_t new_groups = 0;
+  uint64_t redirect_cycles = 0;
+};
+
+struct StatusAnswer {
+  enum Kind { kUnknown, kPending, kUnique, kWinner, kDuplicate };
+  Kind status = kUnknown;
+  uint64_t group = 0;
+  std::string winner_url;
+  double similarity_to_winner = 0;  // meaningful when verified
+  bool verified = false;            // the similarity was computed between the current versions
+  bool redirect = false;            // the page redirects (duplicate by redirection)
+  uint64_t group_members = 0;
+};
+const char* StatusName(StatusAnswer::Kind k);
+
+struct RepairReport {
+  uint64_t group = 0;
+  uint64_t members = 0;
+  uint64_t components = 0;   // groups it split into (1: confirmed)
+  uint64_t skipped = 0;      // 1 when the group was over repair_max_members
+};
+
+struct CheckReport {
+  uint64_t pages = 0, groups = 0, members = 0, redirects = 0, redirect_cycles = 0;
+  uint64_t multi_groups = 0;   // groups with >= 2 members
+  std::vector<std::string> violations;  // empty when every invariant holds (at most 100 listed)
+  uint64_t violation_count = 0;
+};
+
+class Tier1 {
+ public:
+  Tier1(GroupStore* store, SignatureSource* source, Tier1Options options);
+
+  // Decides, per page of the batch, whether Tier 1 keeps it (routes[i]) without Tier 2. Reads the
+  // store and the representatives' signatures; changes nothing. The batch's own signatures are
+  // used for representatives that are in the batch.
+  // `changed`, when given, is set per page: true for a recrawl whose content changed (kFastPath,
+  // or kTier2 for a page that had content before), the denominator of the fast path's share.
+  Status Classify(std::span<const PageUpdate> batch, std::vector<Route>* routes,
+                  std::vector<bool>* changed = nullptr);
+
+  // Applies a classified batch and Tier 2's matches for its kTier2 pages (cases 1-3, merges,
+  // winners) and commits it, with `progress` (may be empty) in the meta row "progress", in one
+  // atomic write. InvalidArgument when routes or matches do not fit the batch.
+  // `progress` (may be null) is stored with the outcome's Tier 2 removals added.
+  Status Apply(std::span<const PageUpdate> batch, std::span<const Route> routes, const Tier2Matches& matches,
+               const pb::Tier1Progress* progress, ApplyOutcome* outcome);
+
+  // The crawler's question for a URL. `current`, when given, is the page's current content: the
+  // answer verifies it (not the stored version) against the winner. Verification results and
+  // rejections are cached and written by Flush(); `pending` URLs answer kPending.
+  Status Query(const std::string& url, const pb::PageSignature* current, StatusAnswer* out);
+  // Writes what queries learnt, and repairs the groups whose rejections passed the threshold.
+  Status Flush(std::vector<RepairReport>* repairs = nullptr);
+
+  // Recomputes a group's membership exactly and splits it into connected components (the largest
+  // keeps the id). NotFound for an unknown group.
+  Status Repair(uint64_t group, RepairReport* report);
+
+  // URLs accepted but not yet decided (the pipeline's in-flight batch).
+  void SetPending(std::unordered_set<std::string> urls) { pending_ = std::move(urls); }
+
+  const Tier1Options& options() const { return options_; }
+  GroupStore* store() { return store_; }
+
+ private:
+  struct Touched;
+  Status MovePages(GroupStore::Txn& txn, const std::vector<std::string>& pages, uint64_t from, uint64_t to,
+                   Touched* touched);
+  Status RedirectClosure(GroupStore::Txn& txn, const std::string& url, std::vector<std::string>* out);
+  Status MergeGroups(GroupStore::Txn& txn, uint64_t from, uint64_t into, Touched* touched);
+  Status UpdateWinners(GroupStore::Txn& txn, Touched* touched);
+  Status RecomputeWinners(GroupStore::Txn& txn, uint64_t group);
+  StatusOr<pb::PageSignature> FetchSignature(const std::string& url, const pb::Tier1Page& page);
+  Status RepairIn(GroupStore::Txn& txn, uint64_t group, RepairReport* report);
+
+  GroupStore* store_;
+  SignatureSource* source_;
+  Tier1Options options_;
+  std::unordered_set<std::string> pending_;
+  GroupStore::Txn query_txn_;
+  std::vector<uint64_t> repair_queue_;
+  // Signatures of the batch being classified/applied, by URL (representatives in the batch).
+  std::unordered_map<std::string, const pb::PageSignature*> batch_signatures_;
+};
+
+// Checks every invariant of the store: each page in exactly one group and listed there; member
+// lists, member counts and page records agree; each group's winner is a member; the redirect
+// index matches the pages' redirect targets; every redirect chain ends or closes a cycle (counted).
+Status CheckStore(const GroupStore& store, CheckReport* report);
+
+}  // namespace neardup::tier1

@@ -1,0 +1,76 @@
+// Winner selection: which page of a duplicate group is kept (the paper's Section 5).
+//
+// Pages are ranked by a total order built from configurable rules, applied in the configured
+// sequence until one decides (the default sequence is the paper's):
+//   CONTENT     a crawled page with content beats a redirect or a never-crawled redirect target
+//               (always first; not configurable: a redirect cannot represent a group);
+//   POPULARITY  higher popularity, compared by bucket: log2(1 + popularity) * buckets_per_doubling,
+//               floored, so pages of "about the same" popularity tie and the next rule decides;
+//   STATIC      a static URL beats a dynamic one (a query string, or a session-like parameter
+//               anywhere: ;jsessionid=, sid=, sessionid=, phpsessid=, ...; see IsDynamicUrl);
+//   SHORTER     the shorter URL (in bytes) wins;
+//   MARKET      for a market m: a page whose host ends in one of m's suffixes wins (by default the
+//               suffix ".m", so "bbc.co.uk" for market "uk"); ignored for the default winner;
+//   then a deterministic tie-break: the smaller URL bytewise.
+// Because the order is total and depends only on the pages' own attributes, a group's winner is
+// stable when nothing relevant changed: adding a page can only replace the winner by the new page,
+// and a group's winner is the best of its members whatever order they arrived in.
+//
+//   WinnerRules rules = WinnerRulesFromConfig(cfg.tier1());
+//   Candidate a{.url = "http://x.com/a", .popularity = 3, .has_content = true};
+//   bool a_first = Better(rules, a, b, /*market=*/"");
+//
+// Thread safety: pure functions; WinnerRules is immutable after construction.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/config.pb.h"
+
+namespace neardup::tier1 {
+
+enum class Rule { kPopularity, kStatic, kShorter, kMarket };
+
+struct WinnerRules {
+  std::vector<Rule> order = {Rule::kPopularity, Rule::kStatic, Rule::kShorter, Rule::kMarket};
+  double buckets_per_doubling = 4;  // > 0; popularity buckets per doubling of (1 + popularity)
+  // market -> host suffixes preferred for it; a market absent here prefers ".<market>".
+  std::vector<std::pair<std::string, std::vector<std::string>>> market_suffixes;
+};
+
+// From the configuration's tier1 section (config.proto Tier1Config: winner_rules,
+// popularity_buckets_per_doubling, market_suffix). The config loader has already validated it.
+WinnerRules WinnerRulesFromConfig(const pb::Tier1Config& config);
+
+// What winner selection looks at of a page.
+struct Candidate {
+  std::string_view url;
+  double popularity = 0;
+  bool has_content = false;  // crawled, not a redirect
+};
+
+// True when `a` ranks strictly before `b` for `market` ("" = the default winner). Irreflexive,
+// asymmetric and transitive (a strict total order over distinct URLs).
+bool Better(const WinnerRules& rules, const Candidate& a, const Candidate& b, std::string_view market);
+
+// Index of the best candidate for `market`; candidates must not be empty.
+size_t BestOf(const WinnerRules& rules, const std::vector<Candidate>& candidates, std::string_view market);
+
+// True when the URL has a query string or a session-like parameter (case-insensitive):
+// "?" anywhere, or one of ";jsessionid=", ";sid=", "sid=", "sessionid=", "phpsessid=", "session_id=".
+bool IsDynamicUrl(std::string_view url);
+
+// The host of an absolute http(s) URL, lower-cased, without port or user info ("" if none).
+std::string HostOf(std::string_view url);
+
+// True when the URL's host ends with one of the market's preferred suffixes (see WinnerRules).
+bool PreferredForMarket(const WinnerRules& rules, std::string_view url, std::string_view market);
+
+// The popularity bucket used by POPULARITY.
+int64_t PopularityBucket(double popularity, double buckets_per_doubling);
+
+}  // namespace neardup::tier1
