@@ -196,7 +196,7 @@ class RowStore::Impl {
   Status ScanPrefix(std::string_view prefix, bool fill_cache, Fn&& fn) const;
   int64_t Counter(std::string_view name) const;
   // Adds the counter deltas to wb and commits it; updates the in-memory counters on success only.
-  Status Commit(leveldb::WriteBatch* wb, const CounterMap& deltas);
+  Status Commit(leveldb::WriteBatch* wb, const CounterMap& deltas, bool durable);
   StatusOr<uint64_t> PurgeExpired();
   uint64_t DiskBytes() const;
 
@@ -329,7 +329,7 @@ int64_t RowStore::Impl::Counter(std::string_view name) const {
   return it == counters_.end() ? 0 : it->second;
 }
 
-Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, const CounterMap& deltas) {
+Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, const CounterMap& deltas, bool durable) {
   std::lock_guard write_lock(write_mu_);
   std::vector<std::pair<const std::string*, int64_t>> updated;
   updated.reserve(deltas.size());
@@ -343,7 +343,9 @@ Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, const CounterMap& deltas)
     wb->Put(key, value);
     updated.emplace_back(&name, v);
   }
-  RETURN_IF_ERROR(FromLevelDb(db->Write(WriteOptions(), wb), "write", options.path));
+  leveldb::WriteOptions wo = WriteOptions();
+  wo.sync = wo.sync && durable;
+  RETURN_IF_ERROR(FromLevelDb(db->Write(wo, wb), "write", options.path));
   if (updated.empty()) return Status::Ok();
   std::unique_lock counters_lock(counters_mu_);
   for (const auto& [name, v] : updated) counters_.insert_or_assign(*name, v);
@@ -488,7 +490,7 @@ Status RowStore::Write(const RowBatch& batch) {
     value += op.value;
     wb.Put(key, value);
   }
-  return impl_->Commit(&wb, batch.counters_);
+  return impl_->Commit(&wb, batch.counters_, batch.durable_);
 }
 
 StatusOr<uint64_t> RowStore::PurgeExpired() { return impl_->PurgeExpired(); }

@@ -69,6 +69,10 @@ class RowBatch {
   // Adds delta to a named counter (created at 0).
   void AddCounter(std::string_view name, int64_t delta);
 
+  // false: this batch is not fsync'ed even when the store syncs (for data that can be recomputed,
+  // such as caches). It is still atomic. Default true.
+  void set_durable(bool durable) { durable_ = durable; }
+
   size_t operations() const { return ops_.size() + counters_.size(); }
   bool empty() const { return operations() == 0; }
   void Clear();
@@ -83,6 +87,7 @@ class RowBatch {
   };
   std::vector<Op> ops_;
   std::map<std::string, int64_t, std::less<>> counters_;
+  bool durable_ = true;
 };
 
 class RowStore {

@@ -152,10 +152,28 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
       queue.push_back({first + static_cast<int>(r), node.depth + 1, std::move(parts[r])});
     }
   }
-  const std::vector<uint32_t> machine_of = AssignCellsLargestFirst(weight, o.machines);
+  const std::vector<uint32_t> machine_of =
+      o.contiguous_machines ? AssignCellsContiguous(weight, o.machines) : AssignCellsLargestFirst(weight, o.machines);
   p.mutable_cell_machine()->Assign(machine_of.begin(), machine_of.end());
   p.mutable_cell_weight()->Assign(weight.begin(), weight.end());
   return PartitionMap::FromProto(std::move(p));
+}
+
+std::vector<uint32_t> AssignCellsContiguous(const std::vector<double>& cell_weight, uint32_t machines) {
+  std::vector<uint32_t> machine_of(cell_weight.size(), 0);
+  std::vector<WeightedValue> values;
+  for (size_t c = 0; c < cell_weight.size(); ++c) {
+    // A tiny floor keeps empty cells from all collapsing into one range.
+    values.push_back({c, std::max(cell_weight[c], 1e-9)});
+  }
+  BalanceOptions bo;
+  bo.ranges = machines;
+  auto ranges = BalanceRanges(std::move(values), bo);
+  if (!ranges.ok()) return AssignCellsLargestFirst(cell_weight, machines);  // weights were checked upstream
+  for (size_t c = 0; c < cell_weight.size(); ++c) {
+    machine_of[c] = static_cast<uint32_t>(std::min<size_t>(FindRange(*ranges, c), machines - 1));
+  }
+  return machine_of;
 }
 
 MapEvaluation EvaluateMap(const PartitionMap& map, const LengthSample& sample) {

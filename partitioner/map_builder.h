@@ -36,6 +36,11 @@ struct MapBuildOptions {
   // length spikes, more partitions contacted per page. 0.95 measured best on the synthetic crawl
   // (experiments/README.md).
   double fine_grain = 0.95;
+  // Machine assignment: false = largest-first (best balance, what the figures use); true = runs
+  // of consecutive cells (cells are numbered in slice-tree order, so neighbours in length space
+  // share a machine) balanced by weight with BalanceRanges: a page's route then spans fewer
+  // machines, which is what a pipeline with few shards wants.
+  bool contiguous_machines = false;
 };
 
 // The feature a routing mode needs: EXACT_L1 bounds shingle counts, RHO_BOX word lengths.
@@ -49,6 +54,11 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
 // swapping cells between the heaviest and the lightest machine while that helps; empty cells are
 // spread round-robin over the machines in ascending load order.
 std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_weight, uint32_t machines);
+
+// Consecutive cells to each machine, the heaviest machine as light as contiguity allows
+// (balanced_ranges.h over cell indices); every machine gets at least one cell when there are
+// enough cells.
+std::vector<uint32_t> AssignCellsContiguous(const std::vector<double>& cell_weight, uint32_t machines);
 
 struct MapEvaluation {
   uint64_t pages = 0;

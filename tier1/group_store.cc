@@ -187,7 +187,7 @@ bool GroupStore::Txn::empty() const {
   return true;
 }
 
-Status GroupStore::Txn::Commit() {
+Status GroupStore::Txn::Commit(bool durable) {
   std::string bytes;
   for (auto& [url, slot] : pages_) {
     if (!slot.dirty) continue;
@@ -217,6 +217,7 @@ Status GroupStore::Txn::Commit() {
     }
   }
   if (groups_reserved_ > 0) batch_.AddCounter(kNextGroup, static_cast<int64_t>(groups_reserved_));
+  batch_.set_durable(durable);
   Status s = batch_.empty() ? Status::Ok() : store_->rows_->Write(batch_);
   pages_.clear();
   groups_.clear();

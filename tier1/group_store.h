@@ -99,8 +99,9 @@ class GroupStore::Txn {
   void PutMeta(std::string_view row, std::string_view value);
 
   // Writes every changed record atomically, then clears the Txn (it can be reused).
+  // durable = false skips the fsync (for what can be recomputed: verification caches).
   // IoError on failure (nothing written).
-  Status Commit();
+  Status Commit(bool durable = true);
   bool empty() const;
   // Records loaded or changed so far (the working set's size).
   size_t cached() const { return pages_.size() + groups_.size(); }

@@ -186,6 +186,8 @@ Status Pipeline::Setup() {
   for (uint32_t m = 0; m < map_->machines(); ++m) {
     tier2::ShardOptions so = tier2::ShardOptionsFromConfig(o_.config, fmt::format("{}/shard-{:03}", dir_, m));
     so.expected_pages = 1 << 16;
+    // The token order comes from the collection's first pages; a shard holds 1/P of them.
+    if (so.order_sample_pages > 0) so.order_sample_pages = std::max<uint64_t>(1000, so.order_sample_pages / map_->machines());
     ASSIGN_OR_RETURN(auto shard, tier2::Shard::Open(so));
     shards_.push_back(std::move(shard));
   }
@@ -219,6 +221,7 @@ Status Pipeline::OpenMap() {
     mo.rho = pc.rho();
     mo.cells_per_machine = pc.cells_per_shard();
     mo.shingle_k = static_cast<uint32_t>(o_.signer.k);
+    mo.contiguous_machines = true;  // fewer shards per page
     if (sample.sample.size() == 0) {
       // Too small an input for the sample rate: one cell per shard over everything is still exact.
       LengthSample one(mo.dims);

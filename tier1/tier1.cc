@@ -437,6 +437,11 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
       }
       ASSIGN_OR_RETURN(const pb::Tier1Page* now, txn.FindPage(u.url));
       if (existed && now->group() != into && now->group() != 0) ++outcome->moves;
+      if (now->group() == into) {  // it stays (MovePages skips it), but its rank may have changed
+        ASSIGN_OR_RETURN(const pb::Tier1Group* ig, txn.FindGroup(into));
+        if (ig != nullptr && IsMarketWinner(*ig, u.url)) touched.groups[into].full = true;
+        else touched.groups[into].added.push_back(u.url);
+      }
       RETURN_IF_ERROR(MovePages(txn, moving, 0, into, &touched));
     } else {
       bool keep = false;
@@ -545,16 +550,17 @@ Status Tier1::Query(const std::string& url, const pb::PageSignature* current, St
     if (!page->market().empty() && mw.market() == page->market()) winner = mw.url();
   }
   out->winner_url = winner;
+  // A redirect is a duplicate by redirection, even when its group has no content to win it.
+  if (!page->redirect_to().empty()) {
+    out->status = StatusAnswer::kDuplicate;
+    out->redirect = true;
+    out->verified = true;
+    return Status::Ok();
+  }
   if (winner == url) {
     out->status = group->members() <= 1 ? StatusAnswer::kUnique : StatusAnswer::kWinner;
     out->verified = true;
     out->similarity_to_winner = 1.0;
-    return Status::Ok();
-  }
-  if (!page->redirect_to().empty()) {
-    out->status = StatusAnswer::kDuplicate;
-    out->redirect = true;
-    out->verified = true;  // duplicate by redirection
     return Status::Ok();
   }
   if (!page->has_signature()) {
@@ -623,7 +629,7 @@ Status Tier1::Flush(std::vector<RepairReport>* repairs) {
     if (repairs != nullptr) repairs->push_back(r);
   }
   repair_queue_.clear();
-  return query_txn_.Commit();
+  return query_txn_.Commit(/*durable=*/false);  // caches and repairs: recomputable, and the next batch syncs the log
 }
 
 Status Tier1::Repair(uint64_t group, RepairReport* report) {

@@ -1,0 +1,399 @@
+// GroupStore and its Txn: read-your-writes, nothing before Commit, atomic commits under I/O
+// failure, group ids that never repeat.
+#include "tier1/group_store.h"
+
+#include <gtest/gtest.h>
+#include <leveldb/env.h>
+#include <leveldb/helpers/memenv.h>
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tier1/tier1.h"
+
+namespace neardup::tier1 {
+namespace {
+
+using Urls = std::vector<std::string>;
+
+// A writable file whose Append fails while *fail is set.
+class FaultyFile : public leveldb::WritableFile {
+ public:
+  FaultyFile(leveldb::WritableFile* base, const std::atomic<bool>* fail) : base_(base), fail_(fail) {}
+  leveldb::Status Append(const leveldb::Slice& data) override {
+    return fail_->load() ? leveldb::Status::IOError("injected append failure") : base_->Append(data);
+  }
+  leveldb::Status Close() override { return base_->Close(); }
+  leveldb::Status Flush() override { return base_->Flush(); }
+  leveldb::Status Sync() override { return base_->Sync(); }
+
+ private:
+  std::unique_ptr<leveldb::WritableFile> base_;
+  const std::atomic<bool>* fail_;
+};
+
+class FaultyEnv : public leveldb::EnvWrapper {
+ public:
+  explicit FaultyEnv(leveldb::Env* base) : leveldb::EnvWrapper(base) {}
+  leveldb::Status NewWritableFile(const std::string& f, leveldb::WritableFile** r) override {
+    return Wrap(target()->NewWritableFile(f, r), r);
+  }
+  leveldb::Status NewAppendableFile(const std::string& f, leveldb::WritableFile** r) override {
+    return Wrap(target()->NewAppendableFile(f, r), r);
+  }
+  std::atomic<bool> fail_appends{false};
+
+ private:
+  leveldb::Status Wrap(leveldb::Status s, leveldb::WritableFile** r) {
+    if (s.ok()) *r = new FaultyFile(*r, &fail_appends);
+    return s;
+  }
+};
+
+class GroupStoreTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<GroupStore> Open() {
+    GroupStore::Options o;
+    o.path = "/group_store_test";
+    o.sync = false;
+    o.env = &env_;
+    auto s = GroupStore::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  static void ExpectConsistent(const GroupStore& store, CheckReport* out = nullptr) {
+    CheckReport r;
+    ASSERT_TRUE(CheckStore(store, &r).ok());
+    EXPECT_EQ(r.violation_count, 0u);
+    for (const std::string& v : r.violations) ADD_FAILURE() << "invariant: " << v;
+    if (out != nullptr) *out = r;
+  }
+  // Puts url into group gid (a consistent single-page change when gid is new).
+  static void AddPage(GroupStore::Txn& txn, uint64_t gid, const std::string& url) {
+    auto page = txn.MutablePage(url);
+    ASSERT_TRUE(page.ok());
+    (*page)->set_group(gid);
+    (*page)->set_crawled(true);
+    auto group = txn.MutableGroup(gid);
+    ASSERT_TRUE(group.ok());
+    (*group)->set_members((*group)->members() + 1);
+    if ((*group)->winner().empty()) (*group)->set_winner(url);
+    txn.AddMember(gid, url);
+  }
+
+  std::unique_ptr<leveldb::Env> mem_{leveldb::NewMemEnv(leveldb::Env::Default())};
+  FaultyEnv env_{mem_.get()};
+};
+
+TEST_F(GroupStoreTest, UncommittedTxnChangesNothing) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  {
+    GroupStore::Txn txn(store.get());
+    EXPECT_TRUE(txn.empty());
+    const uint64_t gid = txn.NewGroupId();
+    AddPage(txn, gid, "http://a.com/");
+    AddPage(txn, gid, "http://b.com/");
+    txn.AddRedirect("http://a.com/", "http://r.com/");
+    txn.PutMeta("progress", "x");
+    txn.AddCounter("batches", 1);
+    EXPECT_FALSE(txn.empty());
+    // Dropped without Commit.
+  }
+  pb::Tier1Page p;
+  EXPECT_EQ(store->GetPage("http://a.com/", &p).code(), StatusCode::kNotFound);
+  pb::Tier1Group g;
+  EXPECT_EQ(store->GetGroup(1, &g).code(), StatusCode::kNotFound);
+  std::vector<std::string> members;
+  ASSERT_TRUE(store->Members(1, &members).ok());
+  EXPECT_TRUE(members.empty());
+  EXPECT_EQ(store->rows().Counter("batches"), 0);
+  EXPECT_EQ(store->rows().Counter("next_group"), 0);
+  std::string v;
+  EXPECT_EQ(store->rows().Get(store->meta_family(), "progress", "", &v).code(), StatusCode::kNotFound);
+  CheckReport r;
+  ExpectConsistent(*store, &r);
+  EXPECT_EQ(r.pages, 0u);
+  EXPECT_EQ(r.groups, 0u);
+  // An empty Commit writes nothing and succeeds.
+  GroupStore::Txn txn(store.get());
+  EXPECT_TRUE(txn.Commit().ok());
+}
+
+TEST_F(GroupStoreTest, TxnReadsItsOwnChanges) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  GroupStore::Txn setup(store.get());
+  AddPage(setup, 1, "http://a.com/");
+  AddPage(setup, 1, "http://b.com/");
+  setup.AddRedirect("http://a.com/", "http://r1.com/");
+  setup.AddRedirect("http://a.com/", "http://r2.com/");
+  for (const char* r : {"http://r1.com/", "http://r2.com/"}) {
+    AddPage(setup, 1, r);
+    auto p = setup.MutablePage(r);
+    ASSERT_TRUE(p.ok());
+    (*p)->set_redirect_to("http://a.com/");
+  }
+  ASSERT_TRUE(setup.Commit().ok());
+  ExpectConsistent(*store);
+  EXPECT_TRUE(setup.empty());  // cleared by Commit, reusable
+
+  GroupStore::Txn txn(store.get());
+  std::vector<std::string> out;
+  ASSERT_TRUE(txn.Members(1, &out).ok());
+  EXPECT_EQ(out, (Urls{"http://a.com/", "http://b.com/", "http://r1.com/", "http://r2.com/"}));
+  txn.RemoveMember(1, "http://b.com/");
+  txn.AddMember(1, "http://c.com/");
+  txn.AddMember(1, "http://0.com/");
+  ASSERT_TRUE(txn.Members(1, &out).ok());
+  EXPECT_EQ(out, (Urls{"http://0.com/", "http://a.com/", "http://c.com/", "http://r1.com/", "http://r2.com/"}));
+  // Removed then re-added; added then removed.
+  txn.AddMember(1, "http://b.com/");
+  txn.RemoveMember(1, "http://0.com/");
+  ASSERT_TRUE(txn.Members(1, &out).ok());
+  EXPECT_EQ(out, (Urls{"http://a.com/", "http://b.com/", "http://c.com/", "http://r1.com/", "http://r2.com/"}));
+  txn.AddMember(2, "http://d.com/");
+  ASSERT_TRUE(txn.Members(2, &out).ok());
+  EXPECT_EQ(out, (Urls{"http://d.com/"}));
+
+  ASSERT_TRUE(txn.Redirectors("http://a.com/", &out).ok());
+  EXPECT_EQ(out, (Urls{"http://r1.com/", "http://r2.com/"}));
+  txn.RemoveRedirect("http://a.com/", "http://r1.com/");
+  txn.AddRedirect("http://a.com/", "http://r3.com/");
+  txn.AddRedirect("http://b.com/", "http://r1.com/");
+  ASSERT_TRUE(txn.Redirectors("http://a.com/", &out).ok());
+  EXPECT_EQ(out, (Urls{"http://r2.com/", "http://r3.com/"}));
+  ASSERT_TRUE(txn.Redirectors("http://b.com/", &out).ok());
+  EXPECT_EQ(out, (Urls{"http://r1.com/"}));
+  ASSERT_TRUE(txn.Redirectors("http://none.com/", &out).ok());
+  EXPECT_TRUE(out.empty());
+
+  // Records: found through the Txn after change; created when missing; groups deleted and revived.
+  auto a = txn.MutablePage("http://a.com/");
+  ASSERT_TRUE(a.ok());
+  (*a)->set_popularity(42);
+  auto found = txn.FindPage("http://a.com/");
+  ASSERT_TRUE(found.ok());
+  ASSERT_NE(*found, nullptr);
+  EXPECT_EQ((*found)->popularity(), 42);
+  auto missing = txn.FindPage("http://missing.com/");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(*missing, nullptr);
+  auto g = txn.FindGroup(1);
+  ASSERT_TRUE(g.ok());
+  ASSERT_NE(*g, nullptr);
+  EXPECT_EQ((*g)->members(), 4u);
+  txn.DeleteGroup(1);
+  g = txn.FindGroup(1);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(*g, nullptr);
+  auto revived = txn.MutableGroup(1);
+  ASSERT_TRUE(revived.ok());
+  EXPECT_EQ((*revived)->members(), 0u);
+  EXPECT_EQ((*revived)->winner(), "");
+
+  // None of it reached the store.
+  std::vector<std::string> committed;
+  ASSERT_TRUE(store->Members(1, &committed).ok());
+  EXPECT_EQ(committed, (Urls{"http://a.com/", "http://b.com/", "http://r1.com/", "http://r2.com/"}));
+  pb::Tier1Page p;
+  ASSERT_TRUE(store->GetPage("http://a.com/", &p).ok());
+  EXPECT_EQ(p.popularity(), 0);
+  ExpectConsistent(*store);
+}
+
+TEST_F(GroupStoreTest, DeleteGroupCommitsADelete) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  GroupStore::Txn txn(store.get());
+  AddPage(txn, 5, "http://a.com/");
+  ASSERT_TRUE(txn.Commit().ok());
+  pb::Tier1Group g;
+  ASSERT_TRUE(store->GetGroup(5, &g).ok());
+  txn.DeleteGroup(5);
+  txn.RemoveMember(5, "http://a.com/");
+  AddPage(txn, 6, "http://a.com/");
+  ASSERT_TRUE(txn.Commit().ok());
+  EXPECT_EQ(store->GetGroup(5, &g).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(store->GetGroup(6, &g).ok());
+  EXPECT_EQ(g.winner(), "http://a.com/");
+  ExpectConsistent(*store);
+}
+
+TEST_F(GroupStoreTest, GroupIdsAreDistinctAcrossTxnsAndReopen) {
+  std::set<uint64_t> ids;
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    for (int t = 0; t < 3; ++t) {
+      GroupStore::Txn txn(store.get());
+      for (int k = 0; k < 4; ++k) {
+        const uint64_t id = txn.NewGroupId();
+        EXPECT_NE(id, 0u);
+        EXPECT_TRUE(ids.insert(id).second) << id;
+        AddPage(txn, id, "http://p" + std::to_string(id) + ".com/");
+      }
+      ASSERT_TRUE(txn.Commit().ok());
+    }
+    // A Txn that reserves ids and is dropped does not burn committed ones.
+    GroupStore::Txn dropped(store.get());
+    EXPECT_EQ(ids.count(dropped.NewGroupId()), 0u);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  GroupStore::Txn txn(store.get());
+  for (int k = 0; k < 4; ++k) EXPECT_TRUE(ids.insert(txn.NewGroupId()).second);
+  ASSERT_TRUE(txn.Commit().ok());
+  GroupStore::Txn next(store.get());
+  EXPECT_TRUE(ids.insert(next.NewGroupId()).second);
+  ExpectConsistent(*store);
+}
+
+TEST_F(GroupStoreTest, FailedCommitIsAtomic) {
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    GroupStore::Txn txn(store.get());
+    const uint64_t g1 = txn.NewGroupId();
+    AddPage(txn, g1, "http://a.com/");
+    AddPage(txn, g1, "http://b.com/");
+    ASSERT_TRUE(txn.Commit().ok());
+    ExpectConsistent(*store);
+
+    // A consistent change (b leaves for a new group) whose write fails.
+    const uint64_t g2 = txn.NewGroupId();
+    auto b = txn.MutablePage("http://b.com/");
+    ASSERT_TRUE(b.ok());
+    (*b)->set_group(g2);
+    txn.RemoveMember(g1, "http://b.com/");
+    auto og = txn.MutableGroup(g1);
+    ASSERT_TRUE(og.ok());
+    (*og)->set_members(1);
+    auto ng = txn.MutableGroup(g2);
+    ASSERT_TRUE(ng.ok());
+    (*ng)->set_members(1);
+    (*ng)->set_winner("http://b.com/");
+    txn.AddMember(g2, "http://b.com/");
+    txn.AddCounter("moves", 1);
+    env_.fail_appends = true;
+    const Status s = txn.Commit();
+    env_.fail_appends = false;
+    EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+    EXPECT_TRUE(txn.empty());
+    // Nothing applied, in memory or on disk.
+    pb::Tier1Page p;
+    ASSERT_TRUE(store->GetPage("http://b.com/", &p).ok());
+    EXPECT_EQ(p.group(), g1);
+    EXPECT_EQ(store->rows().Counter("moves"), 0);
+    EXPECT_EQ(store->rows().Counter("next_group"), 1);
+    ExpectConsistent(*store);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  CheckReport r;
+  ExpectConsistent(*store, &r);
+  EXPECT_EQ(r.pages, 2u);
+  EXPECT_EQ(r.groups, 1u);
+  EXPECT_EQ(r.multi_groups, 1u);
+  std::vector<std::string> members;
+  ASSERT_TRUE(store->Members(1, &members).ok());
+  EXPECT_EQ(members, (Urls{"http://a.com/", "http://b.com/"}));
+  EXPECT_EQ(store->rows().Counter("next_group"), 1);
+}
+
+// The same through Tier 1: a batch whose commit fails leaves the previous state, whole.
+class MapSource : public SignatureSource {
+ public:
+  StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t) override {
+    auto it = sigs.find(url);
+    if (it == sigs.end()) return NotFound(url);
+    return it->second;
+  }
+  std::map<std::string, pb::PageSignature> sigs;
+};
+
+pb::PageSignature Sig(const std::string& url, uint64_t lo, uint64_t hi) {
+  pb::PageSignature s;
+  s.set_url(url);
+  for (uint64_t x = lo; x < hi; ++x) s.add_shingles(x);
+  s.set_content_digest(std::to_string(lo) + ":" + std::to_string(hi));
+  return s;
+}
+
+// A batch record (content when sig is given, else a redirect).
+PageUpdate Update(const std::string& url, const pb::PageSignature* sig, const std::string& redirect_to = "",
+                  uint32_t home_cell = 0, double popularity = 0) {
+  PageUpdate u;
+  u.url = url;
+  u.signature = sig;
+  u.redirect_to = redirect_to;
+  u.home_cell = home_cell;
+  u.popularity = popularity;
+  return u;
+}
+
+TEST_F(GroupStoreTest, FailedTier1ApplyLeavesThePreviousState) {
+  MapSource source;
+  std::vector<pb::PageSignature> sigs = {Sig("http://a.com/", 0, 100), Sig("http://b.com/", 1, 101),
+                                         Sig("http://c.com/", 500, 600)};
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    Tier1 t1(store.get(), &source, Tier1Options());
+    std::vector<PageUpdate> batch;
+    for (const auto& s : sigs) batch.push_back(Update(s.url(), &s, "", 0, 1));
+    std::vector<Route> routes;
+    ASSERT_TRUE(t1.Classify(batch, &routes).ok());
+    Tier2Matches m;
+    m.in_batch.push_back({0, 1, 99.0 / 101.0});
+    ApplyOutcome out;
+    ASSERT_TRUE(t1.Apply(batch, routes, m, nullptr, &out).ok());
+    for (const auto& s : sigs) source.sigs[s.url()] = s;
+    ExpectConsistent(*store);
+
+    // c now duplicates a, and a redirect to b arrives: the commit fails.
+    const pb::PageSignature c2 = Sig("http://c.com/", 2, 102);
+    batch = {Update("http://c.com/", &c2, "", 0, 1),
+             Update("http://r.com/", nullptr, "http://b.com/")};
+    ASSERT_TRUE(t1.Classify(batch, &routes).ok());
+    ASSERT_EQ(routes[0], Route::kTier2);
+    m = Tier2Matches();
+    m.resident.push_back({0, "http://a.com/", 98.0 / 102.0});
+    m.resident.push_back({0, "http://b.com/", 99.0 / 101.0});
+    env_.fail_appends = true;
+    const Status s = t1.Apply(batch, routes, m, nullptr, &out);
+    env_.fail_appends = false;
+    EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+    ExpectConsistent(*store);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  CheckReport r;
+  ExpectConsistent(*store, &r);
+  EXPECT_EQ(r.pages, 3u);
+  EXPECT_EQ(r.groups, 2u);
+  EXPECT_EQ(r.redirects, 0u);
+  pb::Tier1Page a, c;
+  ASSERT_TRUE(store->GetPage("http://a.com/", &a).ok());
+  ASSERT_TRUE(store->GetPage("http://c.com/", &c).ok());
+  EXPECT_NE(a.group(), c.group());
+  EXPECT_EQ(c.content_digest(), "500:600");
+  // The reopened store takes the batch again.
+  Tier1 t1(store.get(), &source, Tier1Options());
+  const pb::PageSignature c2 = Sig("http://c.com/", 2, 102);
+  std::vector<PageUpdate> batch = {Update("http://c.com/", &c2, "", 0, 1)};
+  std::vector<Route> routes;
+  ASSERT_TRUE(t1.Classify(batch, &routes).ok());
+  Tier2Matches m;
+  m.resident.push_back({0, "http://a.com/", 98.0 / 102.0});
+  ApplyOutcome out;
+  ASSERT_TRUE(t1.Apply(batch, routes, m, nullptr, &out).ok());
+  ExpectConsistent(*store, &r);
+  EXPECT_EQ(r.groups, 1u);
+}
+
+}  // namespace
+}  // namespace neardup::tier1

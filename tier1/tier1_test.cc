@@ -1,0 +1,1014 @@
+// Tier 1's rules (the paper's Section 5), one test per rule, on a memory-backed group store.
+//
+// The harness plays Tier 2: a fake SignatureSource holds every URL's current signature, and for
+// each batch the Tier 2 answer is computed by brute force (every resident page similar to a kTier2
+// page, other than its own URL; every similar pair among the batch's kTier2 pages), exactly what a
+// Tier 2 shard returns. After each Apply the source is updated as the pipeline's Tier 2 Apply
+// would, and CheckStore must find no violation.
+#include "tier1/tier1.h"
+
+#include <gtest/gtest.h>
+#include <leveldb/env.h>
+#include <leveldb/helpers/memenv.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/shingle.h"
+
+namespace neardup::tier1 {
+namespace {
+
+constexpr uint32_t kCell = 7;
+
+// Shingles lo, lo+1, ..., hi-1.
+std::vector<uint64_t> R(uint64_t lo, uint64_t hi) {
+  std::vector<uint64_t> v;
+  for (uint64_t x = lo; x < hi; ++x) v.push_back(x);
+  return v;
+}
+
+// A signature built directly: sorted unique shingles, a digest that differs when they differ.
+pb::PageSignature Sig(const std::string& url, std::vector<uint64_t> shingles) {
+  std::sort(shingles.begin(), shingles.end());
+  shingles.erase(std::unique(shingles.begin(), shingles.end()), shingles.end());
+  pb::PageSignature s;
+  s.set_url(url);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the shingles
+  for (uint64_t x : shingles) {
+    s.add_shingles(x);
+    for (int b = 0; b < 8; ++b) h = (h ^ ((x >> (8 * b)) & 0xFF)) * 1099511628211ull;
+  }
+  h = (h ^ shingles.size()) * 1099511628211ull;
+  s.set_content_digest(std::string(reinterpret_cast<const char*>(&h), sizeof h));
+  s.set_word_count(static_cast<uint32_t>(shingles.size()));
+  s.set_shingle_k(1);
+  return s;
+}
+
+double J(const pb::PageSignature& a, const pb::PageSignature& b) {
+  return Jaccard(std::span<const uint64_t>(a.shingles().data(), static_cast<size_t>(a.shingles_size())),
+                 std::span<const uint64_t>(b.shingles().data(), static_cast<size_t>(b.shingles_size())));
+}
+bool F(const pb::PageSignature& a, const pb::PageSignature& b, double t) {
+  const std::span<const uint64_t> x(a.shingles().data(), static_cast<size_t>(a.shingles_size()));
+  const std::span<const uint64_t> y(b.shingles().data(), static_cast<size_t>(b.shingles_size()));
+  return JaccardAtLeast(Overlap(x, y), x.size(), y.size(), t);
+}
+
+// A batch record (content when sig is given, else a redirect).
+PageUpdate Update(const std::string& url, const pb::PageSignature* sig, const std::string& redirect_to = "",
+                  uint32_t home_cell = 0, double popularity = 0) {
+  PageUpdate u;
+  u.url = url;
+  u.signature = sig;
+  u.redirect_to = redirect_to;
+  u.home_cell = home_cell;
+  u.popularity = popularity;
+  return u;
+}
+
+// One record of a test batch.
+struct In {
+  std::string url;
+  std::vector<uint64_t> shingles;
+  std::string redirect_to;
+  double popularity = 0;
+  std::string market;
+};
+In Page(std::string url, std::vector<uint64_t> shingles, double popularity = 0, std::string market = "") {
+  return In{std::move(url), std::move(shingles), "", popularity, std::move(market)};
+}
+In Redirect(std::string url, std::string target, double popularity = 0) {
+  return In{std::move(url), {}, std::move(target), popularity, ""};
+}
+
+class FakeSource : public SignatureSource {
+ public:
+  StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t) override {
+    ++fetches;
+    auto it = sigs.find(url);
+    if (it == sigs.end()) return NotFound("fake source: no signature for " + url);
+    return it->second;
+  }
+  std::map<std::string, pb::PageSignature> sigs;
+  uint64_t fetches = 0;
+};
+
+struct Result {
+  std::vector<Route> routes;
+  std::vector<bool> changed;
+  ApplyOutcome outcome;
+  size_t tier2_pages = 0;
+};
+
+// A group store, a Tier1 over it, and the fake Tier 2.
+class World {
+ public:
+  explicit World(Tier1Options options = Tier1Options()) : env_(leveldb::NewMemEnv(leveldb::Env::Default())) {
+    GroupStore::Options o;
+    o.path = "/tier1_test";
+    o.sync = false;
+    o.env = env_.get();
+    auto s = GroupStore::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (s.ok()) store_ = std::move(*s);
+    t1_ = std::make_unique<Tier1>(store_.get(), &source_, std::move(options));
+  }
+
+  Tier1& t1() { return *t1_; }
+  GroupStore& store() { return *store_; }
+  FakeSource& source() { return source_; }
+  double threshold() const { return t1_->options().threshold; }
+
+  // Classify, play Tier 2, Apply, update Tier 2, check the store.
+  Result Run(const std::vector<In>& records) {
+    Result r;
+    std::deque<pb::PageSignature> sigs;
+    std::vector<PageUpdate> batch;
+    for (const In& in : records) {
+      PageUpdate u;
+      u.url = in.url;
+      u.redirect_to = in.redirect_to;
+      u.popularity = in.popularity;
+      u.market = in.market;
+      u.home_cell = kCell;
+      if (in.redirect_to.empty()) u.signature = &sigs.emplace_back(Sig(in.url, in.shingles));
+      batch.push_back(std::move(u));
+    }
+    Status s = t1_->Classify(batch, &r.routes, &r.changed);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (!s.ok()) return r;
+    Tier2Matches m;
+    const double t = threshold();
+    for (uint32_t i = 0; i < batch.size(); ++i) {
+      if (r.routes[i] != Route::kTier2) continue;
+      ++r.tier2_pages;
+      for (const auto& [url, sig] : source_.sigs) {
+        if (url != batch[i].url && F(*batch[i].signature, sig, t)) {
+          m.resident.push_back({i, url, J(*batch[i].signature, sig)});
+        }
+      }
+      for (uint32_t j = i + 1; j < batch.size(); ++j) {
+        if (r.routes[j] == Route::kTier2 && F(*batch[i].signature, *batch[j].signature, t)) {
+          m.in_batch.push_back({i, j, J(*batch[i].signature, *batch[j].signature)});
+        }
+      }
+    }
+    s = t1_->Apply(batch, r.routes, m, nullptr, &r.outcome);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (r.routes[i] == Route::kSuperseded) continue;
+      if (batch[i].signature != nullptr && batch[i].signature->shingles_size() > 0) {
+        source_.sigs[batch[i].url] = *batch[i].signature;
+      } else {
+        source_.sigs.erase(batch[i].url);
+      }
+    }
+    Check();
+    return r;
+  }
+
+  void Check() {
+    CheckReport report;
+    const Status s = CheckStore(*store_, &report);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(report.violation_count, 0u);
+    for (const std::string& v : report.violations) ADD_FAILURE() << "invariant: " << v;
+    last_check_ = report;
+  }
+  const CheckReport& last_check() const { return last_check_; }
+
+  StatusAnswer Query(const std::string& url, const pb::PageSignature* current = nullptr) {
+    StatusAnswer a;
+    const Status s = t1_->Query(url, current, &a);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return a;
+  }
+  std::vector<RepairReport> Flush() {
+    std::vector<RepairReport> repairs;
+    const Status s = t1_->Flush(&repairs);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    Check();
+    return repairs;
+  }
+
+  pb::Tier1Page PageRec(const std::string& url) {
+    pb::Tier1Page p;
+    const Status s = store_->GetPage(url, &p);
+    EXPECT_TRUE(s.ok()) << url << ": " << s.ToString();
+    return p;
+  }
+  uint64_t GroupOf(const std::string& url) { return PageRec(url).group(); }
+  pb::Tier1Group Group(uint64_t gid) {
+    pb::Tier1Group g;
+    const Status s = store_->GetGroup(gid, &g);
+    EXPECT_TRUE(s.ok()) << gid << ": " << s.ToString();
+    return g;
+  }
+  pb::Tier1Group GroupOfUrl(const std::string& url) { return Group(GroupOf(url)); }
+  std::vector<std::string> Members(uint64_t gid) {
+    std::vector<std::string> m;
+    EXPECT_TRUE(store_->Members(gid, &m).ok());
+    return m;
+  }
+  std::vector<std::string> MembersOf(const std::string& url) { return Members(GroupOf(url)); }
+  bool HasPage(const std::string& url) {
+    pb::Tier1Page p;
+    return store_->GetPage(url, &p).ok();
+  }
+
+ private:
+  std::unique_ptr<leveldb::Env> env_;
+  std::unique_ptr<GroupStore> store_;
+  FakeSource source_;
+  std::unique_ptr<Tier1> t1_;
+  CheckReport last_check_;
+};
+
+using Urls = std::vector<std::string>;
+
+// Shingle sets used throughout (threshold 0.9): sets of 100 overlapping in 95 have Jaccard
+// 95/105 = 0.905 (similar); overlapping in 90, 90/110 = 0.818 (not similar).
+//   A = [0,100)  B = [5,105)  C = [10,110): F(A,B), F(B,C), not F(A,C).
+
+// ---- 1. Case 2 ---------------------------------------------------------------------------------
+
+TEST(Tier1Case2, NewUniquePageFormsSingleton) {
+  World w;
+  Result r = w.Run({Page("http://a.com/", R(0, 100))});
+  EXPECT_EQ(r.routes[0], Route::kTier2);
+  EXPECT_FALSE(r.changed[0]);
+  EXPECT_EQ(r.outcome.new_groups, 1u);
+  const pb::Tier1Group g = w.GroupOfUrl("http://a.com/");
+  EXPECT_EQ(g.members(), 1u);
+  EXPECT_EQ(g.winner(), "http://a.com/");
+  StatusAnswer a = w.Query("http://a.com/");
+  EXPECT_EQ(a.status, StatusAnswer::kUnique);
+  EXPECT_EQ(a.group_members, 1u);
+  EXPECT_EQ(a.winner_url, "http://a.com/");
+  // A second page not similar to it forms its own group.
+  w.Run({Page("http://b.com/", R(500, 600))});
+  EXPECT_NE(w.GroupOf("http://a.com/"), w.GroupOf("http://b.com/"));
+  EXPECT_EQ(w.Query("http://b.com/").status, StatusAnswer::kUnique);
+}
+
+TEST(Tier1Case2, DuplicateJoinsGroupAndPopularityDecides) {
+  World w;
+  w.Run({Page("http://a.com/x", R(0, 100), 1)});
+  // The duplicate is far more popular: it joins a's group and wins it.
+  Result r = w.Run({Page("http://b.com/long/path?id=3", R(2, 102), 100)});
+  EXPECT_EQ(r.outcome.new_groups, 0u);
+  EXPECT_EQ(w.GroupOf("http://a.com/x"), w.GroupOf("http://b.com/long/path?id=3"));
+  const pb::Tier1Group g = w.GroupOfUrl("http://a.com/x");
+  EXPECT_EQ(g.members(), 2u);
+  EXPECT_EQ(g.winner(), "http://b.com/long/path?id=3");
+  EXPECT_EQ(w.Query("http://b.com/long/path?id=3").status, StatusAnswer::kWinner);
+  StatusAnswer a = w.Query("http://a.com/x");
+  EXPECT_EQ(a.status, StatusAnswer::kDuplicate);
+  EXPECT_EQ(a.winner_url, "http://b.com/long/path?id=3");
+  EXPECT_TRUE(a.verified);
+  EXPECT_NEAR(a.similarity_to_winner, 98.0 / 102.0, 1e-12);
+}
+
+TEST(Tier1Case2, SamePopularityStaticThenShorterDecides) {
+  World w;
+  // Same popularity bucket: the static URL beats the dynamic one although it is longer.
+  w.Run({Page("http://a.com/p?id=1", R(0, 100), 10)});
+  w.Run({Page("http://a.com/a/much/longer/static/path", R(1, 101), 10)});
+  EXPECT_EQ(w.GroupOfUrl("http://a.com/p?id=1").winner(), "http://a.com/a/much/longer/static/path");
+  // Both static, same popularity: the shorter wins.
+  w.Run({Page("http://a.com/short", R(2, 102), 10)});
+  const pb::Tier1Group g = w.GroupOfUrl("http://a.com/p?id=1");
+  EXPECT_EQ(g.members(), 3u);
+  EXPECT_EQ(g.winner(), "http://a.com/short");
+  // Arrival order does not matter: the same pages in reverse order give the same winner.
+  World v;
+  v.Run({Page("http://a.com/short", R(2, 102), 10)});
+  v.Run({Page("http://a.com/a/much/longer/static/path", R(1, 101), 10)});
+  v.Run({Page("http://a.com/p?id=1", R(0, 100), 10)});
+  EXPECT_EQ(v.GroupOfUrl("http://a.com/p?id=1").winner(), "http://a.com/short");
+}
+
+TEST(Tier1Case2, InBatchDuplicatesAndRedirects) {
+  World w;
+  // Two new duplicates in one batch, and a redirect to one of them (the redirect is the most
+  // popular and shortest, but a redirect cannot win).
+  Result r = w.Run({Page("http://a.com/page", R(0, 100), 5), Page("http://b.com/page", R(3, 103), 1),
+                    Redirect("http://r.com/", "http://b.com/page", 1000)});
+  EXPECT_EQ(r.routes[0], Route::kTier2);
+  EXPECT_EQ(r.routes[1], Route::kTier2);
+  EXPECT_EQ(r.routes[2], Route::kRedirect);
+  const uint64_t g = w.GroupOf("http://a.com/page");
+  EXPECT_EQ(w.GroupOf("http://b.com/page"), g);
+  EXPECT_EQ(w.GroupOf("http://r.com/"), g);
+  EXPECT_EQ(w.Members(g), (Urls{"http://a.com/page", "http://b.com/page", "http://r.com/"}));
+  EXPECT_EQ(w.Group(g).winner(), "http://a.com/page");
+  EXPECT_EQ(w.Query("http://a.com/page").status, StatusAnswer::kWinner);
+  EXPECT_EQ(w.Query("http://b.com/page").status, StatusAnswer::kDuplicate);
+  StatusAnswer a = w.Query("http://r.com/");
+  EXPECT_EQ(a.status, StatusAnswer::kDuplicate);
+  EXPECT_TRUE(a.redirect);
+  EXPECT_EQ(a.winner_url, "http://a.com/page");
+  // A later new duplicate with a redirect to it, in one batch: both join.
+  w.Run({Redirect("http://s.com/", "http://c.com/page"), Page("http://c.com/page", R(1, 101), 1)});
+  EXPECT_EQ(w.GroupOf("http://c.com/page"), g);
+  EXPECT_EQ(w.GroupOf("http://s.com/"), g);
+  EXPECT_EQ(w.Group(g).members(), 5u);
+  EXPECT_EQ(w.Group(g).winner(), "http://a.com/page");
+}
+
+// ---- 2. The paper's (x, z), (x, y) instability -------------------------------------------------
+
+TEST(Tier1Transitive, PairOrderDoesNotChangeGroupOrWinner) {
+  // The pairs (x, z) and (x, y), y and z not similar; popularity z < x < y: x wins the pair
+  // (x, z) and loses (x, y), so pairwise both x and y would be kept. In a group, y alone wins
+  // whatever the order; z, not similar to y, fails verification (unique), x is y's duplicate.
+  const std::string x = "http://x.com/", y = "http://y.com/", z = "http://z.com/", rz = "http://rz.com/";
+  const In px = Page(x, R(5, 105), 10), py = Page(y, R(10, 110), 100), pz = Page(z, R(0, 100), 1);
+  const std::vector<std::vector<std::vector<In>>> orders = {
+      {{px, pz}, {py}},
+      {{px, py}, {pz}},
+      {{pz}, {py}, {px}},  // x bridges two groups
+      {{py}, {pz}, {px}},
+      {{px}, {pz}, {py}},
+      {{pz, py, px}},      // in one batch
+      {{px, py, pz}},
+  };
+  for (bool redirects : {false, true}) {
+    for (size_t k = 0; k < orders.size(); ++k) {
+      SCOPED_TRACE("order " + std::to_string(k) + (redirects ? " with a redirect to z" : ""));
+      World w;
+      if (redirects) w.Run({Redirect(rz, z, 1e6)});
+      for (const auto& batch : orders[k]) w.Run(batch);
+      const uint64_t g = w.GroupOf(x);
+      EXPECT_EQ(w.GroupOf(y), g);
+      EXPECT_EQ(w.GroupOf(z), g);
+      if (redirects) { EXPECT_EQ(w.GroupOf(rz), g); }
+      EXPECT_EQ(w.Group(g).members(), redirects ? 4u : 3u);
+      EXPECT_EQ(w.Group(g).winner(), y);
+      EXPECT_EQ(w.last_check().groups, 1u);
+      int winners = 0;
+      for (const std::string& u : {x, y, z}) {
+        const StatusAnswer a = w.Query(u);
+        winners += a.status == StatusAnswer::kWinner;
+        EXPECT_EQ(a.winner_url, y);
+        EXPECT_TRUE(a.verified);
+      }
+      EXPECT_EQ(winners, 1);
+      EXPECT_EQ(w.Query(y).status, StatusAnswer::kWinner);
+      EXPECT_EQ(w.Query(x).status, StatusAnswer::kDuplicate);
+      EXPECT_EQ(w.Query(z).status, StatusAnswer::kUnique);  // 90/110 against y
+    }
+  }
+}
+
+// ---- 3. Transitive merge -----------------------------------------------------------------------
+
+TEST(Tier1Transitive, PageMatchingTwoGroupsMergesThem) {
+  for (bool redirects : {false, true}) {
+    SCOPED_TRACE(redirects ? "with redirects" : "without redirects");
+    World w;
+    // g1 = {a, a2} (popular), g2 = {b}; a and b are not similar.
+    w.Run({Page("http://a.com/", R(0, 100), 50), Page("http://a2.com/", R(1, 101), 1)});
+    w.Run({Page("http://b.com/", R(10, 110), 200)});
+    if (redirects) w.Run({Redirect("http://rb.com/", "http://b.com/"), Redirect("http://ra.com/", "http://a.com/")});
+    const uint64_t g1 = w.GroupOf("http://a.com/"), g2 = w.GroupOf("http://b.com/");
+    ASSERT_NE(g1, g2);
+    EXPECT_EQ(w.Group(g2).winner(), "http://b.com/");
+    // q is similar to a, a2 and b.
+    Result r = w.Run({Page("http://q.com/", R(5, 105), 2)});
+    EXPECT_EQ(r.outcome.merges, 1u);
+    EXPECT_EQ(r.outcome.new_groups, 0u);
+    const uint64_t g = w.GroupOf("http://q.com/");
+    EXPECT_EQ(g, g1);  // the bigger group absorbs the other
+    for (const char* u : {"http://a.com/", "http://a2.com/", "http://b.com/"}) EXPECT_EQ(w.GroupOf(u), g) << u;
+    if (redirects) {
+      EXPECT_EQ(w.GroupOf("http://rb.com/"), g);
+      EXPECT_EQ(w.GroupOf("http://ra.com/"), g);
+    }
+    const pb::Tier1Group merged = w.Group(g);
+    EXPECT_EQ(merged.members(), redirects ? 6u : 4u);
+    EXPECT_EQ(merged.winner(), "http://b.com/");  // the most popular member of either group
+    EXPECT_EQ(w.last_check().groups, 1u);
+    pb::Tier1Group gone;
+    EXPECT_EQ(w.store().GetGroup(g2, &gone).code(), StatusCode::kNotFound);
+  }
+}
+
+// ---- 4. Case 1 ---------------------------------------------------------------------------------
+
+// g1 = {q1, s1, p2 -> q1, p1 -> p2}; g2 = {q2, t2}.
+void SetUpCase1(World& w, bool redirects, double q1_popularity) {
+  w.Run({Page("http://q1.com/", R(0, 100), q1_popularity), Page("http://s1.com/", R(1, 101), 10)});
+  if (redirects) {
+    w.Run({Redirect("http://p2.com/", "http://q1.com/")});
+    w.Run({Redirect("http://p1.com/", "http://p2.com/")});
+  }
+  w.Run({Page("http://q2.com/", R(1000, 1100), 5), Page("http://t2.com/", R(1001, 1101), 1)});
+}
+
+TEST(Tier1Case1, ChangedPageMatchingAnotherGroupMovesWithItsRedirects) {
+  for (bool redirects : {false, true}) {
+    for (double q1_pop : {1.0, 1000.0}) {  // q1 a loser, then q1 the winner of g1
+      SCOPED_TRACE(std::string(redirects ? "with" : "without") + " redirects, q1 popularity " + std::to_string(q1_pop));
+      World w;
+      SetUpCase1(w, redirects, q1_pop);
+      const uint64_t g1 = w.GroupOf("http://q1.com/"), g2 = w.GroupOf("http://q2.com/");
+      ASSERT_NE(g1, g2);
+      if (redirects) { EXPECT_EQ(w.GroupOf("http://p1.com/"), g1); }
+      EXPECT_EQ(w.Group(g1).winner(), q1_pop > 10 ? "http://q1.com/" : "http://s1.com/");
+      // q1's content is rewritten: now a duplicate of q2.
+      Result r = w.Run({Page("http://q1.com/", R(1002, 1102), q1_pop)});
+      EXPECT_EQ(r.routes[0], Route::kTier2);
+      EXPECT_TRUE(r.changed[0]);
+      EXPECT_EQ(r.outcome.moves, 1u);
+      EXPECT_EQ(r.outcome.new_groups, 0u);
+      EXPECT_EQ(w.GroupOf("http://q1.com/"), g2);
+      Urls g2_members = {"http://q1.com/", "http://q2.com/", "http://t2.com/"};
+      if (redirects) {
+        EXPECT_EQ(w.GroupOf("http://p2.com/"), g2);
+        EXPECT_EQ(w.GroupOf("http://p1.com/"), g2);  // through the chain p1 -> p2 -> q1
+        g2_members = {"http://p1.com/", "http://p2.com/", "http://q1.com/", "http://q2.com/", "http://t2.com/"};
+      }
+      EXPECT_EQ(w.Members(g2), g2_members);
+      EXPECT_EQ(w.Group(g2).members(), g2_members.size());
+      EXPECT_EQ(w.Group(g2).winner(), q1_pop > 10 ? "http://q1.com/" : "http://q2.com/");
+      // g1 keeps its other member, with a winner among what is left.
+      EXPECT_EQ(w.Members(g1), (Urls{"http://s1.com/"}));
+      EXPECT_EQ(w.Group(g1).members(), 1u);
+      EXPECT_EQ(w.Group(g1).winner(), "http://s1.com/");
+      EXPECT_EQ(w.Query("http://s1.com/").status, StatusAnswer::kUnique);
+      if (redirects) {
+        const StatusAnswer a = w.Query("http://p1.com/");
+        EXPECT_EQ(a.status, StatusAnswer::kDuplicate);
+        EXPECT_TRUE(a.redirect);
+        EXPECT_EQ(a.group, g2);
+      }
+    }
+  }
+}
+
+TEST(Tier1Case1, ChangedPageWithoutMatchFormsNewGroupWithItsRedirects) {
+  for (bool redirects : {false, true}) {
+    for (double q1_pop : {1.0, 1000.0}) {
+      SCOPED_TRACE(std::string(redirects ? "with" : "without") + " redirects, q1 popularity " + std::to_string(q1_pop));
+      World w;
+      SetUpCase1(w, redirects, q1_pop);
+      const uint64_t g1 = w.GroupOf("http://q1.com/"), g2 = w.GroupOf("http://q2.com/");
+      Result r = w.Run({Page("http://q1.com/", R(5000, 5100), q1_pop)});
+      EXPECT_EQ(r.routes[0], Route::kTier2);
+      EXPECT_EQ(r.outcome.new_groups, 1u);
+      EXPECT_EQ(r.outcome.moves, 1u);
+      const uint64_t g = w.GroupOf("http://q1.com/");
+      EXPECT_NE(g, g1);
+      EXPECT_NE(g, g2);
+      const Urls expected = redirects ? Urls{"http://p1.com/", "http://p2.com/", "http://q1.com/"} : Urls{"http://q1.com/"};
+      EXPECT_EQ(w.Members(g), expected);
+      EXPECT_EQ(w.Group(g).members(), expected.size());
+      EXPECT_EQ(w.Group(g).winner(), "http://q1.com/");
+      EXPECT_EQ(w.Members(g1), (Urls{"http://s1.com/"}));
+      EXPECT_EQ(w.Group(g1).winner(), "http://s1.com/");
+      EXPECT_EQ(w.Group(g2).members(), 2u);
+      EXPECT_EQ(w.Query("http://q1.com/").status, redirects ? StatusAnswer::kWinner : StatusAnswer::kUnique);
+    }
+  }
+}
+
+TEST(Tier1Case1, ChangedPageAloneWithItsRedirectsKeepsItsGroup) {
+  World w;
+  w.Run({Page("http://q.com/", R(0, 100))});
+  w.Run({Redirect("http://r.com/", "http://q.com/")});
+  const uint64_t g = w.GroupOf("http://q.com/");
+  Result r = w.Run({Page("http://q.com/", R(5000, 5100))});
+  EXPECT_EQ(r.routes[0], Route::kTier2);
+  EXPECT_EQ(w.GroupOf("http://q.com/"), g);
+  EXPECT_EQ(w.GroupOf("http://r.com/"), g);
+  EXPECT_EQ(w.Group(g).members(), 2u);
+}
+
+// A page Tier 2 keeps in its own group (it still matches a member, not the representative) with a
+// new popularity: the group's winner must reflect it.
+TEST(Tier1Case1, ChangedPageStayingInItsGroupUpdatesWinner) {
+  World w;
+  // w0 the winner; s and q losers. q's new version is not similar to w0 (so not the fast path)
+  // but similar to s.
+  w.Run({Page("http://w0.com/", R(0, 100), 100), Page("http://s.com/", R(3, 103), 1),
+         Page("http://q.com/", R(1, 101), 1)});
+  const uint64_t g = w.GroupOf("http://w0.com/");
+  ASSERT_EQ(w.Group(g).members(), 3u);
+  ASSERT_EQ(w.Group(g).winner(), "http://w0.com/");
+  Result r = w.Run({Page("http://q.com/", R(7, 107), 10000)});
+  ASSERT_EQ(r.routes[0], Route::kTier2);
+  EXPECT_EQ(w.GroupOf("http://q.com/"), g);
+  EXPECT_EQ(w.Group(g).members(), 3u);
+  EXPECT_EQ(w.Group(g).winner(), "http://q.com/");
+  // And the reverse: the winner's popularity drops while Tier 2 keeps it in the group.
+  r = w.Run({Page("http://q.com/", R(1, 101), 0)});  // 94/106 from its previous version
+  ASSERT_EQ(r.routes[0], Route::kTier2);
+  EXPECT_EQ(w.GroupOf("http://q.com/"), g);
+  EXPECT_EQ(w.Group(g).winner(), "http://w0.com/");
+}
+
+// ---- 5. Fast path ------------------------------------------------------------------------------
+
+TEST(Tier1FastPath, UnchangedSlightlyChangedAndRewrittenPages) {
+  for (bool redirects : {false, true}) {
+    SCOPED_TRACE(redirects ? "with redirects" : "without redirects");
+    World w;
+    w.Run({Page("http://a.com/", R(0, 100), 10), Page("http://b.com/", R(1, 101), 1)});
+    if (redirects) w.Run({Redirect("http://rb.com/", "http://b.com/"), Redirect("http://ra.com/", "http://a.com/")});
+    const uint64_t g = w.GroupOf("http://a.com/");
+    ASSERT_EQ(w.GroupOf("http://b.com/"), g);
+    // a unchanged; b changed a little, still similar to the representative (a): no Tier 2.
+    Result r = w.Run({Page("http://a.com/", R(0, 100), 10), Page("http://b.com/", R(2, 102), 1)});
+    EXPECT_EQ(r.routes[0], Route::kUnchanged);
+    EXPECT_FALSE(r.changed[0]);
+    EXPECT_EQ(r.routes[1], Route::kFastPath);
+    EXPECT_TRUE(r.changed[1]);
+    EXPECT_EQ(r.tier2_pages, 0u);
+    EXPECT_EQ(w.GroupOf("http://b.com/"), g);
+    EXPECT_EQ(w.Group(g).members(), redirects ? 4u : 2u);
+    StatusAnswer a = w.Query("http://b.com/");
+    EXPECT_EQ(a.status, StatusAnswer::kDuplicate);
+    EXPECT_NEAR(a.similarity_to_winner, 98.0 / 102.0, 1e-12);  // the new version of b
+    // b rewritten: Tier 2 decides (and finds nothing: b leaves with its redirect).
+    r = w.Run({Page("http://b.com/", R(50, 150), 1)});
+    EXPECT_EQ(r.routes[0], Route::kTier2);
+    EXPECT_TRUE(r.changed[0]);
+    EXPECT_NE(w.GroupOf("http://b.com/"), g);
+    if (redirects) { EXPECT_EQ(w.GroupOf("http://rb.com/"), w.GroupOf("http://b.com/")); }
+    EXPECT_EQ(w.Group(g).members(), redirects ? 2u : 1u);
+  }
+}
+
+TEST(Tier1FastPath, WinnerChangingALittleUpdatesTheRepresentative) {
+  World w;
+  w.Run({Page("http://a.com/", R(0, 100), 10), Page("http://b.com/", R(1, 101), 1)});
+  const uint64_t g = w.GroupOf("http://a.com/");
+  StatusAnswer before = w.Query("http://b.com/");
+  EXPECT_EQ(before.status, StatusAnswer::kDuplicate);
+  EXPECT_NEAR(before.similarity_to_winner, 99.0 / 101.0, 1e-12);
+  // The winner changes a little: compared with its own previous version, it stays.
+  Result r = w.Run({Page("http://a.com/", R(3, 103), 10)});
+  EXPECT_EQ(r.routes[0], Route::kFastPath);
+  EXPECT_EQ(w.GroupOf("http://a.com/"), g);
+  EXPECT_EQ(w.Group(g).winner(), "http://a.com/");
+  // b's status is verified against the new representative (the cached verification is stale).
+  StatusAnswer after = w.Query("http://b.com/");
+  EXPECT_EQ(after.status, StatusAnswer::kDuplicate);
+  EXPECT_NEAR(after.similarity_to_winner, 98.0 / 102.0, 1e-12);
+  // b's fast path now compares with the new representative: [8,108) is similar to a's new
+  // [3,103) (95/105), not to its old [0,100) (92/108).
+  r = w.Run({Page("http://b.com/", R(8, 108), 1)});
+  EXPECT_EQ(r.routes[0], Route::kFastPath);
+  // A page in the batch with its group's winner compares with the winner's batch version.
+  r = w.Run({Page("http://a.com/", R(13, 113), 10), Page("http://b.com/", R(12, 112), 1)});
+  EXPECT_EQ(r.routes[0], Route::kTier2);  // 90/110 from [3,103)
+  EXPECT_EQ(r.routes[1], Route::kFastPath);  // 99/101 from a's batch version
+}
+
+TEST(Tier1FastPath, DisabledSendsEveryChangeToTier2) {
+  Tier1Options o;
+  o.fast_path = false;
+  World w(o);
+  w.Run({Page("http://a.com/", R(0, 100), 10), Page("http://b.com/", R(1, 101), 1)});
+  Result r = w.Run({Page("http://a.com/", R(0, 100), 10), Page("http://b.com/", R(2, 102), 1)});
+  EXPECT_EQ(r.routes[0], Route::kUnchanged);
+  EXPECT_EQ(r.routes[1], Route::kTier2);
+  EXPECT_TRUE(r.changed[1]);
+  EXPECT_EQ(w.GroupOf("http://b.com/"), w.GroupOf("http://a.com/"));
+}
+
+// ---- 6. The q1, q2, q3 split false positive, verification and repair -------------------------
+
+TEST(Tier1Split, KeptFalsePositiveRejectedThenRepaired) {
+  for (bool redirects : {false, true}) {
+    SCOPED_TRACE(redirects ? "with redirects" : "without redirects");
+    Tier1Options o;
+    o.repair_min_rejections = 1;
+    o.repair_rejection_share = 0.1;
+    World w(o);
+    // F(q1, q2), F(q2, q3), not F(q1, q3); q2 the winner, then q1.
+    w.Run({Page("http://q1.com/", R(0, 100), 10), Page("http://q2.com/", R(5, 105), 100),
+           Page("http://q3.com/", R(10, 110), 1)});
+    if (redirects) w.Run({Redirect("http://r3.com/", "http://q3.com/")});
+    const uint64_t g = w.GroupOf("http://q1.com/");
+    EXPECT_EQ(w.GroupOf("http://q3.com/"), g);
+    EXPECT_EQ(w.Group(g).members(), redirects ? 4u : 3u);
+    EXPECT_EQ(w.Group(g).winner(), "http://q2.com/");
+    // q2 rewritten: it leaves; q1 and q3 stay together (no recomputation).
+    w.Run({Page("http://q2.com/", R(7000, 7100), 100)});
+    EXPECT_NE(w.GroupOf("http://q2.com/"), g);
+    EXPECT_EQ(w.GroupOf("http://q1.com/"), g);
+    EXPECT_EQ(w.GroupOf("http://q3.com/"), g);
+    EXPECT_EQ(w.Group(g).members(), redirects ? 3u : 2u);
+    EXPECT_EQ(w.Group(g).winner(), "http://q1.com/");
+    // The crawler asks: q3 fails verification against q1: unique, verified, counted.
+    EXPECT_EQ(w.Query("http://q1.com/").status, StatusAnswer::kWinner);
+    StatusAnswer a = w.Query("http://q3.com/");
+    EXPECT_EQ(a.status, StatusAnswer::kUnique);
+    EXPECT_TRUE(a.verified);
+    EXPECT_NEAR(a.similarity_to_winner, 90.0 / 110.0, 1e-12);
+    EXPECT_EQ(a.winner_url, "http://q1.com/");
+    EXPECT_EQ(a.group, g);
+    // Asking again does not count the same version twice.
+    EXPECT_EQ(w.Query("http://q3.com/").status, StatusAnswer::kUnique);
+    std::vector<RepairReport> repairs = w.Flush();
+    ASSERT_EQ(repairs.size(), 1u);
+    EXPECT_EQ(repairs[0].group, g);
+    EXPECT_EQ(repairs[0].members, redirects ? 3u : 2u);
+    EXPECT_EQ(repairs[0].components, 2u);
+    EXPECT_EQ(repairs[0].skipped, 0u);
+    // Split: q1 and q3 (with its redirect) apart; counters reset.
+    const uint64_t g1 = w.GroupOf("http://q1.com/"), g3 = w.GroupOf("http://q3.com/");
+    EXPECT_NE(g1, g3);
+    EXPECT_TRUE(g1 == g || g3 == g);
+    EXPECT_EQ(w.Members(g1), (Urls{"http://q1.com/"}));
+    EXPECT_EQ(w.Members(g3), redirects ? (Urls{"http://q3.com/", "http://r3.com/"}) : Urls{"http://q3.com/"});
+    EXPECT_EQ(w.Group(g1).rejections(), 0u);
+    EXPECT_EQ(w.Group(g3).rejections(), 0u);
+    EXPECT_EQ(w.Group(g).repairs(), 1u);
+    EXPECT_EQ(w.Group(g3).winner(), "http://q3.com/");
+    EXPECT_FALSE(w.PageRec("http://q3.com/").rejected());
+    EXPECT_EQ(w.Query("http://q1.com/").status, StatusAnswer::kUnique);
+    EXPECT_EQ(w.Query("http://q3.com/").status, redirects ? StatusAnswer::kWinner : StatusAnswer::kUnique);
+    EXPECT_TRUE(w.Flush().empty());
+  }
+}
+
+TEST(Tier1Split, RejectionsBelowTheShareDoNotRepair) {
+  World w;  // defaults: at least 2 rejections and 20% of the members
+  w.Run({Page("http://q1.com/", R(0, 100), 10), Page("http://q2.com/", R(5, 105), 100),
+         Page("http://q3.com/", R(10, 110), 1)});
+  w.Run({Page("http://q2.com/", R(7000, 7100), 100)});
+  const uint64_t g = w.GroupOf("http://q1.com/");
+  EXPECT_EQ(w.Query("http://q3.com/").status, StatusAnswer::kUnique);
+  EXPECT_TRUE(w.Flush().empty());
+  EXPECT_EQ(w.Group(g).rejections(), 1u);
+  EXPECT_TRUE(w.PageRec("http://q3.com/").rejected());
+  EXPECT_EQ(w.GroupOf("http://q3.com/"), g);
+  // A new version of q3 similar to the winner: the rejection no longer holds.
+  Result r = w.Run({Page("http://q3.com/", R(1, 101), 1)});
+  EXPECT_EQ(r.routes[0], Route::kFastPath);
+  EXPECT_EQ(w.Group(g).rejections(), 0u);
+  EXPECT_FALSE(w.PageRec("http://q3.com/").rejected());
+  EXPECT_EQ(w.Query("http://q3.com/").status, StatusAnswer::kDuplicate);
+  // An explicit repair of a consistent group confirms it.
+  RepairReport rep;
+  ASSERT_TRUE(w.t1().Repair(g, &rep).ok());
+  EXPECT_EQ(rep.components, 1u);
+  EXPECT_EQ(rep.members, 2u);
+  w.Check();
+  EXPECT_EQ(w.t1().Repair(987654, &rep).code(), StatusCode::kNotFound);
+}
+
+// ---- 7. Case 3 ---------------------------------------------------------------------------------
+
+TEST(Tier1Case3, RedirectJoinsTargetGroup) {
+  World w;
+  w.Run({Page("http://q2.com/", R(0, 100), 1), Page("http://o.com/", R(1, 101), 5)});
+  const uint64_t g = w.GroupOf("http://q2.com/");
+  Result r = w.Run({Redirect("http://q1.com/", "http://q2.com/", 1e6)});
+  EXPECT_EQ(r.routes[0], Route::kRedirect);
+  EXPECT_EQ(w.GroupOf("http://q1.com/"), g);
+  EXPECT_EQ(w.Group(g).members(), 3u);
+  EXPECT_EQ(w.Group(g).winner(), "http://o.com/");
+  const StatusAnswer a = w.Query("http://q1.com/");
+  EXPECT_EQ(a.status, StatusAnswer::kDuplicate);
+  EXPECT_TRUE(a.redirect);
+  EXPECT_TRUE(a.verified);
+  EXPECT_EQ(a.group, g);
+  EXPECT_EQ(a.winner_url, "http://o.com/");
+  EXPECT_EQ(w.last_check().redirects, 1u);
+}
+
+TEST(Tier1Case3, MultiLevelChainJoinsTheContentPagesGroup) {
+  // The chain arriving in every order, in one batch or one record per batch.
+  const In c3 = Page("http://q3.com/", R(0, 100), 1);
+  const In r2 = Redirect("http://q2.com/", "http://q3.com/", 50);
+  const In r1 = Redirect("http://q1.com/", "http://q2.com/", 100);
+  std::vector<In> recs = {c3, r2, r1};
+  std::sort(recs.begin(), recs.end(), [](const In& a, const In& b) { return a.url < b.url; });
+  do {
+    for (bool one_batch : {true, false}) {
+      SCOPED_TRACE(recs[0].url + " " + recs[1].url + " " + recs[2].url + (one_batch ? " one batch" : " three batches"));
+      World w;
+      w.Run({Page("http://x.com/", R(1, 101), 0)});  // q3 has a duplicate
+      if (one_batch) {
+        w.Run(recs);
+      } else {
+        for (const In& in : recs) w.Run({in});
+      }
+      const uint64_t g = w.GroupOf("http://q3.com/");
+      EXPECT_EQ(w.GroupOf("http://x.com/"), g);
+      EXPECT_EQ(w.GroupOf("http://q2.com/"), g);
+      EXPECT_EQ(w.GroupOf("http://q1.com/"), g);
+      EXPECT_EQ(w.Group(g).members(), 4u);
+      EXPECT_EQ(w.Group(g).winner(), "http://q3.com/");
+      EXPECT_EQ(w.last_check().groups, 1u);
+      EXPECT_TRUE(w.Query("http://q1.com/").redirect);
+    }
+  } while (std::next_permutation(recs.begin(), recs.end(), [](const In& a, const In& b) { return a.url < b.url; }));
+}
+
+TEST(Tier1Case3, PlaceholderTargetLaterCrawledMovesWithItsRedirects) {
+  for (bool match : {true, false}) {
+    SCOPED_TRACE(match ? "target matches a group" : "target unique");
+    World w;
+    w.Run({Page("http://p.com/", R(0, 100), 1), Page("http://p2.com/", R(2, 102), 1)});
+    const uint64_t gp = w.GroupOf("http://p.com/");
+    Result r = w.Run({Redirect("http://r.com/", "http://t.com/")});
+    EXPECT_EQ(r.outcome.new_groups, 1u);
+    ASSERT_TRUE(w.HasPage("http://t.com/"));
+    EXPECT_FALSE(w.PageRec("http://t.com/").crawled());
+    const uint64_t gt = w.GroupOf("http://t.com/");
+    EXPECT_NE(gt, 0u);
+    EXPECT_EQ(w.GroupOf("http://r.com/"), gt);
+    StatusAnswer a = w.Query("http://t.com/");
+    EXPECT_EQ(a.status, StatusAnswer::kUnknown);
+    EXPECT_EQ(a.group, gt);
+    // The redirect is a duplicate by redirection, not the winner of anything.
+    a = w.Query("http://r.com/");
+    EXPECT_EQ(a.status, StatusAnswer::kDuplicate);
+    EXPECT_TRUE(a.redirect);
+    EXPECT_EQ(a.group, gt);
+    // A second redirect to it, through a chain.
+    w.Run({Redirect("http://r0.com/", "http://r.com/")});
+    EXPECT_EQ(w.GroupOf("http://r0.com/"), gt);
+    // The target is crawled.
+    r = w.Run({Page("http://t.com/", match ? R(1, 101) : R(9000, 9100), 1)});
+    EXPECT_EQ(r.routes[0], Route::kTier2);
+    EXPECT_FALSE(r.changed[0]);
+    const uint64_t g = w.GroupOf("http://t.com/");
+    EXPECT_EQ(g, match ? gp : gt);
+    EXPECT_EQ(w.GroupOf("http://r.com/"), g);
+    EXPECT_EQ(w.GroupOf("http://r0.com/"), g);
+    EXPECT_EQ(w.Group(g).members(), match ? 5u : 3u);
+    if (match) {
+      pb::Tier1Group gone;
+      EXPECT_EQ(w.store().GetGroup(gt, &gone).code(), StatusCode::kNotFound);
+      EXPECT_EQ(w.Group(g).winner(), "http://p.com/");
+    } else {
+      EXPECT_EQ(w.Group(g).winner(), "http://t.com/");
+    }
+    a = w.Query("http://t.com/");
+    EXPECT_EQ(a.status, match ? StatusAnswer::kDuplicate : StatusAnswer::kWinner);
+    EXPECT_EQ(w.Query("http://r0.com/").status, StatusAnswer::kDuplicate);
+  }
+}
+
+TEST(Tier1Case3, ContentPageTurningIntoRedirectLeavesItsGroup) {
+  World w;
+  w.Run({Page("http://c.com/", R(0, 100), 100), Page("http://d.com/", R(1, 101), 1),
+         Page("http://e.com/", R(5000, 5100), 1)});
+  w.Run({Redirect("http://rc.com/", "http://c.com/")});
+  const uint64_t gc = w.GroupOf("http://c.com/"), ge = w.GroupOf("http://e.com/");
+  ASSERT_EQ(w.Group(gc).winner(), "http://c.com/");
+  Result r = w.Run({Redirect("http://c.com/", "http://e.com/", 100)});
+  EXPECT_EQ(r.routes[0], Route::kRedirect);
+  ASSERT_EQ(r.outcome.tier2_removals.size(), 1u);
+  EXPECT_EQ(r.outcome.tier2_removals[0], std::make_pair(std::string("http://c.com/"), kCell));
+  EXPECT_EQ(r.outcome.moves, 1u);
+  EXPECT_EQ(w.GroupOf("http://c.com/"), ge);
+  EXPECT_EQ(w.GroupOf("http://rc.com/"), ge);  // its redirect follows it
+  EXPECT_EQ(w.Members(gc), (Urls{"http://d.com/"}));
+  EXPECT_EQ(w.Group(gc).winner(), "http://d.com/");
+  EXPECT_EQ(w.Group(ge).winner(), "http://e.com/");
+  EXPECT_EQ(w.Group(ge).members(), 3u);
+  EXPECT_FALSE(w.PageRec("http://c.com/").has_signature());
+  // It turns back into content: it leaves e's group (its redirect index entry goes too).
+  r = w.Run({Page("http://c.com/", R(2, 102), 100)});
+  EXPECT_EQ(r.routes[0], Route::kTier2);
+  EXPECT_FALSE(r.changed[0]);
+  EXPECT_EQ(w.GroupOf("http://c.com/"), gc);
+  EXPECT_EQ(w.GroupOf("http://rc.com/"), gc);
+  EXPECT_EQ(w.Group(gc).winner(), "http://c.com/");
+  EXPECT_EQ(w.Members(ge), (Urls{"http://e.com/"}));
+}
+
+TEST(Tier1Case3, RedirectCycleIsCountedAndTerminates) {
+  for (bool one_batch : {true, false}) {
+    SCOPED_TRACE(one_batch ? "one batch" : "two batches");
+    World w;
+    Result r;
+    if (one_batch) {
+      r = w.Run({Redirect("http://a.com/", "http://b.com/"), Redirect("http://b.com/", "http://a.com/")});
+    } else {
+      w.Run({Redirect("http://a.com/", "http://b.com/")});
+      r = w.Run({Redirect("http://b.com/", "http://a.com/")});
+    }
+    EXPECT_EQ(r.outcome.redirect_cycles, 1u);
+    EXPECT_EQ(w.GroupOf("http://a.com/"), w.GroupOf("http://b.com/"));
+    EXPECT_EQ(w.last_check().redirect_cycles, 1u);
+    EXPECT_EQ(w.last_check().groups, 1u);
+    // A page redirecting into the cycle joins it; a content page breaks it.
+    r = w.Run({Redirect("http://c.com/", "http://a.com/")});
+    EXPECT_EQ(r.outcome.redirect_cycles, 1u);
+    EXPECT_EQ(w.GroupOf("http://c.com/"), w.GroupOf("http://a.com/"));
+    r = w.Run({Page("http://b.com/", R(0, 100))});
+    EXPECT_EQ(w.last_check().redirect_cycles, 0u);
+    const uint64_t g = w.GroupOf("http://b.com/");
+    EXPECT_EQ(w.GroupOf("http://a.com/"), g);
+    EXPECT_EQ(w.GroupOf("http://c.com/"), g);
+    EXPECT_EQ(w.Group(g).winner(), "http://b.com/");
+  }
+}
+
+// ---- 8. Status queries -------------------------------------------------------------------------
+
+TEST(Tier1Status, EveryKind) {
+  World w;
+  EXPECT_EQ(w.Query("http://nobody.com/").status, StatusAnswer::kUnknown);
+  EXPECT_EQ(w.Query("http://nobody.com/").group, 0u);
+  w.Run({Page("http://w.com/", R(0, 100), 10), Page("http://l.com/", R(2, 102), 1),
+         Page("http://s.com/", R(500, 600), 1)});
+  w.t1().SetPending({"http://p.com/", "http://l.com/"});
+  EXPECT_EQ(w.Query("http://p.com/").status, StatusAnswer::kPending);
+  EXPECT_EQ(w.Query("http://l.com/").status, StatusAnswer::kPending);
+  w.t1().SetPending({});
+  const StatusAnswer win = w.Query("http://w.com/");
+  EXPECT_EQ(win.status, StatusAnswer::kWinner);
+  EXPECT_EQ(win.group_members, 2u);
+  EXPECT_EQ(win.winner_url, "http://w.com/");
+  EXPECT_EQ(w.Query("http://s.com/").status, StatusAnswer::kUnique);
+  const StatusAnswer dup = w.Query("http://l.com/");
+  EXPECT_EQ(dup.status, StatusAnswer::kDuplicate);
+  EXPECT_TRUE(dup.verified);
+  EXPECT_FALSE(dup.redirect);
+  EXPECT_GE(dup.similarity_to_winner, 0.9);
+  EXPECT_NEAR(dup.similarity_to_winner, 98.0 / 102.0, 1e-12);
+  EXPECT_EQ(dup.winner_url, "http://w.com/");
+  EXPECT_EQ(dup.group, w.GroupOf("http://w.com/"));
+  // The caller's current content is verified instead of the stored version, and not counted.
+  const pb::PageSignature far = Sig("http://l.com/", R(50, 150));
+  const StatusAnswer cur = w.Query("http://l.com/", &far);
+  EXPECT_EQ(cur.status, StatusAnswer::kUnique);
+  EXPECT_TRUE(cur.verified);
+  EXPECT_NEAR(cur.similarity_to_winner, 50.0 / 150.0, 1e-12);
+  const pb::PageSignature near = Sig("http://l.com/", R(1, 101));
+  const StatusAnswer cur2 = w.Query("http://l.com/", &near);
+  EXPECT_EQ(cur2.status, StatusAnswer::kDuplicate);
+  EXPECT_NEAR(cur2.similarity_to_winner, 99.0 / 101.0, 1e-12);
+  EXPECT_TRUE(w.Flush().empty());
+  EXPECT_EQ(w.GroupOfUrl("http://w.com/").rejections(), 0u);
+  EXPECT_FALSE(w.PageRec("http://l.com/").rejected());
+  // The stored version's verification is cached: asking again fetches nothing.
+  EXPECT_EQ(w.Query("http://l.com/").status, StatusAnswer::kDuplicate);
+  const uint64_t fetches = w.source().fetches;
+  EXPECT_EQ(w.Query("http://l.com/").status, StatusAnswer::kDuplicate);
+  EXPECT_EQ(w.source().fetches, fetches);
+  // A page without words is unique.
+  w.Run({Page("http://empty.com/", {})});
+  EXPECT_EQ(w.Query("http://empty.com/").status, StatusAnswer::kUnique);
+}
+
+TEST(Tier1Status, EmptyPageFormsItsOwnGroup) {
+  World w;
+  w.Run({Page("http://a.com/", R(0, 100))});
+  Result r = w.Run({Page("http://e1.com/", {}), Page("http://e2.com/", {}), Page("http://a.com/", {})});
+  EXPECT_EQ(r.routes[0], Route::kEmpty);
+  EXPECT_EQ(r.routes[2], Route::kEmpty);
+  EXPECT_NE(w.GroupOf("http://e1.com/"), w.GroupOf("http://e2.com/"));
+  ASSERT_EQ(r.outcome.tier2_removals.size(), 1u);
+  EXPECT_EQ(r.outcome.tier2_removals[0].first, "http://a.com/");
+  EXPECT_EQ(w.Query("http://a.com/").status, StatusAnswer::kUnique);
+}
+
+// ---- 9. Market winners -------------------------------------------------------------------------
+
+TEST(Tier1Market, MarketWinnerAndDefaultWinner) {
+  for (bool redirects : {false, true}) {
+    SCOPED_TRACE(redirects ? "with a redirect" : "without redirects");
+    World w;
+    // Same popularity, all static, same length: only MARKET (for "uk") and the URL tie-break
+    // decide. Default winner: the bytewise smallest URL (abc.co.ab); uk winner: the .uk host.
+    const std::string ab = "http://abc.co.ab/x", uk = "http://abc.co.uk/x", com = "http://abc.com/xyz";
+    ASSERT_EQ(ab.size(), uk.size());
+    ASSERT_EQ(uk.size(), com.size());
+    w.Run({Page(uk, R(0, 100), 5, "uk"), Page(ab, R(1, 101), 5, ""), Page(com, R(2, 102), 5, "uk")});
+    if (redirects) w.Run({Redirect("http://r.co.uk/", com, 5)});
+    const uint64_t g = w.GroupOf(uk);
+    ASSERT_EQ(w.GroupOf(ab), g);
+    ASSERT_EQ(w.GroupOf(com), g);
+    const pb::Tier1Group grp = w.Group(g);
+    EXPECT_EQ(grp.winner(), ab);
+    ASSERT_EQ(grp.market_winners_size(), 1);
+    EXPECT_EQ(grp.market_winners(0).market(), "uk");
+    EXPECT_EQ(grp.market_winners(0).url(), uk);
+    // A uk page's status names its market's winner.
+    StatusAnswer a = w.Query(com);
+    EXPECT_EQ(a.status, StatusAnswer::kDuplicate);
+    EXPECT_EQ(a.winner_url, uk);
+    EXPECT_EQ(w.Query(uk).status, StatusAnswer::kWinner);
+    a = w.Query(ab);
+    EXPECT_EQ(a.status, StatusAnswer::kWinner);
+    EXPECT_EQ(a.winner_url, ab);
+    // Popularity comes before MARKET: a more popular .com page wins the uk market too.
+    w.Run({Page(com, R(2, 102), 1000, "uk")});
+    const pb::Tier1Group after = w.GroupOfUrl(uk);
+    EXPECT_EQ(after.winner(), com);
+    ASSERT_EQ(after.market_winners_size(), 1);
+    EXPECT_EQ(after.market_winners(0).url(), com);
+    EXPECT_EQ(w.Query(uk).status, StatusAnswer::kDuplicate);
+    EXPECT_EQ(w.Query(uk).winner_url, com);
+    // And back: the uk winner returns to the .uk host.
+    w.Run({Page(com, R(2, 102), 5, "uk")});
+    EXPECT_EQ(w.GroupOfUrl(uk).winner(), ab);
+    EXPECT_EQ(w.GroupOfUrl(uk).market_winners(0).url(), uk);
+  }
+}
+
+TEST(Tier1Market, ArrivalOrderGivesSameMarketWinners) {
+  const std::string ab = "http://abc.co.ab/x", uk = "http://abc.co.uk/x", com = "http://abc.com/xyz";
+  const In pab = Page(ab, R(1, 101), 5, ""), puk = Page(uk, R(0, 100), 5, "uk"), pcom = Page(com, R(2, 102), 5, "uk");
+  for (const auto& order : std::vector<std::vector<In>>{{pab, puk, pcom}, {pcom, puk, pab}, {puk, pab, pcom}, {pab, pcom, puk}}) {
+    World w;
+    for (const In& in : order) w.Run({in});
+    const pb::Tier1Group g = w.GroupOfUrl(uk);
+    EXPECT_EQ(g.winner(), ab);
+    ASSERT_EQ(g.market_winners_size(), 1);
+    EXPECT_EQ(g.market_winners(0).url(), uk);
+  }
+}
+
+// ---- 10. Superseded ----------------------------------------------------------------------------
+
+TEST(Tier1Batch, SameUrlTwiceLastVersionWins) {
+  World w;
+  w.Run({Page("http://o.com/", R(0, 100), 1)});
+  Result r = w.Run({Page("http://a.com/", R(5000, 5100)), Page("http://a.com/", R(1, 101), 7)});
+  EXPECT_EQ(r.routes[0], Route::kSuperseded);
+  EXPECT_EQ(r.routes[1], Route::kTier2);
+  EXPECT_EQ(w.PageRec("http://a.com/").content_digest(), Sig("http://a.com/", R(1, 101)).content_digest());
+  EXPECT_EQ(w.PageRec("http://a.com/").popularity(), 7);
+  EXPECT_EQ(w.GroupOf("http://a.com/"), w.GroupOf("http://o.com/"));
+  EXPECT_EQ(w.Group(w.GroupOf("http://a.com/")).members(), 2u);
+  // A redirect then content, and content then a redirect.
+  r = w.Run({Redirect("http://b.com/", "http://o.com/"), Page("http://b.com/", R(7000, 7100))});
+  EXPECT_EQ(r.routes[0], Route::kSuperseded);
+  EXPECT_TRUE(w.PageRec("http://b.com/").redirect_to().empty());
+  EXPECT_NE(w.GroupOf("http://b.com/"), w.GroupOf("http://o.com/"));
+  EXPECT_EQ(w.last_check().redirects, 0u);
+  r = w.Run({Page("http://c.com/", R(7000, 7100)), Redirect("http://c.com/", "http://o.com/")});
+  EXPECT_EQ(r.routes[0], Route::kSuperseded);
+  EXPECT_EQ(r.routes[1], Route::kRedirect);
+  EXPECT_EQ(w.GroupOf("http://c.com/"), w.GroupOf("http://o.com/"));
+  EXPECT_EQ(w.last_check().redirects, 1u);
+}
+
+TEST(Tier1Batch, BadInputIsRefused) {
+  World w;
+  std::vector<Route> routes;
+  std::vector<PageUpdate> batch(1);
+  batch[0].url = "http://a.com/";
+  EXPECT_EQ(w.t1().Classify(batch, &routes).code(), StatusCode::kInvalidArgument);  // no content, no redirect
+  batch[0].url = "";
+  batch[0].redirect_to = "http://b.com/";
+  EXPECT_EQ(w.t1().Classify(batch, &routes).code(), StatusCode::kInvalidArgument);  // no URL
+  const pb::PageSignature sig = Sig("http://a.com/", R(0, 10));
+  batch[0] = Update("http://a.com/", &sig);
+  ASSERT_TRUE(w.t1().Classify(batch, &routes).ok());
+  ApplyOutcome out;
+  Tier2Matches m;
+  m.resident.push_back({3, "http://x.com/", 1.0});
+  EXPECT_EQ(w.t1().Apply(batch, routes, m, nullptr, &out).code(), StatusCode::kInvalidArgument);
+  m.resident.clear();
+  EXPECT_EQ(w.t1().Apply(batch, {}, m, nullptr, &out).code(), StatusCode::kInvalidArgument);
+  w.Check();
+  EXPECT_EQ(w.last_check().pages, 0u);
+}
+
+TEST(Tier1Batch, ProgressIsCommittedWithTheBatch) {
+  World w;
+  const pb::PageSignature sig = Sig("http://a.com/", R(0, 10));
+  std::vector<PageUpdate> batch = {Update("http://a.com/", &sig, "", 3)};
+  std::vector<Route> routes;
+  ASSERT_TRUE(w.t1().Classify(batch, &routes).ok());
+  pb::Tier1Progress progress;
+  progress.set_records_committed(1);
+  ApplyOutcome out;
+  ASSERT_TRUE(w.t1().Apply(batch, routes, Tier2Matches(), &progress, &out).ok());
+  // Turning it into a redirect owes a removal, recorded with the progress.
+  batch = {Update("http://a.com/", nullptr, "http://b.com/")};
+  ASSERT_TRUE(w.t1().Classify(batch, &routes).ok());
+  progress.set_records_committed(2);
+  ASSERT_TRUE(w.t1().Apply(batch, routes, Tier2Matches(), &progress, &out).ok());
+  std::string bytes;
+  ASSERT_TRUE(w.store().rows().Get(w.store().meta_family(), "progress", "", &bytes).ok());
+  pb::Tier1Progress stored;
+  ASSERT_TRUE(stored.ParseFromString(bytes));
+  EXPECT_EQ(stored.records_committed(), 2u);
+  ASSERT_EQ(stored.last_batch_removals_size(), 1);
+  EXPECT_EQ(stored.last_batch_removals(0).url(), "http://a.com/");
+  EXPECT_EQ(stored.last_batch_removals(0).cell(), 3u);
+  w.Check();
+}
+
+}  // namespace
+}  // namespace neardup::tier1
