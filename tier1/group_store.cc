@@ -34,7 +34,16 @@ StatusOr<std::unique_ptr<GroupStore>> GroupStore::Open(const Options& options) {
   o.clock = options.clock;
   o.env = options.env;
   ASSIGN_OR_RETURN(std::unique_ptr<RowStore> rows, RowStore::Open(o));
-  return std::unique_ptr<GroupStore>(new GroupStore(std::move(rows)));
+  std::unique_ptr<GroupStore> store(new GroupStore(std::move(rows)));
+  RETURN_IF_ERROR(store->LoadRedirectTargets());
+  return store;
+}
+
+Status GroupStore::LoadRedirectTargets() {
+  return rows_->ScanFamily(redirect_, [&](std::string_view target, std::string_view, std::string_view) {
+    redirect_targets_.emplace(target);
+    return true;
+  });
 }
 
 std::string GroupStore::GroupKey(uint64_t group) {
@@ -101,7 +110,9 @@ StatusOr<const pb::Tier1Group*> GroupStore::Txn::FindGroup(uint64_t group) {
   if (it == groups_.end()) {
     GroupSlot slot;
     std::string bytes;
-    Status s = store_->rows_->Get(store_->group_, GroupKey(group), "", &bytes);
+    // An id above the committed counter was reserved by this Txn: nothing to read.
+    const bool reserved = group > static_cast<uint64_t>(store_->rows_->Counter(kNextGroup));
+    Status s = reserved ? NotFound("") : store_->rows_->Get(store_->group_, GroupKey(group), "", &bytes);
     if (s.ok()) {
       RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "group", std::to_string(group)));
       slot.exists = true;
@@ -162,6 +173,10 @@ void GroupStore::Txn::RemoveMember(uint64_t group, const std::string& url) { mem
 
 Status GroupStore::Txn::Redirectors(const std::string& target, std::vector<std::string>* out) {
   auto it = redirects_.find(target);
+  if (it == redirects_.end() && store_->redirect_targets_.count(target) == 0) {
+    out->clear();  // nobody redirects here: no scan
+    return Status::Ok();
+  }
   return Merge(store_->redirect_, target, it == redirects_.end() ? nullptr : &it->second, out);
 }
 
@@ -210,15 +225,26 @@ Status GroupStore::Txn::Commit(bool durable) {
       else batch_.Delete(store_->member_, row, url);
     }
   }
+  // The targets' source lists after this Txn, for the in-memory target set.
+  std::vector<std::pair<std::string, bool>> targets_after;
+  std::vector<std::string> sources;
   for (const auto& [target, changes] : redirects_) {
     for (const auto& [source, present] : changes) {
       if (present) batch_.Put(store_->redirect_, target, source, "");
       else batch_.Delete(store_->redirect_, target, source);
     }
+    RETURN_IF_ERROR(Merge(store_->redirect_, target, &changes, &sources));
+    targets_after.emplace_back(target, !sources.empty());
   }
   if (groups_reserved_ > 0) batch_.AddCounter(kNextGroup, static_cast<int64_t>(groups_reserved_));
   batch_.set_durable(durable);
   Status s = batch_.empty() ? Status::Ok() : store_->rows_->Write(batch_);
+  if (s.ok()) {
+    for (auto& [target, any] : targets_after) {
+      if (any) store_->redirect_targets_.insert(std::move(target));
+      else store_->redirect_targets_.erase(target);
+    }
+  }
   pages_.clear();
   groups_.clear();
   members_.clear();

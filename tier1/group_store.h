@@ -13,8 +13,9 @@
 // marked changed. Reads inside a Txn see the Txn's own changes (members and redirect cells
 // included). Nothing reaches the store before Commit; a Txn dropped without Commit changes nothing.
 //
-// Thread safety: a GroupStore may be shared; a Txn is used by one thread. Two Txns committing
-// changes to the same records race (last writer wins): Tier 1 runs one Txn at a time.
+// Thread safety: one thread uses a GroupStore and its Txns at a time (Tier 1 runs one Txn at a
+// time; two Txns committing changes to the same records would race, last writer wins). Const
+// reads of committed records (GetPage, GetGroup, Members, rows()) may run from other threads.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/row_store.h"
@@ -66,7 +68,12 @@ class GroupStore {
 
  private:
   explicit GroupStore(std::unique_ptr<RowStore> rows);
+  Status LoadRedirectTargets();
+
   std::unique_ptr<RowStore> rows_;
+  // Pages that some page redirects to (the redirect family's rows), kept in memory so that the
+  // common case, a page nobody redirects to, costs no scan. Loaded at Open, updated by Commit.
+  std::unordered_set<std::string> redirect_targets_;
   RowStore::Family page_, group_, member_, redirect_, meta_;
 };
 

@@ -127,12 +127,14 @@ TEST_F(GroupStoreTest, TxnReadsItsOwnChanges) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   GroupStore::Txn setup(store.get());
-  AddPage(setup, 1, "http://a.com/");
-  AddPage(setup, 1, "http://b.com/");
+  const uint64_t g1 = setup.NewGroupId(), g2 = setup.NewGroupId();
+  ASSERT_NE(g1, g2);
+  AddPage(setup, g1, "http://a.com/");
+  AddPage(setup, g1, "http://b.com/");
   setup.AddRedirect("http://a.com/", "http://r1.com/");
   setup.AddRedirect("http://a.com/", "http://r2.com/");
   for (const char* r : {"http://r1.com/", "http://r2.com/"}) {
-    AddPage(setup, 1, r);
+    AddPage(setup, g1, r);
     auto p = setup.MutablePage(r);
     ASSERT_TRUE(p.ok());
     (*p)->set_redirect_to("http://a.com/");
@@ -143,20 +145,20 @@ TEST_F(GroupStoreTest, TxnReadsItsOwnChanges) {
 
   GroupStore::Txn txn(store.get());
   std::vector<std::string> out;
-  ASSERT_TRUE(txn.Members(1, &out).ok());
+  ASSERT_TRUE(txn.Members(g1, &out).ok());
   EXPECT_EQ(out, (Urls{"http://a.com/", "http://b.com/", "http://r1.com/", "http://r2.com/"}));
-  txn.RemoveMember(1, "http://b.com/");
-  txn.AddMember(1, "http://c.com/");
-  txn.AddMember(1, "http://0.com/");
-  ASSERT_TRUE(txn.Members(1, &out).ok());
+  txn.RemoveMember(g1, "http://b.com/");
+  txn.AddMember(g1, "http://c.com/");
+  txn.AddMember(g1, "http://0.com/");
+  ASSERT_TRUE(txn.Members(g1, &out).ok());
   EXPECT_EQ(out, (Urls{"http://0.com/", "http://a.com/", "http://c.com/", "http://r1.com/", "http://r2.com/"}));
   // Removed then re-added; added then removed.
-  txn.AddMember(1, "http://b.com/");
-  txn.RemoveMember(1, "http://0.com/");
-  ASSERT_TRUE(txn.Members(1, &out).ok());
+  txn.AddMember(g1, "http://b.com/");
+  txn.RemoveMember(g1, "http://0.com/");
+  ASSERT_TRUE(txn.Members(g1, &out).ok());
   EXPECT_EQ(out, (Urls{"http://a.com/", "http://b.com/", "http://c.com/", "http://r1.com/", "http://r2.com/"}));
-  txn.AddMember(2, "http://d.com/");
-  ASSERT_TRUE(txn.Members(2, &out).ok());
+  txn.AddMember(g2, "http://d.com/");
+  ASSERT_TRUE(txn.Members(g2, &out).ok());
   EXPECT_EQ(out, (Urls{"http://d.com/"}));
 
   ASSERT_TRUE(txn.Redirectors("http://a.com/", &out).ok());
@@ -182,22 +184,22 @@ TEST_F(GroupStoreTest, TxnReadsItsOwnChanges) {
   auto missing = txn.FindPage("http://missing.com/");
   ASSERT_TRUE(missing.ok());
   EXPECT_EQ(*missing, nullptr);
-  auto g = txn.FindGroup(1);
+  auto g = txn.FindGroup(g1);
   ASSERT_TRUE(g.ok());
   ASSERT_NE(*g, nullptr);
   EXPECT_EQ((*g)->members(), 4u);
-  txn.DeleteGroup(1);
-  g = txn.FindGroup(1);
+  txn.DeleteGroup(g1);
+  g = txn.FindGroup(g1);
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(*g, nullptr);
-  auto revived = txn.MutableGroup(1);
+  auto revived = txn.MutableGroup(g1);
   ASSERT_TRUE(revived.ok());
   EXPECT_EQ((*revived)->members(), 0u);
   EXPECT_EQ((*revived)->winner(), "");
 
   // None of it reached the store.
   std::vector<std::string> committed;
-  ASSERT_TRUE(store->Members(1, &committed).ok());
+  ASSERT_TRUE(store->Members(g1, &committed).ok());
   EXPECT_EQ(committed, (Urls{"http://a.com/", "http://b.com/", "http://r1.com/", "http://r2.com/"}));
   pb::Tier1Page p;
   ASSERT_TRUE(store->GetPage("http://a.com/", &p).ok());
@@ -209,18 +211,65 @@ TEST_F(GroupStoreTest, DeleteGroupCommitsADelete) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   GroupStore::Txn txn(store.get());
-  AddPage(txn, 5, "http://a.com/");
+  const uint64_t g5 = txn.NewGroupId();
+  AddPage(txn, g5, "http://a.com/");
   ASSERT_TRUE(txn.Commit().ok());
   pb::Tier1Group g;
-  ASSERT_TRUE(store->GetGroup(5, &g).ok());
-  txn.DeleteGroup(5);
-  txn.RemoveMember(5, "http://a.com/");
-  AddPage(txn, 6, "http://a.com/");
+  ASSERT_TRUE(store->GetGroup(g5, &g).ok());
+  txn.DeleteGroup(g5);
+  txn.RemoveMember(g5, "http://a.com/");
+  const uint64_t g6 = txn.NewGroupId();
+  AddPage(txn, g6, "http://a.com/");
   ASSERT_TRUE(txn.Commit().ok());
-  EXPECT_EQ(store->GetGroup(5, &g).code(), StatusCode::kNotFound);
-  ASSERT_TRUE(store->GetGroup(6, &g).ok());
+  EXPECT_EQ(store->GetGroup(g5, &g).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(store->GetGroup(g6, &g).ok());
   EXPECT_EQ(g.winner(), "http://a.com/");
   ExpectConsistent(*store);
+}
+
+TEST_F(GroupStoreTest, RedirectIndexAcrossCommitsFailuresAndReopen) {
+  auto redirectors = [](GroupStore* store, const std::string& target) {
+    GroupStore::Txn txn(store);
+    std::vector<std::string> out;
+    EXPECT_TRUE(txn.Redirectors(target, &out).ok());
+    return out;
+  };
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    GroupStore::Txn txn(store.get());
+    txn.AddRedirect("http://t.com/", "http://r1.com/");
+    txn.AddRedirect("http://t.com/", "http://r2.com/");
+    txn.AddRedirect("http://u.com/", "http://r3.com/");
+    ASSERT_TRUE(txn.Commit().ok());
+    EXPECT_EQ(redirectors(store.get(), "http://t.com/"), (Urls{"http://r1.com/", "http://r2.com/"}));
+    EXPECT_EQ(redirectors(store.get(), "http://u.com/"), (Urls{"http://r3.com/"}));
+    // The last source of u goes; one of t's goes.
+    txn.RemoveRedirect("http://u.com/", "http://r3.com/");
+    txn.RemoveRedirect("http://t.com/", "http://r1.com/");
+    ASSERT_TRUE(txn.Commit().ok());
+    EXPECT_TRUE(redirectors(store.get(), "http://u.com/").empty());
+    EXPECT_EQ(redirectors(store.get(), "http://t.com/"), (Urls{"http://r2.com/"}));
+    // A failed commit adds nothing.
+    txn.AddRedirect("http://v.com/", "http://r4.com/");
+    txn.AddRedirect("http://u.com/", "http://r4.com/");
+    txn.RemoveRedirect("http://t.com/", "http://r2.com/");
+    env_.fail_appends = true;
+    EXPECT_EQ(txn.Commit().code(), StatusCode::kIoError);
+    env_.fail_appends = false;
+    EXPECT_TRUE(redirectors(store.get(), "http://v.com/").empty());
+    EXPECT_TRUE(redirectors(store.get(), "http://u.com/").empty());
+    EXPECT_EQ(redirectors(store.get(), "http://t.com/"), (Urls{"http://r2.com/"}));
+    // Re-added after being emptied.
+    txn.AddRedirect("http://u.com/", "http://r5.com/");
+    ASSERT_TRUE(txn.Commit().ok());
+    EXPECT_EQ(redirectors(store.get(), "http://u.com/"), (Urls{"http://r5.com/"}));
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(redirectors(store.get(), "http://t.com/"), (Urls{"http://r2.com/"}));
+  EXPECT_EQ(redirectors(store.get(), "http://u.com/"), (Urls{"http://r5.com/"}));
+  EXPECT_TRUE(redirectors(store.get(), "http://v.com/").empty());
 }
 
 TEST_F(GroupStoreTest, GroupIdsAreDistinctAcrossTxnsAndReopen) {

@@ -131,6 +131,12 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Route>* ro
       batch_signatures_[batch[i].url] = batch[i].signature;
     }
   }
+  // Only Classify reads them: queries and repairs before Apply must see the stored versions, and
+  // the caller's batch may be gone by then.
+  struct ClearOnExit {
+    std::unordered_map<std::string, const pb::PageSignature*>* m;
+    ~ClearOnExit() { m->clear(); }
+  } clear_on_exit{&batch_signatures_};
   pb::Tier1Page page, winner_page;
   pb::Tier1Group group;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -505,7 +511,11 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
       cur = p->redirect_to();
     }
     ASSIGN_OR_RETURN(const pb::Tier1Page* endpoint, txn.FindPage(end));
-    const uint64_t into = endpoint->group();
+    uint64_t into = endpoint->group();
+    if (into == 0) {  // a new page whose chain closes on itself (a -> a): a group of its own
+      into = txn.NewGroupId();
+      ++outcome->new_groups;
+    }
     RETURN_IF_ERROR(RedirectClosure(txn, u.url, &moving));
     ASSIGN_OR_RETURN(const pb::Tier1Page* now, txn.FindPage(u.url));
     if (now->group() != 0 && now->group() != into) ++outcome->moves;

@@ -820,6 +820,36 @@ TEST(Tier1Case3, RedirectCycleIsCountedAndTerminates) {
   }
 }
 
+TEST(Tier1Case3, RedirectChangingTargetMovesWithItsRedirects) {
+  World w;
+  w.Run({Page("http://b.com/", R(0, 100)), Page("http://c.com/", R(500, 600))});
+  w.Run({Redirect("http://a.com/", "http://b.com/"), Redirect("http://a0.com/", "http://a.com/")});
+  EXPECT_EQ(w.GroupOf("http://a0.com/"), w.GroupOf("http://b.com/"));
+  Result r = w.Run({Redirect("http://a.com/", "http://c.com/")});
+  EXPECT_TRUE(r.outcome.tier2_removals.empty());
+  EXPECT_EQ(w.GroupOf("http://a.com/"), w.GroupOf("http://c.com/"));
+  EXPECT_EQ(w.GroupOf("http://a0.com/"), w.GroupOf("http://c.com/"));
+  EXPECT_EQ(w.MembersOf("http://b.com/"), (Urls{"http://b.com/"}));
+  EXPECT_EQ(w.last_check().redirects, 2u);
+}
+
+TEST(Tier1Case3, SelfRedirectIsACycle) {
+  for (bool existed : {false, true}) {
+    SCOPED_TRACE(existed ? "page had content" : "new page");
+    World w;
+    if (existed) w.Run({Page("http://a.com/", R(0, 100)), Page("http://b.com/", R(1, 101))});
+    Result r = w.Run({Redirect("http://a.com/", "http://a.com/")});
+    EXPECT_EQ(r.outcome.redirect_cycles, 1u);
+    EXPECT_NE(w.GroupOf("http://a.com/"), 0u);
+    EXPECT_EQ(w.last_check().redirect_cycles, 1u);
+    EXPECT_EQ(w.Query("http://a.com/").status, StatusAnswer::kDuplicate);
+    if (existed) {
+      EXPECT_EQ(r.outcome.tier2_removals.size(), 1u);
+      EXPECT_EQ(w.GroupOfUrl("http://b.com/").winner(), "http://b.com/");
+    }
+  }
+}
+
 // ---- 8. Status queries -------------------------------------------------------------------------
 
 TEST(Tier1Status, EveryKind) {
@@ -866,6 +896,33 @@ TEST(Tier1Status, EveryKind) {
   // A page without words is unique.
   w.Run({Page("http://empty.com/", {})});
   EXPECT_EQ(w.Query("http://empty.com/").status, StatusAnswer::kUnique);
+}
+
+// Between Classify and Apply (and after a batch that was never applied) queries verify against
+// the stored versions, and Tier1 keeps no reference to the caller's batch.
+TEST(Tier1Status, ClassifiedButUnappliedBatchIsNotUsed) {
+  World w;
+  w.Run({Page("http://w.com/", R(0, 100), 10), Page("http://l.com/", R(2, 102), 1)});
+  {
+    const pb::PageSignature next = Sig("http://w.com/", R(1, 101));
+    std::vector<PageUpdate> batch = {Update("http://w.com/", &next, "", kCell, 10)};
+    std::vector<Route> routes;
+    ASSERT_TRUE(w.t1().Classify(batch, &routes).ok());
+    EXPECT_EQ(routes[0], Route::kFastPath);
+    const StatusAnswer a = w.Query("http://l.com/");
+    EXPECT_NEAR(a.similarity_to_winner, 98.0 / 102.0, 1e-12);  // the stored w, not the batch's
+    ASSERT_TRUE(w.t1().Flush().ok());
+    // The batch is refused, then dropped.
+    ApplyOutcome out;
+    EXPECT_EQ(w.t1().Apply(batch, {}, Tier2Matches(), nullptr, &out).code(), StatusCode::kInvalidArgument);
+  }
+  // The cached verification of l is the stored versions'; a query with current content fetches
+  // the winner's signature again: the stored one.
+  EXPECT_NEAR(w.Query("http://l.com/").similarity_to_winner, 98.0 / 102.0, 1e-12);
+  const pb::PageSignature current = Sig("http://l.com/", R(3, 103));
+  const StatusAnswer a = w.Query("http://l.com/", &current);
+  EXPECT_EQ(a.status, StatusAnswer::kDuplicate);
+  EXPECT_NEAR(a.similarity_to_winner, 97.0 / 103.0, 1e-12);
 }
 
 TEST(Tier1Status, EmptyPageFormsItsOwnGroup) {
@@ -982,6 +1039,32 @@ TEST(Tier1Batch, BadInputIsRefused) {
   EXPECT_EQ(w.t1().Apply(batch, {}, m, nullptr, &out).code(), StatusCode::kInvalidArgument);
   w.Check();
   EXPECT_EQ(w.last_check().pages, 0u);
+}
+
+TEST(Tier1Batch, KeptPageWithANewHomeCellOwesARemoval) {
+  World w;
+  const pb::PageSignature a = Sig("http://a.com/", R(0, 100)), b = Sig("http://b.com/", R(1, 101));
+  const pb::PageSignature b2 = Sig("http://b.com/", R(2, 102));
+  std::vector<PageUpdate> batch = {Update("http://a.com/", &a, "", 1, 10), Update("http://b.com/", &b, "", 1)};
+  std::vector<Route> routes;
+  ApplyOutcome out;
+  ASSERT_TRUE(w.t1().Classify(batch, &routes).ok());
+  Tier2Matches m;
+  m.in_batch.push_back({0, 1, 99.0 / 101.0});
+  ASSERT_TRUE(w.t1().Apply(batch, routes, m, nullptr, &out).ok());
+  w.source().sigs = {{"http://a.com/", a}, {"http://b.com/", b}};
+  // Unchanged a and fast-path b, both stored in another cell now.
+  batch = {Update("http://a.com/", &a, "", 2, 10), Update("http://b.com/", &b2, "", 3)};
+  ASSERT_TRUE(w.t1().Classify(batch, &routes).ok());
+  EXPECT_EQ(routes[0], Route::kUnchanged);
+  EXPECT_EQ(routes[1], Route::kFastPath);
+  ASSERT_TRUE(w.t1().Apply(batch, routes, Tier2Matches(), nullptr, &out).ok());
+  std::vector<std::pair<std::string, uint32_t>> removals = out.tier2_removals;
+  std::sort(removals.begin(), removals.end());
+  EXPECT_EQ(removals, (std::vector<std::pair<std::string, uint32_t>>{{"http://a.com/", 1}, {"http://b.com/", 1}}));
+  EXPECT_EQ(w.PageRec("http://a.com/").home_cell(), 2u);
+  EXPECT_EQ(w.PageRec("http://b.com/").home_cell(), 3u);
+  w.Check();
 }
 
 TEST(Tier1Batch, ProgressIsCommittedWithTheBatch) {

@@ -1,0 +1,545 @@
+// End-to-end tests of `neardup run`, the embedded two-tier pipeline: real processes, real files.
+//   - its groups against the exact baseline (REP/RER) over several crawls, thresholds, batch sizes
+//     and shard counts;
+//   - crash and resume: SIGKILL at random moments, the store's invariants after every kill, every
+//     acknowledged page durable, and the resumed result equal to an uninterrupted run's;
+//   - bad usage, and the README's main job.
+// Built with NEARDUP_SLOW (sanitizer builds) the crawls are smaller and the time budgets longer.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <simdjson.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+#ifdef NEARDUP_SLOW
+constexpr bool kSlow = true;
+#else
+constexpr bool kSlow = false;
+#endif
+
+double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+// One line of a groups file (neardup run --out or neardup baseline --groups).
+struct PageGroup {
+  std::string group;  // the group id as JSON text
+  std::string winner, status;
+  bool crawled = true;
+};
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("neardup_run_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  Outcome Neardup(const std::string& args) const {
+    const std::string out = Path("stdout.txt"), err = Path("stderr.txt");
+    const std::string cmd = std::string(NEARDUP_BIN) + " " + args + " >" + out + " 2>" + err;
+    const int rc = std::system(cmd.c_str());
+    return Outcome{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, Read(out), Read(err)};
+  }
+  // url -> its line in a groups file; every URL at most once.
+  static std::map<std::string, PageGroup> Groups(const std::string& path) {
+    std::map<std::string, PageGroup> g;
+    simdjson::dom::parser parser;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      simdjson::dom::element e;
+      if (parser.parse(line).get(e) != simdjson::SUCCESS) {
+        ADD_FAILURE() << path << ": not JSON: " << line;
+        continue;
+      }
+      PageGroup p;
+      p.group = simdjson::minify(e["group"]);
+      std::string_view s;
+      if (e["winner"].get_string().get(s) == simdjson::SUCCESS) p.winner = s;
+      if (e["status"].get_string().get(s) == simdjson::SUCCESS) p.status = s;
+      bool crawled = true;
+      if (e["crawled"].get_bool().get(crawled) == simdjson::SUCCESS) p.crawled = crawled;
+      const std::string url{std::string_view(e["url"])};
+      EXPECT_TRUE(g.emplace(url, std::move(p)).second) << path << ": " << url << " listed twice";
+    }
+    return g;
+  }
+  // The partition of crawled URLs a groups file describes: url -> smallest URL of its group.
+  static std::map<std::string, std::string> Partition(const std::map<std::string, PageGroup>& groups) {
+    std::map<std::string, std::string> first_of_group;  // group id -> smallest member
+    for (const auto& [url, p] : groups) {
+      if (p.crawled) first_of_group.try_emplace(p.group, url);  // std::map iterates URLs in order
+    }
+    std::map<std::string, std::string> out;
+    for (const auto& [url, p] : groups) {
+      if (p.crawled) out[url] = first_of_group.at(p.group);
+    }
+    return out;
+  }
+  struct Accuracy {
+    int64_t pages = -1, only_system = -1, only_baseline = -1, system_pairs = -1, baseline_pairs = -1, common_pairs = -1;
+    double rep = 1, rer = 1;
+    std::string line;
+  };
+  Accuracy CompareGroups(const std::string& system, const std::string& baseline) const {
+    const Outcome r = Neardup("accuracy --groups " + system + " --baseline " + baseline);
+    Accuracy a;
+    EXPECT_EQ(r.code, 0) << r.err;
+    if (r.code != 0) return a;
+    a.line = r.out.substr(0, r.out.find('\n'));
+    simdjson::dom::parser parser;
+    simdjson::dom::element e;
+    if (parser.parse(a.line).get(e) != simdjson::SUCCESS) {
+      ADD_FAILURE() << "accuracy printed no JSON: " << r.out;
+      return a;
+    }
+    a.pages = int64_t(e["pages"]);
+    a.only_system = int64_t(e["only_system"]);
+    a.only_baseline = int64_t(e["only_baseline"]);
+    a.system_pairs = int64_t(e["system_pairs"]);
+    a.baseline_pairs = int64_t(e["baseline_pairs"]);
+    a.common_pairs = int64_t(e["common_pairs"]);
+    a.rep = double(e["rep"]);
+    a.rer = double(e["rer"]);
+    return a;
+  }
+  // neardup check --store: exit 0 and "0 violations".
+  void ExpectStoreChecks(const std::string& store, const std::string& context) const {
+    const Outcome c = Neardup("check --store " + store);
+    EXPECT_EQ(c.code, 0) << context << "\n" << c.out << c.err;
+    EXPECT_THAT(c.out, HasSubstr("\n0 violations")) << context << "\n" << c.out;
+    EXPECT_THAT(c.out, ::testing::Not(HasSubstr("violation:"))) << context;
+  }
+  fs::path dir_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// 1. The pipeline's groups against the exact baseline.
+
+TEST_F(RunTest, RunMatchesBaseline) {
+  struct Crawl { int pages, seed; };
+  const std::vector<Crawl> crawls = kSlow ? std::vector<Crawl>{{2000, 31}, {3000, 32}}
+                                          : std::vector<Crawl>{{3000, 31}, {5000, 32}, {4000, 33}};
+  const auto t_all = Clock::now();
+  double worst_rep = 0, worst_rer = 0;
+  int runs = 0;
+  for (const Crawl& c : crawls) {
+    const std::string crawl = Path("crawl-" + std::to_string(c.seed) + ".jsonl");
+    ASSERT_EQ(Neardup("gen-crawl --pages " + std::to_string(c.pages) + " --seed " + std::to_string(c.seed) +
+                      " --out " + crawl).code, 0);
+    for (const double t : {0.9, 0.8}) {
+      const std::string ts = t == 0.9 ? "0.9" : "0.8";
+      const std::string base = Path("baseline.jsonl");
+      const Outcome b = Neardup("--log-level warn baseline --input " + crawl + " --threshold " + ts + " --groups " + base);
+      ASSERT_EQ(b.code, 0) << b.err;
+      const auto base_groups = Groups(base);
+      ASSERT_GT(base_groups.size(), static_cast<size_t>(c.pages) / 2);
+      for (const int batch : {1000, 97}) {
+        for (const int shards : {1, 4}) {
+          const std::string what = "crawl " + std::to_string(c.pages) + " seed " + std::to_string(c.seed) +
+                                   ", threshold " + ts + ", batch " + std::to_string(batch) + ", shards " +
+                                   std::to_string(shards);
+          SCOPED_TRACE(what);
+          const std::string store = Path("store"), out = Path("groups.jsonl");
+          fs::remove_all(store);
+          const auto t0 = Clock::now();
+          const Outcome r = Neardup("--log-level warn run --input " + crawl + " --store " + store + " --out " + out +
+                                    " --threshold " + ts + " --batch " + std::to_string(batch) + " --shards " +
+                                    std::to_string(shards) + " --routing exact");
+          const double secs = Seconds(t0);
+          ASSERT_EQ(r.code, 0) << r.err;
+          ++runs;
+          const Accuracy a = CompareGroups(out, base);
+          std::printf("[ run      ] %s: %.2f s, %s\n", what.c_str(), secs, a.line.c_str());
+          EXPECT_LE(a.rep, 0.005) << a.line;
+          EXPECT_LE(a.rer, 0.005) << a.line;
+          EXPECT_EQ(a.only_baseline, 0) << a.line;
+          EXPECT_GT(a.baseline_pairs, 100) << "the crawl should hold near-duplicates";
+          worst_rep = std::max(worst_rep, a.rep);
+          worst_rer = std::max(worst_rer, a.rer);
+          // Every crawled URL of the baseline is a crawled page of the run.
+          const auto run_groups = Groups(out);
+          size_t missing = 0;
+          for (const auto& [url, p] : base_groups) {
+            const auto it = run_groups.find(url);
+            if (it == run_groups.end() || !it->second.crawled) {
+              if (++missing <= 5) ADD_FAILURE() << url << " is crawled but not in the run's groups";
+            }
+          }
+          EXPECT_EQ(missing, 0u);
+          ExpectStoreChecks(store, what);
+        }
+      }
+    }
+  }
+  std::printf("[ run      ] %d runs in %.1f s; worst REP %.6f, worst RER %.6f\n", runs, Seconds(t_all), worst_rep,
+              worst_rer);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Crash and resume.
+
+// Starts the binary with args (stdout and stderr to files); returns its pid.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
+  std::vector<char*> argv;
+  std::string bin = NEARDUP_BIN;
+  argv.push_back(bin.data());
+  std::vector<std::string> copy = args;
+  for (std::string& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || e < 0) ::_exit(126);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Waits up to `ms` for pid to end by itself; returns its wait status if it did.
+std::optional<int> WaitFor(pid_t pid, int ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(ms);
+  for (;;) {
+    int st = 0;
+    const pid_t r = ::waitpid(pid, &st, WNOHANG);
+    if (r == pid) return st;
+    if (Clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+// The complete status lines ("...}\n") of a status file; a torn last line (no newline) is ignored.
+// Lines that do not parse (a torn tail a later run appended to) are counted.
+struct StatusLines {
+  std::set<std::string> urls;
+  std::map<std::pair<std::string, int64_t>, int> times;  // (url, input line) -> status lines
+  int64_t max_line = 0;                                  // the last input line acknowledged
+  size_t unparsable = 0;
+};
+StatusLines ReadStatusLines(const std::string& content) {
+  StatusLines s;
+  simdjson::dom::parser parser;
+  size_t start = 0;
+  for (size_t nl; (nl = content.find('\n', start)) != std::string::npos; start = nl + 1) {
+    const std::string line = content.substr(start, nl - start);
+    simdjson::dom::element e;
+    std::string_view url;
+    int64_t number = 0;
+    if (parser.parse(line).get(e) != simdjson::SUCCESS || e["url"].get_string().get(url) != simdjson::SUCCESS ||
+        e["line"].get_int64().get(number) != simdjson::SUCCESS) {
+      ++s.unparsable;
+      continue;
+    }
+    s.urls.emplace(url);
+    ++s.times[{std::string(url), number}];
+    s.max_line = std::max(s.max_line, number);
+  }
+  return s;
+}
+
+TEST_F(RunTest, CrashAndResume) {
+  const int pages = kSlow ? 5000 : 20000;
+  const int batch = 200;
+  const int rounds = 12;
+  const double budget_seconds = kSlow ? 200 : 60;
+  const std::string crawl = Path("crawl.jsonl");
+  ASSERT_EQ(Neardup("gen-crawl --pages " + std::to_string(pages) + " --seed 77 --out " + crawl).code, 0);
+  const std::vector<std::string> common = {"--log-level", "warn", "run", "--input", crawl, "--batch",
+                                           std::to_string(batch), "--threshold", "0.9"};
+  auto run_to_end = [&](std::vector<std::string> args, const std::string& name) {
+    const pid_t pid = Spawn(args, Path(name + ".out"), Path(name + ".err"));
+    ASSERT_GT(pid, 0);
+    int st = 0;
+    ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << name << ": " << Read(Path(name + ".err"));
+  };
+
+  // The reference: one uninterrupted run into store A.
+  auto t0 = Clock::now();
+  {
+    std::vector<std::string> args = common;
+    for (const std::string& a : {std::string("--store"), Path("A"), std::string("--out"), Path("A-groups.jsonl"),
+                                 std::string("--status-out"), Path("A-status.jsonl")}) {
+      args.push_back(a);
+    }
+    ASSERT_NO_FATAL_FAILURE(run_to_end(args, "A"));
+  }
+  const double reference_seconds = Seconds(t0);
+  // Kills spread over the first part of each run (every resumed run starts again from its store).
+  const int max_delay_ms = std::clamp(static_cast<int>(reference_seconds * 1000 / 3), 300, kSlow ? 8000 : 1500);
+  std::printf("[ crash    ] reference run of %d records: %.2f s; kills after 20..%d ms\n", pages, reference_seconds,
+              max_delay_ms);
+  ExpectStoreChecks(Path("A"), "store A");
+
+  // Store B: killed at random moments, resumed each time.
+  const std::string store = Path("B"), status = Path("B-status.jsonl");
+  std::mt19937 rng(20240611);
+  std::uniform_int_distribution<int> delay(20, max_delay_ms);
+  int kills = 0, finished_early = 0, torn_tails = 0, durability_checks = 0;
+  std::set<std::string> acknowledged;
+  t0 = Clock::now();
+  for (int round = 0; round < rounds && Seconds(t0) < budget_seconds; ++round) {
+    std::vector<std::string> args = common;
+    for (const std::string& a : {std::string("--store"), store, std::string("--status-out"), status}) args.push_back(a);
+    const int ms = delay(rng);
+    const pid_t pid = Spawn(args, Path("B.out"), Path("B.err"));
+    ASSERT_GT(pid, 0);
+    const std::optional<int> ended = WaitFor(pid, ms);
+    if (ended) {
+      // It finished before the kill: the store is complete.
+      ASSERT_TRUE(WIFEXITED(*ended) && WEXITSTATUS(*ended) == 0) << "round " << round << ": " << Read(Path("B.err"));
+      ++finished_early;
+      std::printf("[ crash    ] round %d: finished before the kill at %d ms\n", round, ms);
+      break;
+    }
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    int st = 0;
+    ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
+      ++kills;
+    } else {
+      // It ended between the last poll and the kill.
+      ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "round " << round << ": " << Read(Path("B.err"));
+      ++finished_early;
+      break;
+    }
+    const std::string content = Read(status);
+    const bool torn = !content.empty() && content.back() != '\n';
+    torn_tails += torn;
+    const StatusLines acked = ReadStatusLines(content);
+    std::printf("[ crash    ] round %d: killed after %d ms; %zu URLs acknowledged so far, up to input line %lld%s\n",
+                round, ms, acked.urls.size(), static_cast<long long>(acked.max_line), torn ? " (torn last line)" : "");
+    acknowledged.insert(acked.urls.begin(), acked.urls.end());
+    if (!fs::exists(store + "/tier1")) continue;  // killed before the group store existed
+    ExpectStoreChecks(store, "after the kill of round " + std::to_string(round));
+    if (acked.urls.empty() || (round % 3 != 0 && round != rounds - 1)) continue;
+
+    // Every acknowledged page is in the store right after the crash. A copy of the store is run
+    // with --max-records at the end of the last acknowledged batch (or a batch later, when the
+    // kill also fell after a later batch's commit): such a run processes no new record, redoes
+    // the shard writes of its last batch if the kill interrupted them, and lists every page.
+    const std::string copy = Path("B-copy");
+    bool listed = false;
+    int attempts = 0;
+    std::string why;
+    const int64_t acked_records = (acked.max_line + batch - 1) / batch * batch;
+    for (int extra = 0; extra < 4 && !listed; ++extra) {
+      fs::remove_all(copy);
+      fs::copy(store, copy, fs::copy_options::recursive);
+      std::vector<std::string> list = common;
+      for (const std::string& a : {std::string("--store"), copy, std::string("--out"), Path("copy-groups.jsonl"),
+                                   std::string("--max-records"), std::to_string(acked_records + extra * batch)}) {
+        list.push_back(a);
+      }
+      const pid_t lp = Spawn(list, Path("copy.out"), Path("copy.err"));
+      ASSERT_GT(lp, 0);
+      int ls = 0;
+      ASSERT_EQ(::waitpid(lp, &ls, 0), lp);
+      listed = WIFEXITED(ls) && WEXITSTATUS(ls) == 0;
+      why += Read(Path("copy.err"));
+      ++attempts;
+    }
+    ASSERT_TRUE(listed) << "round " << round << ": the copy of the store could not be listed:\n" << why;
+    // Nothing new was processed: whatever was acknowledged had been committed.
+    EXPECT_THAT(Read(Path("copy.out")), HasSubstr("records            0 in")) << "round " << round;
+    const auto in_store = Groups(Path("copy-groups.jsonl"));
+    size_t lost = 0;
+    for (const std::string& url : acked.urls) {
+      const auto it = in_store.find(url);
+      if (it == in_store.end() || !it->second.crawled) {
+        if (++lost <= 5) ADD_FAILURE() << "round " << round << ": " << url << " was acknowledged but is not in the store";
+      }
+    }
+    EXPECT_EQ(lost, 0u) << "round " << round;
+    ++durability_checks;
+    std::printf("[ crash    ] round %d: %zu acknowledged URLs all in the store (listed with --max-records, %d attempt%s)\n",
+                round, acked.urls.size(), attempts, attempts == 1 ? "" : "s");
+    fs::remove_all(copy);
+  }
+  const double crash_seconds = Seconds(t0);
+
+  // To completion, then the same groups as the uninterrupted run.
+  {
+    std::vector<std::string> args = common;
+    for (const std::string& a : {std::string("--store"), store, std::string("--status-out"), status,
+                                 std::string("--out"), Path("B-groups.jsonl")}) {
+      args.push_back(a);
+    }
+    ASSERT_NO_FATAL_FAILURE(run_to_end(args, "B"));
+  }
+  std::printf("[ crash    ] %d kills landed mid-run, %d runs finished before their kill, %d durability checks, "
+              "%d torn status tails; %.1f s of crash rounds\n",
+              kills, finished_early, durability_checks, torn_tails, crash_seconds);
+  std::printf("[ crash    ] final resume:\n%s", Read(Path("B.out")).c_str());
+  ExpectStoreChecks(store, "store B at the end");
+  EXPECT_GT(kills, 0) << "no kill landed mid-run: the crawl is too small for the delays";
+
+  const Accuracy a = CompareGroups(Path("B-groups.jsonl"), Path("A-groups.jsonl"));
+  std::printf("[ crash    ] resumed vs uninterrupted: %s\n", a.line.c_str());
+  EXPECT_EQ(a.rep, 0) << a.line;
+  EXPECT_EQ(a.rer, 0) << a.line;
+  EXPECT_EQ(a.only_system, 0) << a.line;
+  EXPECT_EQ(a.only_baseline, 0) << a.line;
+
+  const auto groups_a = Groups(Path("A-groups.jsonl"));
+  const auto groups_b = Groups(Path("B-groups.jsonl"));
+  EXPECT_EQ(groups_a.size(), groups_b.size());
+  EXPECT_TRUE(Partition(groups_a) == Partition(groups_b)) << "the resumed run grouped the pages differently";
+  // The same winners and statuses too: the resumed run cut the same batches.
+  size_t other_winner = 0;
+  for (const auto& [url, pa] : groups_a) {
+    const auto it = groups_b.find(url);
+    if (it == groups_b.end()) continue;
+    if (it->second.winner != pa.winner || it->second.status != pa.status) {
+      if (++other_winner <= 5) {
+        ADD_FAILURE() << url << ": uninterrupted winner " << pa.winner << " (" << pa.status << "), resumed winner "
+                      << it->second.winner << " (" << it->second.status << ")";
+      }
+    }
+  }
+  EXPECT_EQ(other_winner, 0u);
+
+  // Every acknowledged URL is in the final groups, and no record was acknowledged twice (a
+  // resumed run redoing an acknowledged batch would mean its commit had been lost).
+  const std::string final_status = Read(status);
+  const StatusLines acked = ReadStatusLines(final_status);
+  acknowledged.insert(acked.urls.begin(), acked.urls.end());
+  EXPECT_GT(acknowledged.size(), 0u);
+  size_t lost = 0, twice = 0;
+  for (const std::string& url : acknowledged) {
+    const auto it = groups_b.find(url);
+    if (it == groups_b.end() || !it->second.crawled) {
+      if (++lost <= 5) ADD_FAILURE() << url << " was acknowledged but is not in the final groups";
+    }
+  }
+  EXPECT_EQ(lost, 0u);
+  for (const auto& [key, n] : acked.times) {
+    if (n > 1 && ++twice <= 5) ADD_FAILURE() << key.first << " (input line " << key.second << ") acknowledged " << n << " times";
+  }
+  EXPECT_EQ(twice, 0u);
+  // Pages acknowledged by the uninterrupted run that the crashed runs never acknowledged: those
+  // of batches whose status lines a kill cut off after the commit (at most one batch per kill).
+  const StatusLines reference = ReadStatusLines(Read(Path("A-status.jsonl")));
+  EXPECT_LE(reference.times.size() - std::min(reference.times.size(), acked.times.size()),
+            static_cast<size_t>(kills) * batch);
+  // A torn tail of a killed run may be glued to the next run's first line; nothing else is damaged.
+  EXPECT_LE(acked.unparsable, static_cast<size_t>(torn_tails));
+  EXPECT_TRUE(final_status.empty() || final_status.back() == '\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Bad usage.
+
+TEST_F(RunTest, BadUsageIsRefused) {
+  ASSERT_EQ(Neardup("gen-crawl --pages 300 --seed 5 --out " + Path("one.jsonl")).code, 0);
+  ASSERT_EQ(Neardup("gen-crawl --pages 300 --seed 6 --out " + Path("two.jsonl")).code, 0);
+
+  Outcome r = Neardup("run --out " + Path("g.jsonl"));
+  EXPECT_EQ(r.code, 2) << "missing --input";
+  EXPECT_THAT(r.err, HasSubstr("--input"));
+
+  // A store filled from another input.
+  r = Neardup("--log-level warn run --input " + Path("one.jsonl") + " --store " + Path("store") + " --batch 100");
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = Neardup("run --input " + Path("two.jsonl") + " --store " + Path("store"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr(Path("one.jsonl")));
+  EXPECT_THAT(r.err, HasSubstr(Path("two.jsonl")));
+  // The store is left as it was, and it still resumes (nothing left to do) from its own input.
+  ExpectStoreChecks(Path("store"), "after the refusal");
+  r = Neardup("run --input " + Path("one.jsonl") + " --store " + Path("store") + " --batch 100");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("300 skipped"));
+
+  // A threshold the shards cannot answer (tier2.min_threshold is 0.8 by default).
+  r = Neardup("run --input " + Path("one.jsonl") + " --threshold 0.7");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("threshold 0.7"));
+  EXPECT_THAT(r.err, HasSubstr("min_threshold"));
+  r = Neardup("run --input " + Path("one.jsonl") + " --threshold 0.79 --store " + Path("low"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("min_threshold 0.8"));
+
+  r = Neardup("run --input " + Path("one.jsonl") + " --shards 0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--shards"));
+  r = Neardup("run --input " + Path("one.jsonl") + " --routing nearest");
+  EXPECT_EQ(r.code, 2);
+  r = Neardup("run --input " + Path("one.jsonl") + " --batch 0");
+  EXPECT_EQ(r.code, 2);
+  r = Neardup("run --input " + Path("missing.jsonl"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("missing.jsonl"));
+
+  r = Neardup("check --store " + Path("nothing-here"));
+  EXPECT_EQ(r.code, 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. The README's main job.
+
+TEST_F(RunTest, ReadmeMainJob) {
+  const std::string src = NEARDUP_SOURCE_DIR;
+  const Outcome r = Neardup("run --input " + src + "/data/sample-crawl.jsonl --config " + src +
+                            "/configs/embedded.textproto --out " + Path("groups.jsonl"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::printf("%s", r.out.c_str());
+  EXPECT_THAT(r.out, HasSubstr("records"));
+  EXPECT_THAT(r.out, HasSubstr("tier 1 fast path"));
+  const auto groups = Groups(Path("groups.jsonl"));
+  EXPECT_GT(groups.size(), 0u);
+  // The sample against the exact baseline.
+  const Outcome b = Neardup("baseline --input " + src + "/data/sample-crawl.jsonl --config " + src +
+                            "/configs/embedded.textproto --groups " + Path("baseline.jsonl"));
+  ASSERT_EQ(b.code, 0) << b.err;
+  const Accuracy a = CompareGroups(Path("groups.jsonl"), Path("baseline.jsonl"));
+  std::printf("sample vs baseline: %s\n", a.line.c_str());
+  EXPECT_EQ(a.only_baseline, 0) << a.line;
+  EXPECT_LE(a.rep, 0.005) << a.line;
+  EXPECT_LE(a.rer, 0.005) << a.line;
+}
+
+}  // namespace
+}  // namespace neardup
