@@ -99,7 +99,11 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
       return;
     }
     auto s = tier1::RunPipeline(o);
-    if (!s.ok()) { *exit_code = Fail(s.status()); return; }
+    if (!s.ok()) {
+      // A bad option is bad usage (2), like every command's; anything else failed while running (1).
+      *exit_code = Fail(s.status(), s.status().code() == StatusCode::kInvalidArgument ? 2 : 1);
+      return;
+    }
     std::fputs(tier1::FormatSummary(*s).c_str(), stdout);
   });
 }

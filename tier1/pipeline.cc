@@ -124,8 +124,10 @@ class Pipeline {
                        const std::vector<bool>& only);
   Status WriteStatus(const Batch& b, const std::vector<Route>& routes);
   Status WriteGroups();
+  Status OpenStatusFile();
 
   const PipelineOptions& o_;
+  std::string input_;          // o_.input, absolute
   std::string dir_;
   bool temporary_ = false;
   std::optional<PartitionMap> map_;
@@ -149,6 +151,10 @@ Status Pipeline::Setup() {
     return InvalidArgument(fmt::format("pipeline: threshold {} is outside the shards' range [tier2.min_threshold {}, 1]",
                                        o_.threshold, o_.config.tier2().min_threshold()));
   }
+  // The store remembers its input by absolute, normalised path (./a.jsonl and a.jsonl are one file).
+  std::error_code path_ec;
+  input_ = fs::weakly_canonical(fs::absolute(o_.input, path_ec), path_ec).string();
+  if (path_ec || input_.empty()) input_ = o_.input;
   dir_ = o_.store;
   if (dir_.empty()) {
     dir_ = (fs::temp_directory_path() / fmt::format("neardup-run-{}-{}", getpid(),
@@ -168,9 +174,9 @@ Status Pipeline::Setup() {
   Status s = store_->rows().Get(store_->meta_family(), "progress", "", &bytes);
   if (s.ok()) {
     if (!progress_.ParseFromString(bytes)) return Corruption("pipeline: " + go.path + ": unreadable progress record");
-    if (progress_.input() != o_.input) {
+    if (progress_.input() != input_) {
       return FailedPrecondition("pipeline: store " + dir_ + " was filled from " + progress_.input() + ", not " +
-                                o_.input + "; use a new --store");
+                                input_ + "; use a new --store");
     }
     if (progress_.threshold() != o_.threshold) {
       return FailedPrecondition(fmt::format("pipeline: store {} was filled at threshold {}, not {}", dir_,
@@ -179,7 +185,7 @@ Status Pipeline::Setup() {
   } else if (s.code() != StatusCode::kNotFound) {
     return s;
   } else {
-    progress_.set_input(o_.input);
+    progress_.set_input(input_);
     progress_.set_threshold(o_.threshold);
   }
   RETURN_IF_ERROR(OpenMap());
@@ -428,6 +434,36 @@ Status Pipeline::WriteStatus(const Batch& b, const std::vector<Route>& routes) {
   return Status::Ok();
 }
 
+// A resumed run appends; a line torn by a crash (no newline yet) is cut off first, so every
+// line of the file is whole.
+Status Pipeline::OpenStatusFile() {
+  std::error_code ec;
+  if (skip_ > 0 && fs::exists(o_.status_out, ec)) {
+    std::FILE* f = std::fopen(o_.status_out.c_str(), "rb");
+    if (f == nullptr) return IoError("pipeline: cannot read " + o_.status_out);
+    uint64_t size = fs::file_size(o_.status_out, ec), keep = 0;
+    char buf[4096];
+    for (uint64_t end = size; end > 0 && keep == 0;) {
+      const uint64_t begin = end > sizeof buf ? end - sizeof buf : 0;
+      std::fseek(f, static_cast<long>(begin), SEEK_SET);
+      const size_t got = std::fread(buf, 1, end - begin, f);
+      for (size_t k = got; k > 0; --k) {
+        if (buf[k - 1] == '\n') { keep = begin + k; break; }
+      }
+      end = begin;
+    }
+    std::fclose(f);
+    if (keep < size) {
+      fs::resize_file(o_.status_out, keep, ec);
+      if (ec) return IoError("pipeline: cannot cut the torn last line of " + o_.status_out + ": " + ec.message());
+      spdlog::warn("pipeline: cut a torn last line ({} bytes) from {}", size - keep, o_.status_out);
+    }
+  }
+  status_file_ = std::fopen(o_.status_out.c_str(), skip_ > 0 ? "ab" : "wb");
+  if (status_file_ == nullptr) return IoError("pipeline: cannot write " + o_.status_out);
+  return Status::Ok();
+}
+
 Status Pipeline::WriteGroups() {
   std::FILE* f = std::fopen(o_.groups_out.c_str(), "wb");
   if (f == nullptr) return IoError("pipeline: cannot write " + o_.groups_out);
@@ -465,10 +501,7 @@ Status Pipeline::WriteGroups() {
 StatusOr<PipelineSummary> Pipeline::Run() {
   const auto start = SteadyClock::now();
   RETURN_IF_ERROR(Setup());
-  if (!o_.status_out.empty()) {
-    status_file_ = std::fopen(o_.status_out.c_str(), skip_ > 0 ? "ab" : "wb");
-    if (status_file_ == nullptr) return IoError("pipeline: cannot write " + o_.status_out);
-  }
+  if (!o_.status_out.empty()) RETURN_IF_ERROR(OpenStatusFile());
   sum_.skipped_records = skip_;
 
   // The tiers' thread: batches in order, as the reader hands them over.
@@ -495,7 +528,8 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   uint64_t seen = 0;
   so.keep = [&](const CrawlRecord&) {
     const uint64_t i = seen++;
-    return i >= first && (o_.max_records == 0 || i < o_.max_records);
+    // The redo batch is always read whole; max_records limits only records new to the store.
+    return i >= first && (i < skip_ || o_.max_records == 0 || i < o_.max_records);
   };
   uint64_t next_record = first;
   uint64_t next_number = progress_.batches_committed() + 1;
