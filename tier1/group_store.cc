@@ -101,7 +101,10 @@ StatusOr<pb::Tier1Page*> GroupStore::Txn::MutablePage(const std::string& url) {
   RETURN_IF_ERROR(FindPage(url).status());
   PageSlot& slot = pages_[url];
   slot.exists = true;
-  slot.dirty = true;
+  if (!slot.dirty) {
+    slot.dirty = true;
+    dirty_pages_.push_back(url);
+  }
   return &slot.rec;
 }
 
@@ -128,7 +131,10 @@ StatusOr<pb::Tier1Group*> GroupStore::Txn::MutableGroup(uint64_t group) {
   RETURN_IF_ERROR(FindGroup(group).status());
   GroupSlot& slot = groups_[group];
   slot.exists = true;
-  slot.dirty = true;
+  if (!slot.dirty) {
+    slot.dirty = true;
+    dirty_groups_.push_back(group);
+  }
   slot.deleted = false;
   return &slot.rec;
 }
@@ -137,7 +143,10 @@ void GroupStore::Txn::DeleteGroup(uint64_t group) {
   GroupSlot& slot = groups_[group];
   slot.rec.Clear();
   slot.exists = false;
-  slot.dirty = true;
+  if (!slot.dirty) {
+    slot.dirty = true;
+    dirty_groups_.push_back(group);
+  }
   slot.deleted = true;
 }
 
@@ -192,25 +201,18 @@ void GroupStore::Txn::PutMeta(std::string_view row, std::string_view value) {
 }
 
 bool GroupStore::Txn::empty() const {
-  if (!batch_.empty() || !members_.empty() || !redirects_.empty() || groups_reserved_ > 0) return false;
-  for (const auto& [url, slot] : pages_) {
-    if (slot.dirty) return false;
-  }
-  for (const auto& [g, slot] : groups_) {
-    if (slot.dirty) return false;
-  }
-  return true;
+  return batch_.empty() && members_.empty() && redirects_.empty() && groups_reserved_ == 0 &&
+         dirty_pages_.empty() && dirty_groups_.empty();
 }
 
-Status GroupStore::Txn::Commit(bool durable) {
+Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
   std::string bytes;
-  for (auto& [url, slot] : pages_) {
-    if (!slot.dirty) continue;
-    slot.rec.SerializeToString(&bytes);
+  for (const std::string& url : dirty_pages_) {
+    pages_[url].rec.SerializeToString(&bytes);
     batch_.Put(store_->page_, url, "", bytes);
   }
-  for (auto& [g, slot] : groups_) {
-    if (!slot.dirty) continue;
+  for (uint64_t g : dirty_groups_) {
+    const GroupSlot& slot = groups_[g];
     if (slot.deleted) {
       batch_.Delete(store_->group_, GroupKey(g), "");
     } else {
@@ -233,7 +235,10 @@ Status GroupStore::Txn::Commit(bool durable) {
       if (present) batch_.Put(store_->redirect_, target, source, "");
       else batch_.Delete(store_->redirect_, target, source);
     }
-    RETURN_IF_ERROR(Merge(store_->redirect_, target, &changes, &sources));
+    if (Status m = Merge(store_->redirect_, target, &changes, &sources); !m.ok()) {
+      Discard();
+      return m;
+    }
     targets_after.emplace_back(target, !sources.empty());
   }
   if (groups_reserved_ > 0) batch_.AddCounter(kNextGroup, static_cast<int64_t>(groups_reserved_));
@@ -245,13 +250,35 @@ Status GroupStore::Txn::Commit(bool durable) {
       else store_->redirect_targets_.erase(target);
     }
   }
+  if (s.ok() && keep_cache) {
+    for (const std::string& url : dirty_pages_) pages_[url].dirty = false;
+    for (uint64_t g : dirty_groups_) {
+      auto it = groups_.find(g);
+      if (it == groups_.end()) continue;
+      if (it->second.deleted) groups_.erase(it);
+      else it->second.dirty = false;
+    }
+    dirty_pages_.clear();
+    dirty_groups_.clear();
+    members_.clear();
+    redirects_.clear();
+    groups_reserved_ = 0;
+    batch_.Clear();
+  } else {
+    Discard();
+  }
+  return s;
+}
+
+void GroupStore::Txn::Discard() {
   pages_.clear();
   groups_.clear();
+  dirty_pages_.clear();
+  dirty_groups_.clear();
   members_.clear();
   redirects_.clear();
   groups_reserved_ = 0;
   batch_.Clear();
-  return s;
 }
 
 }  // namespace neardup::tier1

@@ -107,8 +107,12 @@ class GroupStore::Txn {
 
   // Writes every changed record atomically, then clears the Txn (it can be reused).
   // durable = false skips the fsync (for what can be recomputed: verification caches).
-  // IoError on failure (nothing written).
-  Status Commit(bool durable = true);
+  // keep_cache = true keeps the records read or written as a read cache for the next use: valid
+  // as long as every write to the store goes through this Txn (Tier 1's single writer).
+  // IoError on failure (nothing written; the Txn is then cleared entirely).
+  Status Commit(bool durable = true, bool keep_cache = false);
+  // Forgets every change and every cached record.
+  void Discard();
   bool empty() const;
   // Records loaded or changed so far (the working set's size).
   size_t cached() const { return pages_.size() + groups_.size(); }
@@ -122,6 +126,8 @@ class GroupStore::Txn {
   GroupStore* store_;
   std::unordered_map<std::string, PageSlot> pages_;
   std::unordered_map<uint64_t, GroupSlot> groups_;
+  std::vector<std::string> dirty_pages_;   // each changed page once, in first-change order
+  std::vector<uint64_t> dirty_groups_;
   // row -> (column -> present?) for the member and redirect families.
   std::unordered_map<uint64_t, std::map<std::string, bool, std::less<>>> members_;
   std::unordered_map<std::string, std::map<std::string, bool, std::less<>>> redirects_;

@@ -13,6 +13,8 @@ namespace neardup::tier1 {
 namespace {
 
 constexpr int kMaxRedirectHops = 100000;
+// Records Tier 1's working set keeps between batches (a few hundred bytes each).
+constexpr size_t kCacheRecords = 1u << 18;
 
 double Similarity(const pb::PageSignature& a, const pb::PageSignature& b) {
   const std::span<const uint64_t> x(a.shingles().data(), static_cast<size_t>(a.shingles_size()));
@@ -100,7 +102,7 @@ struct Tier1::Touched {
 };
 
 Tier1::Tier1(GroupStore* store, SignatureSource* source, Tier1Options options)
-    : store_(store), source_(source), options_(std::move(options)), query_txn_(store) {}
+    : store_(store), source_(source), options_(std::move(options)), txn_(store) {}
 
 StatusOr<pb::PageSignature> Tier1::FetchSignature(const std::string& url, const pb::Tier1Page& page) {
   if (auto it = batch_signatures_.find(url); it != batch_signatures_.end()) return *it->second;
@@ -111,6 +113,8 @@ StatusOr<pb::PageSignature> Tier1::FetchSignature(const std::string& url, const 
 // ---- Classify ----------------------------------------------------------------------------------
 
 Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Route>* routes, std::vector<bool>* changed) {
+  batch_signatures_.clear();
+  RETURN_IF_ERROR(Flush());  // queries' changes first: Classify reads through the working set
   routes->assign(batch.size(), Route::kTier2);
   if (changed != nullptr) changed->assign(batch.size(), false);
   std::unordered_map<std::string_view, size_t> last;
@@ -137,8 +141,6 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Route>* ro
     std::unordered_map<std::string, const pb::PageSignature*>* m;
     ~ClearOnExit() { m->clear(); }
   } clear_on_exit{&batch_signatures_};
-  pb::Tier1Page page, winner_page;
-  pb::Tier1Group group;
   for (size_t i = 0; i < batch.size(); ++i) {
     Route& route = (*routes)[i];
     if (route == Route::kSuperseded) continue;
@@ -146,25 +148,22 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Route>* ro
     if (!u.redirect_to.empty()) { route = Route::kRedirect; continue; }
     if (u.signature->shingles_size() == 0) { route = Route::kEmpty; continue; }
     route = Route::kTier2;
-    Status s = store_->GetPage(u.url, &page);
-    if (s.code() == StatusCode::kNotFound) continue;
-    RETURN_IF_ERROR(s);
-    if (!page.crawled() || !page.redirect_to().empty() || !page.has_signature()) continue;
-    if (page.content_digest() == u.signature->content_digest()) { route = Route::kUnchanged; continue; }
+    ASSIGN_OR_RETURN(const pb::Tier1Page* page, txn_.FindPage(u.url));
+    if (page == nullptr) continue;
+    if (!page->crawled() || !page->redirect_to().empty() || !page->has_signature()) continue;
+    if (page->content_digest() == u.signature->content_digest()) { route = Route::kUnchanged; continue; }
     if (changed != nullptr) (*changed)[i] = true;
     if (!options_.fast_path) continue;
-    s = store_->GetGroup(page.group(), &group);
-    if (s.code() == StatusCode::kNotFound) continue;
-    RETURN_IF_ERROR(s);
+    ASSIGN_OR_RETURN(const pb::Tier1Group* group, txn_.FindGroup(page->group()));
+    if (group == nullptr) continue;
     // The representative: the winner's signature. When q is the winner, its previous version.
     StatusOr<pb::PageSignature> rep = NotFound("");
-    if (group.winner() == u.url) {
-      rep = source_->Fetch(u.url, page.home_cell());
+    if (group->winner() == u.url) {
+      rep = source_->Fetch(u.url, page->home_cell());
     } else {
-      s = store_->GetPage(group.winner(), &winner_page);
-      if (s.code() == StatusCode::kNotFound) continue;
-      RETURN_IF_ERROR(s);
-      rep = FetchSignature(group.winner(), winner_page);
+      ASSIGN_OR_RETURN(const pb::Tier1Page* winner_page, txn_.FindPage(group->winner()));
+      if (winner_page == nullptr) continue;
+      rep = FetchSignature(group->winner(), *winner_page);
     }
     if (!rep.ok()) {
       if (rep.status().code() == StatusCode::kNotFound) continue;
@@ -345,7 +344,13 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
     }
   }
 
-  GroupStore::Txn txn(store_);
+  GroupStore::Txn& txn = txn_;
+  // A failed Apply must not leave half a batch in the working set.
+  struct DiscardOnError {
+    GroupStore::Txn* txn;
+    bool armed = true;
+    ~DiscardOnError() { if (armed) txn->Discard(); }
+  } guard{&txn_};
   Touched touched;
   auto set_content = [&](pb::Tier1Page* rec, const PageUpdate& u, uint64_t* group_of_rejection) {
     if (rec->rejected() && rec->content_digest() != u.signature->content_digest()) {
@@ -534,7 +539,8 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
     txn.PutMeta("progress", p.SerializeAsString());
   }
   txn.AddCounter("batches", 1);
-  Status s = txn.Commit();
+  guard.armed = false;
+  Status s = txn.Commit(/*durable=*/true, /*keep_cache=*/txn.cached() < kCacheRecords);
   batch_signatures_.clear();
   return s;
 }
@@ -543,16 +549,16 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
 
 Status Tier1::Query(const std::string& url, const pb::PageSignature* current, StatusAnswer* out) {
   *out = StatusAnswer();
-  if (query_txn_.cached() > (1u << 16)) RETURN_IF_ERROR(Flush());  // bound the working set
+  if (txn_.cached() > kCacheRecords) RETURN_IF_ERROR(Flush());  // bound the working set
   if (pending_.count(url) > 0) {
     out->status = StatusAnswer::kPending;
     return Status::Ok();
   }
-  ASSIGN_OR_RETURN(const pb::Tier1Page* page, query_txn_.FindPage(url));
+  ASSIGN_OR_RETURN(const pb::Tier1Page* page, txn_.FindPage(url));
   if (page == nullptr) return Status::Ok();
   out->group = page->group();
   if (!page->crawled()) return Status::Ok();  // a redirect target never crawled
-  ASSIGN_OR_RETURN(const pb::Tier1Group* group, query_txn_.FindGroup(page->group()));
+  ASSIGN_OR_RETURN(const pb::Tier1Group* group, txn_.FindGroup(page->group()));
   if (group == nullptr) return Corruption("page " + url + " names group " + std::to_string(page->group()) + ", which does not exist");
   out->group_members = group->members();
   std::string winner = group->winner();
@@ -577,7 +583,7 @@ Status Tier1::Query(const std::string& url, const pb::PageSignature* current, St
     out->status = StatusAnswer::kUnique;  // no words: similar to nothing
     return Status::Ok();
   }
-  ASSIGN_OR_RETURN(const pb::Tier1Page* wp, query_txn_.FindPage(winner));
+  ASSIGN_OR_RETURN(const pb::Tier1Page* wp, txn_.FindPage(winner));
   if (wp == nullptr || !wp->has_signature()) {
     out->status = StatusAnswer::kUnique;
     return Status::Ok();
@@ -595,10 +601,10 @@ Status Tier1::Query(const std::string& url, const pb::PageSignature* current, St
       current = &own;
     }
     sim = Similarity(*current, wsig);
-    query_txn_.AddCounter("verifications", 1);
+    txn_.AddCounter("verifications", 1);
     if (stored_version) {
       const std::string wdigest = wp->content_digest();
-      ASSIGN_OR_RETURN(pb::Tier1Page * rec, query_txn_.MutablePage(url));
+      ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn_.MutablePage(url));
       rec->set_verified_winner(winner);
       rec->set_verified_winner_digest(wdigest);
       rec->set_verified_digest(rec->content_digest());
@@ -612,12 +618,12 @@ Status Tier1::Query(const std::string& url, const pb::PageSignature* current, St
   out->status = ok ? StatusAnswer::kDuplicate : StatusAnswer::kUnique;
   if (stored_version && ok == page->rejected()) {
     // The verdict on this version changed: count (or uncount) it against the group.
-    ASSIGN_OR_RETURN(pb::Tier1Page * rec, query_txn_.MutablePage(url));
-    ASSIGN_OR_RETURN(pb::Tier1Group * g, query_txn_.MutableGroup(rec->group()));
+    ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn_.MutablePage(url));
+    ASSIGN_OR_RETURN(pb::Tier1Group * g, txn_.MutableGroup(rec->group()));
     rec->set_rejected(!ok);
     if (!ok) {
       g->set_rejections(g->rejections() + 1);
-      query_txn_.AddCounter("rejections", 1);
+      txn_.AddCounter("rejections", 1);
       const double need = std::max<double>(options_.repair_min_rejections,
                                            options_.repair_rejection_share * static_cast<double>(g->members()));
       if (static_cast<double>(g->rejections()) >= need) repair_queue_.push_back(rec->group());
@@ -633,19 +639,20 @@ Status Tier1::Flush(std::vector<RepairReport>* repairs) {
   repair_queue_.erase(std::unique(repair_queue_.begin(), repair_queue_.end()), repair_queue_.end());
   for (uint64_t gid : repair_queue_) {
     RepairReport r;
-    Status s = RepairIn(query_txn_, gid, &r);
+    Status s = RepairIn(txn_, gid, &r);
     if (s.code() == StatusCode::kNotFound) continue;
     RETURN_IF_ERROR(s);
     if (repairs != nullptr) repairs->push_back(r);
   }
   repair_queue_.clear();
-  return query_txn_.Commit(/*durable=*/false);  // caches and repairs: recomputable, and the next batch syncs the log
+  // Caches and repairs are recomputable, and the next batch's write syncs the log anyway.
+  return txn_.Commit(/*durable=*/false, /*keep_cache=*/txn_.cached() < kCacheRecords);
 }
 
 Status Tier1::Repair(uint64_t group, RepairReport* report) {
   RETURN_IF_ERROR(Flush());
-  RETURN_IF_ERROR(RepairIn(query_txn_, group, report));
-  return query_txn_.Commit();
+  RETURN_IF_ERROR(RepairIn(txn_, group, report));
+  return txn_.Commit();
 }
 
 Status Tier1::RepairIn(GroupStore::Txn& txn, uint64_t group, RepairReport* report) {

@@ -184,7 +184,9 @@ class Tier1 {
   SignatureSource* source_;
   Tier1Options options_;
   std::unordered_set<std::string> pending_;
-  GroupStore::Txn query_txn_;
+  // The one working set: Classify and Query read through it, Apply and Flush write through it and
+  // keep what they read as a cache (Tier 1 is the store's only writer), dropped past kCacheRecords.
+  GroupStore::Txn txn_;
   std::vector<uint64_t> repair_queue_;
   // Signatures of the batch being classified/applied, by URL (representatives in the batch).
   std::unordered_map<std::string, const pb::PageSignature*> batch_signatures_;
