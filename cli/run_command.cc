@@ -8,6 +8,8 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "common/crawl_signer.h"
+#include "common/json_write.h"
 #include "common/progress.h"
 #include "experiments/accuracy.h"
 #include "partitioner/partition_map.h"
@@ -152,12 +154,73 @@ void RegisterAccuracyCommand(CLI::App& app, int* exit_code) {
   });
 }
 
+// The crawler's question, asked of a stopped run's store: for each record of --input (a URL, with
+// or without its current content), its status; content given is what gets verified.
+void RegisterStatusCommand(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand("status", "Duplicate status of URLs from a run's store (verifying the content given, if any)");
+  struct Args {
+    std::string store, input;
+    std::vector<std::string> urls;
+    SharedOptions shared;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--store", a->store, "store directory of neardup run")->required();
+  cmd->add_option("--url", a->urls, "URL to ask about (repeatable)");
+  cmd->add_option("--input", a->input, "crawl records to ask about (JSON Lines; content, when present, is verified)");
+  AddSharedOptions(cmd, &a->shared);
+  cmd->callback([a, exit_code] {
+    auto opts = ResolveShared(a->shared);
+    if (!opts.ok()) { *exit_code = Fail(opts.status(), 2); return; }
+    if (a->urls.empty() && a->input.empty()) { *exit_code = Fail(InvalidArgument("give --url or --input"), 2); return; }
+    tier1::GroupStore::Options go;
+    go.path = a->store + "/tier1";
+    if (!std::filesystem::exists(go.path)) { *exit_code = Fail(NotFound("no group store in " + a->store), 2); return; }
+    auto gs = tier1::GroupStore::Open(go);
+    if (!gs.ok()) { *exit_code = Fail(gs.status()); return; }
+    auto source = OpenShards(a->store, opts->config);
+    if (!source.ok()) { *exit_code = Fail(source.status()); return; }
+    tier1::Tier1 t1(gs->get(), source->get(), tier1::Tier1OptionsFromConfig(opts->config.tier1(), opts->threshold));
+    auto answer = [&](const std::string& url, const pb::PageSignature* current) -> Status {
+      tier1::StatusAnswer ans;
+      RETURN_IF_ERROR(t1.Query(url, current, &ans));
+      std::string out = "{\"url\":";
+      AppendJsonString(&out, url);
+      out += ",\"status\":\"" + std::string(tier1::StatusName(ans.status)) + "\",\"group\":" + std::to_string(ans.group) +
+             ",\"winner\":";
+      AppendJsonString(&out, ans.winner_url);
+      if (ans.verified && !ans.redirect) AppendJsonField(&out, "similarity_to_winner", ans.similarity_to_winner);
+      out += ans.verified ? ",\"verified\":true" : ",\"verified\":false";
+      if (ans.redirect) out += ",\"redirect\":true";
+      out += current != nullptr ? ",\"content\":\"given\"}\n" : ",\"content\":\"stored\"}\n";
+      std::fputs(out.c_str(), stdout);
+      return Status::Ok();
+    };
+    for (const std::string& url : a->urls) {
+      if (Status s = answer(url, nullptr); !s.ok()) { *exit_code = Fail(s); return; }
+    }
+    if (!a->input.empty()) {
+      CrawlSignerOptions so;
+      so.signer = opts->signer;
+      so.reader = opts->reader;
+      so.threads = opts->threads;
+      Status s = SignCrawl(a->input, so, [&](CrawlRecord& r, PageFeatures& f) -> Status {
+        if (r.is_redirect() || (r.body.empty())) return answer(r.url, nullptr);
+        const pb::PageSignature sig = ToProto(r.url, f, opts->signer);
+        return answer(r.url, &sig);
+      });
+      if (!s.ok()) { *exit_code = Fail(s); return; }
+    }
+    if (Status f = t1.Flush(); !f.ok()) { *exit_code = Fail(f); return; }
+  });
+}
+
 }  // namespace
 
 void RegisterRun(CLI::App& app, int* exit_code) {
   RegisterRunCommand(app, exit_code);
   RegisterCheckCommand(app, exit_code);
   RegisterAccuracyCommand(app, exit_code);
+  RegisterStatusCommand(app, exit_code);
 }
 
 void AddBenchStatus(CLI::App* bench, int* exit_code) {
@@ -166,10 +229,12 @@ void AddBenchStatus(CLI::App* bench, int* exit_code) {
     std::string store, config;
     uint64_t queries = 1000000;
     double threshold = 0.9;
+    std::optional<uint64_t> cache_records;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--store", a->store, "store directory of neardup run")->required();
   cmd->add_option("--queries", a->queries, "queries to time")->capture_default_str();
+  cmd->add_option("--cache-records", a->cache_records, "Tier 1 record cache (default tier1.cache_records)");
   cmd->add_option("--threshold", a->threshold, "the run's threshold")->capture_default_str();
   cmd->add_option("--config", a->config, "the run's configuration");
   cmd->callback([a, exit_code] {
@@ -190,7 +255,9 @@ void AddBenchStatus(CLI::App* bench, int* exit_code) {
       return true;
     });
     if (!s.ok() || urls.empty()) { *exit_code = Fail(s.ok() ? NotFound("the store has no pages") : s); return; }
-    tier1::Tier1 t1(gs->get(), source->get(), tier1::Tier1OptionsFromConfig(opts->config.tier1(), a->threshold));
+    tier1::Tier1Options t1o = tier1::Tier1OptionsFromConfig(opts->config.tier1(), a->threshold);
+    if (a->cache_records) t1o.cache_records = *a->cache_records;
+    tier1::Tier1 t1(gs->get(), source->get(), t1o);
     std::mt19937_64 rng(7);
     std::vector<uint32_t> order(a->queries);
     for (auto& i : order) i = static_cast<uint32_t>(rng() % urls.size());
@@ -207,9 +274,9 @@ void AddBenchStatus(CLI::App* bench, int* exit_code) {
       ++counts[ans.status];
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("{\"pages\":%zu,\"queries\":%llu,\"seconds\":%.3f,\"queries_per_second\":%.0f,\"unknown\":%llu,"
+    std::printf("{\"pages\":%zu,\"cache_records\":%llu,\"queries\":%llu,\"seconds\":%.3f,\"queries_per_second\":%.0f,\"unknown\":%llu,"
                 "\"pending\":%llu,\"unique\":%llu,\"winner\":%llu,\"duplicate\":%llu}\n",
-                urls.size(), (unsigned long long)a->queries, secs, static_cast<double>(a->queries) / secs,
+                urls.size(), (unsigned long long)t1o.cache_records, (unsigned long long)a->queries, secs, static_cast<double>(a->queries) / secs,
                 (unsigned long long)counts[0], (unsigned long long)counts[1], (unsigned long long)counts[2],
                 (unsigned long long)counts[3], (unsigned long long)counts[4]);
   });

@@ -68,7 +68,9 @@ struct PipelineSummary {
   uint64_t redone_shard_batches = 0;  // step 5 redone after a crash
   uint64_t groups = 0, multi_groups = 0, pages = 0;  // store totals at the end
   uint32_t shards = 0, cells = 0;
-  double seconds = 0, tier1_seconds = 0, tier2_compare_seconds = 0, tier2_apply_seconds = 0, query_seconds = 0;
+  // seconds: from start to the last batch's status lines (what records/s is over); output_seconds:
+  // writing --out afterwards.
+  double seconds = 0, output_seconds = 0, tier1_seconds = 0, tier2_compare_seconds = 0, tier2_apply_seconds = 0, query_seconds = 0;
   uint64_t peak_rss_bytes = 0;
   double pages_per_second() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }
   // The paper's Fig. 8: share of changed pages Tier 1 resolved without Tier 2.

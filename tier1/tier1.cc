@@ -13,8 +13,6 @@ namespace neardup::tier1 {
 namespace {
 
 constexpr int kMaxRedirectHops = 100000;
-// Records Tier 1's working set keeps between batches (a few hundred bytes each).
-constexpr size_t kCacheRecords = 1u << 18;
 
 double Similarity(const pb::PageSignature& a, const pb::PageSignature& b) {
   const std::span<const uint64_t> x(a.shingles().data(), static_cast<size_t>(a.shingles_size()));
@@ -89,6 +87,7 @@ Tier1Options Tier1OptionsFromConfig(const pb::Tier1Config& config, double thresh
   o.repair_rejection_share = config.repair_rejection_share();
   o.repair_min_rejections = config.repair_min_rejections();
   o.repair_max_members = config.repair_max_members();
+  o.cache_records = config.cache_records();
   return o;
 }
 
@@ -540,7 +539,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
   }
   txn.AddCounter("batches", 1);
   guard.armed = false;
-  Status s = txn.Commit(/*durable=*/true, /*keep_cache=*/txn.cached() < kCacheRecords);
+  Status s = txn.Commit(/*durable=*/true, /*keep_cache=*/txn.cached() < options_.cache_records);
   batch_signatures_.clear();
   return s;
 }
@@ -549,7 +548,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
 
 Status Tier1::Query(const std::string& url, const pb::PageSignature* current, StatusAnswer* out) {
   *out = StatusAnswer();
-  if (txn_.cached() > kCacheRecords) RETURN_IF_ERROR(Flush());  // bound the working set
+  if (txn_.cached() > options_.cache_records) RETURN_IF_ERROR(Flush());  // bound the working set
   if (pending_.count(url) > 0) {
     out->status = StatusAnswer::kPending;
     return Status::Ok();
@@ -646,7 +645,7 @@ Status Tier1::Flush(std::vector<RepairReport>* repairs) {
   }
   repair_queue_.clear();
   // Caches and repairs are recomputable, and the next batch's write syncs the log anyway.
-  return txn_.Commit(/*durable=*/false, /*keep_cache=*/txn_.cached() < kCacheRecords);
+  return txn_.Commit(/*durable=*/false, /*keep_cache=*/txn_.cached() < options_.cache_records);
 }
 
 Status Tier1::Repair(uint64_t group, RepairReport* report) {

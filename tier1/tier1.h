@@ -63,6 +63,7 @@ struct Tier1Options {
   double repair_rejection_share = 0.2;
   uint32_t repair_min_rejections = 2;
   uint32_t repair_max_members = 5000;
+  uint64_t cache_records = 1u << 18;  // see Tier1Config.cache_records
 };
 
 // Options from the configuration's tier1 section and the service threshold.
@@ -185,7 +186,7 @@ class Tier1 {
   Tier1Options options_;
   std::unordered_set<std::string> pending_;
   // The one working set: Classify and Query read through it, Apply and Flush write through it and
-  // keep what they read as a cache (Tier 1 is the store's only writer), dropped past kCacheRecords.
+  // keep what they read as a cache (Tier 1 is the store's only writer), dropped past options.cache_records.
   GroupStore::Txn txn_;
   std::vector<uint64_t> repair_queue_;
   // Signatures of the batch being classified/applied, by URL (representatives in the batch).
