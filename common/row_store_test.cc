@@ -11,6 +11,8 @@
 #include <thread>
 #include <utility>
 
+#include "common/fault_env.h"
+
 namespace neardup {
 namespace {
 
@@ -257,39 +259,6 @@ TEST_F(RowStoreTest, CountersPersistAndMoveWithTheirBatch) {
   EXPECT_EQ(store->Counter("other"), 0);
 }
 
-// A memory Env whose writable files can be told to fail every Append.
-class FaultyFile : public leveldb::WritableFile {
- public:
-  FaultyFile(leveldb::WritableFile* base, const std::atomic<bool>* fail) : base_(base), fail_(fail) {}
-  leveldb::Status Append(const leveldb::Slice& data) override {
-    return fail_->load() ? leveldb::Status::IOError("injected append failure") : base_->Append(data);
-  }
-  leveldb::Status Close() override { return base_->Close(); }
-  leveldb::Status Flush() override { return base_->Flush(); }
-  leveldb::Status Sync() override { return base_->Sync(); }
-
- private:
-  std::unique_ptr<leveldb::WritableFile> base_;
-  const std::atomic<bool>* fail_;
-};
-
-class FaultyEnv : public leveldb::EnvWrapper {
- public:
-  explicit FaultyEnv(leveldb::Env* base) : leveldb::EnvWrapper(base) {}
-  leveldb::Status NewWritableFile(const std::string& f, leveldb::WritableFile** r) override {
-    return Wrap(target()->NewWritableFile(f, r), r);
-  }
-  leveldb::Status NewAppendableFile(const std::string& f, leveldb::WritableFile** r) override {
-    return Wrap(target()->NewAppendableFile(f, r), r);
-  }
-  std::atomic<bool> fail_appends{false};
-
- private:
-  leveldb::Status Wrap(leveldb::Status s, leveldb::WritableFile** r) {
-    if (s.ok()) *r = new FaultyFile(*r, &fail_appends);
-    return s;
-  }
-};
 
 TEST_F(RowStoreTest, FailedWriteAppliesNothing) {
   RowStoreOptions o = Options();

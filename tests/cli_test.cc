@@ -17,6 +17,7 @@
 #include "common/html_text.h"
 #include "common/shingle.h"
 #include "common/signature.h"
+#include "tests/binary_test.h"
 
 namespace neardup {
 namespace {
@@ -24,37 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-struct Outcome {
-  int code;
-  std::string out, err;
-};
 
-class CliTest : public ::testing::Test {
+class CliTest : public BinaryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("neardup_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-  void Write(const std::string& name, const std::string& content) const {
-    std::ofstream(Path(name), std::ios::binary) << content;
-  }
-  static std::string Read(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  Outcome Neardup(const std::string& args) const {
-    const std::string out = Path("stdout.txt"), err = Path("stderr.txt");
-    const std::string cmd = std::string(NEARDUP_BIN) + " " + args + " >" + out + " 2>" + err;
-    const int rc = std::system(cmd.c_str());
-    return Outcome{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, Read(out), Read(err)};
-  }
   // url -> group id from a groups.jsonl file.
   static std::map<std::string, int64_t> Groups(const std::string& path) {
     std::map<std::string, int64_t> g;
@@ -67,7 +40,6 @@ class CliTest : public ::testing::Test {
     }
     return g;
   }
-  fs::path dir_;
 };
 
 std::string Words(int from, int n) {

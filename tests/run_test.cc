@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/binary_test.h"
+
 namespace neardup {
 namespace {
 
@@ -42,10 +44,6 @@ constexpr bool kSlow = false;
 
 double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-struct Outcome {
-  int code;
-  std::string out, err;
-};
 
 // One line of a groups file (neardup run --out or neardup baseline --groups).
 struct PageGroup {
@@ -54,30 +52,8 @@ struct PageGroup {
   bool crawled = true;
 };
 
-class RunTest : public ::testing::Test {
+class RunTest : public BinaryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("neardup_run_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-  static std::string Read(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  Outcome Neardup(const std::string& args) const {
-    const std::string out = Path("stdout.txt"), err = Path("stderr.txt");
-    const std::string cmd = std::string(NEARDUP_BIN) + " " + args + " >" + out + " 2>" + err;
-    const int rc = std::system(cmd.c_str());
-    return Outcome{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, Read(out), Read(err)};
-  }
   // url -> its line in a groups file; every URL at most once.
   static std::map<std::string, PageGroup> Groups(const std::string& path) {
     std::map<std::string, PageGroup> g;
@@ -148,7 +124,6 @@ class RunTest : public ::testing::Test {
     EXPECT_THAT(c.out, HasSubstr("\n0 violations")) << context << "\n" << c.out;
     EXPECT_THAT(c.out, ::testing::Not(HasSubstr("violation:"))) << context;
   }
-  fs::path dir_;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -12,46 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "common/fault_env.h"
 #include "tier1/tier1.h"
 
 namespace neardup::tier1 {
 namespace {
 
 using Urls = std::vector<std::string>;
-
-// A writable file whose Append fails while *fail is set.
-class FaultyFile : public leveldb::WritableFile {
- public:
-  FaultyFile(leveldb::WritableFile* base, const std::atomic<bool>* fail) : base_(base), fail_(fail) {}
-  leveldb::Status Append(const leveldb::Slice& data) override {
-    return fail_->load() ? leveldb::Status::IOError("injected append failure") : base_->Append(data);
-  }
-  leveldb::Status Close() override { return base_->Close(); }
-  leveldb::Status Flush() override { return base_->Flush(); }
-  leveldb::Status Sync() override { return base_->Sync(); }
-
- private:
-  std::unique_ptr<leveldb::WritableFile> base_;
-  const std::atomic<bool>* fail_;
-};
-
-class FaultyEnv : public leveldb::EnvWrapper {
- public:
-  explicit FaultyEnv(leveldb::Env* base) : leveldb::EnvWrapper(base) {}
-  leveldb::Status NewWritableFile(const std::string& f, leveldb::WritableFile** r) override {
-    return Wrap(target()->NewWritableFile(f, r), r);
-  }
-  leveldb::Status NewAppendableFile(const std::string& f, leveldb::WritableFile** r) override {
-    return Wrap(target()->NewAppendableFile(f, r), r);
-  }
-  std::atomic<bool> fail_appends{false};
-
- private:
-  leveldb::Status Wrap(leveldb::Status s, leveldb::WritableFile** r) {
-    if (s.ok()) *r = new FaultyFile(*r, &fail_appends);
-    return s;
-  }
-};
 
 class GroupStoreTest : public ::testing::Test {
  protected:
