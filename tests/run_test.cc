@@ -520,3 +520,48 @@ TEST_F(RunTest, ReadmeMainJob) {
 
 }  // namespace
 }  // namespace neardup
+
+namespace neardup {
+namespace {
+
+// neardup status: the crawler's question against a stopped run's store, with and without content.
+TEST_F(RunTest, StatusCommandAnswersFromTheStore) {
+  const std::string src = NEARDUP_SOURCE_DIR;
+  const std::string store = Path("store");
+  const Outcome r = Neardup("run --input " + src + "/data/sample-crawl.jsonl --store " + store + " --out " +
+                            Path("groups.jsonl") + " --log-level warn");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto groups = Groups(Path("groups.jsonl"));
+  std::string loser, winner;
+  for (const auto& [url, g] : groups) {
+    if (g.status == "duplicate" && g.winner != url && groups.count(g.winner) > 0) {
+      loser = url;
+      winner = g.winner;
+      break;
+    }
+  }
+  ASSERT_FALSE(loser.empty()) << "the sample has no verified duplicate";
+
+  // URLs carry '&' and '?': quoted for the shell.
+  Outcome s = Neardup("status --store " + store + " --url '" + loser + "' --url http://never.example/ --log-level warn");
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_THAT(s.out, HasSubstr("\"url\":\"" + loser + "\",\"status\":\"duplicate\""));
+  EXPECT_THAT(s.out, HasSubstr("\"winner\":\"" + winner + "\""));
+  EXPECT_THAT(s.out, HasSubstr("\"url\":\"http://never.example/\",\"status\":\"unknown\""));
+
+  // Current content that no longer resembles the winner is verified as given: unique for now.
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "zqx" + std::to_string(i * 7919 % 1000) + " ";
+  Write("ask.jsonl", "{\"url\":\"" + loser + "\",\"text\":\"" + text + "\"}\n");
+  s = Neardup("status --store " + store + " --input " + Path("ask.jsonl") + " --log-level warn");
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_THAT(s.out, HasSubstr("\"status\":\"unique\""));
+  EXPECT_THAT(s.out, HasSubstr("\"verified\":true"));
+  EXPECT_THAT(s.out, HasSubstr("\"content\":\"given\""));
+
+  EXPECT_EQ(Neardup("status --store " + store).code, 2);                       // nothing asked
+  EXPECT_EQ(Neardup("status --store " + Path("nostore") + " --url x").code, 2);  // no store there
+}
+
+}  // namespace
+}  // namespace neardup
