@@ -174,6 +174,16 @@ Status GroupStore::Txn::Merge(RowStore::Family family, const std::string& row,
 
 Status GroupStore::Txn::Members(uint64_t group, std::vector<std::string>* out) {
   auto it = members_.find(group);
+  if (group > static_cast<uint64_t>(store_->rows_->Counter(kNextGroup))) {
+    // Reserved by this Txn: the store has no member of it yet, so no scan.
+    out->clear();
+    if (it != members_.end()) {
+      for (const auto& [url, present] : it->second) {
+        if (present) out->push_back(url);
+      }
+    }
+    return Status::Ok();
+  }
   return Merge(store_->member_, GroupKey(group), it == members_.end() ? nullptr : &it->second, out);
 }
 
