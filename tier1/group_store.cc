@@ -114,8 +114,7 @@ StatusOr<const pb::Tier1Group*> GroupStore::Txn::FindGroup(uint64_t group) {
     GroupSlot slot;
     std::string bytes;
     // An id above the committed counter was reserved by this Txn: nothing to read.
-    const bool reserved = group > static_cast<uint64_t>(store_->rows_->Counter(kNextGroup));
-    Status s = reserved ? NotFound("") : store_->rows_->Get(store_->group_, GroupKey(group), "", &bytes);
+    Status s = Reserved(group) ? NotFound("") : store_->rows_->Get(store_->group_, GroupKey(group), "", &bytes);
     if (s.ok()) {
       RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "group", std::to_string(group)));
       slot.exists = true;
@@ -150,6 +149,10 @@ void GroupStore::Txn::DeleteGroup(uint64_t group) {
   slot.deleted = true;
 }
 
+bool GroupStore::Txn::Reserved(uint64_t group) const {
+  return group > static_cast<uint64_t>(store_->rows_->Counter(kNextGroup));
+}
+
 uint64_t GroupStore::Txn::NewGroupId() {
   ++groups_reserved_;
   return static_cast<uint64_t>(store_->rows_->Counter(kNextGroup)) + groups_reserved_;
@@ -174,7 +177,7 @@ Status GroupStore::Txn::Merge(RowStore::Family family, const std::string& row,
 
 Status GroupStore::Txn::Members(uint64_t group, std::vector<std::string>* out) {
   auto it = members_.find(group);
-  if (group > static_cast<uint64_t>(store_->rows_->Counter(kNextGroup))) {
+  if (Reserved(group)) {
     // Reserved by this Txn: the store has no member of it yet, so no scan.
     out->clear();
     if (it != members_.end()) {

@@ -120,6 +120,8 @@ class GroupStore::Txn {
  private:
   struct PageSlot { pb::Tier1Page rec; bool exists = false; bool dirty = false; };
   struct GroupSlot { pb::Tier1Group rec; bool exists = false; bool dirty = false; bool deleted = false; };
+  // An id above the committed counter: reserved by this Txn, so the store has nothing of it.
+  bool Reserved(uint64_t group) const;
   Status Merge(RowStore::Family family, const std::string& row,
                const std::map<std::string, bool, std::less<>>* changes, std::vector<std::string>* out) const;
 

@@ -286,11 +286,9 @@ Status Tier1::UpdateWinners(GroupStore::Txn& txn, Touched* touched) {
       ASSIGN_OR_RETURN(const pb::Tier1Page* cp, txn.FindPage(current));
       std::string win = current;
       Candidate wc = cp != nullptr ? CandidateOf(current, *cp) : Candidate{current, 0, false};
-      std::string held;
       for (const auto& [url, p] : added) {
         const Candidate c = CandidateOf(url, *p);
         if (Better(options_.rules, c, wc, market)) {
-          held = url;
           win = url;
           wc = Candidate{win, p->popularity(), c.has_content};
         }
