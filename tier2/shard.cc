@@ -19,12 +19,14 @@
 #include "proto/tier2.pb.h"
 #include "tier2/prefix_filter.h"
 #include "tier2/prefix_index.h"
+#include "tier2/signature_log.h"
 #include "tier2/token_order.h"
 
 namespace neardup::tier2 {
 namespace {
 
-constexpr uint32_t kFormatVersion = 1;
+// 2: full signatures moved from "s" records to the signature log (tier2/signature_log.h).
+constexpr uint32_t kFormatVersion = 2;
 constexpr uint32_t kWide = 0xFFFF;  // a length-vector entry that did not fit 16 bits
 
 std::string SlotKey(char prefix, uint32_t slot) {
@@ -43,6 +45,30 @@ uint32_t DecodeSlot(const char* data) {
 uint32_t SlotOfKey(const leveldb::Slice& k) { return DecodeSlot(k.data() + 1); }
 std::string SlotValue(uint32_t slot) { return SlotKey('v', slot).substr(1); }
 std::string UrlKey(const std::string& url) { return "u" + url; }
+
+void PutBe(std::string* out, uint64_t v, int bytes) {
+  for (int b = bytes - 1; b >= 0; --b) out->push_back(static_cast<char>(v >> (8 * b)));
+}
+uint64_t GetBe(const char* p, int bytes) {
+  uint64_t v = 0;
+  for (int b = 0; b < bytes; ++b) v = (v << 8) | static_cast<uint8_t>(p[b]);
+  return v;
+}
+// "o" + slot: where the slot's signature is in the log (offset BE64, length BE32).
+std::string LocationValue(const SignatureLog::Ref& r) {
+  std::string v;
+  PutBe(&v, r.offset, 8);
+  PutBe(&v, r.length, 4);
+  return v;
+}
+// "l": the log's generation (BE32) and committed end (BE64).
+std::string LogValue(uint32_t generation, uint64_t end) {
+  std::string v;
+  PutBe(&v, generation, 4);
+  PutBe(&v, end, 8);
+  return v;
+}
+std::string LogFileName(uint32_t generation) { return "sigs-" + std::to_string(generation) + ".log"; }
 
 Status FromLevelDb(const leveldb::Status& s, const std::string& what) {
   if (s.ok()) return Status::Ok();
@@ -164,6 +190,17 @@ class Shard::Impl {
   uint32_t IndexedPostings(uint32_t slot) const {
     return PrefixLength(size_[slot], options_.min_threshold, options_.prefix_overlap);
   }
+  // The signature log: open the committed generation (Open), where each slot's record is, and
+  // reading one back.
+  Status OpenLog();
+  Status LoadLocations();
+  void SetLocation(uint32_t slot, const SignatureLog::Ref& ref);
+  SignatureLog::Ref Location(uint32_t slot) const { return {loc_offset_[slot], loc_length_[slot]}; }
+  Status ReadSignature(uint32_t slot, std::string* buffer, pb::PageSignature* sig) const;
+  // Rewrites the live records into the next generation of the log when dead records outweigh
+  // them (replaced and removed pages leave theirs behind).
+  bool LogNeedsCompaction() const;
+  Status CompactLog();
 
   ShardOptions options_;
   std::unique_ptr<leveldb::Cache> cache_;
@@ -177,6 +214,12 @@ class Shard::Impl {
   std::vector<uint16_t> vec_;   // per slot: dims entries of the shingle vector, kWide if too large
   std::vector<uint32_t> cut_;   // per slot: top 32 bits of the key of its last indexed prefix token
   TokenOrder order_;            // the global token order (empty: hash order)
+  std::unique_ptr<SignatureLog> log_;
+  uint32_t log_generation_ = 0;
+  std::vector<uint64_t> loc_offset_;  // per slot: its signature record in log_
+  std::vector<uint32_t> loc_length_;
+  uint64_t log_live_bytes_ = 0;       // bytes of the records live slots refer to
+  uint64_t log_compactions_ = 0;
   uint64_t compactions_ = 0;
   uint64_t frequent_tokens_ = 0;  // marked by Reorder() in this process
   uint64_t rebuilds_ = 0;
@@ -258,6 +301,9 @@ Status Shard::Impl::Open() {
     order_ = std::move(*order);
   }
 
+  RETURN_IF_ERROR(OpenLog());
+  RETURN_IF_ERROR(LoadLocations());
+
   // Size the bucket table from the store's size: ~8 bytes a posting in the "x" records.
   leveldb::Range range("x", "y");
   uint64_t approx = 0;
@@ -287,6 +333,140 @@ void Shard::Impl::SetPageTable(uint32_t slot, const pb::PageSignature& sig, std:
   SetPageTable(slot, static_cast<uint32_t>(sig.shingles_size()),
                {sig.shingle_vector().data(), static_cast<size_t>(sig.shingle_vector_size())},
                prefix.empty() ? 0 : order_.Key(prefix.back()));
+}
+
+constexpr uint64_t kNoRecord = UINT64_MAX;  // loc_offset_ of a slot without a page
+
+Status Shard::Impl::OpenLog() {
+  std::string v;
+  uint64_t end = 0;
+  leveldb::Status s = db_->Get(leveldb::ReadOptions(), "l", &v);
+  if (s.IsNotFound()) {
+    log_generation_ = 1;
+  } else {
+    RETURN_IF_ERROR(FromLevelDb(s, "shard: read the signature log record in " + options_.path));
+    if (v.size() != 12) return Corruption("shard: " + options_.path + ": signature log record is not 12 bytes");
+    log_generation_ = static_cast<uint32_t>(GetBe(v.data(), 4));
+    end = GetBe(v.data() + 4, 8);
+  }
+  // Other generations are left over from a log compaction that stopped before or after its commit.
+  const std::string current = LogFileName(log_generation_);
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(options_.path, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name != current && name.starts_with("sigs-") && name.ends_with(".log")) {
+      std::filesystem::remove(e.path(), ec);
+    }
+  }
+  ASSIGN_OR_RETURN(log_, SignatureLog::Open((std::filesystem::path(options_.path) / current).string(), end));
+  return Status::Ok();
+}
+
+void Shard::Impl::SetLocation(uint32_t slot, const SignatureLog::Ref& ref) {
+  if (slot >= loc_offset_.size()) {
+    const size_t n = std::max<size_t>(slot + 1, loc_offset_.size() + loc_offset_.size() / 2);
+    loc_offset_.resize(n, kNoRecord);
+    loc_length_.resize(n, 0);
+  }
+  loc_offset_[slot] = ref.offset;
+  loc_length_[slot] = ref.length;
+}
+
+Status Shard::Impl::LoadLocations() {
+  loc_offset_.clear();
+  loc_length_.clear();
+  log_live_bytes_ = 0;
+  leveldb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+  for (it->Seek("o"); it->Valid() && it->key()[0] == 'o'; it->Next()) {
+    if (it->key().size() != 5 || it->value().size() != 12) {
+      return Corruption("shard: " + options_.path + ": bad signature location record");
+    }
+    const SignatureLog::Ref ref{GetBe(it->value().data(), 8), static_cast<uint32_t>(GetBe(it->value().data() + 8, 4))};
+    const uint32_t slot = SlotOfKey(it->key());
+    if (ref.offset + ref.bytes() > log_->end()) {
+      return Corruption("shard: " + options_.path + ": the signature of slot " + std::to_string(slot) +
+                        " lies beyond the end of " + log_->path());
+    }
+    SetLocation(slot, ref);
+    log_live_bytes_ += ref.bytes();
+  }
+  return FromLevelDb(it->status(), "shard: scan " + options_.path);
+}
+
+Status Shard::Impl::ReadSignature(uint32_t slot, std::string* buffer, pb::PageSignature* sig) const {
+  if (slot >= loc_offset_.size() || loc_offset_[slot] == kNoRecord) {
+    return Corruption("shard: " + options_.path + ": slot " + std::to_string(slot) + " has no signature record");
+  }
+  RETURN_IF_ERROR(log_->Read(Location(slot), buffer));
+  if (!sig->ParseFromString(*buffer)) {
+    return Corruption("shard: " + options_.path + ": bad signature record for slot " + std::to_string(slot));
+  }
+  return Status::Ok();
+}
+
+bool Shard::Impl::LogNeedsCompaction() const {
+  const uint64_t dead = log_->end() - log_live_bytes_;
+  return dead >= options_.log_compact_min_bytes && dead >= log_live_bytes_;
+}
+
+Status Shard::Impl::CompactLog() {
+  const uint32_t generation = log_generation_ + 1;
+  const std::string path = (std::filesystem::path(options_.path) / LogFileName(generation)).string();
+  ASSIGN_OR_RETURN(std::unique_ptr<SignatureLog> next, SignatureLog::Open(path, 0));
+  auto abandon = [&](Status s) {
+    next.reset();
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    return s;
+  };
+  // Copy the live records in slot order, a few MB at a time.
+  std::vector<uint32_t> slots;
+  std::vector<SignatureLog::Ref> moved, refs;
+  std::vector<std::string> chunk;
+  std::vector<std::string_view> views;
+  size_t chunk_bytes = 0;
+  auto flush = [&]() -> Status {
+    views.assign(chunk.begin(), chunk.end());
+    RETURN_IF_ERROR(next->Append(views, &refs));
+    moved.insert(moved.end(), refs.begin(), refs.end());
+    chunk.clear();
+    chunk_bytes = 0;
+    return Status::Ok();
+  };
+  for (uint32_t slot = 0; slot < loc_offset_.size(); ++slot) {
+    if (loc_offset_[slot] == kNoRecord) continue;
+    chunk.emplace_back();
+    if (Status s = log_->Read(Location(slot), &chunk.back()); !s.ok()) return abandon(s);
+    slots.push_back(slot);
+    chunk_bytes += chunk.back().size();
+    if (chunk_bytes >= (8u << 20)) {
+      if (Status s = flush(); !s.ok()) return abandon(s);
+    }
+  }
+  if (Status s = flush(); !s.ok()) return abandon(s);
+  // The new generation is durable before the store points at it, whatever options_.sync says:
+  // after the commit the old one is deleted.
+  if (Status s = next->Sync(); !s.ok()) return abandon(s);
+  leveldb::WriteBatch wb;
+  for (size_t i = 0; i < slots.size(); ++i) wb.Put(SlotKey('o', slots[i]), LocationValue(moved[i]));
+  wb.Put("l", LogValue(generation, next->end()));
+  leveldb::WriteOptions wo;
+  wo.sync = true;
+  if (Status s = FromLevelDb(db_->Write(wo, &wb), "shard: " + options_.path + ": commit the compacted log");
+      !s.ok()) {
+    return abandon(s);
+  }
+  const std::string old = log_->path();
+  log_ = std::move(next);
+  log_generation_ = generation;
+  for (size_t i = 0; i < slots.size(); ++i) SetLocation(slots[i], moved[i]);
+  log_live_bytes_ = log_->end();
+  ++log_compactions_;
+  std::error_code ec;
+  std::filesystem::remove(old, ec);  // a failure leaves a file the next Open removes
+  return Status::Ok();
 }
 
 Status Shard::Impl::RebuildIndex(int bucket_bits) {
@@ -337,21 +517,17 @@ Status Shard::Impl::Reorder() {
   std::vector<std::vector<uint64_t>> sets;
   std::vector<std::pair<uint32_t, pb::ShardIndexEntry>> entries;
   {
-    leveldb::ReadOptions ro;
-    ro.fill_cache = false;
-    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+    std::string buffer;
     pb::PageSignature sig;
-    for (it->Seek("s"); it->Valid() && it->key()[0] == 's'; it->Next()) {
-      if (it->key().size() != 5 || !sig.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-        return Corruption("shard: " + options_.path + ": bad signature record while ordering tokens");
-      }
+    for (uint32_t slot = 0; slot < loc_offset_.size(); ++slot) {
+      if (loc_offset_[slot] == kNoRecord) continue;
+      RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
       sets.emplace_back(sig.shingles().begin(), sig.shingles().end());
       pb::ShardIndexEntry e;
       e.set_size(static_cast<uint32_t>(sig.shingles_size()));
       *e.mutable_shingle_vector() = sig.shingle_vector();
-      entries.emplace_back(SlotOfKey(it->key()), std::move(e));
+      entries.emplace_back(slot, std::move(e));
     }
-    RETURN_IF_ERROR(FromLevelDb(it->status(), "shard: scan " + options_.path));
   }
   const std::vector<uint64_t> frequent = FrequentTokens(sets, options_.frequent_min_pages);
   const TokenOrder order = TokenOrder::FromFrequent(frequent);
@@ -455,16 +631,9 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
       continue;
     }
     ++s->stats.verifications;
-    leveldb::Status ls = db_->Get(leveldb::ReadOptions(), SlotKey('s', slot), &s->value);
-    if (!ls.ok()) {
-      st = FromLevelDb(ls, "shard: " + options_.path + ": read signature of slot " + std::to_string(slot));
-      continue;
-    }
+    st = ReadSignature(slot, &s->value, &s->other);
+    if (!st.ok()) continue;
     s->stats.fetched_bytes += s->value.size();
-    if (!s->other.ParseFromString(s->value)) {
-      st = Corruption("shard: " + options_.path + ": bad signature record for slot " + std::to_string(slot));
-      continue;
-    }
     if (s->other.url() == x.url()) continue;  // the previous version of this very page
     const auto ys = Shingles(s->other);
     const size_t o = Overlap(xs, ys);
@@ -595,12 +764,13 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
   }
   pb::ShardIndexEntry entry;
   std::vector<uint64_t> prefix;
+  std::vector<std::string> payloads(store.size());
   for (size_t k = 0; k < store.size(); ++k) {
     const pb::PageSignature& sig = *batch[store[k]].signature;
     uint32_t old;
     RETURN_IF_ERROR(LookupSlot(sig.url(), &old));
     if (old != kNoSlot) {
-      wb.Delete(SlotKey('s', old));
+      wb.Delete(SlotKey('o', old));
       wb.Delete(SlotKey('x', old));
       freed.push_back(old);
       ++st.replaced;
@@ -608,7 +778,7 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
       ++st.inserted;
     }
     const uint32_t slot = slots[k];
-    wb.Put(SlotKey('s', slot), sig.SerializeAsString());
+    sig.SerializeToString(&payloads[k]);
     entry.Clear();
     entry.set_size(static_cast<uint32_t>(sig.shingles_size()));
     *entry.mutable_shingle_vector() = sig.shingle_vector();
@@ -625,7 +795,7 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     uint32_t old;
     RETURN_IF_ERROR(LookupSlot(url, &old));
     if (old == kNoSlot) return Status::Ok();
-    wb.Delete(SlotKey('s', old));
+    wb.Delete(SlotKey('o', old));
     wb.Delete(SlotKey('x', old));
     wb.Delete(UrlKey(url));
     freed.push_back(old);
@@ -643,12 +813,40 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     wb.Put("q", seq);
   }
 
+  // The signatures go to the log first; the LevelDB batch that points at them commits them.
+  const uint64_t log_end = log_->end();
+  std::vector<std::string_view> views(payloads.begin(), payloads.end());
+  std::vector<SignatureLog::Ref> refs;
+  RETURN_IF_ERROR(log_->Append(views, &refs));
+  auto undo = [&](Status s) {
+    if (Status t = log_->Truncate(log_end); !t.ok()) spdlog::warn("shard: {}", t.ToString());  // Open cuts it
+    return s;
+  };
+  if (options_.sync) {
+    if (Status s = log_->Sync(); !s.ok()) return undo(s);
+  }
+  for (size_t k = 0; k < added.size(); ++k) wb.Put(SlotKey('o', added[k].second), LocationValue(refs[k]));
+  wb.Put("l", LogValue(log_generation_, log_->end()));
   leveldb::WriteOptions wo;
   wo.sync = options_.sync;
-  RETURN_IF_ERROR(FromLevelDb(db_->Write(wo, &wb), "shard: " + options_.path + ": write batch"));
+  if (Status s = FromLevelDb(db_->Write(wo, &wb), "shard: " + options_.path + ": write batch"); !s.ok()) {
+    return undo(s);
+  }
 
   // The store has it; now the memory.
-  for (uint32_t slot : freed) index_.Remove(slot, IndexedPostings(slot));
+  for (uint32_t slot : freed) {
+    index_.Remove(slot, IndexedPostings(slot));
+    log_live_bytes_ -= Location(slot).bytes();
+    loc_offset_[slot] = kNoRecord;
+  }
+  for (size_t k = 0; k < added.size(); ++k) {
+    SetLocation(added[k].second, refs[k]);
+    log_live_bytes_ += refs[k].bytes();
+  }
+  if (LogNeedsCompaction()) {
+    // The batch is stored either way; a failed compaction leaves the old log and is retried.
+    if (Status r = CompactLog(); !r.ok()) spdlog::warn("shard: compacting the signature log failed: {}", r.ToString());
+  }
   for (const auto& [i, slot] : added) {
     const pb::PageSignature& sig = *batch[i].signature;
     IndexPrefix(sig, &prefix);
@@ -689,10 +887,9 @@ StatusOr<pb::PageSignature> Shard::Impl::Get(const std::string& url) const {
   uint32_t slot;
   RETURN_IF_ERROR(LookupSlot(url, &slot));
   if (slot == kNoSlot) return NotFound("shard: " + url + " is not resident in " + options_.path);
-  std::string v;
-  RETURN_IF_ERROR(FromLevelDb(db_->Get(leveldb::ReadOptions(), SlotKey('s', slot), &v), "shard: read " + url));
+  std::string buffer;
   pb::PageSignature sig;
-  if (!sig.ParseFromString(v)) return Corruption("shard: " + options_.path + ": bad signature record for " + url);
+  RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
   return sig;
 }
 
@@ -702,7 +899,11 @@ ShardStats Shard::Impl::Stats() const {
   s.resident_pages = index_.live_slots();
   s.index_postings = index_.main_postings() + index_.overflow_postings();
   s.index_bytes = index_.MemoryBytes();
-  s.page_table_bytes = (size_.capacity() + cut_.capacity()) * sizeof(uint32_t) + vec_.capacity() * sizeof(uint16_t);
+  s.page_table_bytes = (size_.capacity() + cut_.capacity() + loc_length_.capacity()) * sizeof(uint32_t) +
+                       vec_.capacity() * sizeof(uint16_t) + loc_offset_.capacity() * sizeof(uint64_t);
+  s.log_bytes = log_->end();
+  s.log_live_bytes = log_live_bytes_;
+  s.log_compactions = log_compactions_;
   s.compactions = compactions_;
   s.token_order_bits = order_.bitmap_bits();
   s.frequent_tokens = frequent_tokens_;

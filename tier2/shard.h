@@ -18,10 +18,17 @@
 //    for options.min_threshold; a resident page is a candidate when it shares at least
 //    min(c, alpha) prefix tokens with the probe, has an admissible size, passes the positional
 //    bound in hash space and its length vector is within the exact L1 bound;
-//  - verification: the candidate's full shingle set is fetched from LevelDB and merged with the
-//    probe's; JaccardAtLeast() (common/shingle.h) decides, as in the baseline.
-// RAM per resident page is its prefix postings (4 bytes each), its size, prefix cut and length vector; the
-// full sets stay on disk (LevelDB's block cache and the OS page cache keep the hot ones).
+//  - verification: the candidate's full signature is read from the shard's signature log
+//    (tier2/signature_log.h: one pread of exactly the record) and merged with the probe's;
+//    JaccardAtLeast() (common/shingle.h) decides, as in the baseline.
+// RAM per resident page is its prefix postings (4 bytes each), its size, prefix cut, length vector
+// and log location; the full sets stay on disk (the OS page cache keeps the hot ones).
+//
+// Storage: LevelDB at options.path holds the small records (meta, token order, each page's index
+// entry and log location, URL -> slot); the full signatures are appended to sigs-<generation>.log
+// in the same directory. Replaced and removed pages leave dead records behind; when they outweigh
+// the live ones (and exceed options.log_compact_min_bytes), Apply copies the live records into
+// the next generation and switches to it in one atomic LevelDB write.
 //
 // Batch rules, shared by CompareBatch and Apply:
 //  - at most options.max_batch_pages pages, else InvalidArgument and nothing is done;
@@ -31,8 +38,10 @@
 //  - a page with no shingles is never similar to anything (listed in `empty`); Apply stores
 //    nothing for it and removes the URL's previous version.
 //
-// Persistence: Apply writes one atomic LevelDB batch (fsync'ed when options.sync), so every
-// applied page survives a crash; Open() rebuilds the in-memory index from the store.
+// Persistence: Apply appends the signatures to the log, then writes one atomic LevelDB batch that
+// refers to them and records the log's new end (both fsync'ed when options.sync), so every applied
+// page survives a crash; Open() cuts the log to its committed end (dropping the records of a write
+// that never committed) and rebuilds the in-memory index from the store.
 //
 // Thread safety: CompareBatch calls may run concurrently with each other; Apply waits for them
 // (a reader/writer lock). The Shard owns its LevelDB handle; one process opens a store at a time
@@ -67,6 +76,8 @@ struct ShardOptions {
   // 0 keeps plain hash order.
   uint64_t order_sample_pages = 20000;
   uint32_t frequent_min_pages = 4;
+  // The signature log is compacted when its dead bytes exceed both its live bytes and this.
+  uint64_t log_compact_min_bytes = 64ull << 20;
 };
 
 // Shard options from the configuration's tier2 and shingle sections, for the store at `path`.
@@ -122,11 +133,14 @@ struct ShardStats {
   uint64_t resident_pages = 0;
   uint64_t index_postings = 0;      // main + overflow, live and not yet compacted
   uint64_t index_bytes = 0;         // PrefixIndex arrays
-  uint64_t page_table_bytes = 0;    // sizes and length vectors
+  uint64_t page_table_bytes = 0;    // sizes, length vectors, prefix cuts and log locations
   uint64_t compactions = 0;
   uint64_t rebuilds = 0;            // index rebuilt from the store (growth, token order)
   uint64_t token_order_bits = 0;    // size of the frequent-token bitmap; 0 = hash order
-  uint64_t frequent_tokens = 0;     // tokens marked frequent (when derived by this process)            // index rebuilt from the store with more buckets
+  uint64_t frequent_tokens = 0;     // tokens marked frequent (when derived by this process)
+  uint64_t log_bytes = 0;           // the signature log's size
+  uint64_t log_live_bytes = 0;      // of which records of resident pages
+  uint64_t log_compactions = 0;     // by this process
   double open_seconds = 0;          // time Open() took to rebuild the index
   // (index_bytes + page_table_bytes) / resident_pages; LevelDB's cache is not included.
   double ram_bytes_per_page() const;
@@ -167,7 +181,7 @@ class Shard {
   StatusOr<pb::PageSignature> Get(const std::string& url) const;
 
   ShardStats Stats() const;
-  // Bytes LevelDB keeps on disk for the store (sum of its files).
+  // Bytes the store keeps on disk (LevelDB's files and the signature log).
   uint64_t DiskBytes() const;
   const ShardOptions& options() const;
 

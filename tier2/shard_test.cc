@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 #include <thread>
@@ -328,6 +329,134 @@ TEST(Shard, ReplaceAndRemove) {
   ASSERT_TRUE((*shard)->CompareBatch(pa, 0.5, &r).ok());
   EXPECT_TRUE(r.resident.empty());
   EXPECT_EQ((*shard)->Get("http://x/1").status().code(), StatusCode::kNotFound);
+}
+
+// Pages replaced over and over leave dead records in the signature log; the shard compacts it
+// into a new generation, stays exact, and reopens on the new generation alone.
+TEST(Shard, SignatureLogIsCompactedAndStaysExact) {
+  TempDir dir;
+  ShardOptions o = Options(dir.str());
+  o.log_compact_min_bytes = 1;
+  auto all = Corpus(31, 300, {20, 90, 200}, 3, "http://c/");
+  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 260), batch(all.begin() + 260, all.end());
+  {
+    auto shard = Shard::Open(o);
+    ASSERT_TRUE(shard.ok());
+    // Three rounds of the same URLs with other content, then the final content.
+    for (uint64_t round = 0; round < 3; ++round) {
+      auto other = Corpus(100 + round, 260, {30, 120}, 2, "x");
+      for (size_t i = 0; i < other.size(); ++i) other[i].set_url(resident[i].url());
+      auto pages = Pages(other);
+      ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+    }
+    auto pages = Pages(resident);
+    ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+    const ShardStats st = (*shard)->Stats();
+    EXPECT_GE(st.log_compactions, 1u);
+    EXPECT_LE(st.log_bytes - st.log_live_bytes, st.log_live_bytes);
+    auto b = Pages(batch);
+    CompareResult r;
+    ASSERT_TRUE((*shard)->CompareBatch(b, 0.6, &r).ok());
+    EXPECT_EQ(Found(batch, r), BruteForce(resident, batch, 0.6));
+  }
+  size_t logs = 0;
+  for (const auto& e : fs::directory_iterator(dir.str())) logs += e.path().filename().string().starts_with("sigs-");
+  EXPECT_EQ(logs, 1u);
+  o.log_compact_min_bytes = 64 << 20;
+  auto shard = Shard::Open(o);
+  ASSERT_TRUE(shard.ok()) << shard.status().ToString();
+  auto b = Pages(batch);
+  CompareResult r;
+  ASSERT_TRUE((*shard)->CompareBatch(b, 0.6, &r).ok());
+  EXPECT_EQ(Found(batch, r), BruteForce(resident, batch, 0.6));
+  auto got = (*shard)->Get(resident[5].url());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->SerializeAsString(), resident[5].SerializeAsString());
+}
+
+// What a crash leaves behind: records appended after the last commit, and a log generation a
+// compaction wrote but never committed. Open drops both and answers as before.
+TEST(Shard, OpenDropsUncommittedLogRecordsAndGenerations) {
+  TempDir dir;
+  auto all = Corpus(32, 120, {40, 100}, 4, "http://u/");
+  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 100), batch(all.begin() + 100, all.end());
+  std::string log_path;
+  uint64_t committed = 0;
+  CompareResult before;
+  {
+    auto shard = Shard::Open(Options(dir.str()));
+    ASSERT_TRUE(shard.ok());
+    auto pages = Pages(resident);
+    ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+    committed = (*shard)->Stats().log_bytes;
+    auto b = Pages(batch);
+    ASSERT_TRUE((*shard)->CompareBatch(b, 0.7, &before).ok());
+  }
+  for (const auto& e : fs::directory_iterator(dir.str())) {
+    if (e.path().filename().string().starts_with("sigs-")) log_path = e.path().string();
+  }
+  ASSERT_FALSE(log_path.empty());
+  ASSERT_EQ(fs::file_size(log_path), committed);
+  { std::ofstream(log_path, std::ios::app | std::ios::binary) << std::string(5000, 'z'); }
+  { std::ofstream(dir.str() + "/sigs-99.log") << "half-written generation"; }
+  auto shard = Shard::Open(Options(dir.str()));
+  ASSERT_TRUE(shard.ok()) << shard.status().ToString();
+  EXPECT_EQ(fs::file_size(log_path), committed);
+  EXPECT_FALSE(fs::exists(dir.str() + "/sigs-99.log"));
+  auto b = Pages(batch);
+  CompareResult after;
+  ASSERT_TRUE((*shard)->CompareBatch(b, 0.7, &after).ok());
+  EXPECT_EQ(Found(batch, after), Found(batch, before));
+  // New pages go where the dropped bytes were, and survive another restart.
+  std::vector<pb::PageSignature> more = {MakeSig("http://u/new", {1, 2, 3, 4, 5, 6, 7, 8})};
+  auto pm = Pages(more);
+  ASSERT_TRUE((*shard)->Apply(pm, {}).ok());
+  shard->reset();
+  auto again = Shard::Open(Options(dir.str()));
+  ASSERT_TRUE(again.ok());
+  auto got = (*again)->Get("http://u/new");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->shingles_size(), 8);
+}
+
+// A damaged log is reported as Corruption, naming the log, never as wrong answers or a crash; a
+// log shorter than the store says is refused at Open.
+TEST(Shard, DamagedSignatureLogIsCorruption) {
+  TempDir dir;
+  auto all = Corpus(33, 60, {50}, 60, "http://d/");  // one family: every page a candidate of every other
+  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 50), batch(all.begin() + 50, all.end());
+  std::string log_path;
+  {
+    auto shard = Shard::Open(Options(dir.str()));
+    ASSERT_TRUE(shard.ok());
+    auto pages = Pages(resident);
+    ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+  }
+  for (const auto& e : fs::directory_iterator(dir.str())) {
+    if (e.path().filename().string().starts_with("sigs-")) log_path = e.path().string();
+  }
+  const uint64_t size = fs::file_size(log_path);
+  {
+    std::fstream f(log_path, std::ios::in | std::ios::out | std::ios::binary);
+    for (uint64_t at = 40; at < size; at += 97) {
+      f.seekp(static_cast<std::streamoff>(at));
+      f.put('\x5a');
+    }
+  }
+  {
+    auto shard = Shard::Open(Options(dir.str()));
+    ASSERT_TRUE(shard.ok());
+    auto b = Pages(batch);
+    CompareResult r;
+    Status s = (*shard)->CompareBatch(b, 0.5, &r);
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+    EXPECT_THAT(s.message(), testing::HasSubstr("sigs-"));
+    EXPECT_EQ((*shard)->Get(resident[3].url()).status().code(), StatusCode::kCorruption);
+  }
+  fs::resize_file(log_path, size / 2);
+  auto shard = Shard::Open(Options(dir.str()));
+  ASSERT_FALSE(shard.ok());
+  EXPECT_EQ(shard.status().code(), StatusCode::kCorruption);
 }
 
 TEST(Shard, NonHomePagesAreComparedButNotStored) {

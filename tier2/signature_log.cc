@@ -1,0 +1,143 @@
+#include "tier2/signature_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace neardup::tier2 {
+namespace {
+
+constexpr uint32_t kMagic = 0x4e445331;  // "NDS1"
+
+void PutLe32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+void PutLe64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+uint32_t GetLe32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+uint64_t GetLe64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+Status Errno(const std::string& what) { return IoError(what + ": " + std::strerror(errno)); }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<SignatureLog>> SignatureLog::Open(const std::string& path, uint64_t committed_end) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("signature log: open " + path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    Status s = Errno("signature log: stat " + path);
+    ::close(fd);
+    return s;
+  }
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size < committed_end) {
+    ::close(fd);
+    return Corruption("signature log: " + path + " has " + std::to_string(size) + " bytes, the store refers to " +
+                      std::to_string(committed_end));
+  }
+  if (size > committed_end && ::ftruncate(fd, static_cast<off_t>(committed_end)) != 0) {
+    Status s = Errno("signature log: cut " + path + " to " + std::to_string(committed_end) + " bytes");
+    ::close(fd);
+    return s;
+  }
+  return std::unique_ptr<SignatureLog>(new SignatureLog(path, fd, committed_end));
+}
+
+SignatureLog::~SignatureLog() { ::close(fd_); }
+
+Status SignatureLog::Append(std::span<const std::string_view> payloads, std::vector<Ref>* refs) {
+  refs->clear();
+  size_t total = 0;
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    if (payloads[i].size() > kMaxPayload) {
+      return InvalidArgument("signature log: record " + std::to_string(i) + " has " +
+                             std::to_string(payloads[i].size()) + " bytes, over the limit of " +
+                             std::to_string(kMaxPayload));
+    }
+    total += kHeaderBytes + payloads[i].size();
+  }
+  buffer_.resize(total);
+  char* p = buffer_.data();
+  uint64_t offset = end_;
+  for (std::string_view payload : payloads) {
+    PutLe32(p, static_cast<uint32_t>(payload.size()));
+    PutLe32(p + 4, kMagic);
+    PutLe64(p + 8, XXH3_64bits(payload.data(), payload.size()));
+    std::memcpy(p + kHeaderBytes, payload.data(), payload.size());
+    refs->push_back(Ref{offset, static_cast<uint32_t>(payload.size())});
+    p += kHeaderBytes + payload.size();
+    offset += kHeaderBytes + payload.size();
+  }
+  size_t done = 0;
+  while (done < total) {
+    const ssize_t n = ::pwrite(fd_, buffer_.data() + done, total - done, static_cast<off_t>(end_ + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Status s = Errno("signature log: append to " + path_);
+      if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0) {
+        s = IoError(s.message() + "; cutting it back also failed: " + std::strerror(errno));
+      }
+      refs->clear();
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  end_ += total;
+  return Status::Ok();
+}
+
+Status SignatureLog::Sync() {
+  if (::fdatasync(fd_) != 0) return Errno("signature log: sync " + path_);
+  return Status::Ok();
+}
+
+Status SignatureLog::Truncate(uint64_t end) {
+  if (end > end_) {
+    return InvalidArgument("signature log: cannot cut " + path_ + " to " + std::to_string(end) + " bytes, it has " +
+                           std::to_string(end_));
+  }
+  if (::ftruncate(fd_, static_cast<off_t>(end)) != 0) return Errno("signature log: cut " + path_);
+  end_ = end;
+  return Status::Ok();
+}
+
+Status SignatureLog::Read(Ref ref, std::string* payload) const {
+  auto corrupt = [&](const std::string& why) {
+    return Corruption("signature log: " + path_ + ": record at offset " + std::to_string(ref.offset) + ": " + why);
+  };
+  if (ref.length > kMaxPayload || ref.offset + ref.bytes() > end_) return corrupt("lies beyond the end of the log");
+  payload->resize(ref.bytes());
+  size_t done = 0;
+  while (done < ref.bytes()) {
+    const ssize_t n = ::pread(fd_, payload->data() + done, ref.bytes() - done, static_cast<off_t>(ref.offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("signature log: read " + path_ + " at offset " + std::to_string(ref.offset));
+    if (n == 0) return corrupt("the file ends inside it");
+    done += static_cast<size_t>(n);
+  }
+  const char* h = payload->data();
+  if (GetLe32(h) != ref.length) {
+    return corrupt("its header gives " + std::to_string(GetLe32(h)) + " bytes, the index " + std::to_string(ref.length));
+  }
+  if (GetLe32(h + 4) != kMagic) return corrupt("bad magic");
+  const uint64_t sum = GetLe64(h + 8);
+  payload->erase(0, kHeaderBytes);
+  if (XXH3_64bits(payload->data(), payload->size()) != sum) return corrupt("checksum mismatch");
+  return Status::Ok();
+}
+
+}  // namespace neardup::tier2

@@ -1,0 +1,81 @@
+// SignatureLog: an append-only file of records addressed by (offset, length), for the full page
+// signatures a Tier 2 shard fetches to verify candidates.
+//
+// Why not LevelDB: a shard writes about 4 KB of shingle hashes per page and reads several of
+// them per new page at random. In LevelDB those values are rewritten by every compaction and each
+// read walks the memtable, the table index and a block; here a write is one sequential append and
+// a read is one pread of exactly the record. LevelDB keeps only the small records (where each
+// signature is) and the log's committed end, written in the same atomic batch as the rest of an
+// Apply, so the pair stays consistent across crashes:
+//
+//   ASSIGN_OR_RETURN(auto log, SignatureLog::Open(dir + "/sigs-1.log", committed_end));
+//   std::vector<SignatureLog::Ref> refs;
+//   RETURN_IF_ERROR(log->Append(payloads, &refs));   // not yet durable
+//   RETURN_IF_ERROR(log->Sync());                     // when the caller wants durability
+//   ... commit refs and log->end() elsewhere; on failure: log->Truncate(committed_end) ...
+//   std::string payload;  RETURN_IF_ERROR(log->Read(refs[0], &payload));
+//
+// Record layout: u32 payload length (LE), u32 magic, u64 XXH3-64 of the payload, payload. Read()
+// checks all three, so a torn or overwritten record is reported as Corruption, never returned.
+//
+// Thread safety: Read() may run concurrently with Read(); Append, Sync and Truncate must not run
+// concurrently with anything (the shard's writer lock orders them). The log owns its descriptor.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace neardup::tier2 {
+
+class SignatureLog {
+ public:
+  static constexpr uint32_t kHeaderBytes = 16;
+  // Largest payload a record may hold (a signature of ~8M shingles).
+  static constexpr uint32_t kMaxPayload = 64u << 20;
+
+  // Where a record is: `offset` of its header, `length` of its payload.
+  struct Ref {
+    uint64_t offset = 0;
+    uint32_t length = 0;
+    uint64_t bytes() const { return kHeaderBytes + static_cast<uint64_t>(length); }
+  };
+
+  // Opens (or creates) the file at `path` and cuts it to `committed_end` bytes: whatever lies
+  // beyond was appended by a write that never committed. Errors: IoError when the file cannot be
+  // opened or cut; Corruption when it is shorter than committed_end (committed records are gone;
+  // the message gives both sizes).
+  static StatusOr<std::unique_ptr<SignatureLog>> Open(const std::string& path, uint64_t committed_end);
+  ~SignatureLog();
+  SignatureLog(const SignatureLog&) = delete;
+  SignatureLog& operator=(const SignatureLog&) = delete;
+
+  // Appends one record per payload, in order, with one write; refs[i] locates payloads[i] (*refs is
+  // overwritten). Errors: InvalidArgument for a payload over kMaxPayload (nothing written); IoError
+  // when the write fails (the file is cut back to where it was).
+  Status Append(std::span<const std::string_view> payloads, std::vector<Ref>* refs);
+  // Makes everything appended so far durable (fdatasync). IoError when it fails.
+  Status Sync();
+  // Cuts the file back to `end` (<= end()), dropping appended records that were not committed.
+  Status Truncate(uint64_t end);
+  // Reads the payload of the record at `ref` into *payload. Corruption when the header or the
+  // checksum does not match (the message gives the offset); IoError when the read fails.
+  Status Read(Ref ref, std::string* payload) const;
+
+  uint64_t end() const { return end_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  SignatureLog(std::string path, int fd, uint64_t end) : path_(std::move(path)), fd_(fd), end_(end) {}
+  std::string path_;
+  int fd_;
+  uint64_t end_;
+  std::string buffer_;  // Append's staging buffer, kept for its capacity
+};
+
+}  // namespace neardup::tier2

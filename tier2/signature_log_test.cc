@@ -1,0 +1,128 @@
+#include "tier2/signature_log.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace neardup::tier2 {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SignatureLogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("neardup-siglog-test-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = (dir_ / "sigs-1.log").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+  std::string path_;
+};
+
+TEST_F(SignatureLogTest, AppendsAndReadsBack) {
+  auto log = SignatureLog::Open(path_, 0);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  const std::string big(100000, 'x');
+  std::vector<std::string_view> payloads = {"alpha", "", big};
+  std::vector<SignatureLog::Ref> refs;
+  ASSERT_TRUE((*log)->Append(payloads, &refs).ok());
+  ASSERT_EQ(refs.size(), 3u);
+  EXPECT_EQ(refs[0].offset, 0u);
+  EXPECT_EQ(refs[1].offset, SignatureLog::kHeaderBytes + 5);
+  EXPECT_EQ((*log)->end(), 3 * SignatureLog::kHeaderBytes + 5 + big.size());
+  std::string got;
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    ASSERT_TRUE((*log)->Read(refs[i], &got).ok());
+    EXPECT_EQ(got, payloads[i]);
+  }
+  ASSERT_TRUE((*log)->Sync().ok());
+}
+
+TEST_F(SignatureLogTest, ReopenCutsWhatWasNotCommitted) {
+  std::vector<SignatureLog::Ref> first, second;
+  uint64_t committed = 0;
+  {
+    auto log = SignatureLog::Open(path_, 0);
+    ASSERT_TRUE(log.ok());
+    std::vector<std::string_view> a = {"one", "two"};
+    ASSERT_TRUE((*log)->Append(a, &first).ok());
+    committed = (*log)->end();
+    std::vector<std::string_view> b = {"never committed"};
+    ASSERT_TRUE((*log)->Append(b, &second).ok());
+  }
+  EXPECT_GT(fs::file_size(path_), committed);
+  auto log = SignatureLog::Open(path_, committed);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(fs::file_size(path_), committed);
+  std::string got;
+  ASSERT_TRUE((*log)->Read(first[1], &got).ok());
+  EXPECT_EQ(got, "two");
+  // The dropped record's place is now beyond the end.
+  EXPECT_EQ((*log)->Read(second[0], &got).code(), StatusCode::kCorruption);
+  // New appends go where the dropped one was.
+  std::vector<std::string_view> c = {"three"};
+  ASSERT_TRUE((*log)->Append(c, &second).ok());
+  EXPECT_EQ(second[0].offset, committed);
+}
+
+TEST_F(SignatureLogTest, TruncateDropsTheTail) {
+  auto log = SignatureLog::Open(path_, 0);
+  ASSERT_TRUE(log.ok());
+  std::vector<SignatureLog::Ref> refs;
+  std::vector<std::string_view> a = {"kept"};
+  ASSERT_TRUE((*log)->Append(a, &refs).ok());
+  const uint64_t end = (*log)->end();
+  std::vector<std::string_view> b = {"dropped"};
+  ASSERT_TRUE((*log)->Append(b, &refs).ok());
+  ASSERT_TRUE((*log)->Truncate(end).ok());
+  EXPECT_EQ(fs::file_size(path_), end);
+  EXPECT_EQ((*log)->Truncate(end + 1).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(SignatureLogTest, ShorterThanCommittedIsCorruption) {
+  { std::ofstream(path_) << "short"; }
+  auto log = SignatureLog::Open(path_, 1000);
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(log.status().message().find("1000"), std::string::npos) << log.status().message();
+}
+
+TEST_F(SignatureLogTest, DamagedRecordsAreCorruptionNotData) {
+  std::vector<SignatureLog::Ref> refs;
+  {
+    auto log = SignatureLog::Open(path_, 0);
+    ASSERT_TRUE(log.ok());
+    std::vector<std::string_view> a = {"payload-one", "payload-two"};
+    ASSERT_TRUE((*log)->Append(a, &refs).ok());
+  }
+  const uint64_t size = fs::file_size(path_);
+  {
+    // Flip one payload byte of the second record.
+    std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(refs[1].offset + SignatureLog::kHeaderBytes + 3));
+    f.put('#');
+  }
+  auto log = SignatureLog::Open(path_, size);
+  ASSERT_TRUE(log.ok());
+  std::string got;
+  EXPECT_TRUE((*log)->Read(refs[0], &got).ok());
+  Status s = (*log)->Read(refs[1], &got);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("checksum"), std::string::npos) << s.message();
+  // A reference whose length disagrees with the header.
+  SignatureLog::Ref wrong = refs[0];
+  wrong.length += 1;
+  s = (*log)->Read(wrong, &got);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  // A reference into the middle of a record.
+  SignatureLog::Ref middle{refs[0].offset + 2, 4};
+  EXPECT_EQ((*log)->Read(middle, &got).code(), StatusCode::kCorruption);
+}
+
+}  // namespace
+}  // namespace neardup::tier2
