@@ -321,7 +321,9 @@ int Tier2Bench::Run() {
               st.ram_bytes_per_page(), static_cast<double>(st.index_bytes) / final_pages,
               static_cast<double>(st.page_table_bytes) / final_pages,
               static_cast<double>(rss_after - std::min(rss_after, rss_before)) / final_pages);
-  std::printf("  LevelDB on disk: %.0f B/page (%.2f GB)\n", static_cast<double>(disk) / final_pages, disk / 1e9);
+  std::printf("  on disk: %.0f B/page (%.2f GB; signature log %.0f B/page, of which live %.0f B/page; LevelDB the rest)\n",
+              static_cast<double>(disk) / final_pages, disk / 1e9, static_cast<double>(st.log_bytes) / final_pages,
+              static_cast<double>(st.log_live_bytes) / final_pages);
   std::printf("  restart (index rebuilt from LevelDB): %.2f s for %llu pages; after restart %.0f B/page\n",
               rst.open_seconds, static_cast<unsigned long long>(rst.resident_pages), rst.ram_bytes_per_page());
   if (!growth.empty()) {
