@@ -27,6 +27,8 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -82,6 +84,36 @@ inline bool LengthVectorsAllow(std::span<const A> a, uint32_t size_a, std::span<
   }
   const double total = static_cast<double>(size_a) + size_b;
   return static_cast<double>(l1) <= (1 - t) / (1 + t) * total + kFilterEps * total + kFilterEps;
+}
+
+// The bitmap filter (Sandes et al., "Bitmap filter: speeding up exact set similarity joins with
+// bitwise operations"): a set's parity bitmap has bit b set when an odd number of its tokens hash
+// to b. In bitmap(A) xor bitmap(B) every set bit needs at least one token of the symmetric
+// difference, so popcount(xor) <= |A xor B| = |A| + |B| - 2 |A & B|, and a pair whose xor has
+// more bits than |A| + |B| - 2 MinOverlap cannot reach t. Exact: it never drops a pair >= t.
+inline constexpr size_t kBitmapWords = 4;  // 256 bits
+using ParityBitmap = std::array<uint64_t, kBitmapWords>;
+
+inline uint32_t BitmapBit(uint64_t token) {
+  return static_cast<uint32_t>((token * 0x9E3779B97F4A7C15ull) >> 56);  // top 8 bits of a mix
+}
+
+inline ParityBitmap MakeParityBitmap(std::span<const uint64_t> tokens) {
+  ParityBitmap b{};
+  for (uint64_t h : tokens) {
+    const uint32_t bit = BitmapBit(h);
+    b[bit >> 6] ^= uint64_t{1} << (bit & 63);
+  }
+  return b;
+}
+
+// False only when the bitmaps prove Jaccard < t.
+inline bool BitmapsAllow(const uint64_t* a, uint32_t size_a, const uint64_t* b, uint32_t size_b, double t) {
+  uint32_t differ = 0;
+  for (size_t w = 0; w < kBitmapWords; ++w) differ += static_cast<uint32_t>(std::popcount(a[w] ^ b[w]));
+  const uint32_t need = MinOverlap(size_a, size_b, t);
+  const uint64_t most = static_cast<uint64_t>(size_a) + size_b;
+  return 2ull * need > most || differ <= most - 2ull * need;
 }
 
 }  // namespace neardup::tier2

@@ -147,6 +147,7 @@ class Shard::Impl {
     std::vector<std::pair<uint32_t, uint32_t>> hits;   // (slot, matches) past the count and size filters
     std::vector<uint64_t> prefix;  // the probe's prefix in token order
     std::vector<uint64_t> keys;    // and its keys
+    ParityBitmap bitmap;           // the probe's
     std::string value;
     pb::PageSignature other;
     CompareStats stats;
@@ -186,7 +187,8 @@ class Shard::Impl {
   }
   // Derives the token order from the resident pages' document frequencies and re-indexes them.
   Status Reorder();
-  void SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec, uint64_t cut);
+  void SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec, uint64_t cut,
+                    std::span<const uint64_t> bitmap);
   uint32_t IndexedPostings(uint32_t slot) const {
     return PrefixLength(size_[slot], options_.min_threshold, options_.prefix_overlap);
   }
@@ -213,6 +215,7 @@ class Shard::Impl {
   std::vector<uint32_t> size_;  // per slot: shingles
   std::vector<uint16_t> vec_;   // per slot: dims entries of the shingle vector, kWide if too large
   std::vector<uint32_t> cut_;   // per slot: top 32 bits of the key of its last indexed prefix token
+  std::vector<uint64_t> bits_;  // per slot: kBitmapWords words of its parity bitmap (prefix_filter.h)
   TokenOrder order_;            // the global token order (empty: hash order)
   std::unique_ptr<SignatureLog> log_;
   uint32_t log_generation_ = 0;
@@ -316,23 +319,34 @@ Status Shard::Impl::Open() {
   return Status::Ok();
 }
 
-void Shard::Impl::SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec, uint64_t cut) {
+// Grows `v` to `n` elements with capacity n (resize alone may double it).
+template <typename T>
+void GrowTo(std::vector<T>* v, size_t n, T fill) {
+  v->reserve(n);
+  v->resize(n, fill);
+}
+
+void Shard::Impl::SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec, uint64_t cut,
+                               std::span<const uint64_t> bitmap) {
   const size_t d = options_.dims;
   if (slot >= size_.size()) {
     const size_t n = std::max<size_t>(slot + 1, size_.size() + size_.size() / 2);
-    size_.resize(n, 0);
-    vec_.resize(n * d, 0);
-    cut_.resize(n, 0);
+    GrowTo<uint32_t>(&size_, n, 0);
+    GrowTo<uint16_t>(&vec_, n * d, 0);
+    GrowTo<uint32_t>(&cut_, n, 0);
+    GrowTo<uint64_t>(&bits_, n * kBitmapWords, 0);
   }
   size_[slot] = size;
   cut_[slot] = static_cast<uint32_t>(cut >> 32);
   for (size_t i = 0; i < d; ++i) vec_[slot * d + i] = static_cast<uint16_t>(std::min<uint32_t>(vec[i], kWide));
+  std::copy(bitmap.begin(), bitmap.end(), bits_.begin() + static_cast<ptrdiff_t>(slot * kBitmapWords));
 }
 
 void Shard::Impl::SetPageTable(uint32_t slot, const pb::PageSignature& sig, std::span<const uint64_t> prefix) {
+  const ParityBitmap bitmap = MakeParityBitmap(Shingles(sig));
   SetPageTable(slot, static_cast<uint32_t>(sig.shingles_size()),
                {sig.shingle_vector().data(), static_cast<size_t>(sig.shingle_vector_size())},
-               prefix.empty() ? 0 : order_.Key(prefix.back()));
+               prefix.empty() ? 0 : order_.Key(prefix.back()), bitmap);
 }
 
 constexpr uint64_t kNoRecord = UINT64_MAX;  // loc_offset_ of a slot without a page
@@ -365,8 +379,8 @@ Status Shard::Impl::OpenLog() {
 void Shard::Impl::SetLocation(uint32_t slot, const SignatureLog::Ref& ref) {
   if (slot >= loc_offset_.size()) {
     const size_t n = std::max<size_t>(slot + 1, loc_offset_.size() + loc_offset_.size() / 2);
-    loc_offset_.resize(n, kNoRecord);
-    loc_length_.resize(n, 0);
+    GrowTo<uint64_t>(&loc_offset_, n, kNoRecord);
+    GrowTo<uint32_t>(&loc_length_, n, 0);
   }
   loc_offset_[slot] = ref.offset;
   loc_length_[slot] = ref.length;
@@ -473,9 +487,11 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
   Status error;
   std::vector<uint32_t> new_size, new_cut;
   std::vector<uint16_t> new_vec;
+  std::vector<uint64_t> new_bits;
   size_.swap(new_size);
   vec_.swap(new_vec);
   cut_.swap(new_cut);
+  bits_.swap(new_bits);
   bool first_pass = true;
   auto scan = [&](const PrefixIndex::BulkVisitor& visit) {
     if (!error.ok()) return;
@@ -485,7 +501,8 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
     pb::ShardIndexEntry e;
     for (it->Seek("x"); it->Valid() && it->key()[0] == 'x'; it->Next()) {
       if (it->key().size() != 5 || !e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
-          static_cast<uint32_t>(e.shingle_vector_size()) != options_.dims) {
+          static_cast<uint32_t>(e.shingle_vector_size()) != options_.dims ||
+          static_cast<size_t>(e.bitmap_size()) != kBitmapWords) {
         error = Corruption("shard: " + options_.path + ": bad index record for slot " +
                            std::to_string(it->key().size() == 5 ? SlotOfKey(it->key()) : 0));
         return;
@@ -493,7 +510,8 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
       const uint32_t slot = SlotOfKey(it->key());
       if (first_pass) {
         SetPageTable(slot, e.size(), {e.shingle_vector().data(), options_.dims},
-                     e.prefix_size() == 0 ? 0 : order_.Key(e.prefix(e.prefix_size() - 1)));
+                     e.prefix_size() == 0 ? 0 : order_.Key(e.prefix(e.prefix_size() - 1)),
+                     {e.bitmap().data(), kBitmapWords});
       }
       visit(slot, {e.prefix().data(), static_cast<size_t>(e.prefix_size())});
     }
@@ -505,6 +523,7 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
     size_.swap(new_size);
     vec_.swap(new_vec);
     cut_.swap(new_cut);
+    bits_.swap(new_bits);
     return error;
   }
   index_ = std::move(built);
@@ -526,6 +545,8 @@ Status Shard::Impl::Reorder() {
       pb::ShardIndexEntry e;
       e.set_size(static_cast<uint32_t>(sig.shingles_size()));
       *e.mutable_shingle_vector() = sig.shingle_vector();
+      const ParityBitmap bitmap = MakeParityBitmap(Shingles(sig));
+      e.mutable_bitmap()->Add(bitmap.begin(), bitmap.end());
       entries.emplace_back(slot, std::move(e));
     }
   }
@@ -593,6 +614,7 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
   const SizeRange sizes = PartnerSizes(n, t);
   const size_t d = options_.dims;
   order_.Prefix(xs, p, &s->prefix);
+  s->bitmap = MakeParityBitmap(xs);
   s->keys.resize(s->prefix.size());
   for (size_t k = 0; k < s->prefix.size(); ++k) s->keys[k] = order_.Key(s->prefix[k]);
   // Every posting that matches a prefix token, then counted per slot by sorting: only the few
@@ -630,6 +652,7 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
                             std::span<const uint32_t>(x.shingle_vector().data(), d), n, t)) {
       continue;
     }
+    if (!BitmapsAllow(s->bitmap.data(), n, &bits_[size_t{slot} * kBitmapWords], size_[slot], t)) continue;
     ++s->stats.verifications;
     st = ReadSignature(slot, &s->value, &s->other);
     if (!st.ok()) continue;
@@ -782,6 +805,8 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     entry.Clear();
     entry.set_size(static_cast<uint32_t>(sig.shingles_size()));
     *entry.mutable_shingle_vector() = sig.shingle_vector();
+    const ParityBitmap bitmap = MakeParityBitmap(Shingles(sig));
+    entry.mutable_bitmap()->Add(bitmap.begin(), bitmap.end());
     IndexPrefix(sig, &prefix);
     entry.mutable_prefix()->Add(prefix.begin(), prefix.end());
     wb.Put(SlotKey('x', slot), entry.SerializeAsString());
@@ -900,7 +925,8 @@ ShardStats Shard::Impl::Stats() const {
   s.index_postings = index_.main_postings() + index_.overflow_postings();
   s.index_bytes = index_.MemoryBytes();
   s.page_table_bytes = (size_.capacity() + cut_.capacity() + loc_length_.capacity()) * sizeof(uint32_t) +
-                       vec_.capacity() * sizeof(uint16_t) + loc_offset_.capacity() * sizeof(uint64_t);
+                       vec_.capacity() * sizeof(uint16_t) +
+                       (loc_offset_.capacity() + bits_.capacity()) * sizeof(uint64_t);
   s.log_bytes = log_->end();
   s.log_live_bytes = log_live_bytes_;
   s.log_compactions = log_compactions_;
