@@ -28,6 +28,11 @@ namespace {
 // 2: full signatures moved from "s" records to the signature log (tier2/signature_log.h).
 constexpr uint32_t kFormatVersion = 2;
 constexpr uint32_t kWide = 0xFFFF;  // a length-vector entry that did not fit 16 bits
+// A slot's signature location in RAM: 40 bits of log offset, 24 bits of payload length.
+constexpr int kLengthBits = 24;
+constexpr uint32_t kLongLength = (1u << kLengthBits) - 1;  // this length or more: see long_length_
+constexpr uint64_t kMaxLogBytes = 1ull << (64 - kLengthBits);  // offsets fit in 40 bits
+constexpr uint64_t kNoRecord = UINT64_MAX;                     // a slot without a page
 
 std::string SlotKey(char prefix, uint32_t slot) {
   std::string k(5, prefix);
@@ -197,7 +202,9 @@ class Shard::Impl {
   Status OpenLog();
   Status LoadLocations();
   void SetLocation(uint32_t slot, const SignatureLog::Ref& ref);
-  SignatureLog::Ref Location(uint32_t slot) const { return {loc_offset_[slot], loc_length_[slot]}; }
+  SignatureLog::Ref Location(uint32_t slot) const;
+  bool HasLocation(uint32_t slot) const { return slot < loc_.size() && loc_[slot] != kNoRecord; }
+  void ClearLocation(uint32_t slot);
   Status ReadSignature(uint32_t slot, std::string* buffer, pb::PageSignature* sig) const;
   // Rewrites the live records into the next generation of the log when dead records outweigh
   // them (replaced and removed pages leave theirs behind).
@@ -219,8 +226,10 @@ class Shard::Impl {
   TokenOrder order_;            // the global token order (empty: hash order)
   std::unique_ptr<SignatureLog> log_;
   uint32_t log_generation_ = 0;
-  std::vector<uint64_t> loc_offset_;  // per slot: its signature record in log_
-  std::vector<uint32_t> loc_length_;
+  // Per slot: its signature record in log_, packed as offset << kLengthBits | length, kNoRecord
+  // for none. A length of kLongLength or more is kept in long_length_ (a few huge pages at most).
+  std::vector<uint64_t> loc_;
+  std::unordered_map<uint32_t, uint32_t> long_length_;
   uint64_t log_live_bytes_ = 0;       // bytes of the records live slots refer to
   uint64_t log_compactions_ = 0;
   uint64_t compactions_ = 0;
@@ -349,7 +358,6 @@ void Shard::Impl::SetPageTable(uint32_t slot, const pb::PageSignature& sig, std:
                prefix.empty() ? 0 : order_.Key(prefix.back()), bitmap);
 }
 
-constexpr uint64_t kNoRecord = UINT64_MAX;  // loc_offset_ of a slot without a page
 
 Status Shard::Impl::OpenLog() {
   std::string v;
@@ -377,18 +385,30 @@ Status Shard::Impl::OpenLog() {
 }
 
 void Shard::Impl::SetLocation(uint32_t slot, const SignatureLog::Ref& ref) {
-  if (slot >= loc_offset_.size()) {
-    const size_t n = std::max<size_t>(slot + 1, loc_offset_.size() + loc_offset_.size() / 2);
-    GrowTo<uint64_t>(&loc_offset_, n, kNoRecord);
-    GrowTo<uint32_t>(&loc_length_, n, 0);
+  if (slot >= loc_.size()) GrowTo<uint64_t>(&loc_, std::max<size_t>(slot + 1, loc_.size() + loc_.size() / 2), kNoRecord);
+  if (ref.length >= kLongLength) {
+    long_length_[slot] = ref.length;
+  } else {
+    long_length_.erase(slot);
   }
-  loc_offset_[slot] = ref.offset;
-  loc_length_[slot] = ref.length;
+  loc_[slot] = ref.offset << kLengthBits | std::min<uint32_t>(ref.length, kLongLength);
+}
+
+SignatureLog::Ref Shard::Impl::Location(uint32_t slot) const {
+  const uint64_t v = loc_[slot];
+  uint32_t length = static_cast<uint32_t>(v & kLongLength);
+  if (length == kLongLength) length = long_length_.at(slot);
+  return {v >> kLengthBits, length};
+}
+
+void Shard::Impl::ClearLocation(uint32_t slot) {
+  loc_[slot] = kNoRecord;
+  long_length_.erase(slot);
 }
 
 Status Shard::Impl::LoadLocations() {
-  loc_offset_.clear();
-  loc_length_.clear();
+  loc_.clear();
+  long_length_.clear();
   log_live_bytes_ = 0;
   leveldb::ReadOptions ro;
   ro.fill_cache = false;
@@ -410,7 +430,7 @@ Status Shard::Impl::LoadLocations() {
 }
 
 Status Shard::Impl::ReadSignature(uint32_t slot, std::string* buffer, pb::PageSignature* sig) const {
-  if (slot >= loc_offset_.size() || loc_offset_[slot] == kNoRecord) {
+  if (!HasLocation(slot)) {
     return Corruption("shard: " + options_.path + ": slot " + std::to_string(slot) + " has no signature record");
   }
   RETURN_IF_ERROR(log_->Read(Location(slot), buffer));
@@ -449,8 +469,8 @@ Status Shard::Impl::CompactLog() {
     chunk_bytes = 0;
     return Status::Ok();
   };
-  for (uint32_t slot = 0; slot < loc_offset_.size(); ++slot) {
-    if (loc_offset_[slot] == kNoRecord) continue;
+  for (uint32_t slot = 0; slot < loc_.size(); ++slot) {
+    if (!HasLocation(slot)) continue;
     chunk.emplace_back();
     if (Status s = log_->Read(Location(slot), &chunk.back()); !s.ok()) return abandon(s);
     slots.push_back(slot);
@@ -538,8 +558,8 @@ Status Shard::Impl::Reorder() {
   {
     std::string buffer;
     pb::PageSignature sig;
-    for (uint32_t slot = 0; slot < loc_offset_.size(); ++slot) {
-      if (loc_offset_[slot] == kNoRecord) continue;
+    for (uint32_t slot = 0; slot < loc_.size(); ++slot) {
+      if (!HasLocation(slot)) continue;
       RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
       sets.emplace_back(sig.shingles().begin(), sig.shingles().end());
       pb::ShardIndexEntry e;
@@ -840,6 +860,13 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
 
   // The signatures go to the log first; the LevelDB batch that points at them commits them.
   const uint64_t log_end = log_->end();
+  uint64_t append_bytes = 0;
+  for (const std::string& p : payloads) append_bytes += SignatureLog::kHeaderBytes + p.size();
+  if (log_end + append_bytes >= kMaxLogBytes) {
+    return ResourceExhausted("shard: " + options_.path + ": the signature log would pass " +
+                             std::to_string(kMaxLogBytes >> 40) + " TiB (" + std::to_string(log_end) + " bytes, " +
+                             std::to_string(log_live_bytes_) + " live); split the shard");
+  }
   std::vector<std::string_view> views(payloads.begin(), payloads.end());
   std::vector<SignatureLog::Ref> refs;
   RETURN_IF_ERROR(log_->Append(views, &refs));
@@ -862,7 +889,7 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
   for (uint32_t slot : freed) {
     index_.Remove(slot, IndexedPostings(slot));
     log_live_bytes_ -= Location(slot).bytes();
-    loc_offset_[slot] = kNoRecord;
+    ClearLocation(slot);
   }
   for (size_t k = 0; k < added.size(); ++k) {
     SetLocation(added[k].second, refs[k]);
@@ -924,9 +951,9 @@ ShardStats Shard::Impl::Stats() const {
   s.resident_pages = index_.live_slots();
   s.index_postings = index_.main_postings() + index_.overflow_postings();
   s.index_bytes = index_.MemoryBytes();
-  s.page_table_bytes = (size_.capacity() + cut_.capacity() + loc_length_.capacity()) * sizeof(uint32_t) +
-                       vec_.capacity() * sizeof(uint16_t) +
-                       (loc_offset_.capacity() + bits_.capacity()) * sizeof(uint64_t);
+  s.page_table_bytes = (size_.capacity() + cut_.capacity()) * sizeof(uint32_t) + vec_.capacity() * sizeof(uint16_t) +
+                       (loc_.capacity() + bits_.capacity()) * sizeof(uint64_t) +
+                       long_length_.size() * (sizeof(uint32_t) * 2 + 2 * sizeof(void*));
   s.log_bytes = log_->end();
   s.log_live_bytes = log_live_bytes_;
   s.log_compactions = log_compactions_;

@@ -374,6 +374,55 @@ TEST(Shard, SignatureLogIsCompactedAndStaysExact) {
   EXPECT_EQ(got->SerializeAsString(), resident[5].SerializeAsString());
 }
 
+// A signature record over 16 MiB keeps its length outside the packed in-memory location; reading,
+// replacing and reopening it must account for every byte.
+TEST(Shard, HugeSignatureRecordIsReadReplacedAndReopened) {
+  TempDir dir;
+  ShardOptions o = Options(dir.str(), 0.9);
+  std::mt19937_64 rng(7);
+  std::vector<uint64_t> big(2'200'000);
+  for (auto& h : big) h = rng();
+  std::vector<uint64_t> near = big;
+  near.resize(big.size() - 1000);
+  const std::vector<pb::PageSignature> resident = {MakeSig("http://h/big", big), MakeSig("http://h/small", {1, 2, 3})};
+  ASSERT_GT(resident[0].ByteSizeLong(), size_t{16} << 20);
+  const std::vector<pb::PageSignature> batch = {MakeSig("http://h/near", near)};
+  uint64_t live = 0;
+  {
+    auto shard = Shard::Open(o);
+    ASSERT_TRUE(shard.ok());
+    auto pages = Pages(resident);
+    ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+    auto b = Pages(batch);
+    CompareResult r;
+    ASSERT_TRUE((*shard)->CompareBatch(b, 0.9, &r).ok());
+    EXPECT_EQ(Found(batch, r), BruteForce(resident, batch, 0.9));
+    ASSERT_EQ(r.resident.size(), 1u);
+    auto got = (*shard)->Get("http://h/big");
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->shingles_size(), resident[0].shingles_size());
+    live = (*shard)->Stats().log_live_bytes;
+    EXPECT_GT(live, uint64_t{16} << 20);
+  }
+  auto shard = Shard::Open(o);
+  ASSERT_TRUE(shard.ok()) << shard.status().ToString();
+  EXPECT_EQ((*shard)->Stats().log_live_bytes, live);
+  // Replaced by a small page: the live bytes drop by the huge record's.
+  const std::vector<pb::PageSignature> replacement = {MakeSig("http://h/big", {4, 5, 6})};
+  auto pages = Pages(replacement);
+  ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+  const uint64_t after = (*shard)->Stats().log_live_bytes;
+  EXPECT_LT(after, uint64_t{1} << 10);
+  auto b = Pages(batch);
+  CompareResult r;
+  ASSERT_TRUE((*shard)->CompareBatch(b, 0.9, &r).ok());
+  EXPECT_TRUE(r.resident.empty());
+  shard->reset();
+  auto reopened = Shard::Open(o);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ((*reopened)->Stats().log_live_bytes, after);
+}
+
 // What a crash leaves behind: records appended after the last commit, and a log generation a
 // compaction wrote but never committed. Open drops both and answers as before.
 TEST(Shard, OpenDropsUncommittedLogRecordsAndGenerations) {
