@@ -316,9 +316,11 @@ int Tier2Bench::Run() {
                 brute_done / brute_s, brute_indexed_s, brute_s / brute_indexed_s,
                 static_cast<unsigned long long>(brute_pairs), static_cast<unsigned long long>(brute_mismatch));
   }
-  std::printf("  RAM per resident page: %.0f B (index %.0f B, page table %.0f B); anonymous RSS added by a restarted shard: "
-              "%.0f B/page\n",
+  std::printf("  RAM per resident page: %.0f B (index %.0f B: %.1f postings/page, %.1f per bucket; page table %.0f B); "
+              "anonymous RSS added by a restarted shard: %.0f B/page\n",
               st.ram_bytes_per_page(), static_cast<double>(st.index_bytes) / final_pages,
+              static_cast<double>(st.index_postings) / final_pages,
+              static_cast<double>(st.index_postings) / static_cast<double>(std::max<uint64_t>(st.index_buckets, 1)),
               static_cast<double>(st.page_table_bytes) / final_pages,
               static_cast<double>(rss_after - std::min(rss_after, rss_before)) / final_pages);
   std::printf("  on disk: %.0f B/page (%.2f GB; signature log %.0f B/page, of which live %.0f B/page; LevelDB the rest)\n",

@@ -91,11 +91,13 @@ inline bool LengthVectorsAllow(std::span<const A> a, uint32_t size_a, std::span<
 // to b. In bitmap(A) xor bitmap(B) every set bit needs at least one token of the symmetric
 // difference, so popcount(xor) <= |A xor B| = |A| + |B| - 2 |A & B|, and a pair whose xor has
 // more bits than |A| + |B| - 2 MinOverlap cannot reach t. Exact: it never drops a pair >= t.
-inline constexpr size_t kBitmapWords = 4;  // 256 bits
+inline constexpr size_t kBitmapWords = 4;
+inline constexpr uint32_t kBitmapBits = kBitmapWords * 64;
 using ParityBitmap = std::array<uint64_t, kBitmapWords>;
 
+// A bit in [0, kBitmapBits): the top 32 bits of a multiplicative mix, scaled to the range.
 inline uint32_t BitmapBit(uint64_t token) {
-  return static_cast<uint32_t>((token * 0x9E3779B97F4A7C15ull) >> 56);  // top 8 bits of a mix
+  return static_cast<uint32_t>((((token * 0x9E3779B97F4A7C15ull) >> 32) * kBitmapBits) >> 32);
 }
 
 inline ParityBitmap MakeParityBitmap(std::span<const uint64_t> tokens) {

@@ -57,6 +57,23 @@ TEST(BitmapFilter, NeverDropsAPairAtOrAboveTheThreshold) {
   EXPECT_GT(static_cast<double>(dropped_far), 0.9 * static_cast<double>(far)) << dropped_far << " of " << far;
 }
 
+// Every token lands on a bit of the bitmap, and the bits are used about evenly (a bit past the
+// array once overwrote memory when the width changed).
+TEST(BitmapFilter, BitsCoverTheWholeBitmapEvenly) {
+  std::mt19937_64 rng(9);
+  std::vector<uint64_t> hits(kBitmapBits, 0);
+  const uint64_t n = 200 * kBitmapBits;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint32_t bit = BitmapBit(i % 2 ? rng() : i);  // random and sequential tokens
+    ASSERT_LT(bit, kBitmapBits);
+    ++hits[bit];
+  }
+  for (uint32_t b = 0; b < kBitmapBits; ++b) {
+    EXPECT_GT(hits[b], 100u) << "bit " << b;
+    EXPECT_LT(hits[b], 300u) << "bit " << b;
+  }
+}
+
 TEST(BitmapFilter, IdenticalSetsAlwaysPass) {
   std::mt19937_64 rng(8);
   std::vector<uint64_t> a, b;

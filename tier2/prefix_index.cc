@@ -17,7 +17,7 @@ PrefixIndex::PrefixIndex(int bucket_bits)
       overflow_shift_(64 - kOverflowMinBits) {}
 
 int PrefixIndex::BucketBitsFor(uint64_t postings) {
-  const uint64_t buckets = std::max<uint64_t>(postings / 6, 1);
+  const uint64_t buckets = std::max<uint64_t>(postings / 8, 1);  // 2^bit_width: 4..8 postings a bucket
   return std::clamp(static_cast<int>(std::bit_width(buckets)), kMinBucketBits, kMaxBucketBits);
 }
 
@@ -150,7 +150,9 @@ void PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t
 }
 
 bool PrefixIndex::NeedsCompaction() const {
-  return overflow_count_ > postings_.size() / 8 + 4096 || dead_postings_ > live_postings_ / 4 + 4096;
+  // Compact() costs O(postings + buckets): waiting for an eighth of that keeps it to a few moves per
+  // added posting, however small the index is next to its bucket table.
+  return overflow_count_ > (postings_.size() + offsets_.size()) / 8 + 4096 || dead_postings_ > live_postings_ / 4 + 4096;
 }
 
 void PrefixIndex::Compact() {
@@ -178,6 +180,7 @@ void PrefixIndex::Compact() {
   }
   offsets_[nb] = w;
   // Pass 2, backward: insert the overflow (moves right only).
+  if (w + extra.size() > postings_.capacity()) postings_.reserve(w + extra.size());  // exact: no doubling
   postings_.resize(w + extra.size());
   uint64_t below = extra.size();  // extra entries in buckets < b + 1
   size_t ei = extra.size();
@@ -193,7 +196,7 @@ void PrefixIndex::Compact() {
     (void)dst;
   }
   offsets_[0] = 0;
-  postings_.shrink_to_fit();
+  if (postings_.capacity() > postings_.size() + postings_.size() / 8) postings_.shrink_to_fit();
 
   for (uint32_t s = 0; s < state_.size(); ++s) {
     if (state_[s] == kDead) {

@@ -36,11 +36,12 @@ class PrefixIndex {
   static constexpr int kMinBucketBits = 8;
   static constexpr int kMaxBucketBits = 30;
 
-  // `bucket_bits` is clamped to [kMinBucketBits, kMaxBucketBits]; about 4..8 postings per bucket
-  // is a good size (BucketBitsFor).
+  // `bucket_bits` is clamped to [kMinBucketBits, kMaxBucketBits]; 4..16 postings per bucket is a
+  // good size (BucketBitsFor): a probe reads one or two cache lines of a bucket either way, and
+  // the bucket table costs 4 bytes per bucket.
   explicit PrefixIndex(int bucket_bits);
 
-  // Bucket bits that give about 6 postings per bucket for `postings` postings.
+  // Bucket bits that give 4..8 postings per bucket for `postings` postings.
   static int BucketBitsFor(uint64_t postings);
 
   // A free slot: one purged by Compact(), or the lowest never-used one. Does not change its state
@@ -75,7 +76,8 @@ class PrefixIndex {
   // Prefetches every bucket before reading any, so the cache misses of a probe overlap.
   void Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots) const;
 
-  // Overflow above 1/8 of the main postings, or dead postings above 1/4 of the live ones.
+  // Overflow above 1/8 of the main postings plus buckets, or dead postings above 1/4 of the live
+  // ones.
   bool NeedsCompaction() const;
 
   // Merges the overflow into the main arrays and drops dead postings, in place (no second copy of

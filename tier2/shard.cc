@@ -321,7 +321,7 @@ Status Shard::Impl::Open() {
   uint64_t approx = 0;
   db_->GetApproximateSizes(&range, 1, &approx);
   const uint64_t expected = std::max<uint64_t>(
-      approx / 8, static_cast<uint64_t>(o.expected_pages) * (PrefixLength(400, o.min_threshold, o.prefix_overlap)));
+      approx / 8, static_cast<uint64_t>(o.expected_pages) * (PrefixLength(200, o.min_threshold, o.prefix_overlap)));
   RETURN_IF_ERROR(RebuildIndex(PrefixIndex::BucketBitsFor(expected)));
   rebuilds_ = 0;
   open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -335,11 +335,15 @@ void GrowTo(std::vector<T>* v, size_t n, T fill) {
   v->resize(n, fill);
 }
 
+// The per-slot tables grow by an eighth: at most 12.5% of them is slack, for about eight copies of
+// each entry over the table's life (a few bytes per page, next to a multi-KB signature write).
+size_t GrownSize(size_t have, size_t need) { return std::max<size_t>(need, have + std::max<size_t>(have / 8, 1024)); }
+
 void Shard::Impl::SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec, uint64_t cut,
                                std::span<const uint64_t> bitmap) {
   const size_t d = options_.dims;
   if (slot >= size_.size()) {
-    const size_t n = std::max<size_t>(slot + 1, size_.size() + size_.size() / 2);
+    const size_t n = GrownSize(size_.size(), size_t{slot} + 1);
     GrowTo<uint32_t>(&size_, n, 0);
     GrowTo<uint16_t>(&vec_, n * d, 0);
     GrowTo<uint32_t>(&cut_, n, 0);
@@ -385,7 +389,7 @@ Status Shard::Impl::OpenLog() {
 }
 
 void Shard::Impl::SetLocation(uint32_t slot, const SignatureLog::Ref& ref) {
-  if (slot >= loc_.size()) GrowTo<uint64_t>(&loc_, std::max<size_t>(slot + 1, loc_.size() + loc_.size() / 2), kNoRecord);
+  if (slot >= loc_.size()) GrowTo<uint64_t>(&loc_, GrownSize(loc_.size(), size_t{slot} + 1), kNoRecord);
   if (ref.length >= kLongLength) {
     long_length_[slot] = ref.length;
   } else {
@@ -911,9 +915,9 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     return Status::Ok();
   }
   const uint64_t postings = index_.main_postings() + index_.overflow_postings();
-  if (postings > (24ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
-    // Grown well past the bucket table: rebuild from the store with a table sized for 4x the size.
-    RETURN_IF_ERROR(RebuildIndex(PrefixIndex::BucketBitsFor(postings * 4)));
+  if (postings > (16ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
+    // Grown past the bucket table: rebuild from the store with a table sized for twice the size.
+    RETURN_IF_ERROR(RebuildIndex(PrefixIndex::BucketBitsFor(postings * 2)));
   } else if (index_.NeedsCompaction()) {
     index_.Compact();
     ++compactions_;
@@ -951,6 +955,7 @@ ShardStats Shard::Impl::Stats() const {
   s.resident_pages = index_.live_slots();
   s.index_postings = index_.main_postings() + index_.overflow_postings();
   s.index_bytes = index_.MemoryBytes();
+  s.index_buckets = uint64_t{1} << index_.bucket_bits();
   s.page_table_bytes = (size_.capacity() + cut_.capacity()) * sizeof(uint32_t) + vec_.capacity() * sizeof(uint16_t) +
                        (loc_.capacity() + bits_.capacity()) * sizeof(uint64_t) +
                        long_length_.size() * (sizeof(uint32_t) * 2 + 2 * sizeof(void*));
