@@ -20,6 +20,86 @@ double Imbalance(const std::vector<double>& load) {
   return *std::max_element(load.begin(), load.end()) / (total / static_cast<double>(load.size()));
 }
 
+namespace {
+
+std::vector<double> MachineLoads(const std::vector<double>& cell_weight, const std::vector<uint32_t>& machine_of,
+                                 uint32_t machines) {
+  std::vector<double> load(machines, 0.0);
+  for (size_t c = 0; c < cell_weight.size(); ++c) {
+    if (cell_weight[c] > 0) load[machine_of[c]] += cell_weight[c];
+  }
+  return load;
+}
+
+// Empty cells (no sample page yet): round-robin, least-loaded machines first.
+void AssignEmptyCells(const std::vector<double>& cell_weight, uint32_t machines, std::vector<uint32_t>* machine_of) {
+  const std::vector<double> load = MachineLoads(cell_weight, *machine_of, machines);
+  std::vector<uint32_t> by_load(machines);
+  std::iota(by_load.begin(), by_load.end(), 0u);
+  std::stable_sort(by_load.begin(), by_load.end(), [&](uint32_t a, uint32_t b) { return load[a] < load[b]; });
+  size_t i = 0;
+  for (size_t c = 0; c < cell_weight.size(); ++c) {
+    if (cell_weight[c] <= 0) (*machine_of)[c] = by_load[i++ % by_load.size()];
+  }
+}
+
+}  // namespace
+
+double RefineAssignment(const std::vector<double>& w, std::vector<uint32_t>* machine_of, uint32_t machines,
+                        const RefineOptions& o) {
+  if (machines < 2) return 0;
+  const bool banded = !o.band.empty();
+  std::vector<double> load = MachineLoads(w, *machine_of, machines);
+  std::vector<std::vector<uint32_t>> cells_of(machines);
+  for (uint32_t c = 0; c < w.size(); ++c) {
+    if (w[c] > 0) cells_of[(*machine_of)[c]].push_back(c);
+  }
+  const double mean = std::accumulate(load.begin(), load.end(), 0.0) / machines;
+  auto move_cell = [&](uint32_t from, size_t index, uint32_t to) {
+    const uint32_t c = cells_of[from][index];
+    load[from] -= w[c];
+    load[to] += w[c];
+    (*machine_of)[c] = to;
+    cells_of[from].erase(cells_of[from].begin() + static_cast<std::ptrdiff_t>(index));
+    cells_of[to].push_back(c);
+  };
+  double moved = 0;
+  for (size_t step = 0; step < o.max_steps; ++step) {
+    const uint32_t hi = static_cast<uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
+    if (mean <= 0 || load[hi] / mean <= o.target_imbalance) break;
+    // Best step: the smallest max(new load of hi, new load of x) over machines x and cells.
+    const double eps = 1e-12 * load[hi];
+    double best = load[hi] - eps;
+    int64_t bx = -1, bi = -1, bj = -1;
+    for (uint32_t x = 0; x < machines; ++x) {
+      if (x == hi) continue;
+      for (size_t i = 0; i < cells_of[hi].size(); ++i) {
+        const double wi = w[cells_of[hi][i]];
+        if (o.moves && !banded && moved + wi <= o.move_budget) {
+          const double worst = std::max(load[hi] - wi, load[x] + wi);
+          if (worst < best) { best = worst; bx = x; bi = static_cast<int64_t>(i); bj = -1; }
+        }
+        if (!o.swaps) continue;
+        for (size_t j = 0; j < cells_of[x].size(); ++j) {
+          const uint32_t cj = cells_of[x][j];
+          const double d = wi - w[cj];
+          if (d <= 0 || moved + wi + w[cj] > o.move_budget) continue;
+          if (banded && o.band[cells_of[hi][i]] != o.band[cj]) continue;
+          const double worst = std::max(load[hi] - d, load[x] + d);
+          if (worst < best) { best = worst; bx = x; bi = static_cast<int64_t>(i); bj = static_cast<int64_t>(j); }
+        }
+      }
+    }
+    if (bx < 0) break;
+    const uint32_t x = static_cast<uint32_t>(bx);
+    moved += w[cells_of[hi][static_cast<size_t>(bi)]];
+    if (bj >= 0) moved += w[cells_of[x][static_cast<size_t>(bj)]];
+    move_cell(hi, static_cast<size_t>(bi), x);
+    if (bj >= 0) move_cell(x, static_cast<size_t>(bj), hi);  // bj still indexes the cell chosen
+  }
+  return moved;
+}
+
 std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_weight, uint32_t machines) {
   std::vector<uint32_t> order(cell_weight.size());
   std::iota(order.begin(), order.end(), 0u);
@@ -28,61 +108,61 @@ std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_we
   std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> heap;
   for (uint32_t m = 0; m < machines; ++m) heap.emplace(0.0, m);
   std::vector<uint32_t> machine_of(cell_weight.size(), 0);
-  std::vector<uint32_t> empty;
   for (uint32_t c : order) {
-    if (cell_weight[c] <= 0) { empty.push_back(c); continue; }
+    if (cell_weight[c] <= 0) continue;
     auto [load, m] = heap.top();
     heap.pop();
     machine_of[c] = m;
     heap.emplace(load + cell_weight[c], m);
   }
+  RefineAssignment(cell_weight, &machine_of, machines, {});
+  AssignEmptyCells(cell_weight, machines, &machine_of);
+  return machine_of;
+}
+
+std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, uint32_t machines) {
+  std::vector<WeightedValue> values;
+  for (size_t c = 0; c < cell_weight.size(); ++c) {
+    if (cell_weight[c] > 0) values.push_back({c, cell_weight[c]});
+  }
+  const size_t bands = machines == 0 ? 1 : values.size() / machines;
+  if (bands < 2) return AssignCellsLargestFirst(cell_weight, machines);
+  auto ranges = BalanceRanges(std::move(values), BalanceOptions{.ranges = bands});
+  if (!ranges.ok()) return AssignCellsLargestFirst(cell_weight, machines);  // weights were checked upstream
+  std::vector<std::vector<uint32_t>> band_cells(ranges->size());
+  RefineOptions refine;
+  refine.band.assign(cell_weight.size(), 0);
+  for (uint32_t c = 0; c < cell_weight.size(); ++c) {
+    if (cell_weight[c] <= 0) continue;
+    refine.band[c] = static_cast<uint32_t>(FindRange(*ranges, c));
+    band_cells[refine.band[c]].push_back(c);
+  }
+  std::vector<uint32_t> machine_of(cell_weight.size(), 0);
   std::vector<double> load(machines, 0.0);
-  for (uint32_t c = 0; c < cell_weight.size(); ++c) {
-    if (cell_weight[c] > 0) load[machine_of[c]] += cell_weight[c];
-  }
-  // Refinement: move a cell, or swap two, between the heaviest and the lightest machine while
-  // that lowers the heavier of the two (each step strictly improves, so it ends).
-  std::vector<std::vector<uint32_t>> cells_of(machines);
-  for (uint32_t c = 0; c < cell_weight.size(); ++c) {
-    if (cell_weight[c] > 0) cells_of[machine_of[c]].push_back(c);
-  }
-  auto move_cell = [&](uint32_t from, size_t index, uint32_t to) {
-    const uint32_t c = cells_of[from][index];
-    load[from] -= cell_weight[c];
-    load[to] += cell_weight[c];
-    machine_of[c] = to;
-    cells_of[from].erase(cells_of[from].begin() + static_cast<std::ptrdiff_t>(index));
-    cells_of[to].push_back(c);
-  };
-  for (int step = 0; step < 10000; ++step) {
-    const uint32_t hi = static_cast<uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
-    const uint32_t lo = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    const double gap = load[hi] - load[lo];
-    // Best transfer d (0 < d < gap) from hi to lo: closest to gap / 2.
-    double best = gap;
-    int64_t bi = -1, bj = -1;
-    for (size_t i = 0; i < cells_of[hi].size(); ++i) {
-      const double wi = cell_weight[cells_of[hi][i]];
-      if (wi < gap && std::abs(wi - gap / 2) < best) { best = std::abs(wi - gap / 2); bi = static_cast<int64_t>(i); bj = -1; }
-      for (size_t j = 0; j < cells_of[lo].size(); ++j) {
-        const double d = wi - cell_weight[cells_of[lo][j]];
-        if (d > 0 && d < gap && std::abs(d - gap / 2) < best) {
-          best = std::abs(d - gap / 2);
-          bi = static_cast<int64_t>(i);
-          bj = static_cast<int64_t>(j);
-        }
+  std::vector<char> used(machines, 0);
+  for (auto& cells : band_cells) {
+    std::stable_sort(cells.begin(), cells.end(), [&](uint32_t a, uint32_t b) { return cell_weight[a] > cell_weight[b]; });
+    std::fill(used.begin(), used.end(), 0);
+    uint32_t free_machines = machines;
+    for (uint32_t c : cells) {
+      if (free_machines == 0) {
+        std::fill(used.begin(), used.end(), 0);
+        free_machines = machines;
       }
+      uint32_t pick = 0;
+      bool found = false;
+      for (uint32_t m = 0; m < machines; ++m) {
+        if (!used[m] && (!found || load[m] < load[pick])) { pick = m; found = true; }
+      }
+      used[pick] = 1;
+      --free_machines;
+      machine_of[c] = pick;
+      load[pick] += cell_weight[c];
     }
-    if (bi < 0 || best >= gap / 2 - 1e-12) break;
-    move_cell(hi, static_cast<size_t>(bi), lo);
-    if (bj >= 0) move_cell(lo, static_cast<size_t>(bj), hi);  // bj still indexes the cell chosen
   }
-  // Empty cells (no sample page yet): round-robin, least-loaded machines first.
-  std::vector<uint32_t> by_load(machines);
-  std::iota(by_load.begin(), by_load.end(), 0u);
-  std::stable_sort(by_load.begin(), by_load.end(), [&](uint32_t a, uint32_t b) { return load[a] < load[b]; });
-  std::sort(empty.begin(), empty.end());
-  for (size_t i = 0; i < empty.size(); ++i) machine_of[empty[i]] = by_load[i % by_load.size()];
+  refine.moves = false;
+  RefineAssignment(cell_weight, &machine_of, machines, refine);
+  AssignEmptyCells(cell_weight, machines, &machine_of);
   return machine_of;
 }
 
@@ -152,8 +232,9 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
       queue.push_back({first + static_cast<int>(r), node.depth + 1, std::move(parts[r])});
     }
   }
-  const std::vector<uint32_t> machine_of =
-      o.contiguous_machines ? AssignCellsContiguous(weight, o.machines) : AssignCellsLargestFirst(weight, o.machines);
+  const std::vector<uint32_t> machine_of = o.contiguous_machines ? AssignCellsContiguous(weight, o.machines)
+                                           : o.spread_machines   ? AssignCellsSpread(weight, o.machines)
+                                                                 : AssignCellsLargestFirst(weight, o.machines);
   p.mutable_cell_machine()->Assign(machine_of.begin(), machine_of.end());
   p.mutable_cell_weight()->Assign(weight.begin(), weight.end());
   return PartitionMap::FromProto(std::move(p));
