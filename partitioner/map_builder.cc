@@ -43,6 +43,84 @@ void AssignEmptyCells(const std::vector<double>& cell_weight, uint32_t machines,
   }
 }
 
+// A step of RefineAssignment that exchanges up to two cells each way between the heaviest
+// machine `hi` and another machine (when no single move or swap helps): for every machine x, the
+// sums of one or two of hi's cells against the sums of none, one or two of x's cells (sorted, so
+// each of hi's sums finds its best partner by binary search). Banded: two for two cells of the
+// same two bands only. Applies the best exchange and returns true if it lowers the larger of
+// the two machines' loads below load[hi].
+bool CompoundStep(const std::vector<double>& w, const RefineOptions& o, uint32_t hi, std::vector<double>* load,
+                  std::vector<std::vector<uint32_t>>* cells_of, std::vector<uint32_t>* machine_of, double* moved) {
+  struct Combo {
+    double v;
+    int64_t a, b;  // cells (-1: none)
+    uint64_t key;  // banded: the two bands, ordered
+  };
+  const bool banded = !o.band.empty();
+  auto key_of = [&](int64_t a, int64_t b) -> uint64_t {
+    if (!banded || a < 0 || b < 0) return 0;
+    uint64_t x = o.band[static_cast<size_t>(a)], y = o.band[static_cast<size_t>(b)];
+    if (x > y) std::swap(x, y);
+    return (x << 32) | y;
+  };
+  auto combos = [&](const std::vector<uint32_t>& cells, bool with_empty) {
+    std::vector<Combo> out;
+    if (with_empty && !banded && o.moves) out.push_back({0, -1, -1, 0});
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (!banded) out.push_back({w[cells[i]], cells[i], -1, 0});
+      for (size_t j = i + 1; j < cells.size(); ++j) {
+        out.push_back({w[cells[i]] + w[cells[j]], cells[i], cells[j], key_of(cells[i], cells[j])});
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const Combo& a, const Combo& b) {
+      return a.key != b.key ? a.key < b.key : a.v != b.v ? a.v < b.v : a.a != b.a ? a.a < b.a : a.b < b.b;
+    });
+    return out;
+  };
+  const std::vector<Combo> mine = combos((*cells_of)[hi], false);
+  const double top = (*load)[hi];
+  double best = top - 1e-12 * top;
+  uint32_t bx = hi;
+  Combo bh{}, bv{};
+  const uint32_t machines = static_cast<uint32_t>(load->size());
+  for (uint32_t x = 0; x < machines; ++x) {
+    if (x == hi) continue;
+    const double gap = top - (*load)[x];
+    if (gap <= 0) continue;
+    const std::vector<Combo> theirs = combos((*cells_of)[x], true);
+    for (const Combo& h : mine) {
+      // Partner value nearest h.v - gap / 2 among combos of the same key.
+      const double want = h.v - gap / 2;
+      auto it = std::lower_bound(theirs.begin(), theirs.end(), Combo{want, -1, -1, h.key},
+                                 [](const Combo& a, const Combo& b) { return a.key != b.key ? a.key < b.key : a.v < b.v; });
+      for (auto c = it - (it == theirs.begin() ? 0 : 1); c != theirs.end() && c <= it; ++c) {
+        if (c->key != h.key) continue;
+        const double d = h.v - c->v;
+        if (d <= 0 || *moved + h.v + c->v > o.move_budget) continue;
+        const double worst = std::max(top - d, (*load)[x] + d);
+        if (worst < best) { best = worst; bx = x; bh = h; bv = *c; }
+      }
+    }
+  }
+  if (bx == hi) return false;
+  auto move = [&](int64_t cell, uint32_t from, uint32_t to) {
+    if (cell < 0) return;
+    const uint32_t c = static_cast<uint32_t>(cell);
+    auto& list = (*cells_of)[from];
+    list.erase(std::find(list.begin(), list.end(), c));
+    (*cells_of)[to].push_back(c);
+    (*machine_of)[c] = to;
+    (*load)[from] -= w[c];
+    (*load)[to] += w[c];
+    *moved += w[c];
+  };
+  move(bh.a, hi, bx);
+  move(bh.b, hi, bx);
+  move(bv.a, bx, hi);
+  move(bv.b, bx, hi);
+  return true;
+}
+
 }  // namespace
 
 double RefineAssignment(const std::vector<double>& w, std::vector<uint32_t>* machine_of, uint32_t machines,
@@ -90,7 +168,10 @@ double RefineAssignment(const std::vector<double>& w, std::vector<uint32_t>* mac
         }
       }
     }
-    if (bx < 0) break;
+    if (bx < 0) {
+      if (!o.compound || !CompoundStep(w, o, hi, &load, &cells_of, machine_of, &moved)) break;
+      continue;
+    }
     const uint32_t x = static_cast<uint32_t>(bx);
     moved += w[cells_of[hi][static_cast<size_t>(bi)]];
     if (bj >= 0) moved += w[cells_of[x][static_cast<size_t>(bj)]];

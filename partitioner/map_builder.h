@@ -82,6 +82,9 @@ struct RefineOptions {
   // If non-empty (one entry per cell), a swap must keep both cells in their band, and moves are
   // off: every machine keeps its number of cells per band.
   std::vector<uint32_t> band = {};
+  // When no single move or swap helps: exchange up to two cells each way (2 for 0, 1 or 2 cells;
+  // 1 for 2), which levels machines to within a page or two when every cell is far heavier.
+  bool compound = true;
   size_t max_steps = 100000;
 };
 
@@ -89,7 +92,8 @@ struct RefineOptions {
 // takes the heaviest machine and, over every other machine, the move of one of its cells or the
 // swap of one of its cells with a lighter one that leaves the larger of the two machines' new
 // loads smallest; it is taken only if that is below the heaviest load (so the sorted load vector
-// strictly falls and the search ends). Used by the map builder (no budget) and by rebalancing
+// strictly falls and the search ends); then, if none helps, the best compound exchange (see
+// RefineOptions::compound). Used by the map builder (no budget) and by rebalancing
 // (a move budget and a target). Cells of weight <= 0 never move. Returns the weight moved.
 // Thread safety: pure apart from *machine_of.
 double RefineAssignment(const std::vector<double>& cell_weight, std::vector<uint32_t>* machine_of, uint32_t machines,
