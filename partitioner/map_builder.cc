@@ -201,11 +201,18 @@ std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_we
   return machine_of;
 }
 
-std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, uint32_t machines) {
-  std::vector<WeightedValue> values;
-  for (size_t c = 0; c < cell_weight.size(); ++c) {
-    if (cell_weight[c] > 0) values.push_back({c, cell_weight[c]});
+std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, uint32_t machines,
+                                        const std::vector<double>& cell_length) {
+  // Non-empty cells in length order (index order without lengths); bands over their ranks.
+  std::vector<uint32_t> order;
+  for (uint32_t c = 0; c < cell_weight.size(); ++c) {
+    if (cell_weight[c] > 0) order.push_back(c);
   }
+  if (cell_length.size() == cell_weight.size()) {
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return cell_length[a] < cell_length[b]; });
+  }
+  std::vector<WeightedValue> values;
+  for (size_t rank = 0; rank < order.size(); ++rank) values.push_back({rank, cell_weight[order[rank]]});
   const size_t bands = machines == 0 ? 1 : values.size() / machines;
   if (bands < 2) return AssignCellsLargestFirst(cell_weight, machines);
   auto ranges = BalanceRanges(std::move(values), BalanceOptions{.ranges = bands});
@@ -213,9 +220,9 @@ std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, 
   std::vector<std::vector<uint32_t>> band_cells(ranges->size());
   RefineOptions refine;
   refine.band.assign(cell_weight.size(), 0);
-  for (uint32_t c = 0; c < cell_weight.size(); ++c) {
-    if (cell_weight[c] <= 0) continue;
-    refine.band[c] = static_cast<uint32_t>(FindRange(*ranges, c));
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    const uint32_t c = order[rank];
+    refine.band[c] = static_cast<uint32_t>(FindRange(*ranges, rank));
     band_cells[refine.band[c]].push_back(c);
   }
   std::vector<uint32_t> machine_of(cell_weight.size(), 0);
@@ -291,6 +298,7 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
   std::iota(queue[0].points.begin(), queue[0].points.end(), 0u);
   p.add_slice();
   std::vector<double> weight;
+  std::vector<double> length;  // per cell: mean total length (sum over dimensions) of its pages
   for (size_t q = 0; q < queue.size(); ++q) {
     Pending node = std::move(queue[q]);
     std::vector<WeightedValue> values;
@@ -302,6 +310,15 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
     if (node.depth + 1 == o.dims) {
       slice->set_first_child(static_cast<uint32_t>(weight.size()));
       for (const auto& r : ranges) weight.push_back(r.weight);
+      if (o.spread_machines) {
+        const size_t first_cell = length.size();
+        length.resize(weight.size(), 0.0);
+        for (uint32_t i : node.points) {
+          const auto v = sample.Vector(i, feature);
+          length[first_cell + FindRange(ranges, v[node.depth])] += std::accumulate(v.begin(), v.end(), 0.0);
+        }
+        for (size_t c = first_cell; c < weight.size(); ++c) length[c] /= std::max(1.0, weight[c]);
+      }
       continue;
     }
     const int first = p.slice_size();
@@ -314,7 +331,7 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
     }
   }
   const std::vector<uint32_t> machine_of = o.contiguous_machines ? AssignCellsContiguous(weight, o.machines)
-                                           : o.spread_machines   ? AssignCellsSpread(weight, o.machines)
+                                           : o.spread_machines   ? AssignCellsSpread(weight, o.machines, length)
                                                                  : AssignCellsLargestFirst(weight, o.machines);
   p.mutable_cell_machine()->Assign(machine_of.begin(), machine_of.end());
   p.mutable_cell_weight()->Assign(weight.begin(), weight.end());

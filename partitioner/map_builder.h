@@ -42,8 +42,8 @@ struct MapBuildOptions {
   // machines, which is what a pipeline with few shards wants.
   bool contiguous_machines = false;
   // Machine assignment spread over the length order (ignored when contiguous_machines is set):
-  // the cells, in slice-tree order, are cut into bands of about one cell per machine and each
-  // machine gets one cell of every band (largest-first by load within the band, then swaps inside
+  // the cells, ordered by the mean total length of their pages, are cut into bands of about one
+  // cell per machine and each machine gets one cell of every band (largest-first by load within the band, then swaps inside
   // bands). Every machine then holds about the same share of every length region, so when the
   // length distribution drifts (a length spike grows, pages get longer) every machine's load
   // changes alike and the imbalance stays put. Costs communication: a page's route spans more
@@ -63,14 +63,15 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
 // ascending load order.
 std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_weight, uint32_t machines);
 
-// Each machine gets about one cell of every band of consecutive cells (AssignCellsSpread above
-// MapBuildOptions::spread_machines): the non-empty cells, in index order, are cut into
-// floor(non-empty cells / machines) bands of about equal weight; inside a band, cells go
-// heaviest first to the least-loaded machine that has no cell of the band yet (once every machine
-// has one, the next round starts); then RefineAssignment with swaps inside a band only. Empty cells
-// as in AssignCellsLargestFirst. Fewer non-empty cells than 2 machines' worth: one band, i.e.
-// largest-first.
-std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, uint32_t machines);
+// Each machine gets about one cell of every band of the length order (MapBuildOptions::
+// spread_machines): the non-empty cells, sorted by `cell_length` (the mean total length of their
+// pages; cell index order when it is empty), are cut into floor(non-empty cells / machines) bands
+// of about equal weight; inside a band, cells go heaviest first to the least-loaded machine that
+// has no cell of the band yet (once every machine has one, the next round starts); then
+// RefineAssignment with exchanges inside a band only. Empty cells as in AssignCellsLargestFirst.
+// Fewer non-empty cells than 2 machines' worth: one band, i.e. largest-first.
+std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, uint32_t machines,
+                                        const std::vector<double>& cell_length = {});
 
 struct RefineOptions {
   // Total weight that may change machine (a swap counts both cells); infinite by default.
