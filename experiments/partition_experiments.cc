@@ -176,6 +176,7 @@ std::vector<uint32_t> Spread(size_t n, size_t max) {
 Status OpenCsv(const std::string& path, std::ofstream* out, const std::string& header) {
   out->open(path, std::ios::trunc);
   if (!*out) return IoError("cannot write " + path);
+  out->precision(9);  // enough to tell 1.000001 from 1.00001
   *out << header << "\n";
   return Status::Ok();
 }
@@ -199,7 +200,8 @@ Status RunImbalanceFigure(const PartitionExperimentOptions& o) {
   RETURN_IF_ERROR(CheckAssignment(o.assignment));
   ASSIGN_OR_RETURN(Corpus c, LoadCorpus(o, o.input, false));
   std::ofstream csv;
-  RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "machines,dims,imbalance,cells,pages,fine_grain"));
+  // lower_bound: the imbalance of a perfect split of the pages, ceil(pages / machines) / mean.
+  RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "machines,dims,imbalance,cells,pages,fine_grain,lower_bound,assignment"));
   for (double fine : {o.fine_grain, o.threshold}) {
   PartitionExperimentOptions variant = o;
   variant.fine_grain = fine;
@@ -211,7 +213,9 @@ Status RunImbalanceFigure(const PartitionExperimentOptions& o) {
       std::vector<double> load(m, 0.0);
       for (size_t i = 0; i < s.size(); ++i) load[map.MachineOf(map.Home(s.Vector(i, map.proto().feature())))] += 1;
       const double imb = Imbalance(load);
-      csv << m << "," << dims << "," << imb << "," << map.cells() << "," << s.size() << "," << fine << "\n";
+      const double bound = std::ceil(static_cast<double>(s.size()) / m) * m / static_cast<double>(s.size());
+      csv << m << "," << dims << "," << imb << "," << map.cells() << "," << s.size() << "," << fine << "," << bound
+          << "," << o.assignment << "\n";
       spdlog::info("fig4: {}D, {} machines, fine-grain {}: imbalance {:.3f} ({} cells)", dims, m, fine, imb, map.cells());
     }
   }
