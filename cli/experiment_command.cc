@@ -34,6 +34,14 @@ void RegisterExperiment(CLI::App& app, int* exit_code) {
     cmd->add_option("--fine-grain", o->fine_grain, "SpotSigs fine-grain ratio (0 = the threshold)")->capture_default_str();
     cmd->add_option("--max-eval-pages", o->max_eval_pages, "pages routed per evaluation")->capture_default_str();
     cmd->add_option("--threads", o->threads, "worker threads (0 = one per core)");
+    cmd->add_option("--assignment", o->assignment, "cell -> machine: largest-first, spread or contiguous")
+        ->capture_default_str();
+    cmd->add_option("--assignments", o->assignments, "stability: the assignments to compare")->capture_default_str();
+    cmd->add_option("--epoch-inputs", o->epoch_inputs,
+                    "stability: crawls of later epochs to judge a map trained on --input against");
+    cmd->add_option("--kinds", o->kinds, "stability: same_distribution, drifted_lengths, crawl_epochs")
+        ->capture_default_str();
+    cmd->add_option("--cache-dir", o->cache_dir, "keep each crawl's signed length vectors here and reuse them");
     auto run = e.run;
     cmd->callback([o, run, exit_code] {
       Status s = run(*o);

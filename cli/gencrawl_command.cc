@@ -23,6 +23,9 @@ void RegisterGenCrawl(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", args->out, "crawl JSON Lines to write (- for stdout)")->required();
   cmd->add_option("--truth", args->truth, "write each record's family and kind here");
   cmd->add_option("--html-share", args->gen.html_share, "share of content records written as HTML")->capture_default_str();
+  cmd->add_option("--epoch", args->gen.epoch, "crawl epoch whose length mixture has drifted (see --length-drift)")->capture_default_str();
+  cmd->add_option("--length-drift", args->gen.length_drift,
+                  "per epoch: length spikes' weights x exp(+-d), body median x exp(d/2) (0 = no drift)")->capture_default_str();
   cmd->add_option("--shingle-k", args->gen.shingle_k, "k used for the truth file's jaccard_to_source")->capture_default_str();
   cmd->callback([args, exit_code] {
     auto open = [](const std::string& path) -> std::FILE* {

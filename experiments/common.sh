@@ -6,6 +6,8 @@ bash scripts/install-deps.sh experiments >/dev/null
 BIN=build/bin/neardup
 RESULTS=experiments/results
 mkdir -p "$RESULTS"
+# Signed length vectors of each crawl, reused by the partition experiments (--cache-dir).
+VECTOR_CACHE=${VECTOR_CACHE:-${TMPDIR:-/tmp}/neardup-vectors}
 # crawl PAGES: prints the path of a generated crawl of PAGES records (seed 1), made once.
 crawl() {
   local path="${TMPDIR:-/tmp}/neardup-crawl-$1.jsonl"

@@ -3,7 +3,7 @@
 # Usage: experiments/fig4_imbalance.sh [records]   (default 1,250,000 records: > 1M resident pages)
 source "$(dirname "$0")/common.sh"
 input=$(crawl "${1:-1250000}")
-"$BIN" experiment imbalance --input "$input" --csv "$RESULTS/fig4_imbalance.csv"
+"$BIN" experiment imbalance --input "$input" --threads 1 --cache-dir "$VECTOR_CACHE" --csv "$RESULTS/fig4_imbalance.csv"
 gnuplot <<GP
 set terminal pngcairo size 800,500
 set output "$RESULTS/fig4_imbalance.png"

@@ -4,7 +4,7 @@
 # Usage: experiments/fig5_communication.sh [records]   (default 1,250,000)
 source "$(dirname "$0")/common.sh"
 input=$(crawl "${1:-1250000}")
-"$BIN" experiment communication --input "$input" --csv "$RESULTS/fig5_communication.csv"
+"$BIN" experiment communication --input "$input" --threads 1 --cache-dir "$VECTOR_CACHE" --csv "$RESULTS/fig5_communication.csv"
 gnuplot <<GP
 set terminal pngcairo size 1100,450
 set output "$RESULTS/fig5_communication.png"

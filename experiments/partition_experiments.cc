@@ -5,6 +5,9 @@
 
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <unordered_map>
@@ -19,29 +22,89 @@ constexpr int kSignDims = 6;  // folds exactly onto 1, 2 and 3 dimensions
 
 struct Corpus {
   std::vector<std::array<uint32_t, kSignDims>> words, shingles;
-  std::vector<std::string> urls;
+  std::vector<uint64_t> url_hash;           // XXH3 of the URL (the stability experiment's buckets)
   std::vector<std::vector<uint64_t>> sets;  // only when asked for
+  size_t size() const { return url_hash.size(); }
 };
 
+constexpr char kCacheMagic[8] = {'N', 'D', 'V', 'E', 'C', '0', '0', '1'};
+
+// The cache file of a crawl's vectors: named by the crawl's absolute path, size and mtime.
+std::string CachePath(const std::string& dir, const std::string& input) {
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(input, ec);
+  const auto size = std::filesystem::file_size(input, ec);
+  const auto mtime = std::filesystem::last_write_time(input, ec).time_since_epoch().count();
+  const std::string key = abs.string() + "|" + std::to_string(size) + "|" + std::to_string(mtime);
+  char name[64];
+  std::snprintf(name, sizeof(name), "vectors-%016llx.bin",
+                static_cast<unsigned long long>(XXH3_64bits(key.data(), key.size())));
+  return (std::filesystem::path(dir) / name).string();
+}
+
+bool ReadCache(const std::string& path, Corpus* c) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8];
+  uint64_t n = 0;
+  if (!in.read(magic, 8) || std::memcmp(magic, kCacheMagic, 8) != 0 || !in.read(reinterpret_cast<char*>(&n), 8)) {
+    return false;
+  }
+  c->words.resize(n);
+  c->shingles.resize(n);
+  c->url_hash.resize(n);
+  in.read(reinterpret_cast<char*>(c->words.data()), static_cast<std::streamsize>(n * sizeof(c->words[0])));
+  in.read(reinterpret_cast<char*>(c->shingles.data()), static_cast<std::streamsize>(n * sizeof(c->shingles[0])));
+  in.read(reinterpret_cast<char*>(c->url_hash.data()), static_cast<std::streamsize>(n * sizeof(uint64_t)));
+  return static_cast<bool>(in);
+}
+
+Status WriteCache(const std::string& path, const Corpus& c) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    const uint64_t n = c.size();
+    out.write(kCacheMagic, 8);
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out.write(reinterpret_cast<const char*>(c.words.data()), static_cast<std::streamsize>(n * sizeof(c.words[0])));
+    out.write(reinterpret_cast<const char*>(c.shingles.data()), static_cast<std::streamsize>(n * sizeof(c.shingles[0])));
+    out.write(reinterpret_cast<const char*>(c.url_hash.data()), static_cast<std::streamsize>(n * sizeof(uint64_t)));
+    if (!out) return IoError("cannot write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return IoError("cannot rename " + tmp + ": " + ec.message());
+  return Status::Ok();
+}
+
 // Resident pages (last record per URL, redirects dropped) in first-seen order.
-StatusOr<Corpus> LoadCorpus(const PartitionExperimentOptions& o, bool keep_sets) {
+StatusOr<Corpus> LoadCorpus(const PartitionExperimentOptions& o, const std::string& input, bool keep_sets) {
+  const bool cached = !keep_sets && !o.cache_dir.empty();
+  std::string cache;
+  if (cached) {
+    cache = CachePath(o.cache_dir, input);
+    Corpus c;
+    if (ReadCache(cache, &c)) {
+      spdlog::info("experiment: {} resident pages of {} (vectors from {})", c.size(), input, cache);
+      return c;
+    }
+  }
   struct Page {
     std::array<uint32_t, kSignDims> w{}, s{};
     std::vector<uint64_t> set;
     bool alive = false;
   };
   std::unordered_map<std::string, size_t> index;
-  std::vector<std::string> urls;
+  std::vector<uint64_t> hashes;
   std::vector<Page> pages;
   CrawlSignerOptions so;
   so.signer = {.k = 5, .dims = kSignDims};
   so.threads = o.threads;
   so.progress_label = "experiment: sign";
-  RETURN_IF_ERROR(SignCrawl(o.input, so, [&](CrawlRecord& rec, PageFeatures& f) {
+  RETURN_IF_ERROR(SignCrawl(input, so, [&](CrawlRecord& rec, PageFeatures& f) {
     auto [it, inserted] = index.try_emplace(rec.url, pages.size());
     if (inserted) {
       pages.emplace_back();
-      urls.push_back(rec.url);
+      hashes.push_back(XXH3_64bits_withSeed(rec.url.data(), rec.url.size(), 0x53544142));
     }
     Page& p = pages[it->second];
     p.alive = !rec.is_redirect() && !f.shingles.empty();
@@ -55,10 +118,15 @@ StatusOr<Corpus> LoadCorpus(const PartitionExperimentOptions& o, bool keep_sets)
     if (!pages[i].alive) continue;
     c.words.push_back(pages[i].w);
     c.shingles.push_back(pages[i].s);
-    c.urls.push_back(std::move(urls[i]));
+    c.url_hash.push_back(hashes[i]);
     if (keep_sets) c.sets.push_back(std::move(pages[i].set));
   }
-  spdlog::info("experiment: {} resident pages", c.urls.size());
+  spdlog::info("experiment: {} resident pages of {}", c.size(), input);
+  if (cached) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.cache_dir, ec);
+    if (Status s = WriteCache(cache, c); !s.ok()) spdlog::warn("experiment: {}", s.message());
+  }
   return c;
 }
 
@@ -78,7 +146,7 @@ LengthSample Fold(const Corpus& c, uint32_t dims, const std::vector<uint32_t>* s
   if (subset != nullptr) {
     for (uint32_t i : *subset) add(i);
   } else {
-    for (size_t i = 0; i < c.urls.size(); ++i) add(i);
+    for (size_t i = 0; i < c.size(); ++i) add(i);
   }
   return s;
 }
@@ -108,22 +176,32 @@ std::vector<uint32_t> Spread(size_t n, size_t max) {
 Status OpenCsv(const std::string& path, std::ofstream* out, const std::string& header) {
   out->open(path, std::ios::trunc);
   if (!*out) return IoError("cannot write " + path);
+  out->precision(9);  // enough to tell 1.000001 from 1.00001
   *out << header << "\n";
   return Status::Ok();
+}
+
+Status CheckAssignment(const std::string& a) {
+  if (a == "largest-first" || a == "spread" || a == "contiguous") return Status::Ok();
+  return InvalidArgument("assignment must be largest-first, spread or contiguous, got " + a);
 }
 
 MapBuildOptions Build(uint32_t dims, uint32_t machines, double t, pb::PartitionMap::Routing routing, double rho,
                       const PartitionExperimentOptions& o) {
   return MapBuildOptions{.dims = dims, .machines = machines, .threshold = t, .routing = routing, .rho = rho,
-                         .cells_per_machine = o.cells_per_machine, .shingle_k = 5, .fine_grain = o.fine_grain};
+                         .cells_per_machine = o.cells_per_machine, .shingle_k = 5, .fine_grain = o.fine_grain,
+                         .contiguous_machines = o.assignment == "contiguous",
+                         .spread_machines = o.assignment == "spread"};
 }
 
 }  // namespace
 
 Status RunImbalanceFigure(const PartitionExperimentOptions& o) {
-  ASSIGN_OR_RETURN(Corpus c, LoadCorpus(o, false));
+  RETURN_IF_ERROR(CheckAssignment(o.assignment));
+  ASSIGN_OR_RETURN(Corpus c, LoadCorpus(o, o.input, false));
   std::ofstream csv;
-  RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "machines,dims,imbalance,cells,pages,fine_grain"));
+  // lower_bound: the imbalance of a perfect split of the pages, ceil(pages / machines) / mean.
+  RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "machines,dims,imbalance,cells,pages,fine_grain,lower_bound,assignment"));
   for (double fine : {o.fine_grain, o.threshold}) {
   PartitionExperimentOptions variant = o;
   variant.fine_grain = fine;
@@ -135,7 +213,9 @@ Status RunImbalanceFigure(const PartitionExperimentOptions& o) {
       std::vector<double> load(m, 0.0);
       for (size_t i = 0; i < s.size(); ++i) load[map.MachineOf(map.Home(s.Vector(i, map.proto().feature())))] += 1;
       const double imb = Imbalance(load);
-      csv << m << "," << dims << "," << imb << "," << map.cells() << "," << s.size() << "," << fine << "\n";
+      const double bound = std::ceil(static_cast<double>(s.size()) / m) * m / static_cast<double>(s.size());
+      csv << m << "," << dims << "," << imb << "," << map.cells() << "," << s.size() << "," << fine << "," << bound
+          << "," << o.assignment << "\n";
       spdlog::info("fig4: {}D, {} machines, fine-grain {}: imbalance {:.3f} ({} cells)", dims, m, fine, imb, map.cells());
     }
   }
@@ -144,9 +224,10 @@ Status RunImbalanceFigure(const PartitionExperimentOptions& o) {
 }
 
 Status RunCommunicationFigure(const PartitionExperimentOptions& o) {
-  ASSIGN_OR_RETURN(Corpus c, LoadCorpus(o, false));
+  RETURN_IF_ERROR(CheckAssignment(o.assignment));
+  ASSIGN_OR_RETURN(Corpus c, LoadCorpus(o, o.input, false));
   const LengthSample s = Fold(c, 3);
-  const std::vector<uint32_t> eval_idx = Spread(c.urls.size(), o.max_eval_pages);
+  const std::vector<uint32_t> eval_idx = Spread(c.size(), o.max_eval_pages);
   const LengthSample eval = Fold(c, 3, &eval_idx);
   std::ofstream csv;
   RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "machines,threshold,routing,rho,communication_reduction,machines_contacted,cells_contacted"));
@@ -166,41 +247,80 @@ Status RunCommunicationFigure(const PartitionExperimentOptions& o) {
 }
 
 Status RunStabilityExperiment(const PartitionExperimentOptions& o) {
-  ASSIGN_OR_RETURN(Corpus c, LoadCorpus(o, false));
+  for (const std::string& a : o.assignments) RETURN_IF_ERROR(CheckAssignment(a));
+  for (const std::string& k : o.kinds) {
+    if (k != "same_distribution" && k != "drifted_lengths" && k != "crawl_epochs") {
+      return InvalidArgument("unknown stability kind " + k);
+    }
+  }
+  auto wanted = [&](std::string_view kind) { return std::find(o.kinds.begin(), o.kinds.end(), kind) != o.kinds.end(); };
+  ASSIGN_OR_RETURN(Corpus c, LoadCorpus(o, o.input, false));
   constexpr int kSamples = 11;
   std::vector<std::vector<uint32_t>> bucket(kSamples);
-  for (uint32_t i = 0; i < c.urls.size(); ++i) {
-    bucket[XXH3_64bits_withSeed(c.urls[i].data(), c.urls[i].size(), 0x53544142) % kSamples].push_back(i);
+  for (uint32_t i = 0; i < c.size(); ++i) bucket[c.url_hash[i] % kSamples].push_back(i);
+  std::vector<Corpus> epochs;
+  if (wanted("crawl_epochs")) {
+    for (const std::string& path : o.epoch_inputs) {
+      ASSIGN_OR_RETURN(Corpus e, LoadCorpus(o, path, false));
+      epochs.push_back(std::move(e));
+    }
   }
   std::ofstream csv;
   RETURN_IF_ERROR(OpenCsv(o.csv, &csv,
-                          "samples_kind,machines,dims,train_imbalance,mean_imbalance,stddev,cv,samples,pages_per_sample"));
-  // Two kinds of "other samples": the ten other elevenths as they are (they differ only by
-  // sampling noise), and the same ten with content drift: sample k's lengths scaled by
-  // 0.91, 0.93, ..., 1.09 (pages grew or shrank by up to 9%, as a recrawl months later might).
-  for (const char* kind : {"same_distribution", "drifted_lengths"}) {
-    const bool drift = std::string_view(kind) == "drifted_lengths";
+                          "samples_kind,machines,dims,train_imbalance,mean_imbalance,stddev,cv,samples,pages_per_sample,"
+                          "assignment,cells,communication_reduction,train_pages,min_imbalance,max_imbalance,imbalances"));
+  // Three kinds of "other samples":
+  //  - same_distribution: the map is trained on one eleventh of the URLs and judged on the ten
+  //    other elevenths as they are (they differ only by sampling noise);
+  //  - drifted_lengths: the same ten with sample k's lengths scaled by 0.91, 0.93, ..., 1.09
+  //    (every page grew or shrank by up to 9%);
+  //  - crawl_epochs: trained on all of `input`, judged on each crawl of epoch_inputs whole (other
+  //    crawls whose length mixture drifted, gen-crawl --epoch/--length-drift).
+  std::vector<std::string> kinds;
+  for (const char* k : {"same_distribution", "drifted_lengths", "crawl_epochs"}) {
+    if (wanted(k) && (std::string_view(k) != "crawl_epochs" || !epochs.empty())) kinds.push_back(k);
+  }
+  for (const std::string& kind : kinds) {
     for (uint32_t dims : {1u, 2u, 3u}) {
-      const LengthSample train = Fold(c, dims, &bucket[0]);
+      LengthSample train(dims);
       std::vector<LengthSample> tests;
-      for (int k = 1; k < kSamples; ++k) {
-        LengthSample t = Fold(c, dims, &bucket[k]);
-        if (drift) t = Scaled(t, 0.91 + 0.02 * (k - 1));
-        tests.push_back(std::move(t));
+      if (kind == "crawl_epochs") {
+        train = Fold(c, dims);
+        for (const Corpus& e : epochs) tests.push_back(Fold(e, dims));
+      } else {
+        train = Fold(c, dims, &bucket[0]);
+        for (int k = 1; k < kSamples; ++k) {
+          LengthSample t = Fold(c, dims, &bucket[k]);
+          if (kind == "drifted_lengths") t = Scaled(t, 0.91 + 0.02 * (k - 1));
+          tests.push_back(std::move(t));
+        }
       }
-      for (uint32_t m : o.machines) {
-        ASSIGN_OR_RETURN(PartitionMap map, BuildPartitionMap(train, Build(dims, m, o.threshold, pb::PartitionMap::RHO_BOX,
-                                                                          1.0, o)));
-        std::vector<double> imb;
-        for (const auto& t : tests) imb.push_back(EvaluateMap(map, t).imbalance);
-        const double mean = std::accumulate(imb.begin(), imb.end(), 0.0) / imb.size();
-        double var = 0;
-        for (double x : imb) var += (x - mean) * (x - mean);
-        const double sd = std::sqrt(var / imb.size());
-        csv << kind << "," << m << "," << dims << "," << EvaluateMap(map, train).imbalance << "," << mean << "," << sd
-            << "," << sd / mean << "," << tests.size() << "," << tests[0].size() << "\n";
-        spdlog::info("stability ({}): {}D, {} machines: imbalance {:.3f} +- {:.4f} (CV {:.2f}%)", kind, dims, m, mean,
-                     sd, 100 * sd / mean);
+      for (const std::string& assignment : o.assignments) {
+        PartitionExperimentOptions variant = o;
+        variant.assignment = assignment;
+        for (uint32_t m : o.machines) {
+          ASSIGN_OR_RETURN(PartitionMap map, BuildPartitionMap(train, Build(dims, m, o.threshold,
+                                                                            pb::PartitionMap::RHO_BOX, 1.0, variant)));
+          std::vector<double> imb;
+          for (const auto& t : tests) imb.push_back(EvaluateMap(map, t).imbalance);
+          const double mean = std::accumulate(imb.begin(), imb.end(), 0.0) / imb.size();
+          double var = 0;
+          for (double x : imb) var += (x - mean) * (x - mean);
+          const double sd = std::sqrt(var / imb.size());
+          const MapEvaluation te = EvaluateMap(map, train);
+          size_t test_pages = 0;
+          for (const auto& t : tests) test_pages += t.size();
+          csv << kind << "," << m << "," << dims << "," << te.imbalance << "," << mean << "," << sd << "," << sd / mean
+              << "," << tests.size() << "," << test_pages / tests.size() << "," << assignment << "," << map.cells()
+              << "," << te.communication_reduction << "," << train.size() << ","
+              << *std::min_element(imb.begin(), imb.end()) << "," << *std::max_element(imb.begin(), imb.end()) << ",";
+          for (size_t k = 0; k < imb.size(); ++k) csv << (k ? ";" : "") << imb[k];
+          csv << "\n";
+          spdlog::info("stability ({}, {}): {}D, {} machines, {} cells: imbalance {:.3f} +- {:.4f} (CV {:.2f}%), "
+                       "{:.1f}% communication avoided",
+                       kind, assignment, dims, m, map.cells(), mean, sd, 100 * sd / mean,
+                       100 * te.communication_reduction);
+        }
       }
     }
   }
@@ -208,7 +328,8 @@ Status RunStabilityExperiment(const PartitionExperimentOptions& o) {
 }
 
 Status RunRoutingRecall(const PartitionExperimentOptions& o) {
-  ASSIGN_OR_RETURN(Corpus c, LoadCorpus(o, true));
+  RETURN_IF_ERROR(CheckAssignment(o.assignment));
+  ASSIGN_OR_RETURN(Corpus c, LoadCorpus(o, o.input, true));
   const LengthSample s = Fold(c, 3);
   std::vector<std::vector<uint64_t>> sets = std::move(c.sets);
   AllPairsStats st;

@@ -26,6 +26,21 @@ struct PartitionExperimentOptions {
   double fine_grain = 0.95;              // 0 = the threshold (the paper's rule)
   size_t max_eval_pages = 200000;        // routing evaluations use at most this many pages
   int threads = 0;
+  // Cell -> machine assignment: "largest-first" (the default), "spread" (every machine one cell
+  // of each band of the length order) or "contiguous" (runs of consecutive cells); the stability
+  // experiment takes each of `assignments`.
+  std::string assignment = "largest-first";
+  std::vector<std::string> assignments = {"largest-first"};
+  // Stability: crawls of successive epochs (gen-crawl --epoch, --length-drift); the map is trained
+  // on `input` and judged on each of these whole (kind "crawl_epochs"), besides the two kinds
+  // computed from `input` alone.
+  std::vector<std::string> epoch_inputs;
+  // Stability: which kinds to compute ("same_distribution", "drifted_lengths", "crawl_epochs").
+  std::vector<std::string> kinds = {"same_distribution", "drifted_lengths", "crawl_epochs"};
+  // If set, each crawl's signed length vectors are kept here (keyed by the crawl's path, size and
+  // modification time) and read back instead of signing the crawl again. Not for the recall
+  // experiment, which needs the shingle sets.
+  std::string cache_dir;
 };
 
 // Fig. 4: machines, dims, imbalance (map built and judged on the crawl's resident pages).
@@ -33,8 +48,9 @@ Status RunImbalanceFigure(const PartitionExperimentOptions& o);
 // Fig. 5: machines, threshold, routing, communication_reduction, machines_contacted (3D).
 Status RunCommunicationFigure(const PartitionExperimentOptions& o);
 // Stability: train on one eleventh of the URLs, judge on the ten others, as they are and with
-// their lengths scaled by 0.91..1.09 (drift); per dims and machines the mean, standard deviation
-// and coefficient of variation of the imbalance.
+// their lengths scaled by 0.91..1.09 (drift); with epoch_inputs, also train on all of `input` and
+// judge on each epoch crawl. Per kind, assignment, dims and machines: the mean, standard
+// deviation and coefficient of variation of the imbalance, and the communication avoided.
 Status RunStabilityExperiment(const PartitionExperimentOptions& o);
 // Recall lost to routing: the exact baseline's pairs at o.threshold; for each rho and the exact
 // mode, the share of pairs whose earlier page's home is not among the later page's routed cells.

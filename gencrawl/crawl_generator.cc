@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -237,20 +238,50 @@ struct Spike {
 };
 constexpr Spike kSpikes[] = {{237, 0.36}, {142, 0.14}, {64, 0.12}, {415, 0.14}, {760, 0.13}, {1190, 0.11}};
 
-uint32_t SampleLength(Rng& r) {
+// The length mixture of one crawl epoch. Epoch 0 (or no drift) is the mixture above. Epoch e
+// with drift d: component c's weight is multiplied by exp(d * e * kSpikeTrend[c]) and the weights
+// renormalized (templated sites grow or shrink: alternate spikes gain and lose pages), and the
+// body's median is multiplied by exp(d * e / 2) (free-form pages slowly get longer). The spikes
+// stay where they are (a template's length does not change).
+constexpr double kSpikeTrend[] = {1.0, -1.0, 1.0, -1.0, 1.0, -1.0};
+struct LengthModel {
+  bool drifted = false;
+  double body_share = 0.55;
+  double log_median = 0;
+  double spike_weight[std::size(kSpikes)] = {};
+
+  LengthModel(uint32_t epoch, double drift) {
+    log_median = DetLog(300.0);
+    for (size_t i = 0; i < std::size(kSpikes); ++i) spike_weight[i] = kSpikes[i].weight;
+    if (epoch == 0 || drift == 0.0) return;
+    drifted = true;
+    const double t = drift * static_cast<double>(epoch);
+    log_median += t / 2;
+    double spikes = 0;
+    for (size_t i = 0; i < std::size(kSpikes); ++i) {
+      spike_weight[i] = 0.45 * kSpikes[i].weight * DetExp(t * kSpikeTrend[i]);
+      spikes += spike_weight[i];
+    }
+    body_share = 0.55 / (0.55 + spikes);
+    for (double& w : spike_weight) w /= spikes;  // within the spikes' share, as kSpikes
+  }
+};
+
+uint32_t SampleLength(Rng& r, const LengthModel& m) {
   static const double kLogMedian = DetLog(300.0);
-  if (r.Uniform() < 0.55) {
+  const double log_median = m.drifted ? m.log_median : kLogMedian;
+  if (r.Uniform() < m.body_share) {
     for (;;) {
-      const double x = DetExp(kLogMedian + 0.75 * r.Normal());
+      const double x = DetExp(log_median + 0.75 * r.Normal());
       if (x >= 20.0 && x < 1700.5) return static_cast<uint32_t>(x + 0.5);
     }
   }
   double u = r.Uniform();
   const Spike* s = &kSpikes[0];
-  for (const Spike& sp : kSpikes) {
-    s = &sp;
-    if (u < sp.weight) break;
-    u -= sp.weight;
+  for (size_t i = 0; i < std::size(kSpikes); ++i) {
+    s = &kSpikes[i];
+    if (u < m.spike_weight[i]) break;
+    u -= m.spike_weight[i];
   }
   const uint32_t jitter = s->words / 80 + 1;
   const uint32_t len = s->words - jitter + static_cast<uint32_t>(r.Below(2 * jitter + 1));
@@ -697,7 +728,11 @@ class Renderer {
 class Generator {
  public:
   explicit Generator(const CrawlGenOptions& o)
-      : o_(o), vocab_(GetVocabulary()), rng_(Mix(o.seed, kSaltPlan)), slug_seed_(Mix(o.seed, kSaltSlug)) {}
+      : o_(o),
+        vocab_(GetVocabulary()),
+        rng_(Mix(o.seed, kSaltPlan)),
+        slug_seed_(Mix(o.seed, kSaltSlug)),
+        lengths_(o.epoch, o.length_drift) {}
 
   void Plan();
   Status Emit(std::FILE* crawl, std::FILE* truth, CrawlGenStats* stats);
@@ -732,7 +767,7 @@ class Generator {
   uint32_t NewContent(uint32_t host) {
     Content c;
     c.article_seed = rng_.Next();
-    const uint32_t len = SampleLength(rng_);
+    const uint32_t len = SampleLength(rng_, lengths_);
     const Host& h = hosts_[host];
     if (len >= 4 * h.bp_len) {
       c.bp_host = static_cast<int32_t>(host);
@@ -781,6 +816,7 @@ class Generator {
   const Vocabulary& vocab_;
   Rng rng_;
   const uint64_t slug_seed_;
+  const LengthModel lengths_;
   std::vector<Host> hosts_;
   std::vector<double> host_cdf_;       // content hosts only (indices 0..size-1)
   std::vector<uint32_t> shorteners_;   // host indices of URL shorteners
@@ -1423,6 +1459,10 @@ Status GenerateCrawl(const CrawlGenOptions& options, std::FILE* crawl, std::FILE
   if (!(options.html_share >= 0.0 && options.html_share <= 1.0)) {
     return InvalidArgument("GenerateCrawl: html_share must be in [0, 1], got " + std::to_string(options.html_share));
   }
+  if (!(options.length_drift >= 0.0 && options.length_drift <= 0.2)) {
+    return InvalidArgument("GenerateCrawl: length_drift must be in [0, 0.2], got " + std::to_string(options.length_drift));
+  }
+  if (options.epoch > 100) return InvalidArgument("GenerateCrawl: epoch must be in 0..100, got " + std::to_string(options.epoch));
   if (options.shingle_k < 1 || options.shingle_k > 16) {
     return InvalidArgument("GenerateCrawl: shingle_k must be in 1..16, got " + std::to_string(options.shingle_k));
   }

@@ -85,6 +85,14 @@ struct CrawlGenOptions {
   uint64_t seed = 1;
   double html_share = 0.25;  // share of content records emitted as "html" (rest as "text")
   int shingle_k = 5;         // used only to compute the truth file's jaccard_to_source (and to aim edits)
+  // Content drift between successive crawls of the same web: the page-length mixture of crawl
+  // epoch `epoch` with drift `length_drift` per epoch (both 0: the mixture described above).
+  // Epoch e: each length spike's weight is multiplied by exp(+-length_drift * e) (alternate
+  // spikes grow and shrink, as templated sites gain or lose pages) and the log-normal body's
+  // median by exp(length_drift * e / 2); spike positions do not move. Use another seed per epoch
+  // for another crawl. Epoch 0 or drift 0 gives exactly the bytes of the undrifted generator.
+  uint32_t epoch = 0;
+  double length_drift = 0;
 };
 
 struct CrawlGenStats {
@@ -100,7 +108,8 @@ struct CrawlGenStats {
 // Deterministic: the same options give byte-identical output on any machine.
 // Errors:
 //   InvalidArgument  crawl is null; pages == 0 or pages > 100,000,000; html_share is not in
-//                    [0, 1] (or is NaN); shingle_k is not in 1..16.
+//                    [0, 1] (or is NaN); shingle_k is not in 1..16; length_drift is not in
+//                    [0, 0.2]; epoch > 100.
 //   IoError          a write to either file failed (short fwrite, ferror, or fflush failure);
 //                    the files then hold a prefix of the output.
 Status GenerateCrawl(const CrawlGenOptions& options, std::FILE* crawl, std::FILE* truth, CrawlGenStats* stats);

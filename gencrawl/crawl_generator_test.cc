@@ -237,7 +237,76 @@ TEST(CrawlGeneratorTest, BadOptionsAreRefused) {
     o.shingle_k = k;
     EXPECT_EQ(code(o, f), StatusCode::kOk) << k;
   }
+  for (double drift : {-0.01, 0.3, std::nan("")}) {
+    o = ok;
+    o.length_drift = drift;
+    EXPECT_EQ(code(o, f), StatusCode::kInvalidArgument) << drift;
+  }
+  o = ok;
+  o.epoch = 101;
+  EXPECT_EQ(code(o, f), StatusCode::kInvalidArgument);
   std::fclose(f);
+}
+
+// Word counts of the text records of a text-only crawl.
+std::vector<size_t> TextLengths(const Output& out) {
+  std::vector<size_t> lengths;
+  simdjson::dom::parser parser;
+  std::vector<uint64_t> words;
+  for (std::string_view line : Lines(out.crawl)) {
+    const simdjson::padded_string p(line);
+    simdjson::dom::element e;
+    std::string_view text;
+    if (parser.parse(p).get(e) != simdjson::SUCCESS || e["text"].get(text) != simdjson::SUCCESS) continue;
+    lengths.push_back(HashWords(text, &words));
+  }
+  return lengths;
+}
+
+TEST(CrawlGeneratorTest, EpochZeroOrNoDriftIsTheUndriftedCrawl) {
+  CrawlGenOptions o;
+  o.pages = 1200;
+  o.seed = 9;
+  const Output base = Generate(o);
+  CrawlGenOptions e0 = o;
+  e0.length_drift = 0.05;  // epoch 0
+  CrawlGenOptions d0 = o;
+  d0.epoch = 7;  // no drift
+  EXPECT_EQ(Generate(e0).crawl, base.crawl);
+  EXPECT_EQ(Generate(d0).crawl, base.crawl);
+  CrawlGenOptions drifted = o;
+  drifted.epoch = 3;
+  drifted.length_drift = 0.05;
+  const Output a = Generate(drifted), b = Generate(drifted);
+  EXPECT_EQ(a.crawl, b.crawl);  // still deterministic
+  EXPECT_NE(a.crawl, base.crawl);
+}
+
+TEST(CrawlGeneratorTest, LengthDriftMovesWeightBetweenSpikesAndStretchesTheBody) {
+  CrawlGenOptions o;
+  o.pages = 8000;
+  o.seed = 5;
+  o.html_share = 0;
+  CrawlGenOptions later = o;
+  later.epoch = 10;
+  later.length_drift = 0.05;  // spikes x exp(+-0.5), body median x exp(0.25)
+  const auto before = TextLengths(Generate(o)), after = TextLengths(Generate(later));
+  ASSERT_GT(before.size(), 5000u);
+  ASSERT_GT(after.size(), 5000u);
+  // Share of pages near a spike (the generator's jitter, plus a few words of tokenizer slack).
+  auto share = [](const std::vector<size_t>& v, size_t spike) {
+    const size_t slack = spike / 80 + 3;
+    return static_cast<double>(std::count_if(v.begin(), v.end(), [&](size_t n) {
+             return n + slack >= spike && n <= spike + slack;
+           })) / static_cast<double>(v.size());
+  };
+  EXPECT_GT(share(after, 237), 1.3 * share(before, 237));  // a growing spike
+  EXPECT_LT(share(after, 142), 0.8 * share(before, 142));  // a shrinking one
+  auto median = [](std::vector<size_t> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  EXPECT_NE(median(after), median(before));
 }
 
 TEST(CrawlGeneratorTest, WriteFailureIsIoError) {

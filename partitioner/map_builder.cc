@@ -20,6 +20,167 @@ double Imbalance(const std::vector<double>& load) {
   return *std::max_element(load.begin(), load.end()) / (total / static_cast<double>(load.size()));
 }
 
+namespace {
+
+std::vector<double> MachineLoads(const std::vector<double>& cell_weight, const std::vector<uint32_t>& machine_of,
+                                 uint32_t machines) {
+  std::vector<double> load(machines, 0.0);
+  for (size_t c = 0; c < cell_weight.size(); ++c) {
+    if (cell_weight[c] > 0) load[machine_of[c]] += cell_weight[c];
+  }
+  return load;
+}
+
+// Empty cells (no sample page yet): round-robin, least-loaded machines first.
+void AssignEmptyCells(const std::vector<double>& cell_weight, uint32_t machines, std::vector<uint32_t>* machine_of) {
+  const std::vector<double> load = MachineLoads(cell_weight, *machine_of, machines);
+  std::vector<uint32_t> by_load(machines);
+  std::iota(by_load.begin(), by_load.end(), 0u);
+  std::stable_sort(by_load.begin(), by_load.end(), [&](uint32_t a, uint32_t b) { return load[a] < load[b]; });
+  size_t i = 0;
+  for (size_t c = 0; c < cell_weight.size(); ++c) {
+    if (cell_weight[c] <= 0) (*machine_of)[c] = by_load[i++ % by_load.size()];
+  }
+}
+
+// A step of RefineAssignment that exchanges up to two cells each way between the heaviest
+// machine `hi` and another machine (when no single move or swap helps): for every machine x, the
+// sums of one or two of hi's cells against the sums of none, one or two of x's cells (sorted, so
+// each of hi's sums finds its best partner by binary search). Banded: two for two cells of the
+// same two bands only. Applies the best exchange and returns true if it lowers the larger of
+// the two machines' loads below load[hi].
+bool CompoundStep(const std::vector<double>& w, const RefineOptions& o, uint32_t hi, std::vector<double>* load,
+                  std::vector<std::vector<uint32_t>>* cells_of, std::vector<uint32_t>* machine_of, double* moved) {
+  struct Combo {
+    double v;
+    int64_t a, b;  // cells (-1: none)
+    uint64_t key;  // banded: the two bands, ordered
+  };
+  const bool banded = !o.band.empty();
+  auto key_of = [&](int64_t a, int64_t b) -> uint64_t {
+    if (!banded || a < 0 || b < 0) return 0;
+    uint64_t x = o.band[static_cast<size_t>(a)], y = o.band[static_cast<size_t>(b)];
+    if (x > y) std::swap(x, y);
+    return (x << 32) | y;
+  };
+  auto combos = [&](const std::vector<uint32_t>& cells, bool with_empty) {
+    std::vector<Combo> out;
+    if (with_empty && !banded && o.moves) out.push_back({0, -1, -1, 0});
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (!banded) out.push_back({w[cells[i]], cells[i], -1, 0});
+      for (size_t j = i + 1; j < cells.size(); ++j) {
+        out.push_back({w[cells[i]] + w[cells[j]], cells[i], cells[j], key_of(cells[i], cells[j])});
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const Combo& a, const Combo& b) {
+      return a.key != b.key ? a.key < b.key : a.v != b.v ? a.v < b.v : a.a != b.a ? a.a < b.a : a.b < b.b;
+    });
+    return out;
+  };
+  const std::vector<Combo> mine = combos((*cells_of)[hi], false);
+  const double top = (*load)[hi];
+  double best = top - 1e-12 * top;
+  uint32_t bx = hi;
+  Combo bh{}, bv{};
+  const uint32_t machines = static_cast<uint32_t>(load->size());
+  for (uint32_t x = 0; x < machines; ++x) {
+    if (x == hi) continue;
+    const double gap = top - (*load)[x];
+    if (gap <= 0) continue;
+    const std::vector<Combo> theirs = combos((*cells_of)[x], true);
+    for (const Combo& h : mine) {
+      // Partner value nearest h.v - gap / 2 among combos of the same key.
+      const double want = h.v - gap / 2;
+      auto it = std::lower_bound(theirs.begin(), theirs.end(), Combo{want, -1, -1, h.key},
+                                 [](const Combo& a, const Combo& b) { return a.key != b.key ? a.key < b.key : a.v < b.v; });
+      for (auto c = it - (it == theirs.begin() ? 0 : 1); c != theirs.end() && c <= it; ++c) {
+        if (c->key != h.key) continue;
+        const double d = h.v - c->v;
+        if (d <= 0 || *moved + h.v + c->v > o.move_budget) continue;
+        const double worst = std::max(top - d, (*load)[x] + d);
+        if (worst < best) { best = worst; bx = x; bh = h; bv = *c; }
+      }
+    }
+  }
+  if (bx == hi) return false;
+  auto move = [&](int64_t cell, uint32_t from, uint32_t to) {
+    if (cell < 0) return;
+    const uint32_t c = static_cast<uint32_t>(cell);
+    auto& list = (*cells_of)[from];
+    list.erase(std::find(list.begin(), list.end(), c));
+    (*cells_of)[to].push_back(c);
+    (*machine_of)[c] = to;
+    (*load)[from] -= w[c];
+    (*load)[to] += w[c];
+    *moved += w[c];
+  };
+  move(bh.a, hi, bx);
+  move(bh.b, hi, bx);
+  move(bv.a, bx, hi);
+  move(bv.b, bx, hi);
+  return true;
+}
+
+}  // namespace
+
+double RefineAssignment(const std::vector<double>& w, std::vector<uint32_t>* machine_of, uint32_t machines,
+                        const RefineOptions& o) {
+  if (machines < 2) return 0;
+  const bool banded = !o.band.empty();
+  std::vector<double> load = MachineLoads(w, *machine_of, machines);
+  std::vector<std::vector<uint32_t>> cells_of(machines);
+  for (uint32_t c = 0; c < w.size(); ++c) {
+    if (w[c] > 0) cells_of[(*machine_of)[c]].push_back(c);
+  }
+  const double mean = std::accumulate(load.begin(), load.end(), 0.0) / machines;
+  auto move_cell = [&](uint32_t from, size_t index, uint32_t to) {
+    const uint32_t c = cells_of[from][index];
+    load[from] -= w[c];
+    load[to] += w[c];
+    (*machine_of)[c] = to;
+    cells_of[from].erase(cells_of[from].begin() + static_cast<std::ptrdiff_t>(index));
+    cells_of[to].push_back(c);
+  };
+  double moved = 0;
+  for (size_t step = 0; step < o.max_steps; ++step) {
+    const uint32_t hi = static_cast<uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
+    if (mean <= 0 || load[hi] / mean <= o.target_imbalance) break;
+    // Best step: the smallest max(new load of hi, new load of x) over machines x and cells.
+    const double eps = 1e-12 * load[hi];
+    double best = load[hi] - eps;
+    int64_t bx = -1, bi = -1, bj = -1;
+    for (uint32_t x = 0; x < machines; ++x) {
+      if (x == hi) continue;
+      for (size_t i = 0; i < cells_of[hi].size(); ++i) {
+        const double wi = w[cells_of[hi][i]];
+        if (o.moves && !banded && moved + wi <= o.move_budget) {
+          const double worst = std::max(load[hi] - wi, load[x] + wi);
+          if (worst < best) { best = worst; bx = x; bi = static_cast<int64_t>(i); bj = -1; }
+        }
+        if (!o.swaps) continue;
+        for (size_t j = 0; j < cells_of[x].size(); ++j) {
+          const uint32_t cj = cells_of[x][j];
+          const double d = wi - w[cj];
+          if (d <= 0 || moved + wi + w[cj] > o.move_budget) continue;
+          if (banded && o.band[cells_of[hi][i]] != o.band[cj]) continue;
+          const double worst = std::max(load[hi] - d, load[x] + d);
+          if (worst < best) { best = worst; bx = x; bi = static_cast<int64_t>(i); bj = static_cast<int64_t>(j); }
+        }
+      }
+    }
+    if (bx < 0) {
+      if (!o.compound || !CompoundStep(w, o, hi, &load, &cells_of, machine_of, &moved)) break;
+      continue;
+    }
+    const uint32_t x = static_cast<uint32_t>(bx);
+    moved += w[cells_of[hi][static_cast<size_t>(bi)]];
+    if (bj >= 0) moved += w[cells_of[x][static_cast<size_t>(bj)]];
+    move_cell(hi, static_cast<size_t>(bi), x);
+    if (bj >= 0) move_cell(x, static_cast<size_t>(bj), hi);  // bj still indexes the cell chosen
+  }
+  return moved;
+}
+
 std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_weight, uint32_t machines) {
   std::vector<uint32_t> order(cell_weight.size());
   std::iota(order.begin(), order.end(), 0u);
@@ -28,61 +189,68 @@ std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_we
   std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> heap;
   for (uint32_t m = 0; m < machines; ++m) heap.emplace(0.0, m);
   std::vector<uint32_t> machine_of(cell_weight.size(), 0);
-  std::vector<uint32_t> empty;
   for (uint32_t c : order) {
-    if (cell_weight[c] <= 0) { empty.push_back(c); continue; }
+    if (cell_weight[c] <= 0) continue;
     auto [load, m] = heap.top();
     heap.pop();
     machine_of[c] = m;
     heap.emplace(load + cell_weight[c], m);
   }
+  RefineAssignment(cell_weight, &machine_of, machines, {});
+  AssignEmptyCells(cell_weight, machines, &machine_of);
+  return machine_of;
+}
+
+std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, uint32_t machines,
+                                        const std::vector<double>& cell_length) {
+  // Non-empty cells in length order (index order without lengths); bands over their ranks.
+  std::vector<uint32_t> order;
+  for (uint32_t c = 0; c < cell_weight.size(); ++c) {
+    if (cell_weight[c] > 0) order.push_back(c);
+  }
+  if (cell_length.size() == cell_weight.size()) {
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return cell_length[a] < cell_length[b]; });
+  }
+  std::vector<WeightedValue> values;
+  for (size_t rank = 0; rank < order.size(); ++rank) values.push_back({rank, cell_weight[order[rank]]});
+  const size_t bands = machines == 0 ? 1 : values.size() / machines;
+  if (bands < 2) return AssignCellsLargestFirst(cell_weight, machines);
+  auto ranges = BalanceRanges(std::move(values), BalanceOptions{.ranges = bands});
+  if (!ranges.ok()) return AssignCellsLargestFirst(cell_weight, machines);  // weights were checked upstream
+  std::vector<std::vector<uint32_t>> band_cells(ranges->size());
+  RefineOptions refine;
+  refine.band.assign(cell_weight.size(), 0);
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    const uint32_t c = order[rank];
+    refine.band[c] = static_cast<uint32_t>(FindRange(*ranges, rank));
+    band_cells[refine.band[c]].push_back(c);
+  }
+  std::vector<uint32_t> machine_of(cell_weight.size(), 0);
   std::vector<double> load(machines, 0.0);
-  for (uint32_t c = 0; c < cell_weight.size(); ++c) {
-    if (cell_weight[c] > 0) load[machine_of[c]] += cell_weight[c];
-  }
-  // Refinement: move a cell, or swap two, between the heaviest and the lightest machine while
-  // that lowers the heavier of the two (each step strictly improves, so it ends).
-  std::vector<std::vector<uint32_t>> cells_of(machines);
-  for (uint32_t c = 0; c < cell_weight.size(); ++c) {
-    if (cell_weight[c] > 0) cells_of[machine_of[c]].push_back(c);
-  }
-  auto move_cell = [&](uint32_t from, size_t index, uint32_t to) {
-    const uint32_t c = cells_of[from][index];
-    load[from] -= cell_weight[c];
-    load[to] += cell_weight[c];
-    machine_of[c] = to;
-    cells_of[from].erase(cells_of[from].begin() + static_cast<std::ptrdiff_t>(index));
-    cells_of[to].push_back(c);
-  };
-  for (int step = 0; step < 10000; ++step) {
-    const uint32_t hi = static_cast<uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
-    const uint32_t lo = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    const double gap = load[hi] - load[lo];
-    // Best transfer d (0 < d < gap) from hi to lo: closest to gap / 2.
-    double best = gap;
-    int64_t bi = -1, bj = -1;
-    for (size_t i = 0; i < cells_of[hi].size(); ++i) {
-      const double wi = cell_weight[cells_of[hi][i]];
-      if (wi < gap && std::abs(wi - gap / 2) < best) { best = std::abs(wi - gap / 2); bi = static_cast<int64_t>(i); bj = -1; }
-      for (size_t j = 0; j < cells_of[lo].size(); ++j) {
-        const double d = wi - cell_weight[cells_of[lo][j]];
-        if (d > 0 && d < gap && std::abs(d - gap / 2) < best) {
-          best = std::abs(d - gap / 2);
-          bi = static_cast<int64_t>(i);
-          bj = static_cast<int64_t>(j);
-        }
+  std::vector<char> used(machines, 0);
+  for (auto& cells : band_cells) {
+    std::stable_sort(cells.begin(), cells.end(), [&](uint32_t a, uint32_t b) { return cell_weight[a] > cell_weight[b]; });
+    std::fill(used.begin(), used.end(), 0);
+    uint32_t free_machines = machines;
+    for (uint32_t c : cells) {
+      if (free_machines == 0) {
+        std::fill(used.begin(), used.end(), 0);
+        free_machines = machines;
       }
+      uint32_t pick = 0;
+      bool found = false;
+      for (uint32_t m = 0; m < machines; ++m) {
+        if (!used[m] && (!found || load[m] < load[pick])) { pick = m; found = true; }
+      }
+      used[pick] = 1;
+      --free_machines;
+      machine_of[c] = pick;
+      load[pick] += cell_weight[c];
     }
-    if (bi < 0 || best >= gap / 2 - 1e-12) break;
-    move_cell(hi, static_cast<size_t>(bi), lo);
-    if (bj >= 0) move_cell(lo, static_cast<size_t>(bj), hi);  // bj still indexes the cell chosen
   }
-  // Empty cells (no sample page yet): round-robin, least-loaded machines first.
-  std::vector<uint32_t> by_load(machines);
-  std::iota(by_load.begin(), by_load.end(), 0u);
-  std::stable_sort(by_load.begin(), by_load.end(), [&](uint32_t a, uint32_t b) { return load[a] < load[b]; });
-  std::sort(empty.begin(), empty.end());
-  for (size_t i = 0; i < empty.size(); ++i) machine_of[empty[i]] = by_load[i % by_load.size()];
+  refine.moves = false;
+  RefineAssignment(cell_weight, &machine_of, machines, refine);
+  AssignEmptyCells(cell_weight, machines, &machine_of);
   return machine_of;
 }
 
@@ -130,6 +298,7 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
   std::iota(queue[0].points.begin(), queue[0].points.end(), 0u);
   p.add_slice();
   std::vector<double> weight;
+  std::vector<double> length;  // per cell: mean total length (sum over dimensions) of its pages
   for (size_t q = 0; q < queue.size(); ++q) {
     Pending node = std::move(queue[q]);
     std::vector<WeightedValue> values;
@@ -141,6 +310,15 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
     if (node.depth + 1 == o.dims) {
       slice->set_first_child(static_cast<uint32_t>(weight.size()));
       for (const auto& r : ranges) weight.push_back(r.weight);
+      if (o.spread_machines) {
+        const size_t first_cell = length.size();
+        length.resize(weight.size(), 0.0);
+        for (uint32_t i : node.points) {
+          const auto v = sample.Vector(i, feature);
+          length[first_cell + FindRange(ranges, v[node.depth])] += std::accumulate(v.begin(), v.end(), 0.0);
+        }
+        for (size_t c = first_cell; c < weight.size(); ++c) length[c] /= std::max(1.0, weight[c]);
+      }
       continue;
     }
     const int first = p.slice_size();
@@ -152,8 +330,9 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
       queue.push_back({first + static_cast<int>(r), node.depth + 1, std::move(parts[r])});
     }
   }
-  const std::vector<uint32_t> machine_of =
-      o.contiguous_machines ? AssignCellsContiguous(weight, o.machines) : AssignCellsLargestFirst(weight, o.machines);
+  const std::vector<uint32_t> machine_of = o.contiguous_machines ? AssignCellsContiguous(weight, o.machines)
+                                           : o.spread_machines   ? AssignCellsSpread(weight, o.machines, length)
+                                                                 : AssignCellsLargestFirst(weight, o.machines);
   p.mutable_cell_machine()->Assign(machine_of.begin(), machine_of.end());
   p.mutable_cell_weight()->Assign(weight.begin(), weight.end());
   return PartitionMap::FromProto(std::move(p));

@@ -41,6 +41,14 @@ struct MapBuildOptions {
   // share a machine) balanced by weight with BalanceRanges: a page's route then spans fewer
   // machines, which is what a pipeline with few shards wants.
   bool contiguous_machines = false;
+  // Machine assignment spread over the length order (ignored when contiguous_machines is set):
+  // the cells, ordered by the mean total length of their pages, are cut into bands of about one
+  // cell per machine and each machine gets one cell of every band (largest-first by load within the band, then swaps inside
+  // bands). Every machine then holds about the same share of every length region, so when the
+  // length distribution drifts (a length spike grows, pages get longer) every machine's load
+  // changes alike and the imbalance stays put. Costs communication: a page's route spans more
+  // machines than with contiguous runs. Wants more cells per machine (e.g. 16) to have bands.
+  bool spread_machines = false;
 };
 
 // The feature a routing mode needs: EXACT_L1 bounds shingle counts, RHO_BOX word lengths.
@@ -50,10 +58,47 @@ pb::PartitionMap::Feature FeatureFor(pb::PartitionMap::Routing routing);
 // an empty sample.
 StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBuildOptions& options);
 
-// Greedy largest-first assignment of weighted cells to machines, then improved by moving or
-// swapping cells between the heaviest and the lightest machine while that helps; empty cells are
-// spread round-robin over the machines in ascending load order.
+// Greedy largest-first assignment of weighted cells to machines, then improved by
+// RefineAssignment (moves and swaps); empty cells are spread round-robin over the machines in
+// ascending load order.
 std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_weight, uint32_t machines);
+
+// Each machine gets about one cell of every band of the length order (MapBuildOptions::
+// spread_machines): the non-empty cells, sorted by `cell_length` (the mean total length of their
+// pages; cell index order when it is empty), are cut into floor(non-empty cells / machines) bands
+// of about equal weight; inside a band, cells go heaviest first to the least-loaded machine that
+// has no cell of the band yet (once every machine has one, the next round starts); then
+// RefineAssignment with exchanges inside a band only. Empty cells as in AssignCellsLargestFirst.
+// Fewer non-empty cells than 2 machines' worth: one band, i.e. largest-first.
+std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, uint32_t machines,
+                                        const std::vector<double>& cell_length = {});
+
+struct RefineOptions {
+  // Total weight that may change machine (a swap counts both cells); infinite by default.
+  double move_budget = 1e300;
+  // Stop as soon as max / mean load is at or below this (0: go on while it helps).
+  double target_imbalance = 0;
+  bool moves = true;   // move one cell from the heaviest machine to another
+  bool swaps = true;   // exchange a cell of the heaviest machine with a lighter one of another
+  // If non-empty (one entry per cell), a swap must keep both cells in their band, and moves are
+  // off: every machine keeps its number of cells per band.
+  std::vector<uint32_t> band = {};
+  // When no single move or swap helps: exchange up to two cells each way (2 for 0, 1 or 2 cells;
+  // 1 for 2), which levels machines to within a page or two when every cell is far heavier.
+  bool compound = true;
+  size_t max_steps = 100000;
+};
+
+// Local search on a cell -> machine assignment, minimizing the heaviest machine's load: each step
+// takes the heaviest machine and, over every other machine, the move of one of its cells or the
+// swap of one of its cells with a lighter one that leaves the larger of the two machines' new
+// loads smallest; it is taken only if that is below the heaviest load (so the sorted load vector
+// strictly falls and the search ends); then, if none helps, the best compound exchange (see
+// RefineOptions::compound). Used by the map builder (no budget) and by rebalancing
+// (a move budget and a target). Cells of weight <= 0 never move. Returns the weight moved.
+// Thread safety: pure apart from *machine_of.
+double RefineAssignment(const std::vector<double>& cell_weight, std::vector<uint32_t>* machine_of, uint32_t machines,
+                        const RefineOptions& options);
 
 // Consecutive cells to each machine, the heaviest machine as light as contiguity allows
 // (balanced_ranges.h over cell indices); every machine gets at least one cell when there are

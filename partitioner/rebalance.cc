@@ -15,31 +15,6 @@ std::vector<double> Loads(const std::vector<double>& cell_weight, const std::vec
   return load;
 }
 
-// Step 1: move whole cells between machines, boundaries unchanged.
-double ReassignCells(const std::vector<double>& w, std::vector<uint32_t>* machine_of, uint32_t machines,
-                     double budget, double target) {
-  std::vector<double> load = Loads(w, *machine_of, machines);
-  double moved = 0;
-  for (size_t iter = 0; iter < w.size() * 4 && Imbalance(load) > target; ++iter) {
-    const uint32_t hi = static_cast<uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
-    const uint32_t lo = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    const double gap = load[hi] - load[lo];
-    int64_t best = -1;
-    double best_score = gap;  // |w - gap/2| must beat doing nothing
-    for (size_t c = 0; c < w.size(); ++c) {
-      if ((*machine_of)[c] != hi || w[c] <= 0 || w[c] >= gap || moved + w[c] > budget) continue;
-      const double score = std::abs(w[c] - gap / 2);
-      if (score < best_score) { best_score = score; best = static_cast<int64_t>(c); }
-    }
-    if (best < 0) break;
-    (*machine_of)[best] = lo;
-    load[hi] -= w[best];
-    load[lo] += w[best];
-    moved += w[best];
-  }
-  return moved;
-}
-
 }  // namespace
 
 StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSample& fresh, const RebalanceOptions& o) {
@@ -68,7 +43,9 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
 
   // Step 1.
   std::vector<uint32_t> machine_of = old_machine;
-  ReassignCells(w, &machine_of, machines, o.max_move * total, o.target_imbalance);
+  // Single moves and swaps only: a compound exchange moves three or four cells for a small gain.
+  RefineAssignment(w, &machine_of, machines,
+                   {.move_budget = o.max_move * total, .target_imbalance = o.target_imbalance, .compound = false});
   const double step1 = Imbalance(Loads(w, machine_of, machines));
   pb::PartitionMap p = old_map.proto();
   p.set_generation(p.generation() + 1);

@@ -2,9 +2,9 @@
 // few pages as possible).
 //
 // Given the current map and a fresh sample:
-//  1. Keep every boundary and move whole cells between machines: repeatedly move the cell from the
-//     heaviest machine to the lightest that best halves their gap, while that helps and the moved
-//     share stays within max_move.
+//  1. Keep every boundary and move or swap whole cells between machines (RefineAssignment of
+//     map_builder.h: the heaviest machine's best move or swap, while that helps, the imbalance is
+//     above target and the moved share stays within max_move).
 //  2. Only if the imbalance is still above target (a cell itself has grown too heavy, which
 //     reassignment cannot fix), re-slice from the fresh sample (as the map was sliced: same
 //     fine-grain ratio and cells per machine) and give each new cell to the

@@ -232,6 +232,24 @@ TEST_F(CliTest, PartitionExperimentsWriteTheirCsv) {
   r = Neardup("experiment stability --input " + Path("crawl.jsonl") + " --machines 4 --csv " + Path("st.csv"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(rows("st.csv"), 2u * 3u);  // {same, drifted} x dims
+  // Epoch crawls, two assignments, one kind; the second run reads the vectors back from the cache
+  // and writes the same rows.
+  ASSERT_EQ(Neardup("gen-crawl --pages 1000 --seed 4 --epoch 1 --length-drift 0.1 --out " + Path("e1.jsonl")).code, 0);
+  const std::string epochs = "experiment stability --input " + Path("crawl.jsonl") + " --epoch-inputs " +
+                             Path("e1.jsonl") + " --kinds crawl_epochs --assignments largest-first spread " +
+                             "--machines 2 4 --cache-dir " + Path("cache") + " --csv ";
+  r = Neardup(epochs + Path("ep.csv"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(rows("ep.csv"), 3u * 2u * 2u);  // dims x assignments x machines
+  EXPECT_THAT(Read(Path("ep.csv")), HasSubstr("crawl_epochs,4,3,"));
+  r = Neardup(epochs + Path("ep2.csv"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err + r.out, HasSubstr("vectors from"));
+  EXPECT_EQ(Read(Path("ep.csv")), Read(Path("ep2.csv")));
+  EXPECT_NE(Neardup("experiment stability --input " + Path("crawl.jsonl") + " --assignments sideways --csv " +
+                    Path("x.csv")).code, 0);
+  EXPECT_NE(Neardup("experiment stability --input " + Path("crawl.jsonl") + " --kinds weekly --csv " + Path("x.csv"))
+                .code, 0);
   r = Neardup("experiment recall --input " + Path("crawl.jsonl") + " --machines 8 --rhos 1.0 --csv " + Path("rc.csv"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(rows("rc.csv"), 2u);  // rho 1.0 and exact
