@@ -362,7 +362,6 @@ void Shard::Impl::SetPageTable(uint32_t slot, const pb::PageSignature& sig, std:
                prefix.empty() ? 0 : order_.Key(prefix.back()), bitmap);
 }
 
-
 Status Shard::Impl::OpenLog() {
   std::string v;
   uint64_t end = 0;
