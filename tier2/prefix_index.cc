@@ -150,9 +150,11 @@ void PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t
 }
 
 bool PrefixIndex::NeedsCompaction() const {
-  // Compact() costs O(postings + buckets): waiting for an eighth of that keeps it to a few moves per
-  // added posting, however small the index is next to its bucket table.
-  return overflow_count_ > (postings_.size() + offsets_.size()) / 8 + 4096 || dead_postings_ > live_postings_ / 4 + 4096;
+  // Compact() costs O(postings + buckets): waiting for 1/32 of that keeps it to a few dozen moves
+  // per added posting, however small the index is next to its bucket table, and caps the overflow
+  // table (8 bytes a slot, at most 60% full, a power of two) at about (postings + buckets) bytes
+  // times 8 / 32 / 0.3, i.e. under one byte per main posting.
+  return overflow_count_ > (postings_.size() + offsets_.size()) / 32 + 4096 || dead_postings_ > live_postings_ / 4 + 4096;
 }
 
 void PrefixIndex::Compact() {

@@ -37,6 +37,27 @@ TEST(PrefixIndex, FindsWhatWasAdded) {
   EXPECT_EQ(index.AllocateSlot(), 1u);
 }
 
+// Growing page by page with the shard's compaction policy, the index never holds more than the
+// main arrays plus about one byte per posting of overflow table (plus the slot state): the RAM
+// figure a shard reports is not just a lucky moment between compactions.
+TEST(PrefixIndex, OverflowTableStaysSmallWhileGrowing) {
+  std::mt19937_64 rng(11);
+  PrefixIndex index(PrefixIndex::BucketBitsFor(40 * 60000));
+  std::vector<uint64_t> tokens(40);
+  for (int page = 0; page < 60000; ++page) {
+    for (auto& t : tokens) t = rng();
+    ASSERT_TRUE(index.Add(index.AllocateSlot(), tokens));
+    if (index.NeedsCompaction()) index.Compact();
+    const uint64_t postings = index.main_postings() + index.overflow_postings();
+    const uint64_t buckets = uint64_t{1} << index.bucket_bits();
+    const uint64_t main_bytes = 4 * (index.main_postings() + buckets + 1);
+    const uint64_t slots = static_cast<uint64_t>(page) + 1;
+    const uint64_t bound = main_bytes + (postings + buckets) + 8 * (4096 * 2 + 1024) + 2 * slots + 64;
+    ASSERT_LE(index.MemoryBytes(), bound) << "after " << slots << " pages, " << index.overflow_postings()
+                                          << " overflow postings";
+  }
+}
+
 TEST(PrefixIndex, RemovedSlotIsHiddenAndNotReusedBeforeCompaction) {
   PrefixIndex index(10);
   ASSERT_TRUE(index.Add(0, std::vector<uint64_t>{10, 11}));
