@@ -16,6 +16,8 @@
 #include <shared_mutex>
 #include <utility>
 
+#include "common/coding.h"
+
 namespace neardup {
 namespace {
 
@@ -61,18 +63,9 @@ bool GetVarint32(std::string_view* in, uint32_t* v) {
   return false;
 }
 
-void PutBigEndian64(std::string* dst, int64_t value) {
-  auto v = static_cast<uint64_t>(value);
-  char buf[8];
-  for (int i = 7; i >= 0; --i, v >>= 8) buf[i] = static_cast<char>(v & 0xFF);
-  dst->append(buf, sizeof(buf));
-}
+void PutBigEndian64(std::string* dst, int64_t value) { AppendBigEndian(dst, static_cast<uint64_t>(value), 8); }
 
-int64_t GetBigEndian64(std::string_view in) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(in[i]);
-  return static_cast<int64_t>(v);
-}
+int64_t GetBigEndian64(std::string_view in) { return static_cast<int64_t>(ReadBigEndian(in.data(), 8)); }
 
 int64_t WrappingAdd(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));

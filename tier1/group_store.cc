@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/coding.h"
+
 namespace neardup::tier1 {
 namespace {
 
@@ -47,15 +49,13 @@ Status GroupStore::LoadRedirectTargets() {
 }
 
 std::string GroupStore::GroupKey(uint64_t group) {
-  std::string k(8, '\0');
-  for (int i = 7; i >= 0; --i, group >>= 8) k[static_cast<size_t>(i)] = static_cast<char>(group & 0xFF);
+  std::string k;
+  AppendBigEndian(&k, group, 8);
   return k;
 }
 
 uint64_t GroupStore::GroupFromKey(std::string_view key) {
-  uint64_t g = 0;
-  for (size_t i = 0; i < key.size() && i < 8; ++i) g = (g << 8) | static_cast<uint8_t>(key[i]);
-  return g;
+  return ReadBigEndian(key.data(), static_cast<int>(std::min<size_t>(key.size(), 8)));
 }
 
 Status GroupStore::GetPage(std::string_view url, pb::Tier1Page* out) const {

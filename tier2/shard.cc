@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/coding.h"
 #include "common/shingle.h"
 #include "common/signature.h"
 #include "proto/tier2.pb.h"
@@ -35,42 +36,28 @@ constexpr uint64_t kMaxLogBytes = 1ull << (64 - kLengthBits);  // offsets fit in
 constexpr uint64_t kNoRecord = UINT64_MAX;                     // a slot without a page
 
 std::string SlotKey(char prefix, uint32_t slot) {
-  std::string k(5, prefix);
-  k[1] = static_cast<char>(slot >> 24);
-  k[2] = static_cast<char>(slot >> 16);
-  k[3] = static_cast<char>(slot >> 8);
-  k[4] = static_cast<char>(slot);
+  std::string k(1, prefix);
+  AppendBigEndian(&k, slot, 4);
   return k;
 }
 // A slot as 4 big-endian bytes at `p`.
-uint32_t DecodeSlot(const char* data) {
-  const auto* p = reinterpret_cast<const unsigned char*>(data);
-  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
+uint32_t DecodeSlot(const char* data) { return static_cast<uint32_t>(ReadBigEndian(data, 4)); }
 uint32_t SlotOfKey(const leveldb::Slice& k) { return DecodeSlot(k.data() + 1); }
 std::string SlotValue(uint32_t slot) { return SlotKey('v', slot).substr(1); }
 std::string UrlKey(const std::string& url) { return "u" + url; }
 
-void PutBe(std::string* out, uint64_t v, int bytes) {
-  for (int b = bytes - 1; b >= 0; --b) out->push_back(static_cast<char>(v >> (8 * b)));
-}
-uint64_t GetBe(const char* p, int bytes) {
-  uint64_t v = 0;
-  for (int b = 0; b < bytes; ++b) v = (v << 8) | static_cast<uint8_t>(p[b]);
-  return v;
-}
 // "o" + slot: where the slot's signature is in the log (offset BE64, length BE32).
 std::string LocationValue(const SignatureLog::Ref& r) {
   std::string v;
-  PutBe(&v, r.offset, 8);
-  PutBe(&v, r.length, 4);
+  AppendBigEndian(&v, r.offset, 8);
+  AppendBigEndian(&v, r.length, 4);
   return v;
 }
 // "l": the log's generation (BE32) and committed end (BE64).
 std::string LogValue(uint32_t generation, uint64_t end) {
   std::string v;
-  PutBe(&v, generation, 4);
-  PutBe(&v, end, 8);
+  AppendBigEndian(&v, generation, 4);
+  AppendBigEndian(&v, end, 8);
   return v;
 }
 std::string LogFileName(uint32_t generation) { return "sigs-" + std::to_string(generation) + ".log"; }
@@ -371,8 +358,8 @@ Status Shard::Impl::OpenLog() {
   } else {
     RETURN_IF_ERROR(FromLevelDb(s, "shard: read the signature log record in " + options_.path));
     if (v.size() != 12) return Corruption("shard: " + options_.path + ": signature log record is not 12 bytes");
-    log_generation_ = static_cast<uint32_t>(GetBe(v.data(), 4));
-    end = GetBe(v.data() + 4, 8);
+    log_generation_ = static_cast<uint32_t>(ReadBigEndian(v.data(), 4));
+    end = ReadBigEndian(v.data() + 4, 8);
   }
   // Other generations are left over from a log compaction that stopped before or after its commit.
   const std::string current = LogFileName(log_generation_);
@@ -420,7 +407,7 @@ Status Shard::Impl::LoadLocations() {
     if (it->key().size() != 5 || it->value().size() != 12) {
       return Corruption("shard: " + options_.path + ": bad signature location record");
     }
-    const SignatureLog::Ref ref{GetBe(it->value().data(), 8), static_cast<uint32_t>(GetBe(it->value().data() + 8, 4))};
+    const SignatureLog::Ref ref{ReadBigEndian(it->value().data(), 8), static_cast<uint32_t>(ReadBigEndian(it->value().data() + 8, 4))};
     const uint32_t slot = SlotOfKey(it->key());
     if (ref.offset + ref.bytes() > log_->end()) {
       return Corruption("shard: " + options_.path + ": the signature of slot " + std::to_string(slot) +
@@ -856,8 +843,8 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
   }
   for (const std::string& url : removed) RETURN_IF_ERROR(remove(url));
   if (sequence > 0) {
-    std::string seq(8, '\0');
-    for (int b = 0; b < 8; ++b) seq[static_cast<size_t>(b)] = static_cast<char>(sequence >> (56 - 8 * b));
+    std::string seq;
+    AppendBigEndian(&seq, sequence, 8);
     wb.Put("q", seq);
   }
 
@@ -1001,9 +988,7 @@ StatusOr<uint64_t> Shard::Impl::AppliedSequence() const {
   if (s.IsNotFound()) return uint64_t{0};
   RETURN_IF_ERROR(FromLevelDb(s, "shard: read sequence in " + options_.path));
   if (v.size() != 8) return Corruption("shard: " + options_.path + ": sequence record is not 8 bytes");
-  uint64_t seq = 0;
-  for (char c : v) seq = (seq << 8) | static_cast<uint8_t>(c);
-  return seq;
+  return ReadBigEndian(v.data(), 8);
 }
 StatusOr<pb::PageSignature> Shard::Get(const std::string& url) const { return impl_->Get(url); }
 ShardStats Shard::Stats() const { return impl_->Stats(); }

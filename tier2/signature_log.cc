@@ -8,27 +8,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/coding.h"
+
 namespace neardup::tier2 {
 namespace {
 
 constexpr uint32_t kMagic = 0x4e445331;  // "NDS1"
-
-void PutLe32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-void PutLe64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-uint32_t GetLe32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-uint64_t GetLe64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
 
 Status Errno(const std::string& what) { return IoError(what + ": " + std::strerror(errno)); }
 
@@ -74,9 +59,9 @@ Status SignatureLog::Append(std::span<const std::string_view> payloads, std::vec
   char* p = buffer_.data();
   uint64_t offset = end_;
   for (std::string_view payload : payloads) {
-    PutLe32(p, static_cast<uint32_t>(payload.size()));
-    PutLe32(p + 4, kMagic);
-    PutLe64(p + 8, XXH3_64bits(payload.data(), payload.size()));
+    StoreLittleEndian(p, payload.size(), 4);
+    StoreLittleEndian(p + 4, kMagic, 4);
+    StoreLittleEndian(p + 8, XXH3_64bits(payload.data(), payload.size()), 8);
     std::memcpy(p + kHeaderBytes, payload.data(), payload.size());
     refs->push_back(Ref{offset, static_cast<uint32_t>(payload.size())});
     p += kHeaderBytes + payload.size();
@@ -130,11 +115,11 @@ Status SignatureLog::Read(Ref ref, std::string* payload) const {
     done += static_cast<size_t>(n);
   }
   const char* h = payload->data();
-  if (GetLe32(h) != ref.length) {
-    return corrupt("its header gives " + std::to_string(GetLe32(h)) + " bytes, the index " + std::to_string(ref.length));
+  if (LoadLittleEndian(h, 4) != ref.length) {
+    return corrupt("its header gives " + std::to_string(LoadLittleEndian(h, 4)) + " bytes, the index " + std::to_string(ref.length));
   }
-  if (GetLe32(h + 4) != kMagic) return corrupt("bad magic");
-  const uint64_t sum = GetLe64(h + 8);
+  if (LoadLittleEndian(h + 4, 4) != kMagic) return corrupt("bad magic");
+  const uint64_t sum = LoadLittleEndian(h + 8, 8);
   payload->erase(0, kHeaderBytes);
   if (XXH3_64bits(payload->data(), payload->size()) != sum) return corrupt("checksum mismatch");
   return Status::Ok();
