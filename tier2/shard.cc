@@ -169,7 +169,8 @@ class Shard::Impl {
                  CompareResult* out) const;
   // Rebuilds the index from the store's "x" records (restart, or growth past the bucket table).
   Status RebuildIndex(int bucket_bits);
-  void SetPageTable(uint32_t slot, const pb::PageSignature& sig, std::span<const uint64_t> prefix);
+  // A page's "x" record: size, shingle vector, parity bitmap and indexed prefix.
+  void MakeIndexEntry(const pb::PageSignature& sig, std::vector<uint64_t>* prefix, pb::ShardIndexEntry* e) const;
   // The indexed prefix of a page, in token order.
   void IndexPrefix(const pb::PageSignature& sig, std::vector<uint64_t>* out) const {
     order_.Prefix(Shingles(sig),
@@ -179,8 +180,8 @@ class Shard::Impl {
   }
   // Derives the token order from the resident pages' document frequencies and re-indexes them.
   Status Reorder();
-  void SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec, uint64_t cut,
-                    std::span<const uint64_t> bitmap);
+  // The slot's page-table row from its (validated) "x" record.
+  void SetPageTable(uint32_t slot, const pb::ShardIndexEntry& e);
   uint32_t IndexedPostings(uint32_t slot) const {
     return PrefixLength(size_[slot], options_.min_threshold, options_.prefix_overlap);
   }
@@ -326,8 +327,7 @@ void GrowTo(std::vector<T>* v, size_t n, T fill) {
 // each entry over the table's life (a few bytes per page, next to a multi-KB signature write).
 size_t GrownSize(size_t have, size_t need) { return std::max<size_t>(need, have + std::max<size_t>(have / 8, 1024)); }
 
-void Shard::Impl::SetPageTable(uint32_t slot, uint32_t size, std::span<const uint32_t> vec, uint64_t cut,
-                               std::span<const uint64_t> bitmap) {
+void Shard::Impl::SetPageTable(uint32_t slot, const pb::ShardIndexEntry& e) {
   const size_t d = options_.dims;
   if (slot >= size_.size()) {
     const size_t n = GrownSize(size_.size(), size_t{slot} + 1);
@@ -336,17 +336,23 @@ void Shard::Impl::SetPageTable(uint32_t slot, uint32_t size, std::span<const uin
     GrowTo<uint32_t>(&cut_, n, 0);
     GrowTo<uint64_t>(&bits_, n * kBitmapWords, 0);
   }
-  size_[slot] = size;
-  cut_[slot] = static_cast<uint32_t>(cut >> 32);
-  for (size_t i = 0; i < d; ++i) vec_[slot * d + i] = static_cast<uint16_t>(std::min<uint32_t>(vec[i], kWide));
-  std::copy(bitmap.begin(), bitmap.end(), bits_.begin() + static_cast<ptrdiff_t>(slot * kBitmapWords));
+  size_[slot] = e.size();
+  cut_[slot] = static_cast<uint32_t>((e.prefix_size() == 0 ? 0 : order_.Key(e.prefix(e.prefix_size() - 1))) >> 32);
+  for (size_t i = 0; i < d; ++i) {
+    vec_[slot * d + i] = static_cast<uint16_t>(std::min<uint32_t>(e.shingle_vector(static_cast<int>(i)), kWide));
+  }
+  std::copy(e.bitmap().begin(), e.bitmap().end(), bits_.begin() + static_cast<ptrdiff_t>(slot * kBitmapWords));
 }
 
-void Shard::Impl::SetPageTable(uint32_t slot, const pb::PageSignature& sig, std::span<const uint64_t> prefix) {
+void Shard::Impl::MakeIndexEntry(const pb::PageSignature& sig, std::vector<uint64_t>* prefix,
+                                 pb::ShardIndexEntry* e) const {
+  e->Clear();
+  e->set_size(static_cast<uint32_t>(sig.shingles_size()));
+  *e->mutable_shingle_vector() = sig.shingle_vector();
   const ParityBitmap bitmap = MakeParityBitmap(Shingles(sig));
-  SetPageTable(slot, static_cast<uint32_t>(sig.shingles_size()),
-               {sig.shingle_vector().data(), static_cast<size_t>(sig.shingle_vector_size())},
-               prefix.empty() ? 0 : order_.Key(prefix.back()), bitmap);
+  e->mutable_bitmap()->Add(bitmap.begin(), bitmap.end());
+  IndexPrefix(sig, prefix);
+  e->mutable_prefix()->Add(prefix->begin(), prefix->end());
 }
 
 Status Shard::Impl::OpenLog() {
@@ -518,11 +524,7 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
         return;
       }
       const uint32_t slot = SlotOfKey(it->key());
-      if (first_pass) {
-        SetPageTable(slot, e.size(), {e.shingle_vector().data(), options_.dims},
-                     e.prefix_size() == 0 ? 0 : order_.Key(e.prefix(e.prefix_size() - 1)),
-                     {e.bitmap().data(), kBitmapWords});
-      }
+      if (first_pass) SetPageTable(slot, e);
       visit(slot, {e.prefix().data(), static_cast<size_t>(e.prefix_size())});
     }
     if (!it->status().ok()) error = FromLevelDb(it->status(), "shard: scan " + options_.path);
@@ -781,7 +783,6 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
 
   leveldb::WriteBatch wb;
   std::vector<uint32_t> freed;                 // slots whose page goes away
-  std::vector<std::pair<uint32_t, uint32_t>> added;  // (batch index, new slot)
   std::unordered_map<std::string_view, bool> handled;  // URLs already changed in this batch
 
   // Pages to store: home, not superseded. Empty pages only remove.
@@ -795,8 +796,8 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     return ResourceExhausted("shard: " + options_.path + " is full (" + std::to_string(PrefixIndex::kMaxSlots) +
                              " pages)");
   }
-  pb::ShardIndexEntry entry;
   std::vector<uint64_t> prefix;
+  std::vector<pb::ShardIndexEntry> entries(store.size());  // kept for the page table below
   std::vector<std::string> payloads(store.size());
   for (size_t k = 0; k < store.size(); ++k) {
     const pb::PageSignature& sig = *batch[store[k]].signature;
@@ -812,16 +813,9 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     }
     const uint32_t slot = slots[k];
     sig.SerializeToString(&payloads[k]);
-    entry.Clear();
-    entry.set_size(static_cast<uint32_t>(sig.shingles_size()));
-    *entry.mutable_shingle_vector() = sig.shingle_vector();
-    const ParityBitmap bitmap = MakeParityBitmap(Shingles(sig));
-    entry.mutable_bitmap()->Add(bitmap.begin(), bitmap.end());
-    IndexPrefix(sig, &prefix);
-    entry.mutable_prefix()->Add(prefix.begin(), prefix.end());
-    wb.Put(SlotKey('x', slot), entry.SerializeAsString());
+    MakeIndexEntry(sig, &prefix, &entries[k]);
+    wb.Put(SlotKey('x', slot), entries[k].SerializeAsString());
     wb.Put(UrlKey(sig.url()), SlotValue(slot));
-    added.emplace_back(store[k], slot);
     handled[sig.url()] = true;
   }
   // Removals: explicit ones, and home pages that became empty.
@@ -867,7 +861,7 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
   if (options_.sync) {
     if (Status s = log_->Sync(); !s.ok()) return undo(s);
   }
-  for (size_t k = 0; k < added.size(); ++k) wb.Put(SlotKey('o', added[k].second), LocationValue(refs[k]));
+  for (size_t k = 0; k < store.size(); ++k) wb.Put(SlotKey('o', slots[k]), LocationValue(refs[k]));
   wb.Put("l", LogValue(log_generation_, log_->end()));
   leveldb::WriteOptions wo;
   wo.sync = options_.sync;
@@ -881,19 +875,18 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     log_live_bytes_ -= Location(slot).bytes();
     ClearLocation(slot);
   }
-  for (size_t k = 0; k < added.size(); ++k) {
-    SetLocation(added[k].second, refs[k]);
+  for (size_t k = 0; k < store.size(); ++k) {
+    SetLocation(slots[k], refs[k]);
     log_live_bytes_ += refs[k].bytes();
   }
   if (LogNeedsCompaction()) {
     // The batch is stored either way; a failed compaction leaves the old log and is retried.
     if (Status r = CompactLog(); !r.ok()) spdlog::warn("shard: compacting the signature log failed: {}", r.ToString());
   }
-  for (const auto& [i, slot] : added) {
-    const pb::PageSignature& sig = *batch[i].signature;
-    IndexPrefix(sig, &prefix);
-    SetPageTable(slot, sig, prefix);
-    index_.Add(slot, prefix);
+  for (size_t k = 0; k < store.size(); ++k) {
+    const pb::ShardIndexEntry& e = entries[k];
+    SetPageTable(slots[k], e);
+    index_.Add(slots[k], {e.prefix().data(), static_cast<size_t>(e.prefix_size())});
   }
   if (order_.empty() && options_.order_sample_pages > 0 && index_.live_slots() >= options_.order_sample_pages) {
     // The batch is stored either way; a failed reorder leaves hash order and is retried next time.

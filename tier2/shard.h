@@ -21,8 +21,8 @@
 //  - verification: the candidate's full signature is read from the shard's signature log
 //    (tier2/signature_log.h: one pread of exactly the record) and merged with the probe's;
 //    JaccardAtLeast() (common/shingle.h) decides, as in the baseline.
-// RAM per resident page is its prefix postings (4 bytes each), its size, prefix cut, length vector
-// and log location; the full sets stay on disk (the OS page cache keeps the hot ones).
+// RAM per resident page is its prefix postings (4 bytes each), its size, prefix cut, length vector,
+// parity bitmap and log location; the full sets stay on disk (the OS page cache keeps the hot ones).
 //
 // Storage: LevelDB at options.path holds the small records (meta, token order, each page's index
 // entry and log location, URL -> slot); the full signatures are appended to sigs-<generation>.log
