@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/crawl_signer.h"
@@ -32,6 +33,13 @@ using SteadyClock = std::chrono::steady_clock;
 
 double Since(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();
+}
+
+// CPU time of the calling thread (not of the shard threads it starts).
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 // Tier 1 reads signatures from the shard that owns the page's home cell.
@@ -319,10 +327,12 @@ Status Pipeline::Process(Batch& b) {
   }
   tier1_->SetPending(std::move(pending));
   auto t0 = SteadyClock::now();
+  double cpu0 = ThreadCpuSeconds();
   std::vector<Route> routes;
   std::vector<bool> changed;
   RETURN_IF_ERROR(tier1_->Classify(updates, &routes, &changed));
   sum_.tier1_seconds += Since(t0);
+  sum_.tier1_cpu_seconds += ThreadCpuSeconds() - cpu0;
 
   // Tier 2: each shard compares the pages routed to it.
   const size_t P = shards_.size();
@@ -380,8 +390,10 @@ Status Pipeline::Process(Batch& b) {
   next.clear_last_batch_removals();
   ApplyOutcome outcome;
   t0 = SteadyClock::now();
+  cpu0 = ThreadCpuSeconds();
   RETURN_IF_ERROR(tier1_->Apply(updates, routes, matches, &next, &outcome));
   sum_.tier1_seconds += Since(t0);
+  sum_.tier1_cpu_seconds += ThreadCpuSeconds() - cpu0;
   for (const auto& [url, cell] : outcome.tier2_removals) {
     auto* r = next.add_last_batch_removals();
     r->set_url(url);
@@ -400,6 +412,7 @@ Status Pipeline::Process(Batch& b) {
 
 Status Pipeline::WriteStatus(const Batch& b, const std::vector<Route>& routes) {
   const auto t0 = SteadyClock::now();
+  const double cpu0 = ThreadCpuSeconds();
   std::string out;
   StatusAnswer a;
   for (size_t i = 0; i < b.records.size(); ++i) {
@@ -431,6 +444,7 @@ Status Pipeline::WriteStatus(const Batch& b, const std::vector<Route>& routes) {
     }
   }
   sum_.query_seconds += Since(t0);
+  sum_.query_cpu_seconds += ThreadCpuSeconds() - cpu0;
   return Status::Ok();
 }
 
@@ -508,8 +522,14 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   BatchQueue queue(2);
   Status worker_status;
   std::thread worker([&] {
-    while (auto b = queue.Pop()) {
+    for (;;) {
+      auto waited = SteadyClock::now();
+      auto b = queue.Pop();
+      sum_.tiers_wait_seconds += Since(waited);
+      if (b == nullptr) break;
+      const double cpu0 = ThreadCpuSeconds();
       Status s = b->redo ? Redo(*b) : Process(*b);
+      sum_.tiers_cpu_seconds += ThreadCpuSeconds() - cpu0;
       if (!s.ok()) {
         worker_status = s;
         queue.Close();
@@ -594,6 +614,13 @@ StatusOr<PipelineSummary> Pipeline::Run() {
     }
     return true;
   }));
+  for (const auto& shard : shards_) {
+    const tier2::ShardStats st = shard->Stats();
+    sum_.shard_pages += st.resident_pages;
+    sum_.shard_ram_bytes += st.index_bytes + st.page_table_bytes;
+    sum_.shard_compactions += st.compactions;
+    sum_.shard_rebuilds += st.rebuilds;
+  }
   tier1_.reset();
   source_.reset();
   shards_.clear();
@@ -636,6 +663,14 @@ std::string FormatSummary(const PipelineSummary& s) {
                    "peak RSS {:.0f} MiB\n",
                    s.tier1_seconds, s.tier2_compare_seconds, s.tier2_apply_seconds, s.query_seconds,
                    static_cast<double>(s.peak_rss_bytes) / 1048576.0);
+  o += fmt::format("shards             {} resident pages, {:.0f} B/page of index and page tables in RAM, "
+                   "{} index compactions, {} rebuilds\n",
+                   s.shard_pages,
+                   s.shard_pages > 0 ? static_cast<double>(s.shard_ram_bytes) / static_cast<double>(s.shard_pages) : 0.0,
+                   s.shard_compactions, s.shard_rebuilds);
+  o += fmt::format("tiers' thread      {:.2f} s on CPU (tier1 {:.2f} s, status {:.2f} s; shard threads not counted), "
+                   "{:.2f} s waiting for signed batches\n",
+                   s.tiers_cpu_seconds, s.tier1_cpu_seconds, s.query_cpu_seconds, s.tiers_wait_seconds);
   return o;
 }
 

@@ -71,6 +71,13 @@ struct PipelineSummary {
   // seconds: from start to the last batch's status lines (what records/s is over); output_seconds:
   // writing --out afterwards.
   double seconds = 0, output_seconds = 0, tier1_seconds = 0, tier2_compare_seconds = 0, tier2_apply_seconds = 0, query_seconds = 0;
+  // The tiers' thread: CPU time it used (its share of the shard work included, the shard threads'
+  // not), and time it waited for the signing side to hand over a batch (signing is the bottleneck
+  // when this is large).
+  double tiers_cpu_seconds = 0, tiers_wait_seconds = 0, tier1_cpu_seconds = 0, query_cpu_seconds = 0;
+  // The shards at the end: resident pages, their in-memory index and page tables, and how often
+  // their indexes were compacted or rebuilt during the run.
+  uint64_t shard_pages = 0, shard_ram_bytes = 0, shard_compactions = 0, shard_rebuilds = 0;
   uint64_t peak_rss_bytes = 0;
   double pages_per_second() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }
   // The paper's Fig. 8: share of changed pages Tier 1 resolved without Tier 2.

@@ -1,6 +1,7 @@
 #include "tier2/prefix_index.h"
 
 #include <algorithm>
+#include <cstring>
 #include <bit>
 
 namespace neardup::tier2 {
@@ -157,14 +158,20 @@ bool PrefixIndex::NeedsCompaction() const {
   return overflow_count_ > (postings_.size() + offsets_.size()) / 32 + 4096 || dead_postings_ > live_postings_ / 4 + 4096;
 }
 
-void PrefixIndex::Compact() {
+uint64_t PrefixIndex::Slack(uint64_t postings) const {
+  return 2 * ((postings + offsets_.size()) / 32 + 4096);
+}
+
+void PrefixIndex::Compact(bool purge) {
   const uint64_t nb = 1ull << bucket_bits_;
   auto live = [&](uint32_t p) { return state_[p >> 8] == kLive; };
-  // Overflow entries of live slots, by bucket.
+  // Dropping dead postings reads every posting's slot state: worth it only for many of them.
+  purge = purge || dead_postings_ > postings_.size() / 32 + 4096;
+  // Overflow entries (of live slots only when purging: otherwise dead ones stay counted), by bucket.
   std::vector<uint64_t> extra;
   extra.reserve(overflow_count_);
   for (uint64_t e : overflow_) {
-    if (e != kEmpty && live(static_cast<uint32_t>(e))) extra.push_back(e);
+    if (e != kEmpty && (!purge || live(static_cast<uint32_t>(e)))) extra.push_back(e);
   }
   std::sort(extra.begin(), extra.end());
   std::vector<uint64_t>(1ull << kOverflowMinBits, kEmpty).swap(overflow_);
@@ -172,34 +179,58 @@ void PrefixIndex::Compact() {
   overflow_count_ = 0;
 
   // Pass 1, forward: drop dead postings (moves left only).
-  uint32_t w = 0;
-  for (uint64_t b = 0; b < nb; ++b) {
-    const uint32_t start = offsets_[b], end = offsets_[b + 1];
-    offsets_[b] = w;
-    for (uint32_t i = start; i < end; ++i) {
-      if (live(postings_[i])) postings_[w++] = postings_[i];
+  uint32_t w = static_cast<uint32_t>(postings_.size());
+  if (purge && dead_postings_ > 0) {
+    w = 0;
+    for (uint64_t b = 0; b < nb; ++b) {
+      const uint32_t start = offsets_[b], end = offsets_[b + 1];
+      offsets_[b] = w;
+      for (uint32_t i = start; i < end; ++i) {
+        if (live(postings_[i])) postings_[w++] = postings_[i];
+      }
     }
+    offsets_[nb] = w;
   }
-  offsets_[nb] = w;
-  // Pass 2, backward: insert the overflow (moves right only).
-  if (w + extra.size() > postings_.capacity()) postings_.reserve(w + extra.size());  // exact: no doubling
-  postings_.resize(w + extra.size());
-  uint64_t below = extra.size();  // extra entries in buckets < b + 1
-  size_t ei = extra.size();
-  for (uint64_t b = nb; b-- > 0;) {
-    const uint32_t old_start = offsets_[b], old_end = offsets_[b + 1];
-    uint32_t dst = static_cast<uint32_t>(old_end + below);  // new end of bucket b
-    offsets_[b + 1] = dst;
-    while (ei > 0 && (extra[ei - 1] >> 32) == b) {
-      postings_[--dst] = static_cast<uint32_t>(extra[--ei]);
-      --below;
-    }
-    for (uint32_t i = old_end; i > old_start;) postings_[--dst] = postings_[--i];
-    (void)dst;
+  // Pass 2, backward: insert the overflow (moves right only). From the highest bucket with new
+  // postings down, every bucket above the next such one shifts right by the number of new
+  // postings still to place, so whole runs of buckets move with one memmove; buckets below the
+  // lowest one with new postings stay where they are.
+  // Room for two more compactions' worth of growth (NeedsCompaction): reallocating on every
+  // compaction would copy the whole array into freshly faulted pages each time. No doubling: the
+  // slack is (postings + buckets) / 16 + 8192 postings at most.
+  const size_t need = w + extra.size();
+  if (need > postings_.capacity()) postings_.reserve(need + Slack(need));
+  postings_.resize(need);
+  uint32_t* const p = postings_.data();
+  uint64_t hi = nb;     // buckets >= hi are in place, and offsets_[hi] is final
+  uint32_t hi_old = w;  // where bucket hi started before this pass
+  offsets_[nb] = static_cast<uint32_t>(need);
+  for (size_t ei = extra.size(); ei > 0;) {
+    const uint64_t bk = extra[ei - 1] >> 32;
+    size_t cnt = 1;
+    while (cnt < ei && (extra[ei - 1 - cnt] >> 32) == bk) ++cnt;
+    const uint32_t shift = static_cast<uint32_t>(ei);  // new postings still to place, all in buckets <= bk
+    const uint32_t run_from = bk + 1 == hi ? hi_old : offsets_[bk + 1];
+    // Buckets bk+1 .. hi-1: no new postings, shifted whole.
+    std::memmove(p + run_from + shift, p + run_from, static_cast<size_t>(hi_old - run_from) * sizeof(uint32_t));
+    for (uint64_t k = bk + 1; k < hi; ++k) offsets_[k] += shift;
+    // Bucket bk: its old postings shift by what goes below it, its new ones follow them.
+    const uint32_t start = offsets_[bk], below = shift - static_cast<uint32_t>(cnt);
+    std::memmove(p + start + below, p + start, static_cast<size_t>(run_from - start) * sizeof(uint32_t));
+    for (size_t j = 0; j < cnt; ++j) p[run_from + below + j] = static_cast<uint32_t>(extra[ei - cnt + j]);
+    hi = bk;
+    hi_old = start;
+    offsets_[bk] = start + below;
+    ei -= cnt;
   }
-  offsets_[0] = 0;
-  if (postings_.capacity() > postings_.size() + postings_.size() / 8) postings_.shrink_to_fit();
+  if (postings_.capacity() > postings_.size() + 2 * Slack(postings_.size())) {  // shrunk by removals
+    std::vector<uint32_t> fit;
+    fit.reserve(postings_.size() + Slack(postings_.size()));
+    fit.assign(postings_.begin(), postings_.end());
+    postings_.swap(fit);
+  }
 
+  if (!purge) return;  // dead slots keep their postings, so they are not handed out yet
   for (uint32_t s = 0; s < state_.size(); ++s) {
     if (state_[s] == kDead) {
       state_[s] = kFree;

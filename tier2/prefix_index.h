@@ -17,7 +17,7 @@
 //   index.Add(slot, prefix_tokens);
 //   index.ForEach(token, [&](uint32_t s) { ++count[s]; });
 //   index.Remove(slot, prefix_tokens.size());
-//   if (index.NeedsCompaction()) index.Compact();
+//   if (index.NeedsCompaction()) index.Compact(/*purge=*/false);
 //
 // Thread safety: const methods may run concurrently with each other; any non-const call needs
 // exclusive access (the shard holds a reader/writer lock).
@@ -81,11 +81,17 @@ class PrefixIndex {
   bool NeedsCompaction() const;
 
   // Merges the overflow into the main arrays and drops dead postings, in place (no second copy of
-  // the arrays); dead slots become free. O(postings + buckets).
-  void Compact();
+  // the arrays); dead slots become free. O(postings + buckets). When the main array must grow it is
+  // given room for two more compactions' growth, (postings + buckets) / 16 + 8192 postings, so a
+  // growing index reallocates it at most every other compaction.
+  // purge = false keeps dead postings (and their slots dead) unless they pass 1/32 of the main
+  // postings: dropping them reads the state of every posting's slot, the dearest part of a
+  // compaction, for little gain when few are dead (probes skip them either way).
+  void Compact(bool purge = true);
 
   uint64_t live_slots() const { return live_slots_; }
   uint64_t main_postings() const { return postings_.size(); }
+  uint64_t main_capacity() const { return postings_.capacity(); }
   uint64_t overflow_postings() const { return overflow_count_; }
   uint64_t dead_postings() const { return dead_postings_; }
   int bucket_bits() const { return bucket_bits_; }
@@ -101,6 +107,7 @@ class PrefixIndex {
   uint64_t OverflowSlot(uint32_t bucket) const {
     return (bucket * 0x9E3779B97F4A7C15ull) >> overflow_shift_;
   }
+  uint64_t Slack(uint64_t postings) const;  // spare main-array capacity a reallocation leaves
   void OverflowInsert(uint64_t entry);
   void OverflowGrow();
 

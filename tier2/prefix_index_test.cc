@@ -50,12 +50,35 @@ TEST(PrefixIndex, OverflowTableStaysSmallWhileGrowing) {
     if (index.NeedsCompaction()) index.Compact();
     const uint64_t postings = index.main_postings() + index.overflow_postings();
     const uint64_t buckets = uint64_t{1} << index.bucket_bits();
-    const uint64_t main_bytes = 4 * (index.main_postings() + buckets + 1);
+    // The main array keeps room for two compactions' growth so that they do not reallocate it.
+    const uint64_t slack = 2 * (2 * ((index.main_postings() + buckets + 1) / 32 + 4096));
+    const uint64_t main_bytes = 4 * (index.main_postings() + slack + buckets + 1);
     const uint64_t slots = static_cast<uint64_t>(page) + 1;
     const uint64_t bound = main_bytes + (postings + buckets) + 8 * (4096 * 2 + 1024) + 2 * slots + 64;
     ASSERT_LE(index.MemoryBytes(), bound) << "after " << slots << " pages, " << index.overflow_postings()
                                           << " overflow postings";
   }
+}
+
+// A growing index compacts every 1/32 of growth; reallocating the main array each time would copy
+// it whole into fresh pages, so it keeps slack and reallocates at most every other compaction.
+TEST(PrefixIndex, GrowingIndexDoesNotReallocateOnEveryCompaction) {
+  std::mt19937_64 rng(12);
+  PrefixIndex index(PrefixIndex::BucketBitsFor(40 * 40000));
+  std::vector<uint64_t> tokens(40);
+  int compactions = 0, reallocations = 0;
+  for (int page = 0; page < 40000; ++page) {
+    for (auto& t : tokens) t = rng();
+    ASSERT_TRUE(index.Add(index.AllocateSlot(), tokens));
+    if (index.NeedsCompaction()) {
+      const uint64_t before = index.main_capacity();
+      index.Compact();
+      ++compactions;
+      if (index.main_capacity() != before) ++reallocations;
+    }
+  }
+  ASSERT_GE(compactions, 20);
+  EXPECT_LE(reallocations, compactions / 2 + 1) << compactions << " compactions";
 }
 
 TEST(PrefixIndex, RemovedSlotIsHiddenAndNotReusedBeforeCompaction) {
@@ -73,6 +96,25 @@ TEST(PrefixIndex, RemovedSlotIsHiddenAndNotReusedBeforeCompaction) {
   EXPECT_EQ(Lookup(index, 11), std::set<uint32_t>{});
   EXPECT_EQ(Lookup(index, 10), std::set<uint32_t>{1});
   EXPECT_EQ(Lookup(index, 13), std::set<uint32_t>{0});
+}
+
+// Without purge, a compaction merges the overflow but leaves a few dead postings (and their slots)
+// for a later purge: probes still skip them, and the slot is not handed out while its postings stay.
+TEST(PrefixIndex, CompactionWithoutPurgeKeepsDeadSlotsHidden) {
+  PrefixIndex index(10);
+  for (uint32_t s = 0; s < 100; ++s) ASSERT_TRUE(index.Add(s, std::vector<uint64_t>{s, 1000 + s % 7}));
+  ASSERT_TRUE(index.Remove(3, 2));
+  index.Compact(/*purge=*/false);
+  EXPECT_EQ(index.overflow_postings(), 0u);
+  EXPECT_EQ(index.main_postings(), 200u) << "the dead page's postings stay";
+  EXPECT_EQ(index.dead_postings(), 2u);
+  EXPECT_EQ(Lookup(index, 3), std::set<uint32_t>{});
+  EXPECT_EQ(Lookup(index, 1003), (std::set<uint32_t>{10, 17, 24, 31, 38, 45, 52, 59, 66, 73, 80, 87, 94}));
+  EXPECT_EQ(index.AllocateSlot(), 100u) << "slot 3 still has postings";
+  index.Compact();
+  EXPECT_EQ(index.main_postings(), 198u);
+  EXPECT_EQ(index.dead_postings(), 0u);
+  EXPECT_EQ(index.AllocateSlot(), 3u);
 }
 
 TEST(PrefixIndex, AllocateSlotsMatchesOneByOneAllocation) {
@@ -115,7 +157,7 @@ TEST(PrefixIndex, RandomOperationsKeepEveryPosting) {
       index.Compact();
       EXPECT_EQ(index.overflow_postings(), 0u);
     }
-    if (index.NeedsCompaction()) index.Compact();
+    if (index.NeedsCompaction()) index.Compact(/*purge=*/rng() % 2 == 0);
   }
   EXPECT_EQ(index.live_slots(), model.size());
   ExpectSuperset(index, model);
@@ -145,6 +187,40 @@ TEST(PrefixIndex, RandomOperationsKeepEveryPosting) {
     const uint32_t s = built.AllocateSlot();
     EXPECT_FALSE(model.count(s));
   }
+}
+
+// An index that only grows skips the pass that drops dead postings and moves runs of buckets
+// whole: every posting must still be found, exactly as an index built in one go has them.
+TEST(PrefixIndex, GrowthOnlyCompactionsKeepEveryPosting) {
+  std::mt19937_64 rng(13);
+  PrefixIndex index(9);
+  Model model;
+  for (int page = 0; page < 3000; ++page) {
+    const uint32_t slot = index.AllocateSlot();
+    std::vector<uint64_t> tokens(1 + rng() % 20);
+    for (auto& t : tokens) t = rng() % 20000;
+    std::sort(tokens.begin(), tokens.end());
+    tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
+    ASSERT_TRUE(index.Add(slot, tokens));
+    model[slot] = tokens;
+    if (page % 97 == 0 || index.NeedsCompaction()) index.Compact();
+  }
+  index.Compact();
+  ASSERT_EQ(index.overflow_postings(), 0u);
+  PrefixIndex built = PrefixIndex::Build(9, [&](const PrefixIndex::BulkVisitor& visit) {
+    for (const auto& [slot, tokens] : model) visit(slot, tokens);
+  });
+  EXPECT_EQ(index.main_postings(), built.main_postings());
+  for (uint64_t t = 0; t < 20000; ++t) {
+    ASSERT_EQ(Lookup(index, t), Lookup(built, t)) << t;
+    std::vector<uint32_t> a, b;  // every posting, duplicates included
+    index.Collect(std::vector<uint64_t>{t}, &a);
+    built.Collect(std::vector<uint64_t>{t}, &b);
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    ASSERT_EQ(a, b) << t;
+  }
+  ExpectSuperset(index, model);
 }
 
 // Regression: probing an index with no postings at all indexed an empty vector (UBSan).

@@ -898,7 +898,7 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     // Grown past the bucket table: rebuild from the store with a table sized for twice the size.
     RETURN_IF_ERROR(RebuildIndex(PrefixIndex::BucketBitsFor(postings * 2)));
   } else if (index_.NeedsCompaction()) {
-    index_.Compact();
+    index_.Compact(/*purge=*/false);
     ++compactions_;
   }
   return Status::Ok();
