@@ -9,10 +9,13 @@
 //   3. Tier 2: every shard compares the pages routed to it, in parallel (tier2/shard.h);
 //   4. Tier 1 applies cases 1-3 and commits, with the pipeline's progress, atomically;
 //   5. the shards store the batch's home pages and drop what moved away, each tagged with the
-//      batch number;
+//      batch number, in the background: step 6 and the next batch's step 2 go on meanwhile, and
+//      see the batch as stored (Tier 1 reads its signatures from the batch, not the shards);
+//      the next batch's step 3 waits for it;
 //   6. the status of every page of the batch is queried (verification against the winner),
 //      written to the status output, and groups past the rejection threshold are repaired.
 // A page's status line is written only after step 4 committed it: that is the acknowledgement.
+// Only the last committed batch can be missing from a shard, which is what a restart redoes.
 //
 // Restart: a store directory remembers the input it was filled from and the records committed.
 // Run again with the same store and input, the pipeline redoes step 5 of the last batch for any
@@ -75,6 +78,9 @@ struct PipelineSummary {
   // not), and time it waited for the signing side to hand over a batch (signing is the bottleneck
   // when this is large).
   double tiers_cpu_seconds = 0, tiers_wait_seconds = 0, tier1_cpu_seconds = 0, query_cpu_seconds = 0;
+  // Step 5 runs in the background, overlapping step 6 and the next batch's step 2: how long the
+  // tiers' thread waited for it (of tier2_apply_seconds).
+  double tier2_apply_wait_seconds = 0;
   // The shards at the end: resident pages, their in-memory index and page tables, and how often
   // their indexes were compacted or rebuilt during the run.
   uint64_t shard_pages = 0, shard_ram_bytes = 0, shard_compactions = 0, shard_rebuilds = 0;
