@@ -203,7 +203,13 @@ class Shard::Impl {
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
   std::unique_ptr<leveldb::DB> db_;
+  // Locks: apply_mu_ orders Apply calls (the only writer). mu_ guards the index, the page tables
+  // and the token order: CompareBatch reads them shared, Apply changes them exclusive. loc_mu_
+  // guards the signature locations and the log object: Get and CompareBatch read them shared,
+  // Apply changes them exclusive. Order: apply_mu_, then mu_, then loc_mu_.
+  std::mutex apply_mu_;
   mutable std::shared_mutex mu_;
+  mutable std::shared_mutex loc_mu_;
   mutable std::mutex scratch_mu_;
   mutable std::vector<std::unique_ptr<Scratch>> scratch_pool_;
   PrefixIndex index_;
@@ -551,7 +557,8 @@ Status Shard::Impl::Reorder() {
     std::string buffer;
     pb::PageSignature sig;
     for (uint32_t slot = 0; slot < loc_.size(); ++slot) {
-      if (!HasLocation(slot)) continue;
+      // Pages replaced by the running Apply still have a location (dropped last); not their slot.
+      if (!HasLocation(slot) || !index_.IsLive(slot)) continue;
       RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
       sets.emplace_back(sig.shingles().begin(), sig.shingles().end());
       pb::ShardIndexEntry e;
@@ -737,6 +744,7 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
   out->empty = plan.empty;
   out->stats.pages = plan.live.size();
   std::shared_lock lock(mu_);
+  std::shared_lock loc(loc_mu_);
   const int workers = static_cast<int>(std::min<size_t>(options_.threads, std::max<size_t>(plan.live.size(), 1)));
   std::vector<std::unique_ptr<Scratch>> scratch = TakeScratch(workers);
   std::vector<std::vector<ResidentMatch>> found(workers);
@@ -779,7 +787,9 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
   Plan plan;
   RETURN_IF_ERROR(PlanBatch(batch, &plan));
   st.superseded = plan.superseded.size();
-  std::unique_lock lock(mu_);
+  // One Apply at a time. Readers go on until the memory changes below: CompareBatch until the
+  // index changes, Get until the signature locations change.
+  std::lock_guard apply(apply_mu_);
 
   leveldb::WriteBatch wb;
   std::vector<uint32_t> freed;                 // slots whose page goes away
@@ -851,15 +861,26 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
                              std::to_string(kMaxLogBytes >> 40) + " TiB (" + std::to_string(log_end) + " bytes, " +
                              std::to_string(log_live_bytes_) + " live); split the shard");
   }
+  // Appending past the committed end disturbs no reader (SignatureLog: reads below the end).
   std::vector<std::string_view> views(payloads.begin(), payloads.end());
   std::vector<SignatureLog::Ref> refs;
   RETURN_IF_ERROR(log_->Append(views, &refs));
   auto undo = [&](Status s) {
+    {
+      std::unique_lock loc(loc_mu_);
+      for (uint32_t slot : slots) ClearLocation(slot);
+    }
     if (Status t = log_->Truncate(log_end); !t.ok()) spdlog::warn("shard: {}", t.ToString());  // Open cuts it
     return s;
   };
   if (options_.sync) {
     if (Status s = log_->Sync(); !s.ok()) return undo(s);
+  }
+  // The new slots' locations go in before the store names the slots: a Get that finds a new slot
+  // finds its location too. Nothing reaches these slots yet, so readers are not disturbed.
+  {
+    std::unique_lock loc(loc_mu_);
+    for (size_t k = 0; k < store.size(); ++k) SetLocation(slots[k], refs[k]);
   }
   for (size_t k = 0; k < store.size(); ++k) wb.Put(SlotKey('o', slots[k]), LocationValue(refs[k]));
   wb.Put("l", LogValue(log_generation_, log_->end()));
@@ -869,39 +890,43 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     return undo(s);
   }
 
-  // The store has it; now the memory.
-  for (uint32_t slot : freed) {
-    index_.Remove(slot, IndexedPostings(slot));
-    log_live_bytes_ -= Location(slot).bytes();
-    ClearLocation(slot);
+  // The store has it; now the index and page tables (CompareBatch waits)...
+  Status result;
+  {
+    std::unique_lock lock(mu_);
+    for (uint32_t slot : freed) index_.Remove(slot, IndexedPostings(slot));
+    for (size_t k = 0; k < store.size(); ++k) {
+      const pb::ShardIndexEntry& e = entries[k];
+      SetPageTable(slots[k], e);
+      index_.Add(slots[k], {e.prefix().data(), static_cast<size_t>(e.prefix_size())});
+    }
+    const uint64_t postings = index_.main_postings() + index_.overflow_postings();
+    if (order_.empty() && options_.order_sample_pages > 0 && index_.live_slots() >= options_.order_sample_pages) {
+      // The batch is stored either way; a failed reorder leaves hash order and is retried next time.
+      if (Status r = Reorder(); !r.ok()) spdlog::warn("shard: deriving the token order failed: {}", r.ToString());
+    } else if (postings > (16ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
+      // Grown past the bucket table: rebuild from the store with a table sized for twice the size.
+      result = RebuildIndex(PrefixIndex::BucketBitsFor(postings * 2));
+    } else if (index_.NeedsCompaction()) {
+      index_.Compact(/*purge=*/false);
+      ++compactions_;
+    }
   }
-  for (size_t k = 0; k < store.size(); ++k) {
-    SetLocation(slots[k], refs[k]);
-    log_live_bytes_ += refs[k].bytes();
+  // ...then the replaced pages' locations (Get waits). They go last: until the index above
+  // dropped them, a concurrent CompareBatch could still read them.
+  {
+    std::unique_lock loc(loc_mu_);
+    for (uint32_t slot : freed) {
+      log_live_bytes_ -= Location(slot).bytes();
+      ClearLocation(slot);
+    }
+    for (size_t k = 0; k < store.size(); ++k) log_live_bytes_ += refs[k].bytes();
+    if (LogNeedsCompaction()) {
+      // The batch is stored either way; a failed compaction leaves the old log and is retried.
+      if (Status r = CompactLog(); !r.ok()) spdlog::warn("shard: compacting the signature log failed: {}", r.ToString());
+    }
   }
-  if (LogNeedsCompaction()) {
-    // The batch is stored either way; a failed compaction leaves the old log and is retried.
-    if (Status r = CompactLog(); !r.ok()) spdlog::warn("shard: compacting the signature log failed: {}", r.ToString());
-  }
-  for (size_t k = 0; k < store.size(); ++k) {
-    const pb::ShardIndexEntry& e = entries[k];
-    SetPageTable(slots[k], e);
-    index_.Add(slots[k], {e.prefix().data(), static_cast<size_t>(e.prefix_size())});
-  }
-  if (order_.empty() && options_.order_sample_pages > 0 && index_.live_slots() >= options_.order_sample_pages) {
-    // The batch is stored either way; a failed reorder leaves hash order and is retried next time.
-    if (Status r = Reorder(); !r.ok()) spdlog::warn("shard: deriving the token order failed: {}", r.ToString());
-    return Status::Ok();
-  }
-  const uint64_t postings = index_.main_postings() + index_.overflow_postings();
-  if (postings > (16ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
-    // Grown past the bucket table: rebuild from the store with a table sized for twice the size.
-    RETURN_IF_ERROR(RebuildIndex(PrefixIndex::BucketBitsFor(postings * 2)));
-  } else if (index_.NeedsCompaction()) {
-    index_.Compact(/*purge=*/false);
-    ++compactions_;
-  }
-  return Status::Ok();
+  return result;
 }
 
 Status Shard::Impl::LookupSlot(const std::string& url, uint32_t* slot) const {
@@ -918,7 +943,8 @@ Status Shard::Impl::LookupSlot(const std::string& url, uint32_t* slot) const {
 }
 
 StatusOr<pb::PageSignature> Shard::Impl::Get(const std::string& url) const {
-  std::shared_lock lock(mu_);
+  // Not mu_: a Get does not wait for an Apply's index work, only for its location changes.
+  std::shared_lock loc(loc_mu_);
   uint32_t slot;
   RETURN_IF_ERROR(LookupSlot(url, &slot));
   if (slot == kNoSlot) return NotFound("shard: " + url + " is not resident in " + options_.path);
@@ -930,6 +956,7 @@ StatusOr<pb::PageSignature> Shard::Impl::Get(const std::string& url) const {
 
 ShardStats Shard::Impl::Stats() const {
   std::shared_lock lock(mu_);
+  std::shared_lock loc(loc_mu_);
   ShardStats s;
   s.resident_pages = index_.live_slots();
   s.index_postings = index_.main_postings() + index_.overflow_postings();

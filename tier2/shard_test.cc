@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -706,6 +707,74 @@ TEST(Shard, ThreadsGiveTheSameAnswer) {
   for (auto& r : rs) ts.emplace_back([&] { ASSERT_TRUE((*shard)->CompareBatch(b, 0.6, &r).ok()); });
   for (auto& t : ts) t.join();
   for (const auto& r : rs) EXPECT_EQ(Found(batch, r), Found(batch, r1));
+}
+
+// Get and CompareBatch run while Apply replaces and removes pages (and compacts the index and the
+// signature log): every Get answers with a version of the page that was applied (or NotFound for
+// a URL that was removed), never an error, and every CompareBatch succeeds.
+TEST(Shard, ReadersRunDuringApply) {
+  TempDir dir;
+  ShardOptions o = Options(dir.str());
+  o.log_compact_min_bytes = 1;  // compact the log often
+  auto opened = Shard::Open(o);
+  ASSERT_TRUE(opened.ok());
+  Shard& shard = **opened;
+  constexpr int kUrls = 120, kRounds = 60;
+  // Version v of page u: 60 shingles, the first of which names (u, v).
+  auto version = [](int u, int v) {
+    std::vector<uint64_t> h = {(static_cast<uint64_t>(u) << 20) | static_cast<uint64_t>(v)};
+    for (int i = 1; i < 60; ++i) h.push_back((static_cast<uint64_t>(u) << 40) + static_cast<uint64_t>(v) * 1000 + i + (1ull << 32));
+    return MakeSig(Name("http://r/", u), h);
+  };
+  std::vector<pb::PageSignature> first;
+  for (int u = 0; u < kUrls; ++u) first.push_back(version(u, 0));
+  auto fp = Pages(first);
+  ASSERT_TRUE(shard.Apply(fp, {}).ok());
+  std::atomic<bool> done{false};
+  std::atomic<int> gets{0}, compares{0}, errors{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      while (!done.load()) {
+        const int u = static_cast<int>(rng() % kUrls);
+        auto got = shard.Get(Name("http://r/", u));
+        if (got.ok()) {
+          const uint64_t tag = got->shingles(0);
+          if (got->url() != Name("http://r/", u) || (tag >> 20) != static_cast<uint64_t>(u) || (tag & 0xFFFFF) > kRounds) {
+            ++errors;
+          }
+        } else if (got.status().code() != StatusCode::kNotFound) {
+          ++errors;
+        }
+        ++gets;
+      }
+    });
+  }
+  readers.emplace_back([&] {
+    std::vector<pb::PageSignature> probe = {version(7, 0)};
+    probe[0].set_url("http://probe/");
+    auto pp = Pages(probe, false);
+    while (!done.load()) {
+      CompareResult r;
+      if (!shard.CompareBatch(pp, 0.5, &r).ok()) ++errors;
+      ++compares;
+    }
+  });
+  std::mt19937 rng(99);
+  for (int v = 1; v <= kRounds; ++v) {
+    std::vector<pb::PageSignature> batch;
+    for (int k = 0; k < 30; ++k) batch.push_back(version(static_cast<int>(rng() % kUrls), v));
+    std::vector<std::string> removed = {Name("http://r/", static_cast<int>(rng() % kUrls))};
+    auto bp = Pages(batch);
+    ASSERT_TRUE(shard.Apply(bp, removed).ok()) << "round " << v;
+  }
+  done = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_GT(gets.load(), 0);
+  EXPECT_GT(compares.load(), 0);
+  EXPECT_GT(shard.Stats().log_compactions, 0u);
 }
 
 }  // namespace

@@ -18,10 +18,13 @@
 // Record layout: u32 payload length (LE), u32 magic, u64 XXH3-64 of the payload, payload. Read()
 // checks all three, so a torn or overwritten record is reported as Corruption, never returned.
 //
-// Thread safety: Read() may run concurrently with Read(); Append, Sync and Truncate must not run
-// concurrently with anything (the shard's writer lock orders them). The log owns its descriptor.
+// Thread safety: Read() may run concurrently with Read() and with Append() and Sync() (records
+// below the end are never rewritten; the end is atomic); Append, Sync and Truncate must not run
+// concurrently with each other, nor Truncate with a Read of what it cuts (the shard orders them).
+// The log owns its descriptor.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -67,14 +70,14 @@ class SignatureLog {
   // checksum does not match (the message gives the offset); IoError when the read fails.
   Status Read(Ref ref, std::string* payload) const;
 
-  uint64_t end() const { return end_; }
+  uint64_t end() const { return end_.load(std::memory_order_acquire); }
   const std::string& path() const { return path_; }
 
  private:
   SignatureLog(std::string path, int fd, uint64_t end) : path_(std::move(path)), fd_(fd), end_(end) {}
   std::string path_;
   int fd_;
-  uint64_t end_;
+  std::atomic<uint64_t> end_;  // a reader checks a record lies below it; Append raises it after the write
   std::string buffer_;  // Append's staging buffer, kept for its capacity
 };
 
