@@ -43,9 +43,12 @@
 // page survives a crash; Open() cuts the log to its committed end (dropping the records of a write
 // that never committed) and rebuilds the in-memory index from the store.
 //
-// Thread safety: CompareBatch calls may run concurrently with each other; Apply waits for them
-// (a reader/writer lock). The Shard owns its LevelDB handle; one process opens a store at a time
-// (LevelDB's lock file enforces it: IoError otherwise).
+// Thread safety: every method may be called from any thread. Apply calls run one at a time.
+// CompareBatch and Get run concurrently with each other and with most of an Apply: it appends,
+// syncs and commits its batch without blocking them, then holds CompareBatch back while it changes
+// the index and page tables, and Get only while it changes signature locations. Each reader sees
+// the shard before or after an Apply's batch, never a mix. The Shard owns its LevelDB handle; one
+// process opens a store at a time (LevelDB's lock file enforces it: IoError otherwise).
 #pragma once
 
 #include <cstdint>
