@@ -8,7 +8,9 @@ mode="${1:-release}"
 bash scripts/install-deps.sh
 case "$mode" in
   release)  dir=build;          args=(-DCMAKE_BUILD_TYPE=Release) ;;
-  sanitize) dir=build-sanitize; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNEARDUP_SANITIZE=ON) ;;
+  # -O1 -g1 (line tables): what ASan recommends, readable stack traces, and a much faster build.
+  sanitize) dir=build-sanitize; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+                                      -DNEARDUP_SANITIZE=ON) ;;
   *) echo "usage: $0 [release|sanitize]" >&2; exit 2 ;;
 esac
 cmake -S . -B "$dir" -G Ninja -DNEARDUP_WERROR=ON "${args[@]}" >/dev/null

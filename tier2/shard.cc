@@ -404,7 +404,7 @@ SignatureLog::Ref Shard::Impl::Location(uint32_t slot) const {
 }
 
 void Shard::Impl::ClearLocation(uint32_t slot) {
-  loc_[slot] = kNoRecord;
+  if (slot < loc_.size()) loc_[slot] = kNoRecord;  // an Apply that failed may not have set it
   long_length_.erase(slot);
 }
 
