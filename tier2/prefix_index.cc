@@ -1,8 +1,8 @@
 #include "tier2/prefix_index.h"
 
 #include <algorithm>
-#include <cstring>
 #include <bit>
+#include <cstring>
 
 namespace neardup::tier2 {
 

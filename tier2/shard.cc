@@ -171,6 +171,8 @@ class Shard::Impl {
   Status RebuildIndex(int bucket_bits);
   // A page's "x" record: size, shingle vector, parity bitmap and indexed prefix.
   void MakeIndexEntry(const pb::PageSignature& sig, std::vector<uint64_t>* prefix, pb::ShardIndexEntry* e) const;
+  // The fields of that record that do not depend on the token order (all but the prefix).
+  static void SetOrderFreeFields(const pb::PageSignature& sig, pb::ShardIndexEntry* e);
   // The indexed prefix of a page, in token order.
   void IndexPrefix(const pb::PageSignature& sig, std::vector<uint64_t>* out) const {
     order_.Prefix(Shingles(sig),
@@ -350,13 +352,17 @@ void Shard::Impl::SetPageTable(uint32_t slot, const pb::ShardIndexEntry& e) {
   std::copy(e.bitmap().begin(), e.bitmap().end(), bits_.begin() + static_cast<ptrdiff_t>(slot * kBitmapWords));
 }
 
-void Shard::Impl::MakeIndexEntry(const pb::PageSignature& sig, std::vector<uint64_t>* prefix,
-                                 pb::ShardIndexEntry* e) const {
+void Shard::Impl::SetOrderFreeFields(const pb::PageSignature& sig, pb::ShardIndexEntry* e) {
   e->Clear();
   e->set_size(static_cast<uint32_t>(sig.shingles_size()));
   *e->mutable_shingle_vector() = sig.shingle_vector();
   const ParityBitmap bitmap = MakeParityBitmap(Shingles(sig));
   e->mutable_bitmap()->Add(bitmap.begin(), bitmap.end());
+}
+
+void Shard::Impl::MakeIndexEntry(const pb::PageSignature& sig, std::vector<uint64_t>* prefix,
+                                 pb::ShardIndexEntry* e) const {
+  SetOrderFreeFields(sig, e);
   IndexPrefix(sig, prefix);
   e->mutable_prefix()->Add(prefix->begin(), prefix->end());
 }
@@ -562,10 +568,7 @@ Status Shard::Impl::Reorder() {
       RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
       sets.emplace_back(sig.shingles().begin(), sig.shingles().end());
       pb::ShardIndexEntry e;
-      e.set_size(static_cast<uint32_t>(sig.shingles_size()));
-      *e.mutable_shingle_vector() = sig.shingle_vector();
-      const ParityBitmap bitmap = MakeParityBitmap(Shingles(sig));
-      e.mutable_bitmap()->Add(bitmap.begin(), bitmap.end());
+      SetOrderFreeFields(sig, &e);
       entries.emplace_back(slot, std::move(e));
     }
   }
