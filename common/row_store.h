@@ -52,7 +52,7 @@ struct RowStoreOptions {
   std::vector<std::string> families;  // 1..250 distinct non-empty names; their order fixes their ids
   bool sync = true;                   // fsync every Write
   uint64_t cache_bytes = 32ull << 20; // LevelDB block cache
-  uint64_t write_buffer_bytes = 16ull << 20;
+  uint64_t write_buffer_bytes = 64ull << 20;
   const Clock* clock = nullptr;       // null = SystemClock()
   leveldb::Env* env = nullptr;        // null = LevelDB's default Env (tests inject a memory or faulty one)
 };

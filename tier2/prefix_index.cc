@@ -151,15 +151,15 @@ void PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t
 }
 
 bool PrefixIndex::NeedsCompaction() const {
-  // Compact() costs O(postings + buckets): waiting for 1/32 of that keeps it to a few dozen moves
-  // per added posting, however small the index is next to its bucket table, and caps the overflow
-  // table (8 bytes a slot, at most 60% full, a power of two) at about (postings + buckets) bytes
-  // times 8 / 32 / 0.3, i.e. under one byte per main posting.
-  return overflow_count_ > (postings_.size() + offsets_.size()) / 32 + 4096 || dead_postings_ > live_postings_ / 4 + 4096;
+  // Compact() costs O(postings + buckets): waiting for 1/16 of that keeps it to a dozen or two
+  // moves per added posting, however small the index is next to its bucket table, and caps the
+  // overflow table (8 bytes a slot, at most 60% full, a power of two) at about (postings +
+  // buckets) bytes times 8 / 16 / 0.3, i.e. under two bytes per main posting.
+  return overflow_count_ > (postings_.size() + offsets_.size()) / 16 + 4096 || dead_postings_ > live_postings_ / 4 + 4096;
 }
 
 uint64_t PrefixIndex::Slack(uint64_t postings) const {
-  return 2 * ((postings + offsets_.size()) / 32 + 4096);
+  return (postings + offsets_.size()) / 16 + 4096;
 }
 
 void PrefixIndex::Compact(bool purge) {
@@ -195,9 +195,8 @@ void PrefixIndex::Compact(bool purge) {
   // postings down, every bucket above the next such one shifts right by the number of new
   // postings still to place, so whole runs of buckets move with one memmove; buckets below the
   // lowest one with new postings stay where they are.
-  // Room for two more compactions' worth of growth (NeedsCompaction): reallocating on every
-  // compaction would copy the whole array into freshly faulted pages each time. No doubling: the
-  // slack is (postings + buckets) / 16 + 8192 postings at most.
+  // Room for one more compaction's growth (NeedsCompaction). Growing remaps the array without
+  // copying it, so the slack only saves system calls; no doubling.
   const size_t need = w + extra.size();
   if (need > postings_.capacity()) postings_.reserve(need + Slack(need));
   postings_.resize(need);
@@ -224,10 +223,7 @@ void PrefixIndex::Compact(bool purge) {
     ei -= cnt;
   }
   if (postings_.capacity() > postings_.size() + 2 * Slack(postings_.size())) {  // shrunk by removals
-    std::vector<uint32_t> fit;
-    fit.reserve(postings_.size() + Slack(postings_.size()));
-    fit.assign(postings_.begin(), postings_.end());
-    postings_.swap(fit);
+    postings_.set_capacity(postings_.size() + Slack(postings_.size()));
   }
 
   if (!purge) return;  // dead slots keep their postings, so they are not handed out yet

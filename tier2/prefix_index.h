@@ -28,6 +28,8 @@
 #include <span>
 #include <vector>
 
+#include "common/mapped_array.h"
+
 namespace neardup::tier2 {
 
 class PrefixIndex {
@@ -76,14 +78,14 @@ class PrefixIndex {
   // Prefetches every bucket before reading any, so the cache misses of a probe overlap.
   void Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots) const;
 
-  // Overflow above 1/32 of the main postings plus buckets, or dead postings above 1/4 of the live
+  // Overflow above 1/16 of the main postings plus buckets, or dead postings above 1/4 of the live
   // ones.
   bool NeedsCompaction() const;
 
   // Merges the overflow into the main arrays and drops dead postings, in place (no second copy of
-  // the arrays); dead slots become free. O(postings + buckets). When the main array must grow it is
-  // given room for two more compactions' growth, (postings + buckets) / 16 + 8192 postings, so a
-  // growing index reallocates it at most every other compaction.
+  // the arrays); dead slots become free. O(postings + buckets). The main array grows in place or
+  // by remapping (common/mapped_array.h: its postings are neither copied nor faulted in again),
+  // with room for one more compaction's growth.
   // purge = false keeps dead postings (and their slots dead) unless they pass 1/32 of the main
   // postings: dropping them reads the state of every posting's slot, the dearest part of a
   // compaction, for little gain when few are dead (probes skip them either way).
@@ -114,7 +116,7 @@ class PrefixIndex {
   int bucket_bits_;
   uint64_t bucket_mask_;
   std::vector<uint32_t> offsets_;   // 2^bucket_bits + 1
-  std::vector<uint32_t> postings_;  // slot << 8 | fingerprint, grouped by bucket
+  MappedArray<uint32_t> postings_;  // slot << 8 | fingerprint, grouped by bucket; grows by mremap
   std::vector<uint64_t> overflow_;  // bucket << 32 | posting, linear probing, kEmpty = free
   int overflow_shift_;
   uint64_t overflow_count_ = 0;
