@@ -497,6 +497,35 @@ TEST_F(RunTest, BadUsageIsRefused) {
 // ---------------------------------------------------------------------------------------------
 // 4. The README's main job.
 
+// The working set Tier 1 keeps in memory is a cache: its size must not change any answer. (It
+// did: a query that overflowed it also ran the pending group repairs in the middle of a batch.)
+TEST_F(RunTest, ResultsDoNotDependOnTheTier1CacheSize) {
+  const int pages = kSlow ? 8000 : 20000;
+  const std::string crawl = Path("crawl.jsonl");
+  ASSERT_EQ(Neardup("gen-crawl --pages " + std::to_string(pages) + " --seed 35 --out " + crawl).code, 0);
+  const std::string tiny = Path("tiny-cache.textproto");
+  std::ofstream(tiny) << "tier1 { cache_records: 16 }\n";
+  std::string out[2], status[2], summary[2];
+  for (int k = 0; k < 2; ++k) {
+    const std::string store = Path("store" + std::to_string(k));
+    out[k] = Path("groups" + std::to_string(k) + ".jsonl");
+    status[k] = Path("status" + std::to_string(k) + ".jsonl");
+    const Outcome r = Neardup("--log-level warn run --input " + crawl + " --store " + store + " --out " + out[k] +
+                              " --status-out " + status[k] + " --threshold 0.8" +
+                              (k == 1 ? " --config " + tiny : std::string()));
+    ASSERT_EQ(r.code, 0) << r.err;
+    const size_t v = r.out.find("verification");
+    ASSERT_NE(v, std::string::npos) << r.out;
+    summary[k] = r.out.substr(v, r.out.find('\n', v) - v);
+  }
+  std::printf("[ run      ] default cache: %s\n[ run      ] 16 records:    %s\n", summary[0].c_str(),
+              summary[1].c_str());
+  EXPECT_EQ(summary[0], summary[1]);
+  EXPECT_THAT(summary[0], ::testing::Not(HasSubstr(" 0 repairs"))) << "the crawl should need repairs";
+  EXPECT_TRUE(Read(out[0]) == Read(out[1])) << "the groups differ";
+  EXPECT_TRUE(Read(status[0]) == Read(status[1])) << "the status lines differ";
+}
+
 TEST_F(RunTest, ReadmeMainJob) {
   const std::string src = NEARDUP_SOURCE_DIR;
   const Outcome r = Neardup("run --input " + src + "/data/sample-crawl.jsonl --config " + src +
