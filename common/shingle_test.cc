@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <xxhash.h>
+
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "common/tokenizer.h"
@@ -96,6 +99,36 @@ TEST(Shingle, ShingleVectorSumsToSetSize) {
   EXPECT_EQ(s, ShingleSet(w, 5));
   ASSERT_EQ(per_dim.size(), 4u);
   EXPECT_EQ(per_dim[0] + per_dim[1] + per_dim[2] + per_dim[3], s.size());
+}
+
+TEST(Shingle, ShingleSetWithDimsMatchesAPlainSortAtEverySize) {
+  // The bucketed sort behind ShingleSetWithDims must give exactly what sorting every (shingle,
+  // dimension) pair would: the same set, and each shingle counted in the dimension of its first
+  // occurrence in that order. Repeated words make repeated shingles.
+  std::mt19937_64 rng(7);
+  for (size_t n : {0u, 1u, 5u, 63u, 64u, 65u, 200u, 1000u, 4097u, 30000u}) {
+    for (int vocabulary : {3, 50, 1000000}) {
+      std::vector<uint64_t> w(n);
+      for (auto& x : w) x = WordHash(std::to_string(rng() % static_cast<uint64_t>(vocabulary)));
+      std::vector<uint32_t> per_dim;
+      const auto got = ShingleSetWithDims(w, 5, 3, &per_dim);
+      const auto set = ShingleSet(w, 5);
+      EXPECT_EQ(got, set) << n << " words, vocabulary " << vocabulary;
+      // The reference: per unique shingle, the smallest dimension it was seen with.
+      std::map<uint64_t, uint32_t> dim;
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t window[5];
+        for (size_t j = 0; j < 5; ++j) window[j] = i + j < n ? w[i + j] : kDummyWordHash;
+        const uint64_t h = XXH3_64bits(window, sizeof window);
+        const uint32_t d = SubDictionary(w[i], 3);
+        auto [it, fresh] = dim.emplace(h, d);
+        if (!fresh) it->second = std::min(it->second, d);
+      }
+      std::vector<uint32_t> want(3, 0);
+      for (const auto& [h, d] : dim) ++want[d];
+      EXPECT_EQ(per_dim, want) << n << " words, vocabulary " << vocabulary;
+    }
+  }
 }
 
 }  // namespace
