@@ -1,7 +1,6 @@
 #include "tier1/group_store.h"
 
 #include <algorithm>
-#include <cassert>
 
 #include "common/coding.h"
 
@@ -83,9 +82,6 @@ Status GroupStore::Members(uint64_t group, std::vector<std::string>* out) const 
 
 StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url) {
   auto it = pages_.find(url);
-  if (it == pages_.end() && !old_pages_.empty()) {
-    if (auto node = old_pages_.extract(url)) it = pages_.insert(std::move(node)).position;
-  }
   if (it == pages_.end()) {
     PageSlot slot;
     std::string bytes;
@@ -114,9 +110,6 @@ StatusOr<pb::Tier1Page*> GroupStore::Txn::MutablePage(const std::string& url) {
 
 StatusOr<const pb::Tier1Group*> GroupStore::Txn::FindGroup(uint64_t group) {
   auto it = groups_.find(group);
-  if (it == groups_.end() && !old_groups_.empty()) {
-    if (auto node = old_groups_.extract(group)) it = groups_.insert(std::move(node)).position;
-  }
   if (it == groups_.end()) {
     GroupSlot slot;
     std::string bytes;
@@ -146,7 +139,6 @@ StatusOr<pb::Tier1Group*> GroupStore::Txn::MutableGroup(uint64_t group) {
 }
 
 void GroupStore::Txn::DeleteGroup(uint64_t group) {
-  old_groups_.erase(group);  // the young slot below says "deleted"; no old copy may outlive it
   GroupSlot& slot = groups_[group];
   slot.rec.Clear();
   slot.exists = false;
@@ -291,19 +283,9 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
   return s;
 }
 
-void GroupStore::Txn::Age() {
-  assert(empty() && "Age() with uncommitted changes");
-  old_pages_ = std::move(pages_);
-  old_groups_ = std::move(groups_);
-  pages_.clear();
-  groups_.clear();
-}
-
 void GroupStore::Txn::Discard() {
   pages_.clear();
   groups_.clear();
-  old_pages_.clear();
-  old_groups_.clear();
   dirty_pages_.clear();
   dirty_groups_.clear();
   members_.clear();

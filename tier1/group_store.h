@@ -113,13 +113,8 @@ class GroupStore::Txn {
   Status Commit(bool durable = true, bool keep_cache = false);
   // Forgets every change and every cached record.
   void Discard();
-  // Ages the read cache kept by Commit(keep_cache = true): the records cached now become the old
-  // generation, and the previous old generation is dropped. A record read again before the next
-  // Age() returns to the young generation, so what is in use stays cached and the cache holds at
-  // most two generations. Call only between Commits (asserts that nothing is pending).
-  void Age();
   bool empty() const;
-  // Records loaded or changed since the last Age() (the young generation's size).
+  // Records loaded or changed so far (the working set's size).
   size_t cached() const { return pages_.size() + groups_.size(); }
 
  private:
@@ -133,9 +128,6 @@ class GroupStore::Txn {
   GroupStore* store_;
   std::unordered_map<std::string, PageSlot> pages_;
   std::unordered_map<uint64_t, GroupSlot> groups_;
-  // The old generation of the read cache (Age): committed, clean records only.
-  std::unordered_map<std::string, PageSlot> old_pages_;
-  std::unordered_map<uint64_t, GroupSlot> old_groups_;
   std::vector<std::string> dirty_pages_;   // each changed page once, in first-change order
   std::vector<uint64_t> dirty_groups_;
   // row -> (column -> present?) for the member and redirect families.

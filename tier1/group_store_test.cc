@@ -194,49 +194,6 @@ TEST_F(GroupStoreTest, DeleteGroupCommitsADelete) {
   ExpectConsistent(*store);
 }
 
-TEST_F(GroupStoreTest, AgedCacheKeepsWhatIsReadAgainAndNeverResurrectsADeletedGroup) {
-  auto store = Open();
-  ASSERT_NE(store, nullptr);
-  GroupStore::Txn txn(store.get());
-  const uint64_t g1 = txn.NewGroupId();
-  AddPage(txn, g1, "http://a.com/");
-  const uint64_t g2 = txn.NewGroupId();
-  AddPage(txn, g2, "http://b.com/");
-  ASSERT_TRUE(txn.Commit(/*durable=*/true, /*keep_cache=*/true).ok());
-  EXPECT_EQ(txn.cached(), 4u);
-  txn.Age();
-  EXPECT_EQ(txn.cached(), 0u);
-  // Read again: back in the young generation, with the committed contents.
-  auto a = txn.FindPage("http://a.com/");
-  ASSERT_TRUE(a.ok());
-  ASSERT_NE(*a, nullptr);
-  EXPECT_EQ((*a)->group(), g1);
-  EXPECT_EQ(txn.cached(), 1u);
-  // g2 sits in the old generation; deleting it must not leave that copy to be found later.
-  txn.DeleteGroup(g2);
-  txn.RemoveMember(g2, "http://b.com/");
-  auto b = txn.MutablePage("http://b.com/");
-  ASSERT_TRUE(b.ok());
-  (*b)->set_group(g1);
-  txn.AddMember(g1, "http://b.com/");
-  auto g = txn.MutableGroup(g1);
-  ASSERT_TRUE(g.ok());
-  (*g)->set_members(2);
-  ASSERT_TRUE(txn.Commit(true, true).ok());
-  auto found = txn.FindGroup(g2);
-  ASSERT_TRUE(found.ok());
-  EXPECT_EQ(*found, nullptr) << "deleted group came back from the old generation";
-  // Two agings without a read drop a record; it is read from the store again, unchanged.
-  txn.Age();
-  txn.Age();
-  EXPECT_EQ(txn.cached(), 0u);
-  auto again = txn.FindPage("http://b.com/");
-  ASSERT_TRUE(again.ok());
-  ASSERT_NE(*again, nullptr);
-  EXPECT_EQ((*again)->group(), g1);
-  ExpectConsistent(*store);
-}
-
 TEST_F(GroupStoreTest, RedirectIndexAcrossCommitsFailuresAndReopen) {
   auto redirectors = [](GroupStore* store, const std::string& target) {
     GroupStore::Txn txn(store);

@@ -537,8 +537,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
   }
   txn.AddCounter("batches", 1);
   guard.armed = false;
-  Status s = txn.Commit(/*durable=*/true, /*keep_cache=*/true);
-  if (s.ok()) AgeCache();
+  Status s = txn.Commit(/*durable=*/true, /*keep_cache=*/txn.cached() < options_.cache_records);
   batch_signatures_.clear();
   return s;
 }
@@ -547,11 +546,10 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
 
 Status Tier1::Query(const std::string& url, const pb::PageSignature* current, StatusAnswer* out) {
   *out = StatusAnswer();
-  if (txn_.cached() > options_.cache_records / 2) {
-    // Bound the working set: commit the verification results so far and age the cache. Repairs
+  if (txn_.cached() > options_.cache_records) {
+    // Bound the working set: commit the verification results so far and drop the cache. Repairs
     // wait for Flush(), so when they happen does not depend on the cache's size.
-    RETURN_IF_ERROR(txn_.Commit(/*durable=*/false, /*keep_cache=*/true));
-    AgeCache();
+    RETURN_IF_ERROR(txn_.Commit(/*durable=*/false, /*keep_cache=*/false));
   }
   if (pending_.count(url) > 0) {
     out->status = StatusAnswer::kPending;
@@ -649,14 +647,7 @@ Status Tier1::Flush(std::vector<RepairReport>* repairs) {
   }
   repair_queue_.clear();
   // Caches and repairs are recomputable, and the next batch's write syncs the log anyway.
-  RETURN_IF_ERROR(txn_.Commit(/*durable=*/false, /*keep_cache=*/true));
-  AgeCache();
-  return Status::Ok();
-}
-
-void Tier1::AgeCache() {
-  // Two generations of at most cache_records / 2 each: records used since the last aging stay.
-  if (txn_.cached() > options_.cache_records / 2) txn_.Age();
+  return txn_.Commit(/*durable=*/false, /*keep_cache=*/txn_.cached() < options_.cache_records);
 }
 
 Status Tier1::Repair(uint64_t group, RepairReport* report) {

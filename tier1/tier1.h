@@ -179,7 +179,6 @@ class Tier1 {
   Status UpdateWinners(GroupStore::Txn& txn, Touched* touched);
   Status RecomputeWinners(GroupStore::Txn& txn, uint64_t group);
   StatusOr<pb::PageSignature> FetchSignature(const std::string& url, const pb::Tier1Page& page);
-  void AgeCache();  // after a Commit: ages the working set once it passes cache_records / 2
   Status RepairIn(GroupStore::Txn& txn, uint64_t group, RepairReport* report);
 
   GroupStore* store_;
@@ -187,8 +186,7 @@ class Tier1 {
   Tier1Options options_;
   std::unordered_set<std::string> pending_;
   // The one working set: Classify and Query read through it, Apply and Flush write through it and
-  // keep what they read as a cache (Tier 1 is the store's only writer), in two generations of at
-  // most options.cache_records / 2 records each (GroupStore::Txn::Age).
+  // keep what they read as a cache (Tier 1 is the store's only writer), dropped past options.cache_records.
   GroupStore::Txn txn_;
   std::vector<uint64_t> repair_queue_;
   // Signatures of the batch being classified/applied, by URL (representatives in the batch).
