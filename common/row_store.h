@@ -52,6 +52,8 @@ struct RowStoreOptions {
   std::vector<std::string> families;  // 1..250 distinct non-empty names; their order fixes their ids
   bool sync = true;                   // fsync every Write
   uint64_t cache_bytes = 32ull << 20; // LevelDB block cache
+  // LevelDB memtable. Larger means fewer, bigger level-0 tables and less compaction: at 1M
+  // crawled pages Tier 1's store wrote 1.3 GB in compactions with 64 MiB against 3.7 GB with 16.
   uint64_t write_buffer_bytes = 64ull << 20;
   const Clock* clock = nullptr;       // null = SystemClock()
   leveldb::Env* env = nullptr;        // null = LevelDB's default Env (tests inject a memory or faulty one)
