@@ -78,7 +78,7 @@ class PrefixIndex {
   // Prefetches every bucket before reading any, so the cache misses of a probe overlap.
   void Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots) const;
 
-  // Overflow above 1/16 of the main postings plus buckets, or dead postings above 1/4 of the live
+  // Overflow above 1/32 of the main postings plus buckets, or dead postings above 1/4 of the live
   // ones.
   bool NeedsCompaction() const;
 

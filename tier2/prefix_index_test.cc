@@ -51,11 +51,11 @@ TEST(PrefixIndex, OverflowTableStaysSmallWhileGrowing) {
     const uint64_t postings = index.main_postings() + index.overflow_postings();
     const uint64_t buckets = uint64_t{1} << index.bucket_bits();
     // The main array keeps room for one compaction's growth (and a page); the overflow holds up
-    // to 1/16 of the main postings and buckets, 8 bytes each, in a table at least 30% full.
-    const uint64_t slack = (index.main_postings() + buckets + 1) / 16 + 4096 + 1024;
+    // to 1/32 of the main postings and buckets, 8 bytes each, in a table at least 30% full.
+    const uint64_t slack = (index.main_postings() + buckets + 1) / 32 + 4096 + 1024;
     const uint64_t main_bytes = 4 * (index.main_postings() + slack + buckets + 1);
     const uint64_t slots = static_cast<uint64_t>(page) + 1;
-    const uint64_t bound = main_bytes + 2 * (postings + buckets) + 8 * (4096 * 2 + 1024) + 2 * slots + 64;
+    const uint64_t bound = main_bytes + (postings + buckets) + 8 * (4096 * 2 + 1024) + 2 * slots + 64;
     ASSERT_LE(index.MemoryBytes(), bound) << "after " << slots << " pages, " << index.overflow_postings()
                                           << " overflow postings";
   }
@@ -63,7 +63,7 @@ TEST(PrefixIndex, OverflowTableStaysSmallWhileGrowing) {
 
 TEST(PrefixIndex, GrowingIndexKeepsLittleSpareCapacity) {
   // The main array grows by remapping (no copy), so it needs no more room than one compaction's
-  // growth: (postings + buckets) / 16 + 4096 postings, plus the last page.
+  // growth: (postings + buckets) / 32 + 4096 postings, plus the last page.
   std::mt19937_64 rng(12);
   const int bits = PrefixIndex::BucketBitsFor(40 * 40000);
   PrefixIndex index(bits);
@@ -77,7 +77,7 @@ TEST(PrefixIndex, GrowingIndexKeepsLittleSpareCapacity) {
       ++compactions;
       const uint64_t p = index.main_postings();
       EXPECT_GE(index.main_capacity(), p);
-      EXPECT_LE(index.main_capacity(), p + (p + (1ull << bits) + 1) / 16 + 4096 + 1024) << compactions;
+      EXPECT_LE(index.main_capacity(), p + (p + (1ull << bits) + 1) / 32 + 4096 + 1024) << compactions;
     }
   }
   ASSERT_GE(compactions, 10);
