@@ -474,7 +474,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   sum_.redirect_cycles += outcome.redirect_cycles;
   tier1_->SetPending({});
 
-  StartShardWrites(std::move(batch), routes);
+  StartShardWrites(std::move(batch), std::move(routes));
   return WriteStatus(*writing_, writing_routes_);
 }
 

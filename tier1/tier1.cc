@@ -537,7 +537,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
   }
   txn.AddCounter("batches", 1);
   guard.armed = false;
-  Status s = txn.Commit(/*durable=*/true, /*keep_cache=*/txn.cached() < options_.cache_records);
+  Status s = CommitWorkingSet(/*durable=*/true);
   batch_signatures_.clear();
   return s;
 }
@@ -547,9 +547,9 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
 Status Tier1::Query(const std::string& url, const pb::PageSignature* current, StatusAnswer* out) {
   *out = StatusAnswer();
   if (txn_.cached() > options_.cache_records) {
-    // Bound the working set: commit the verification results so far and drop the cache. Repairs
-    // wait for Flush(), so when they happen does not depend on the cache's size.
-    RETURN_IF_ERROR(txn_.Commit(/*durable=*/false, /*keep_cache=*/false));
+    // Bound the working set: commit the verification results so far (which drops the cache).
+    // Repairs wait for Flush(), so when they happen does not depend on the cache's size.
+    RETURN_IF_ERROR(CommitWorkingSet(/*durable=*/false));
   }
   if (pending_.count(url) > 0) {
     out->status = StatusAnswer::kPending;
@@ -647,7 +647,11 @@ Status Tier1::Flush(std::vector<RepairReport>* repairs) {
   }
   repair_queue_.clear();
   // Caches and repairs are recomputable, and the next batch's write syncs the log anyway.
-  return txn_.Commit(/*durable=*/false, /*keep_cache=*/txn_.cached() < options_.cache_records);
+  return CommitWorkingSet(/*durable=*/false);
+}
+
+Status Tier1::CommitWorkingSet(bool durable) {
+  return txn_.Commit(durable, /*keep_cache=*/txn_.cached() < options_.cache_records);
 }
 
 Status Tier1::Repair(uint64_t group, RepairReport* report) {

@@ -179,6 +179,8 @@ class Tier1 {
   Status UpdateWinners(GroupStore::Txn& txn, Touched* touched);
   Status RecomputeWinners(GroupStore::Txn& txn, uint64_t group);
   StatusOr<pb::PageSignature> FetchSignature(const std::string& url, const pb::Tier1Page& page);
+  // Commits the working set, keeping it as a cache while it holds under cache_records records.
+  Status CommitWorkingSet(bool durable);
   Status RepairIn(GroupStore::Txn& txn, uint64_t group, RepairReport* report);
 
   GroupStore* store_;
