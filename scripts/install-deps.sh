@@ -17,6 +17,7 @@ PACKAGES=(
   libcli11-dev                        # command line of the neardup binary
   libmodest-dev                       # MyHTML: HTML5 parsing of crawled pages
   libsimdjson-dev                     # JSON Lines crawl records
+  libgoogle-perftools-dev             # tcmalloc: the neardup binary's allocator
 )
 if [ "${1:-}" = "experiments" ]; then
   PACKAGES+=(gnuplot-nox)             # PNG plots of experiments/results/*.csv
