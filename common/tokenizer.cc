@@ -1,5 +1,9 @@
 #include "common/tokenizer.h"
 
+#include <array>
+
+// Inlined: a word is a few bytes, where the call into the shared library costs as much as the hash.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "common/utf8.h"
@@ -8,6 +12,16 @@ namespace neardup {
 namespace {
 
 constexpr uint32_t kInvalid = kInvalidCodePoint;
+
+// ASCII word characters: kLower for a-z and 0-9 (already folded), kUpper for A-Z.
+constexpr uint8_t kLower = 1, kUpper = 2;
+constexpr auto kAsciiWord = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = 'a'; c <= 'z'; ++c) t[c] = kLower;
+  for (int c = '0'; c <= '9'; ++c) t[c] = kLower;
+  for (int c = 'A'; c <= 'Z'; ++c) t[c] = kUpper;
+  return t;
+}();
 
 enum class CharClass { kSeparator, kWord, kSingle, kApostrophe };
 
@@ -53,11 +67,36 @@ void ForEachWord(std::string_view text, std::string& word, Emit&& emit) {
   const size_t n = text.size();
   while (i < n) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    // ASCII fast path.
     if (c < 0x80) {
+      if (kAsciiWord[c] != 0) {
+        // A run of ASCII letters and digits, scanned in one go. Lower-case only, starting a word
+        // and ending at an ASCII separator (or the end): already a folded word, emitted in place.
+        // Otherwise it is appended folded, and whatever follows (an apostrophe, a non-ASCII
+        // letter) is handled below as before.
+        size_t j = i;
+        uint8_t kinds = 0;
+        while (j < n && kAsciiWord[static_cast<unsigned char>(text[j])] != 0) {
+          kinds |= kAsciiWord[static_cast<unsigned char>(text[j])];
+          ++j;
+        }
+        const unsigned char d = j < n ? static_cast<unsigned char>(text[j]) : ' ';
+        const bool ends = d < 0x80 && d != '\'';
+        if (word.empty() && ends && kinds == kLower) {
+          emit(text.substr(i, j - i));
+          i = j;
+          continue;
+        }
+        const size_t from = word.size();
+        word.append(text.data() + i, j - i);
+        if (kinds & kUpper) {
+          for (size_t k = from; k < word.size(); ++k) {
+            if (word[k] >= 'A' && word[k] <= 'Z') word[k] = static_cast<char>(word[k] + 32);
+          }
+        }
+        i = j;
+        continue;
+      }
       ++i;
-      if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) { word.push_back(static_cast<char>(c)); continue; }
-      if (c >= 'A' && c <= 'Z') { word.push_back(static_cast<char>(c + 32)); continue; }
       if (c == '\'' && !word.empty() && i < n) {
         size_t j = i;
         if (Classify(DecodeUtf8(text, &j)) == CharClass::kWord) continue;  // joins the word

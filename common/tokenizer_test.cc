@@ -41,6 +41,17 @@ TEST(Tokenizer, EmptyAndSymbolOnlyTextHaveNoWords) {
   EXPECT_THAT(Tokenize("  ... !!! ©® —  "), IsEmpty());
 }
 
+// Lower-case ASCII runs are emitted in place; whatever can extend one must still join it.
+TEST(Tokenizer, LowerCaseRunsJoinWhatFollowsThem) {
+  EXPECT_THAT(Tokenize("abcDEF ghi"), ElementsAre("abcdef", "ghi"));
+  EXPECT_THAT(Tokenize("abc'def abc' def 'abc"), ElementsAre("abcdef", "abc", "def", "abc"));
+  EXPECT_THAT(Tokenize("caf\xC3\xA9 abc\xE2\x80\x99s x\xC3\x97y"), ElementsAre("café", "abcs", "x", "y"));
+  EXPECT_THAT(Tokenize("abc\xE6\x9D\xB1 9lives 2B end"), ElementsAre("abc", "東", "9lives", "2b", "end"));
+  EXPECT_THAT(Tokenize("a.b,c\td\ne"), ElementsAre("a", "b", "c", "d", "e"));
+  EXPECT_THAT(Tokenize("x'"), ElementsAre("x"));
+  EXPECT_THAT(Tokenize("ab\xFF"), ElementsAre("ab"));
+}
+
 TEST(Tokenizer, HashWordsAgreesWithTokenizeAndWordHash) {
   const std::string text = "The quick brown Fox; the QUICK fox.";
   std::vector<uint64_t> h;
