@@ -135,6 +135,9 @@ Status CheckPipeline(const Collector& collector, const std::string& name, const 
   if (p.has_cells_per_shard() && (p.cells_per_shard() < 1 || p.cells_per_shard() > 64)) {
     return bad("cells_per_shard", "must be in 1..64", std::to_string(p.cells_per_shard()));
   }
+  if (p.has_background_nice() && p.background_nice() > 19) {
+    return bad("background_nice", "must be in 0..19", std::to_string(p.background_nice()));
+  }
   return Status::Ok();
 }
 
@@ -175,6 +178,7 @@ void FillDefaults(pb::NeardupConfig* c) {
   if (!p->has_rho()) p->set_rho(1.0);
   if (!p->has_map_sample_rate()) p->set_map_sample_rate(0.05);
   if (!p->has_cells_per_shard()) p->set_cells_per_shard(6);
+  if (!p->has_background_nice()) p->set_background_nice(10);
 }
 
 }  // namespace

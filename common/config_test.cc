@@ -70,6 +70,7 @@ TEST(Config, Tier1AndPipelineDefaults) {
   EXPECT_DOUBLE_EQ(p.rho(), 1.0);
   EXPECT_DOUBLE_EQ(p.map_sample_rate(), 0.05);
   EXPECT_EQ(p.cells_per_shard(), 6u);
+  EXPECT_EQ(p.background_nice(), 10u);
   EXPECT_EQ(DefaultConfig().SerializeAsString(), c->SerializeAsString());
 }
 
@@ -87,7 +88,7 @@ TEST(Config, Tier1AndPipelineValuesAreKept) {
       "  sync: false\n"
       "  cache_mib: 0\n"
       "}\n"
-      "pipeline { shards: 1024 routing: \"rho\" rho: 10 map_sample_rate: 1 cells_per_shard: 64 }\n",
+      "pipeline { shards: 1024 routing: \"rho\" rho: 10 map_sample_rate: 1 cells_per_shard: 64 background_nice: 0 }\n",
       "v");
   ASSERT_TRUE(c.ok()) << c.status().message();
   const pb::Tier1Config& t1 = c->tier1();
@@ -106,6 +107,7 @@ TEST(Config, Tier1AndPipelineValuesAreKept) {
   EXPECT_EQ(c->pipeline().routing(), "rho");
   EXPECT_DOUBLE_EQ(c->pipeline().rho(), 10);
   EXPECT_EQ(c->pipeline().cells_per_shard(), 64u);
+  EXPECT_EQ(c->pipeline().background_nice(), 0u);
 }
 
 TEST(Config, Tier1RangesNameTheFieldAndItsPosition) {
@@ -187,6 +189,9 @@ TEST(Config, PipelineRangesNameTheFieldAndItsPosition) {
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("pipeline.cells_per_shard"));
   EXPECT_FALSE(ParseConfig("pipeline { cells_per_shard: 0 }", "p").ok());
+  c = ParseConfig("pipeline {\n  background_nice: 20\n}", "p");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("p:2:3: pipeline.background_nice: must be in 0..19 (got 20)"));
 }
 
 TEST(Config, UnknownFieldNamesFileLineAndColumn) {

@@ -19,6 +19,7 @@
 #include "common/crawl_signer.h"
 #include "common/json_write.h"
 #include "common/progress.h"
+#include "common/thread_priority.h"
 #include "partitioner/crawl_sample.h"
 #include "partitioner/map_builder.h"
 #include "partitioner/partition_map.h"
@@ -643,27 +644,36 @@ StatusOr<PipelineSummary> Pipeline::Run() {
     start_batch(next_record);
     return Status::Ok();
   };
+  // Signing runs ahead of the tiers on a thread of its own (and its workers), at a lower
+  // priority, as do LevelDB's compactions: on a busy machine the tiers' thread gets the cores.
+  const int nice = static_cast<int>(o_.config.pipeline().background_nice());
+  LowerLevelDbBackgroundPriority(nice);
   CrawlReaderStats reader_stats;
-  Status read = SignCrawl(o_.input, so, [&](CrawlRecord& r, PageFeatures& f) -> Status {
-    Batch& b = *batch;
-    b.cell.push_back(0);
-    b.machines.emplace_back();
-    if (!r.is_redirect()) {
-      const auto v = map_->VectorOf(f);
-      b.cell.back() = map_->Home(v);
-      if (!f.shingles.empty()) map_->RouteMachines(v, &b.machines.back());
-      b.signatures.push_back(ToProto(r.url, f, o_.signer));
-    } else {
-      b.signatures.emplace_back();
-    }
-    b.records.push_back(std::move(r));
-    ++next_record;
-    // The redo batch ends where the committed records end; the others hold batch_pages records.
-    if ((b.redo && next_record == skip_) || (!b.redo && b.records.size() >= o_.batch_pages)) return hand_off();
-    return Status::Ok();
-  }, &reader_stats);
-  if (read.ok()) read = hand_off();
-  queue.Close();
+  Status read;
+  std::thread signing([&] {
+    if (Status s = LowerThreadPriority(nice); !s.ok()) spdlog::debug("pipeline: {}", s.ToString());
+    read = SignCrawl(o_.input, so, [&](CrawlRecord& r, PageFeatures& f) -> Status {
+      Batch& b = *batch;
+      b.cell.push_back(0);
+      b.machines.emplace_back();
+      if (!r.is_redirect()) {
+        const auto v = map_->VectorOf(f);
+        b.cell.back() = map_->Home(v);
+        if (!f.shingles.empty()) map_->RouteMachines(v, &b.machines.back());
+        b.signatures.push_back(ToProto(r.url, f, o_.signer));
+      } else {
+        b.signatures.emplace_back();
+      }
+      b.records.push_back(std::move(r));
+      ++next_record;
+      // The redo batch ends where the committed records end; the others hold batch_pages records.
+      if ((b.redo && next_record == skip_) || (!b.redo && b.records.size() >= o_.batch_pages)) return hand_off();
+      return Status::Ok();
+    }, &reader_stats);
+    if (read.ok()) read = hand_off();
+    queue.Close();
+  });
+  signing.join();
   worker.join();
   if (status_file_ != nullptr) std::fclose(status_file_);
   RETURN_IF_ERROR(worker_status);

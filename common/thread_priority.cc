@@ -1,0 +1,56 @@
+#include "common/thread_priority.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include <leveldb/env.h>
+#include <spdlog/spdlog.h>
+
+namespace neardup {
+namespace {
+
+id_t ThreadId() { return static_cast<id_t>(syscall(SYS_gettid)); }
+
+int NiceOf(id_t id) {
+  errno = 0;
+  const int v = getpriority(PRIO_PROCESS, id);  // -1 is a valid nice value: errno tells
+  return errno == 0 ? v : 0;
+}
+
+}  // namespace
+
+int ThreadNiceValue() { return NiceOf(ThreadId()); }
+
+Status LowerThreadPriority(int delta) {
+  if (delta > 19) return InvalidArgument("thread priority: nice delta " + std::to_string(delta) + " is above 19");
+  if (delta <= 0) return Status::Ok();
+  const int target = std::min(19, NiceOf(static_cast<id_t>(getpid())) + delta);
+  if (target <= ThreadNiceValue()) return Status::Ok();  // already at least that low
+  if (setpriority(PRIO_PROCESS, ThreadId(), target) != 0) {
+    return IoError("thread priority: cannot set nice " + std::to_string(target) + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+void LowerLevelDbBackgroundPriority(int delta) {
+  if (delta <= 0) return;
+  static std::once_flag once;
+  static int chosen = 0;
+  std::call_once(once, [delta] {
+    chosen = std::min(delta, 19);
+    leveldb::Env::Default()->Schedule(
+        [](void*) {
+          if (Status s = LowerThreadPriority(chosen); !s.ok()) spdlog::debug("{}", s.ToString());
+        },
+        nullptr);
+  });
+}
+
+}  // namespace neardup

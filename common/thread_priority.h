@@ -1,0 +1,31 @@
+// Thread priorities: the embedded pipeline's critical path is one thread (the tiers'), and on a
+// small machine the work that runs ahead of it (signing) or behind it (LevelDB's compactions) takes
+// cores it waits for. Lowering those threads' priority gives the cores to the critical path when
+// they are contended and costs nothing when they are idle.
+//
+// Linux schedules threads individually: a thread's nice value is its own, and threads it creates
+// afterwards inherit it. A thread can lower its own priority but, without privileges, never raise
+// it again, so only threads that live for the lowered work should be lowered.
+//
+// Thread safety: both functions may be called from any thread.
+#pragma once
+
+#include "common/status.h"
+
+namespace neardup {
+
+// Sets the calling thread's nice value to the process's (its main thread's) plus `delta`, capped at
+// 19. delta <= 0 does nothing. Errors: InvalidArgument for delta > 19; IoError when the system
+// refuses (named).
+Status LowerThreadPriority(int delta);
+
+// The same for LevelDB's background thread (Env::Default(): the compactions of every LevelDB
+// database in the process), done on that thread by its next scheduled task; the first call with
+// delta > 0 in the process decides, later ones do nothing (the thread lives as long as the
+// process). Failures are logged at debug level: the thread runs on at its priority.
+void LowerLevelDbBackgroundPriority(int delta);
+
+// The calling thread's nice value (for tests and logs).
+int ThreadNiceValue();
+
+}  // namespace neardup
