@@ -248,11 +248,18 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
       if (present) batch_.Put(store_->redirect_, target, source, "");
       else batch_.Delete(store_->redirect_, target, source);
     }
-    if (Status m = Merge(store_->redirect_, target, &changes, &sources); !m.ok()) {
-      Discard();
-      return m;
+    // A source added leaves the target redirected to; one the store did not know of has no
+    // sources to lose. Only removals from a known target need its list.
+    bool any = false;
+    for (const auto& [source, present] : changes) any = any || present;
+    if (!any && store_->redirect_targets_.count(target) > 0) {
+      if (Status m = Merge(store_->redirect_, target, &changes, &sources); !m.ok()) {
+        Discard();
+        return m;
+      }
+      any = !sources.empty();
     }
-    targets_after.emplace_back(target, !sources.empty());
+    targets_after.emplace_back(target, any);
   }
   if (groups_reserved_ > 0) batch_.AddCounter(kNextGroup, static_cast<int64_t>(groups_reserved_));
   batch_.set_durable(durable);

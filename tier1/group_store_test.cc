@@ -217,6 +217,21 @@ TEST_F(GroupStoreTest, RedirectIndexAcrossCommitsFailuresAndReopen) {
     ASSERT_TRUE(txn.Commit().ok());
     EXPECT_TRUE(redirectors(store.get(), "http://u.com/").empty());
     EXPECT_EQ(redirectors(store.get(), "http://t.com/"), (Urls{"http://r2.com/"}));
+    // Added and removed in one Txn: nothing stays. A removal nobody had: still nothing. A target
+    // losing one source and gaining another keeps being redirected to.
+    txn.AddRedirect("http://w.com/", "http://r6.com/");
+    txn.RemoveRedirect("http://w.com/", "http://r6.com/");
+    txn.RemoveRedirect("http://x.com/", "http://r7.com/");
+    txn.RemoveRedirect("http://t.com/", "http://r2.com/");
+    txn.AddRedirect("http://t.com/", "http://r8.com/");
+    ASSERT_TRUE(txn.Commit().ok());
+    EXPECT_TRUE(redirectors(store.get(), "http://w.com/").empty());
+    EXPECT_TRUE(redirectors(store.get(), "http://x.com/").empty());
+    EXPECT_EQ(redirectors(store.get(), "http://t.com/"), (Urls{"http://r8.com/"}));
+    txn.RemoveRedirect("http://t.com/", "http://r8.com/");
+    txn.AddRedirect("http://t.com/", "http://r2.com/");
+    ASSERT_TRUE(txn.Commit().ok());
+    EXPECT_EQ(redirectors(store.get(), "http://t.com/"), (Urls{"http://r2.com/"}));
     // A failed commit adds nothing.
     txn.AddRedirect("http://v.com/", "http://r4.com/");
     txn.AddRedirect("http://u.com/", "http://r4.com/");
