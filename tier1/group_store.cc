@@ -4,6 +4,9 @@
 
 #include "common/coding.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace neardup::tier1 {
 namespace {
 
@@ -38,7 +41,49 @@ StatusOr<std::unique_ptr<GroupStore>> GroupStore::Open(const Options& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<RowStore> rows, RowStore::Open(o));
   std::unique_ptr<GroupStore> store(new GroupStore(std::move(rows)));
   RETURN_IF_ERROR(store->LoadRedirectTargets());
+  RETURN_IF_ERROR(store->LoadKnownPages());
   return store;
+}
+
+Status GroupStore::LoadKnownPages() {
+  return rows_->ScanFamily(page_, [&](std::string_view url, std::string_view, std::string_view) {
+    known_pages_.Insert(UrlHashSet::Hash(url));
+    return true;
+  });
+}
+
+uint64_t GroupStore::UrlHashSet::Hash(std::string_view url) {
+  const uint64_t h = XXH3_64bits(url.data(), url.size());
+  return h == 0 ? 1 : h;
+}
+
+bool GroupStore::UrlHashSet::Contains(uint64_t h) const {
+  if (slots_.empty()) return false;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = (h * 0x9E3779B97F4A7C15ull) >> 20 & mask;; i = (i + 1) & mask) {
+    if (slots_[i] == h) return true;
+    if (slots_[i] == 0) return false;
+  }
+}
+
+void GroupStore::UrlHashSet::Insert(uint64_t h) {
+  if ((count_ + 1) * 2 > slots_.size()) {  // at most half full
+    std::vector<uint64_t> old(std::max<size_t>(1024, slots_.size() * 2), 0);
+    old.swap(slots_);
+    count_ = 0;
+    for (uint64_t v : old) {
+      if (v != 0) Insert(v);
+    }
+  }
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = (h * 0x9E3779B97F4A7C15ull) >> 20 & mask;; i = (i + 1) & mask) {
+    if (slots_[i] == h) return;
+    if (slots_[i] == 0) {
+      slots_[i] = h;
+      ++count_;
+      return;
+    }
+  }
 }
 
 Status GroupStore::LoadRedirectTargets() {
@@ -85,7 +130,9 @@ StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url)
   if (it == pages_.end()) {
     PageSlot slot;
     std::string bytes;
-    Status s = store_->rows_->Get(store_->page_, url, "", &bytes);
+    // A URL the store has never recorded needs no read.
+    Status s = store_->known_pages_.Contains(UrlHashSet::Hash(url)) ? store_->rows_->Get(store_->page_, url, "", &bytes)
+                                                                    : NotFound("");
     if (s.ok()) {
       RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "page", url));
       slot.exists = true;
@@ -265,6 +312,7 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
   batch_.set_durable(durable);
   Status s = batch_.empty() ? Status::Ok() : store_->rows_->Write(batch_);
   if (s.ok()) {
+    for (const std::string& url : dirty_pages_) store_->known_pages_.Insert(UrlHashSet::Hash(url));
     for (auto& [target, any] : targets_after) {
       if (any) store_->redirect_targets_.insert(std::move(target));
       else store_->redirect_targets_.erase(target);

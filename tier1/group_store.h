@@ -69,11 +69,26 @@ class GroupStore {
  private:
   explicit GroupStore(std::unique_ptr<RowStore> rows);
   Status LoadRedirectTargets();
+  Status LoadKnownPages();
 
   std::unique_ptr<RowStore> rows_;
   // Pages that some page redirects to (the redirect family's rows), kept in memory so that the
   // common case, a page nobody redirects to, costs no scan. Loaded at Open, updated by Commit.
   std::unordered_set<std::string> redirect_targets_;
+  // 64-bit hashes of every URL with a page record (page records are never deleted), so that a
+  // Txn looking up a URL the store has never seen (most of a crawl) costs no LevelDB read. A hash
+  // collision costs the read. Loaded at Open, updated by Commit; 16 bytes a page.
+  class UrlHashSet {
+   public:
+    static uint64_t Hash(std::string_view url);
+    bool Contains(uint64_t h) const;
+    void Insert(uint64_t h);
+    size_t size() const { return count_; }
+   private:
+    std::vector<uint64_t> slots_;  // open addressing; 0 = empty (a hash of 0 is stored as 1)
+    size_t count_ = 0;
+  };
+  UrlHashSet known_pages_;
   RowStore::Family page_, group_, member_, redirect_, meta_;
 };
 

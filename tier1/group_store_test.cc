@@ -174,6 +174,48 @@ TEST_F(GroupStoreTest, TxnReadsItsOwnChanges) {
   ExpectConsistent(*store);
 }
 
+// Lookups of URLs the store never recorded skip LevelDB through an in-memory set of URL hashes:
+// every committed page must still be found, in the same Txn, in a fresh one and after reopening,
+// and a failed commit must not leave its pages behind.
+TEST_F(GroupStoreTest, EveryCommittedPageIsFoundAndNoOther) {
+  auto url = [](int i) { return "http://site" + std::to_string(i % 37) + ".com/p" + std::to_string(i); };
+  auto found = [&](GroupStore* store, int from, int to) {
+    GroupStore::Txn txn(store);
+    int n = 0;
+    for (int i = from; i < to; ++i) {
+      auto p = txn.FindPage(url(i));
+      EXPECT_TRUE(p.ok());
+      if (p.ok() && *p != nullptr) ++n;
+    }
+    return n;
+  };
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    GroupStore::Txn txn(store.get());
+    EXPECT_EQ(found(store.get(), 0, 100), 0);
+    for (int i = 0; i < 3000; ++i) {
+      AddPage(txn, txn.NewGroupId(), url(i));
+      if (i % 700 == 699) {
+        ASSERT_TRUE(txn.Commit(/*durable=*/true, /*keep_cache=*/i % 1400 == 699).ok());
+      }
+    }
+    ASSERT_TRUE(txn.Commit().ok());
+    EXPECT_EQ(found(store.get(), 0, 3000), 3000);
+    EXPECT_EQ(found(store.get(), 3000, 6000), 0);
+    AddPage(txn, txn.NewGroupId(), url(3000));
+    env_.fail_appends = true;
+    EXPECT_FALSE(txn.Commit().ok());
+    env_.fail_appends = false;
+    EXPECT_EQ(found(store.get(), 3000, 3001), 0);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(found(store.get(), 0, 3000), 3000);
+  EXPECT_EQ(found(store.get(), 3000, 6000), 0);
+  ExpectConsistent(*store);
+}
+
 TEST_F(GroupStoreTest, DeleteGroupCommitsADelete) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
