@@ -227,22 +227,21 @@ Status Tier1::MergeGroups(GroupStore::Txn& txn, uint64_t from, uint64_t into, To
   return Status::Ok();
 }
 
-Status Tier1::RecomputeWinners(GroupStore::Txn& txn, uint64_t group) {
-  std::vector<std::string> members;
-  RETURN_IF_ERROR(txn.Members(group, &members));
+Status Tier1::RecomputeWinners(GroupStore::Txn& txn, uint64_t group, std::vector<std::string> members) {
+  if (members.empty()) RETURN_IF_ERROR(txn.Members(group, &members));
   ASSIGN_OR_RETURN(pb::Tier1Group * g, txn.MutableGroup(group));
   if (members.empty()) {
     txn.DeleteGroup(group);
     return Status::Ok();
   }
-  std::vector<pb::Tier1Page> pages(members.size());
+  static const pb::Tier1Page kNoRecord;
   std::vector<Candidate> cands;
   std::vector<std::string> markets;
   for (size_t i = 0; i < members.size(); ++i) {
     ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(members[i]));
-    if (p != nullptr) pages[i] = *p;
-    cands.push_back(CandidateOf(members[i], pages[i]));
-    if (!pages[i].market().empty()) markets.push_back(pages[i].market());
+    const pb::Tier1Page& page = p != nullptr ? *p : kNoRecord;
+    cands.push_back(CandidateOf(members[i], page));
+    if (!page.market().empty()) markets.push_back(page.market());
   }
   std::sort(markets.begin(), markets.end());
   markets.erase(std::unique(markets.begin(), markets.end()), markets.end());
@@ -277,7 +276,18 @@ Status Tier1::UpdateWinners(GroupStore::Txn& txn, Touched* touched) {
       }
     }
     if (full) {
-      RETURN_IF_ERROR(RecomputeWinners(txn, gid));
+      // Only a market new to the group: its winner is still a member, so when it and the pages
+      // added are as many as the group's members, they are all of them (most often a page
+      // joining a group of one), and the member list needs no scan of the store.
+      std::vector<std::string> known;
+      if (!entry.full && !found->winner().empty()) {
+        known.push_back(found->winner());
+        for (const auto& a : added) known.push_back(a.first);
+        std::sort(known.begin(), known.end());
+        known.erase(std::unique(known.begin(), known.end()), known.end());
+        if (known.size() != found->members()) known.clear();
+      }
+      RETURN_IF_ERROR(RecomputeWinners(txn, gid, std::move(known)));
       continue;
     }
     if (added.empty()) continue;

@@ -177,7 +177,8 @@ class Tier1 {
   Status RedirectClosure(GroupStore::Txn& txn, const std::string& url, std::vector<std::string>* out);
   Status MergeGroups(GroupStore::Txn& txn, uint64_t from, uint64_t into, Touched* touched);
   Status UpdateWinners(GroupStore::Txn& txn, Touched* touched);
-  Status RecomputeWinners(GroupStore::Txn& txn, uint64_t group);
+  // `members`, when given, is the group's whole member list (spares the store scan).
+  Status RecomputeWinners(GroupStore::Txn& txn, uint64_t group, std::vector<std::string> members = {});
   StatusOr<pb::PageSignature> FetchSignature(const std::string& url, const pb::Tier1Page& page);
   // Commits the working set, keeping it as a cache while it holds under cache_records records.
   Status CommitWorkingSet(bool durable);

@@ -994,6 +994,35 @@ TEST(Tier1Market, ArrivalOrderGivesSameMarketWinners) {
   }
 }
 
+// A market new to a group is ranked over every member, also those that neither win nor joined:
+// here the .uk host wins the uk market although it joined without a market, before uk existed.
+TEST(Tier1Market, NewMarketRanksEveryMember) {
+  const std::string ab = "http://abc.co.ab/x", uk = "http://abc.co.uk/x", com = "http://abc.com/xyz";
+  const std::string late = "http://zzz.com/xyz";
+  ASSERT_EQ(ab.size(), uk.size());
+  World w;
+  w.Run({Page(ab, R(1, 101), 5, ""), Page(uk, R(0, 100), 5, ""), Page(com, R(2, 102), 5, "")});
+  ASSERT_EQ(w.GroupOfUrl(ab).market_winners_size(), 0);
+  w.Run({Page(late, R(3, 103), 5, "uk")});
+  const pb::Tier1Group g = w.GroupOfUrl(late);
+  EXPECT_EQ(g.members(), 4u);
+  EXPECT_EQ(g.winner(), ab);
+  ASSERT_EQ(g.market_winners_size(), 1);
+  EXPECT_EQ(g.market_winners(0).url(), uk);
+  // Two pages of new markets joining a group of one in the same batch.
+  World v;
+  v.Run({Page(com, R(2, 102), 5, "")});
+  v.Run({Page(uk, R(0, 100), 5, "uk"), Page("http://abc.co.de/x", R(1, 101), 5, "de")});
+  const pb::Tier1Group h = v.GroupOfUrl(com);
+  EXPECT_EQ(h.members(), 3u);
+  EXPECT_EQ(h.winner(), "http://abc.co.de/x");  // shortest URLs tie; bytewise smallest
+  ASSERT_EQ(h.market_winners_size(), 2);
+  EXPECT_EQ(h.market_winners(0).market(), "de");
+  EXPECT_EQ(h.market_winners(0).url(), "http://abc.co.de/x");
+  EXPECT_EQ(h.market_winners(1).market(), "uk");
+  EXPECT_EQ(h.market_winners(1).url(), uk);
+}
+
 // ---- 10. Superseded ----------------------------------------------------------------------------
 
 TEST(Tier1Batch, SameUrlTwiceLastVersionWins) {
