@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/bucket_sort.h"
+
 namespace neardup {
 namespace {
 
@@ -33,47 +35,6 @@ std::vector<uint64_t> ShingleSet(std::span<const uint64_t> word_hashes, int k) {
   return out;
 }
 
-namespace {
-
-// Sorts (hash, dimension) pairs as std::sort would: one counting pass on the hashes' top bits puts
-// each pair in its bucket (hashes are uniform, so buckets hold a handful), then each bucket is
-// sorted on its own. Linear in practice, against n log n with unpredictable branches.
-void SortTagged(std::vector<std::pair<uint64_t, uint32_t>>* tagged) {
-  using Tagged = std::pair<uint64_t, uint32_t>;
-  const size_t n = tagged->size();
-  if (n < 64) {
-    std::sort(tagged->begin(), tagged->end());
-    return;
-  }
-  int bits = 4;
-  while (bits < 16 && (size_t{1} << (bits + 1)) <= n / 2) ++bits;  // about 2..4 pairs a bucket
-  const int shift = 64 - bits;
-  thread_local std::vector<uint32_t> start;
-  thread_local std::vector<Tagged> out;
-  start.assign((size_t{1} << bits) + 1, 0);
-  for (const Tagged& t : *tagged) ++start[(t.first >> shift) + 1];
-  for (size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
-  out.resize(n);
-  for (const Tagged& t : *tagged) out[start[t.first >> shift]++] = t;  // start[b] ends at bucket b's end
-  for (size_t b = 0, from = 0; b + 1 < start.size(); ++b) {
-    const size_t to = start[b];
-    if (to - from > 16) {
-      std::sort(out.begin() + from, out.begin() + to);
-    } else {
-      for (size_t i = from + 1; i < to; ++i) {  // insertion sort
-        const Tagged v = out[i];
-        size_t j = i;
-        for (; j > from && v < out[j - 1]; --j) out[j] = out[j - 1];
-        out[j] = v;
-      }
-    }
-    from = to;
-  }
-  tagged->swap(out);
-}
-
-}  // namespace
-
 std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, int k, int dims,
                                          std::vector<uint32_t>* per_dim) {
   thread_local std::vector<std::pair<uint64_t, uint32_t>> tagged;
@@ -81,7 +42,8 @@ std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, 
   ForEachShingle(word_hashes, k, [&](uint64_t h, uint64_t first) {
     tagged.emplace_back(h, SubDictionary(first, dims));
   });
-  SortTagged(&tagged);
+  thread_local std::vector<std::pair<uint64_t, uint32_t>> scratch;
+  SortByLeadingBits(&tagged, 64, [](const std::pair<uint64_t, uint32_t>& t) { return t.first; }, &scratch);
   per_dim->assign(static_cast<size_t>(dims), 0);
   std::vector<uint64_t> out;
   out.reserve(tagged.size());

@@ -57,13 +57,11 @@ uint64_t GroupStore::UrlHashSet::Hash(std::string_view url) {
   return h == 0 ? 1 : h;
 }
 
-bool GroupStore::UrlHashSet::Contains(uint64_t h) const {
-  if (slots_.empty()) return false;
+size_t GroupStore::UrlHashSet::Probe(uint64_t h) const {
   const size_t mask = slots_.size() - 1;
-  for (size_t i = (h * 0x9E3779B97F4A7C15ull) >> 20 & mask;; i = (i + 1) & mask) {
-    if (slots_[i] == h) return true;
-    if (slots_[i] == 0) return false;
-  }
+  size_t i = (h * 0x9E3779B97F4A7C15ull) >> 20 & mask;
+  while (slots_[i] != h && slots_[i] != 0) i = (i + 1) & mask;
+  return i;
 }
 
 void GroupStore::UrlHashSet::Insert(uint64_t h) {
@@ -75,14 +73,10 @@ void GroupStore::UrlHashSet::Insert(uint64_t h) {
       if (v != 0) Insert(v);
     }
   }
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = (h * 0x9E3779B97F4A7C15ull) >> 20 & mask;; i = (i + 1) & mask) {
-    if (slots_[i] == h) return;
-    if (slots_[i] == 0) {
-      slots_[i] = h;
-      ++count_;
-      return;
-    }
+  uint64_t& slot = slots_[Probe(h)];
+  if (slot == 0) {
+    slot = h;
+    ++count_;
   }
 }
 

@@ -81,10 +81,10 @@ class GroupStore {
   class UrlHashSet {
    public:
     static uint64_t Hash(std::string_view url);
-    bool Contains(uint64_t h) const;
+    bool Contains(uint64_t h) const { return !slots_.empty() && slots_[Probe(h)] == h; }
     void Insert(uint64_t h);
-    size_t size() const { return count_; }
    private:
+    size_t Probe(uint64_t h) const;  // h's slot, or the empty slot where it would go
     std::vector<uint64_t> slots_;  // open addressing; 0 = empty (a hash of 0 is stored as 1)
     size_t count_ = 0;
   };

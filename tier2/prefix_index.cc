@@ -4,44 +4,12 @@
 #include <bit>
 #include <cstring>
 
+#include "common/bucket_sort.h"
+
 namespace neardup::tier2 {
 
 namespace {
 constexpr int kOverflowMinBits = 10;
-
-// Sorts overflow entries (bucket << 32 | posting, bucket < 2^bucket_bits) as std::sort would: one
-// counting pass on the bucket's top bits (token bits, so about uniform), then each range on its
-// own, by insertion when small. Linear in practice; std::sort was a quarter of a compaction.
-void SortEntries(std::vector<uint64_t>* entries, int bucket_bits) {
-  const size_t n = entries->size();
-  int bits = 1;
-  while (bits < bucket_bits && bits < 20 && (size_t{1} << (bits + 1)) <= n / 2) ++bits;  // 2..4 a range
-  if (n < 64) {
-    std::sort(entries->begin(), entries->end());
-    return;
-  }
-  const int shift = 32 + bucket_bits - bits;
-  std::vector<uint32_t> start((size_t{1} << bits) + 1, 0);
-  for (uint64_t e : *entries) ++start[(e >> shift) + 1];
-  for (size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
-  std::vector<uint64_t> out(n);
-  for (uint64_t e : *entries) out[start[e >> shift]++] = e;  // start[b] ends at range b's end
-  for (size_t b = 0, from = 0; b + 1 < start.size(); ++b) {
-    const size_t to = start[b];
-    if (to - from > 16) {
-      std::sort(out.begin() + from, out.begin() + to);
-    } else {
-      for (size_t i = from + 1; i < to; ++i) {
-        const uint64_t v = out[i];
-        size_t j = i;
-        for (; j > from && v < out[j - 1]; --j) out[j] = out[j - 1];
-        out[j] = v;
-      }
-    }
-    from = to;
-  }
-  entries->swap(out);
-}
 }  // namespace
 
 PrefixIndex::PrefixIndex(int bucket_bits)
@@ -208,7 +176,8 @@ void PrefixIndex::Compact(bool purge) {
   for (uint64_t e : overflow_) {
     if (e != kEmpty && (!purge || live(static_cast<uint32_t>(e)))) extra.push_back(e);
   }
-  SortEntries(&extra, bucket_bits_);
+  std::vector<uint64_t> scratch;  // by bucket, then posting: the bucket is token bits, about uniform
+  SortByLeadingBits(&extra, 32 + bucket_bits_, [](uint64_t e) { return e; }, &scratch);
   std::vector<uint64_t>(1ull << kOverflowMinBits, kEmpty).swap(overflow_);
   overflow_shift_ = 64 - kOverflowMinBits;
   overflow_count_ = 0;
