@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/shingle.h"
+#include "common/thread_priority.h"
 
 namespace neardup {
 namespace {
@@ -47,7 +48,12 @@ int ThreadCount(int requested) {
 template <typename F>
 void ParallelRun(int threads, F&& f) {
   std::vector<std::thread> pool;
-  for (int w = 1; w < threads; ++w) pool.emplace_back([&f, w] { f(w); });
+  for (int w = 1; w < threads; ++w) {
+    pool.emplace_back([&f, w] {
+      NameThisThread("nd-baseline-" + std::to_string(w));
+      f(w);
+    });
+  }
   f(0);
   for (auto& th : pool) th.join();
 }

@@ -5,6 +5,7 @@
 
 #include "common/html_text.h"
 #include "common/progress.h"
+#include "common/thread_priority.h"
 
 namespace neardup {
 namespace {
@@ -64,7 +65,12 @@ Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, co
       }
     };
     std::vector<std::thread> pool;
-    for (int w = 1; w < threads; ++w) pool.emplace_back(work, w);
+    for (int w = 1; w < threads; ++w) {
+      pool.emplace_back([&, w] {
+        NameThisThread("nd-sign-" + std::to_string(w));
+        work(w);
+      });
+    }
     const size_t next_got = read_round(rounds[1 - cur]);  // overlaps with the workers
     work(0);
     for (auto& th : pool) th.join();

@@ -1,5 +1,6 @@
 #include "common/thread_priority.h"
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -51,6 +52,23 @@ void LowerLevelDbBackgroundPriority(int delta) {
         },
         nullptr);
   });
+}
+
+void NameThisThread(std::string_view name) {
+  char buf[16] = {};
+  name.copy(buf, sizeof buf - 1);
+  (void)pthread_setname_np(pthread_self(), buf);
+}
+
+void NameLevelDbBackgroundThread() {
+  static std::once_flag once;
+  std::call_once(once, [] { leveldb::Env::Default()->Schedule([](void*) { NameThisThread("nd-leveldb"); }, nullptr); });
+}
+
+std::string ThisThreadName() {
+  char buf[16] = {};
+  if (pthread_getname_np(pthread_self(), buf, sizeof buf) != 0) return {};
+  return buf;
 }
 
 }  // namespace neardup

@@ -7,8 +7,14 @@
 // afterwards inherit it. A thread can lower its own priority but, without privileges, never raise
 // it again, so only threads that live for the lowered work should be lowered.
 //
-// Thread safety: both functions may be called from any thread.
+// Threads are also named (NameThisThread) so that `top -H`, `perf report --sort comm` and gdb show
+// which stage of the pipeline a thread runs.
+//
+// Thread safety: every function may be called from any thread.
 #pragma once
+
+#include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -25,7 +31,17 @@ Status LowerThreadPriority(int delta);
 // process). Failures are logged at debug level: the thread runs on at its priority.
 void LowerLevelDbBackgroundPriority(int delta);
 
+// Names LevelDB's background thread "nd-leveldb" (once per process, like the above).
+void NameLevelDbBackgroundThread();
+
 // The calling thread's nice value (for tests and logs).
 int ThreadNiceValue();
+
+// Names the calling thread (as the kernel shows it: /proc/self/task/<tid>/comm); names longer than
+// the kernel's 15 bytes are cut. Failures are ignored: a name is only a label.
+void NameThisThread(std::string_view name);
+
+// The calling thread's name (for tests).
+std::string ThisThreadName();
 
 }  // namespace neardup

@@ -64,5 +64,27 @@ TEST(ThreadPriority, LevelDbBackgroundThreadIsLoweredOnce) {
   EXPECT_EQ(ThreadNiceValue(), base);
 }
 
+TEST(ThreadName, NamesOnlyTheCallingThreadAndCutsLongNames) {
+  const std::string before = ThisThreadName();
+  std::string named, cut;
+  std::thread([&] {
+    NameThisThread("nd-test");
+    named = ThisThreadName();
+    NameThisThread("a-name-longer-than-fifteen-bytes");
+    cut = ThisThreadName();
+  }).join();
+  EXPECT_EQ(named, "nd-test");
+  EXPECT_EQ(cut, "a-name-longer-t");
+  EXPECT_EQ(ThisThreadName(), before);
+}
+
+TEST(ThreadName, LevelDbBackgroundThreadIsNamed) {
+  NameLevelDbBackgroundThread();
+  std::promise<std::string> seen;
+  leveldb::Env::Default()->Schedule([](void* p) { static_cast<std::promise<std::string>*>(p)->set_value(ThisThreadName()); },
+                                    &seen);
+  EXPECT_EQ(seen.get_future().get(), "nd-leveldb");
+}
+
 }  // namespace
 }  // namespace neardup

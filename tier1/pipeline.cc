@@ -125,7 +125,12 @@ template <typename Fn>
 Status ForEachShard(size_t shards, Fn&& fn) {
   std::vector<Status> st(shards);
   std::vector<std::thread> pool;
-  for (size_t s = 1; s < shards; ++s) pool.emplace_back([&, s] { st[s] = fn(s); });
+  for (size_t s = 1; s < shards; ++s) {
+    pool.emplace_back([&, s] {
+      NameThisThread("nd-shard-" + std::to_string(s));
+      st[s] = fn(s);
+    });
+  }
   if (shards > 0) st[0] = fn(0);
   for (auto& t : pool) t.join();
   for (Status& s : st) RETURN_IF_ERROR(s);
@@ -358,7 +363,10 @@ void Pipeline::StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> rou
     // A URL this batch stores again keeps its new home; the removal is of its old one.
     if (!stored.count(rm.url())) source_->Overlay(rm.url(), rm.cell(), nullptr);
   }
-  writer_ = std::thread([this] { writer_status_ = ApplyToShards(*writing_, writing_routes_, writing_removals_, {}); });
+  writer_ = std::thread([this] {
+    NameThisThread("nd-shard-store");
+    writer_status_ = ApplyToShards(*writing_, writing_routes_, writing_removals_, {});
+  });
 }
 
 Status Pipeline::FinishShardWrites() {
@@ -591,6 +599,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   BatchQueue queue(2);
   Status worker_status;
   std::thread worker([&] {
+    NameThisThread("nd-tiers");
     for (;;) {
       auto waited = SteadyClock::now();
       auto b = queue.Pop();
@@ -648,9 +657,11 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   // priority, as do LevelDB's compactions: on a busy machine the tiers' thread gets the cores.
   const int nice = static_cast<int>(o_.config.pipeline().background_nice());
   LowerLevelDbBackgroundPriority(nice);
+  NameLevelDbBackgroundThread();
   CrawlReaderStats reader_stats;
   Status read;
   std::thread signing([&] {
+    NameThisThread("nd-sign");
     if (Status s = LowerThreadPriority(nice); !s.ok()) spdlog::debug("pipeline: {}", s.ToString());
     read = SignCrawl(o_.input, so, [&](CrawlRecord& r, PageFeatures& f) -> Status {
       Batch& b = *batch;

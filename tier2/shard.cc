@@ -17,6 +17,7 @@
 #include "common/coding.h"
 #include "common/shingle.h"
 #include "common/signature.h"
+#include "common/thread_priority.h"
 #include "proto/tier2.pb.h"
 #include "tier2/prefix_filter.h"
 #include "tier2/prefix_index.h"
@@ -84,7 +85,12 @@ void ParallelFor(int threads, size_t n, F&& f) {
     for (size_t i; (i = next.fetch_add(1)) < n;) f(w, i);
   };
   std::vector<std::thread> pool;
-  for (int w = 1; w < threads; ++w) pool.emplace_back(work, w);
+  for (int w = 1; w < threads; ++w) {
+    pool.emplace_back([&, w] {
+      NameThisThread("nd-shard-build");
+      work(w);
+    });
+  }
   work(0);
   for (auto& t : pool) t.join();
 }
