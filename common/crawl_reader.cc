@@ -15,6 +15,9 @@ namespace neardup {
 namespace {
 
 constexpr size_t kReadBuffer = 1 << 20;
+// Bytes the JSON parser may read past a document's end; a line handed to it has them allocated
+// (their content does not matter), which spares the parser a padded copy of every line.
+constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
 
 Status FieldError(const char* field, const char* what) {
   return InvalidArgument(std::string("field '") + field + "' " + what);
@@ -91,11 +94,12 @@ const char* JsonErrorText(simdjson::error_code code) {
   }
 }
 
-// 0 for an ok parse, 1 for an ok parse after UTF-8 repair; error status otherwise.
-StatusOr<int> ParseLine(std::string_view line, CrawlRecord* out) {
+// 0 for an ok parse, 1 for an ok parse after UTF-8 repair; error status otherwise. `padded`: the
+// line has kPadding bytes allocated after its end.
+StatusOr<int> ParseLine(std::string_view line, bool padded, CrawlRecord* out) {
   thread_local simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  auto err = parser.parse(line.data(), line.size(), true).get(doc);
+  auto err = parser.parse(line.data(), line.size(), !padded).get(doc);
   int repaired = 0;
   std::string fixed;
   if (err == simdjson::UTF8_ERROR) {
@@ -111,7 +115,7 @@ StatusOr<int> ParseLine(std::string_view line, CrawlRecord* out) {
 }  // namespace
 
 Status ParseCrawlRecord(std::string_view line, CrawlRecord* out) {
-  auto r = ParseLine(line, out);
+  auto r = ParseLine(line, /*padded=*/false, out);
   return r.ok() ? Status::Ok() : r.status();
 }
 
@@ -135,7 +139,7 @@ bool IsAbsoluteHttpUrl(std::string_view url) {
 }
 
 CrawlReader::CrawlReader(std::FILE* f, bool owned, CrawlReaderOptions options)
-    : file_(f), owned_(owned), options_(options), buf_(new char[kReadBuffer]) {
+    : file_(f), owned_(owned), options_(std::move(options)), buf_(new char[kReadBuffer + kPadding]) {
   struct stat st;
   if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) total_bytes_ = static_cast<uint64_t>(st.st_size);
   on_bad_line_ = [this](const BadLine& b) {
@@ -164,15 +168,32 @@ bool CrawlReader::ReadLine(bool* too_long) {
   line_.clear();
   *too_long = false;
   bool any = false;
+  // The common case: the whole line is in the buffer, parsed where it lies (buf_ has kPadding
+  // bytes beyond kReadBuffer).
+  if (buf_pos_ < buf_len_) {
+    const char* start = buf_.get() + buf_pos_;
+    const size_t avail = buf_len_ - buf_pos_;
+    if (const void* nl = std::memchr(start, '\n', avail)) {
+      const size_t take = static_cast<size_t>(static_cast<const char*>(nl) - start);
+      stats_.bytes += take + 1;
+      buf_pos_ += take + 1;
+      if (take > options_.max_line_bytes) {
+        *too_long = true;
+      } else {
+        line_view_ = std::string_view(start, take);
+      }
+      return true;
+    }
+  }
   for (;;) {
     if (buf_pos_ == buf_len_) {
-      if (eof_) return any;
+      if (eof_) break;
       buf_len_ = std::fread(buf_.get(), 1, kReadBuffer, file_);
       buf_pos_ = 0;
       if (buf_len_ == 0) {
         if (std::ferror(file_)) status_ = IoError(std::string("read error: ") + std::strerror(errno));
         eof_ = true;
-        return any;
+        break;
       }
     }
     any = true;
@@ -191,8 +212,28 @@ bool CrawlReader::ReadLine(bool* too_long) {
       }
     }
     buf_pos_ += take + (nl ? 1 : 0);
-    if (nl) return true;
+    if (nl) break;
   }
+  if (!any) return false;
+  if (!*too_long) {
+    line_.reserve(line_.size() + kPadding);
+    line_view_ = line_;
+  }
+  return true;
+}
+
+bool CrawlReader::PassOver() {
+  if (!options_.want_url) return false;
+  thread_local simdjson::ondemand::parser parser;
+  simdjson::ondemand::document doc;
+  if (parser.iterate(line_view_.data(), line_view_.size(), line_view_.size() + kPadding).get(doc) != simdjson::SUCCESS) {
+    return false;
+  }
+  std::string_view url;
+  if (doc.find_field_unordered("url").get_string().get(url) != simdjson::SUCCESS) return false;
+  if (options_.want_url(url)) return false;
+  ++stats_.passed_over;
+  return true;
 }
 
 void CrawlReader::Report(uint64_t line, std::string reason) {
@@ -208,9 +249,10 @@ bool CrawlReader::Next(CrawlRecord* record) {
       Report(line_no, "line longer than max_line_bytes (" + std::to_string(options_.max_line_bytes) + ")");
       continue;
     }
-    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
-    if (line_.find_first_not_of(" \t") == std::string::npos) continue;
-    auto r = ParseLine(line_, record);
+    if (!line_view_.empty() && line_view_.back() == '\r') line_view_.remove_suffix(1);
+    if (line_view_.find_first_not_of(" \t") == std::string_view::npos) continue;
+    if (PassOver()) continue;
+    auto r = ParseLine(line_view_, /*padded=*/true, record);
     if (!r.ok()) {
       Report(line_no, r.status().message());
       continue;
@@ -224,9 +266,11 @@ bool CrawlReader::Next(CrawlRecord* record) {
 }
 
 std::string SummarizeReader(const CrawlReaderStats& s) {
-  return std::to_string(s.records) + " records from " + std::to_string(s.lines) + " lines, " +
-         std::to_string(s.bad_lines) + " bad lines skipped, " + std::to_string(s.utf8_repaired) +
-         " repaired (invalid UTF-8)";
+  std::string out = std::to_string(s.records) + " records from " + std::to_string(s.lines) + " lines, " +
+                    std::to_string(s.bad_lines) + " bad lines skipped, " + std::to_string(s.utf8_repaired) +
+                    " repaired (invalid UTF-8)";
+  if (s.passed_over > 0) out += ", " + std::to_string(s.passed_over) + " passed over by URL";
+  return out;
 }
 
 }  // namespace neardup

@@ -51,6 +51,11 @@ struct CrawlRecord {
 
 struct CrawlReaderOptions {
   uint64_t max_line_bytes = 8ull << 20;
+  // When set, a record whose "url" fails it is passed over after reading only its URL: it is not
+  // parsed further nor validated, and is counted in stats().passed_over, not in records or
+  // bad_lines. For sampling a large crawl by URL (most records are not wanted). A line whose URL
+  // cannot be read that way is parsed in full as usual (and reported if bad).
+  std::function<bool(std::string_view url)> want_url;
 };
 
 struct CrawlReaderStats {
@@ -59,6 +64,7 @@ struct CrawlReaderStats {
   uint64_t bad_lines = 0;      // lines reported and skipped
   uint64_t utf8_repaired = 0;  // records kept after replacing invalid UTF-8
   uint64_t bytes = 0;          // bytes consumed
+  uint64_t passed_over = 0;    // records whose URL CrawlReaderOptions::want_url refused
 };
 
 struct BadLine {
@@ -73,7 +79,8 @@ Status ParseCrawlRecord(std::string_view line, CrawlRecord* out);
 // True for an absolute http(s) URL with a non-empty host and no whitespace or control characters.
 bool IsAbsoluteHttpUrl(std::string_view url);
 
-// "12000 records from 12004 lines, 3 bad lines skipped, 1 repaired (invalid UTF-8)".
+// "12000 records from 12004 lines, 3 bad lines skipped, 1 repaired (invalid UTF-8)" (and ", N
+// passed over by URL" when some were).
 std::string SummarizeReader(const CrawlReaderStats& stats);
 
 class CrawlReader {
@@ -101,9 +108,13 @@ class CrawlReader {
 
  private:
   CrawlReader(std::FILE* f, bool owned, CrawlReaderOptions options);
-  // Reads the next line into line_ (without the newline). Returns false at EOF. Sets *too_long
-  // when the line exceeded the limit (its content is then discarded).
+  // Reads the next line (without the newline) into line_view_, with at least kPadding readable
+  // bytes allocated after it (the JSON parser reads past the end): in place in buf_ when the
+  // line lies whole in it, else copied into line_. Returns false at EOF. Sets *too_long when the
+  // line exceeded the limit (its content is then discarded).
   bool ReadLine(bool* too_long);
+  // True when want_url is set, the line's URL could be read, and want_url refused it.
+  bool PassOver();
   void Report(uint64_t line, std::string reason);
 
   std::FILE* file_;
@@ -113,6 +124,7 @@ class CrawlReader {
   size_t buf_pos_ = 0, buf_len_ = 0;
   bool eof_ = false;
   std::string line_;
+  std::string_view line_view_;
   CrawlReaderStats stats_;
   Status status_;
   std::optional<uint64_t> total_bytes_;

@@ -98,7 +98,7 @@ TEST(CrawlReader, FiftyMegabyteLineIsSkippedAndReadingGoesOn) {
 
 TEST(CrawlReader, LineLimitIsConfigurable) {
   ReadAll r("{\"url\":\"http://a.example/\",\"text\":\"" + std::string(3000, 'y') + "\"}\n",
-            CrawlReaderOptions{.max_line_bytes = 2048});
+            CrawlReaderOptions{.max_line_bytes = 2048, .want_url = {}});
   EXPECT_TRUE(r.records.empty());
   EXPECT_EQ(r.bad.size(), 1u);
 }
@@ -130,6 +130,59 @@ TEST(CrawlReader, RedirectsIncludingToItself) {
   EXPECT_TRUE(r.records[1].body.empty());
   ASSERT_EQ(r.bad.size(), 1u);
   EXPECT_THAT(r.bad[0].reason, HasSubstr("redirect_to"));
+}
+
+// Lines are parsed in place in the read buffer (1 MiB) when they lie whole in it, and copied when
+// they straddle its end: every record comes out the same either way, whatever its line ending.
+TEST(CrawlReader, LinesAcrossReadBufferBoundariesParseTheSame) {
+  std::string input;
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 60; ++i) {
+    bodies.push_back(std::string(static_cast<size_t>(1000 + (i * 7919) % 90000), static_cast<char>('a' + i % 26)));
+    input += "{\"url\":\"http://a.example/" + std::to_string(i) + "\",\"text\":\"" + bodies.back() + "\"}";
+    input += i % 3 == 0 ? "\r\n" : "\n";
+  }
+  input += "{\"url\":\"http://a.example/last\",\"text\":\"no newline at the end\"}";
+  ASSERT_GT(input.size(), 2u << 20);
+  ReadAll r(input);
+  ASSERT_EQ(r.records.size(), 61u);
+  EXPECT_TRUE(r.bad.empty());
+  for (int i = 0; i < 60; ++i) {
+    EXPECT_EQ(r.records[i].url, "http://a.example/" + std::to_string(i));
+    EXPECT_EQ(r.records[i].body, bodies[i]) << "record " << i;
+    EXPECT_EQ(r.records[i].line, static_cast<uint64_t>(i + 1));
+  }
+  EXPECT_EQ(r.records[60].body, "no newline at the end");
+  EXPECT_EQ(r.stats.bytes, input.size());
+}
+
+TEST(CrawlReader, WantUrlPassesOverRefusedRecordsAfterReadingTheirUrl) {
+  CrawlReaderOptions o;
+  std::vector<std::string> asked;
+  o.want_url = [&](std::string_view url) {
+    asked.emplace_back(url);
+    return url.find("keep") != std::string_view::npos;
+  };
+  ReadAll r("{\"url\":\"http://a.example/keep/1\",\"text\":\"one\"}\n"
+            "{\"url\":\"http://a.example/drop/2\",\"text\":\"two\"}\n"
+            "{\"text\":\"url last\",\"popularity\":1,\"url\":\"http:\\/\\/a.example\\/keep\\/3\"}\n"
+            "{\"url\":\"http://a.example/drop/4\",\"text\":7}\n"          // bad, but passed over
+            "{\"url\":\"http://a.example/keep/5\",\"text\":7}\n"          // bad and wanted: reported
+            "{\"url\":\"http://a.example/keep/6\",\"text\":\"trunc\n"   // no URL read: parsed, reported
+            "{\"url\":\"http://a.example/keep/7\",\"text\":\"caf\xE9\"}\n",  // invalid UTF-8: parsed, repaired
+            o);
+  ASSERT_EQ(r.records.size(), 3u);
+  EXPECT_EQ(r.records[0].url, "http://a.example/keep/1");
+  EXPECT_EQ(r.records[1].url, "http://a.example/keep/3");  // unescaped, as the full parse gives it
+  EXPECT_EQ(r.records[1].line, 3u);
+  EXPECT_EQ(r.records[2].url, "http://a.example/keep/7");
+  EXPECT_EQ(r.stats.passed_over, 2u);
+  EXPECT_EQ(r.stats.records, 3u);
+  ASSERT_EQ(r.bad.size(), 2u);
+  EXPECT_EQ(r.bad[0].line, 5u);
+  EXPECT_EQ(r.bad[1].line, 6u);
+  EXPECT_THAT(asked, ::testing::Contains("http://a.example/keep/3"));
+  EXPECT_THAT(SummarizeReader(r.stats), HasSubstr("2 passed over by URL"));
 }
 
 TEST(CrawlReader, OpenMissingFileIsAnIoError) {

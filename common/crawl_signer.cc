@@ -10,7 +10,7 @@
 namespace neardup {
 namespace {
 
-constexpr size_t kRound = 4096;  // records signed in parallel per round
+constexpr size_t kRound = kSignRoundRecords;
 constexpr size_t kChunk = 16;    // records a worker claims at a time
 
 }  // namespace

@@ -26,6 +26,8 @@ StatusOr<CrawlSample> SampleCrawl(const std::string& input, const CrawlSampleOpt
   std::vector<Page> pages;
   CrawlSignerOptions signer = options.signer;
   const double rate = options.sample_rate;
+  // Most records are not in the sample: the reader passes over them after reading their URL.
+  signer.reader.want_url = [rate](std::string_view url) { return InSample(url, rate); };
   signer.keep = [rate, also = options.signer.keep](const CrawlRecord& r) {
     return InSample(r.url, rate) && (!also || also(r));
   };

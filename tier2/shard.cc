@@ -325,7 +325,9 @@ Status Shard::Impl::Open() {
   uint64_t approx = 0;
   db_->GetApproximateSizes(&range, 1, &approx);
   const uint64_t expected = std::max<uint64_t>(
-      approx / 8, static_cast<uint64_t>(o.expected_pages) * (PrefixLength(200, o.min_threshold, o.prefix_overlap)));
+      approx / 8, o.expected_postings > 0
+                      ? o.expected_postings
+                      : static_cast<uint64_t>(o.expected_pages) * PrefixLength(200, o.min_threshold, o.prefix_overlap));
   RETURN_IF_ERROR(RebuildIndex(PrefixIndex::BucketBitsFor(expected)));
   rebuilds_ = 0;
   open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -73,6 +73,10 @@ struct ShardOptions {
   bool sync = true;               // fsync each Apply
   uint64_t cache_bytes = 64ull << 20;  // LevelDB block cache
   uint64_t expected_pages = 65536;     // sizes the index; it is rebuilt as the shard grows past it
+  // Prefix postings the shard is expected to index (when known, e.g. from a sample of the crawl):
+  // sizes the index instead of expected_pages, so that a shard filled as expected is never
+  // rebuilt to grow. 0: expected_pages pages of 200 shingles.
+  uint64_t expected_postings = 0;
   int threads = 1;                // CompareBatch workers (pages of a batch are split among them)
   // When the shard first holds this many pages it derives its token order from them (tokens in at
   // least frequent_min_pages of them go last; tier2/token_order.h) and re-indexes them, once.

@@ -13,6 +13,7 @@
 #include "baseline/all_pairs.h"
 #include "common/shingle.h"
 #include "common/signature.h"
+#include "tier2/prefix_filter.h"
 
 namespace neardup::tier2 {
 namespace {
@@ -611,6 +612,36 @@ TEST(Shard, StaysExactThroughCompactionsAndRebuilds) {
     ASSERT_TRUE((*shard)->CompareBatch(pages, t, &r).ok());
     EXPECT_EQ(Found(probe, r), BruteForce(resident, probe, t)) << t;
   }
+}
+
+// A shard told how many prefix postings to expect sizes its index for them up front: filled with
+// that many it never rebuilds to grow, where one sized for a few pages rebuilds as it fills.
+TEST(Shard, ExpectedPostingsSizeTheIndexSoItDoesNotRebuildToGrow) {
+  const auto all = Corpus(9, 4000, {40, 120, 300}, 4, "http://e/");
+  uint64_t postings = 0;
+  for (const auto& s : all) postings += PrefixLength(static_cast<uint32_t>(s.shingles_size()), 0.6, 2);
+  auto fill = [&](uint64_t expected_postings) {
+    TempDir dir;
+    ShardOptions o = Options(dir.str(), 0.6, 2);
+    o.expected_pages = 1;
+    o.expected_postings = expected_postings;
+    o.order_sample_pages = 0;  // no reorder: only growth rebuilds the index
+    auto shard = Shard::Open(o);
+    EXPECT_TRUE(shard.ok());
+    if (!shard.ok()) return ShardStats{};
+    for (size_t i = 0; i < all.size(); i += 200) {
+      std::vector<pb::PageSignature> part(all.begin() + static_cast<ptrdiff_t>(i),
+                                          all.begin() + static_cast<ptrdiff_t>(std::min(all.size(), i + 200)));
+      auto pages = Pages(part);
+      EXPECT_TRUE((*shard)->Apply(pages, {}).ok());
+    }
+    return (*shard)->Stats();
+  };
+  const ShardStats sized = fill(postings);
+  const ShardStats unsized = fill(0);
+  EXPECT_EQ(sized.resident_pages, all.size());
+  EXPECT_EQ(sized.rebuilds, 0u);
+  EXPECT_GT(unsized.rebuilds, 0u);
 }
 
 // Pages of a few big "sites" that share a header and footer: the shard derives its token order
