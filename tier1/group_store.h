@@ -31,6 +31,7 @@
 
 #include "common/row_store.h"
 #include "common/status.h"
+#include "common/url_hash_set.h"
 #include "proto/tier1.pb.h"
 
 namespace neardup::tier1 {
@@ -78,16 +79,6 @@ class GroupStore {
   // 64-bit hashes of every URL with a page record (page records are never deleted), so that a
   // Txn looking up a URL the store has never seen (most of a crawl) costs no LevelDB read. A hash
   // collision costs the read. Loaded at Open, updated by Commit; 16 bytes a page.
-  class UrlHashSet {
-   public:
-    static uint64_t Hash(std::string_view url);
-    bool Contains(uint64_t h) const { return !slots_.empty() && slots_[Probe(h)] == h; }
-    void Insert(uint64_t h);
-   private:
-    size_t Probe(uint64_t h) const;  // h's slot, or the empty slot where it would go
-    std::vector<uint64_t> slots_;  // open addressing; 0 = empty (a hash of 0 is stored as 1)
-    size_t count_ = 0;
-  };
   UrlHashSet known_pages_;
   RowStore::Family page_, group_, member_, redirect_, meta_;
 };

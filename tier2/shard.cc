@@ -18,6 +18,7 @@
 #include "common/shingle.h"
 #include "common/signature.h"
 #include "common/thread_priority.h"
+#include "common/url_hash_set.h"
 #include "proto/tier2.pb.h"
 #include "tier2/prefix_filter.h"
 #include "tier2/prefix_index.h"
@@ -197,6 +198,7 @@ class Shard::Impl {
   // reading one back.
   Status OpenLog();
   Status LoadLocations();
+  Status LoadUrlHashes();
   void SetLocation(uint32_t slot, const SignatureLog::Ref& ref);
   SignatureLog::Ref Location(uint32_t slot) const;
   bool HasLocation(uint32_t slot) const { return slot < loc_.size() && loc_[slot] != kNoRecord; }
@@ -232,6 +234,10 @@ class Shard::Impl {
   // for none. A length of kLongLength or more is kept in long_length_ (a few huge pages at most).
   std::vector<uint64_t> loc_;
   std::unordered_map<uint32_t, uint32_t> long_length_;
+  // Hashes of every URL stored since Open (and of those resident at Open), so that LookupSlot
+  // answers most new URLs without a LevelDB read. Guarded like loc_ (Apply reads it without
+  // loc_mu_: it is the only writer).
+  UrlHashSet url_hashes_;
   uint64_t log_live_bytes_ = 0;       // bytes of the records live slots refer to
   uint64_t log_compactions_ = 0;
   uint64_t compactions_ = 0;
@@ -319,6 +325,7 @@ Status Shard::Impl::Open() {
 
   RETURN_IF_ERROR(OpenLog());
   RETURN_IF_ERROR(LoadLocations());
+  RETURN_IF_ERROR(LoadUrlHashes());
 
   // Size the bucket table from the store's size: ~8 bytes a posting in the "x" records.
   leveldb::Range range("x", "y");
@@ -445,6 +452,16 @@ Status Shard::Impl::LoadLocations() {
     log_live_bytes_ += ref.bytes();
   }
   return FromLevelDb(it->status(), "shard: scan " + options_.path);
+}
+
+Status Shard::Impl::LoadUrlHashes() {
+  leveldb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+  for (it->Seek("u"); it->Valid() && it->key()[0] == 'u'; it->Next()) {
+    url_hashes_.Insert(UrlHashSet::Hash(std::string_view(it->key().data() + 1, it->key().size() - 1)));
+  }
+  return FromLevelDb(it->status(), "shard: scan the URLs of " + options_.path);
 }
 
 Status Shard::Impl::ReadSignature(uint32_t slot, std::string* buffer, pb::PageSignature* sig) const {
@@ -893,7 +910,10 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
   // finds its location too. Nothing reaches these slots yet, so readers are not disturbed.
   {
     std::unique_lock loc(loc_mu_);
-    for (size_t k = 0; k < store.size(); ++k) SetLocation(slots[k], refs[k]);
+    for (size_t k = 0; k < store.size(); ++k) {
+      SetLocation(slots[k], refs[k]);
+      url_hashes_.Insert(UrlHashSet::Hash(batch[store[k]].signature->url()));
+    }
   }
   for (size_t k = 0; k < store.size(); ++k) wb.Put(SlotKey('o', slots[k]), LocationValue(refs[k]));
   wb.Put("l", LogValue(log_generation_, log_->end()));
@@ -943,6 +963,10 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
 }
 
 Status Shard::Impl::LookupSlot(const std::string& url, uint32_t* slot) const {
+  if (!url_hashes_.Contains(UrlHashSet::Hash(url))) {  // never stored: no read
+    *slot = kNoSlot;
+    return Status::Ok();
+  }
   std::string v;
   leveldb::Status s = db_->Get(leveldb::ReadOptions(), UrlKey(url), &v);
   if (s.IsNotFound()) {
@@ -977,7 +1001,7 @@ ShardStats Shard::Impl::Stats() const {
   s.index_buckets = uint64_t{1} << index_.bucket_bits();
   s.page_table_bytes = (size_.capacity() + cut_.capacity()) * sizeof(uint32_t) + vec_.capacity() * sizeof(uint16_t) +
                        (loc_.capacity() + bits_.capacity()) * sizeof(uint64_t) +
-                       long_length_.size() * (sizeof(uint32_t) * 2 + 2 * sizeof(void*));
+                       long_length_.size() * (sizeof(uint32_t) * 2 + 2 * sizeof(void*)) + url_hashes_.MemoryBytes();
   s.log_bytes = log_->end();
   s.log_live_bytes = log_live_bytes_;
   s.log_compactions = log_compactions_;

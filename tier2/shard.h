@@ -141,7 +141,7 @@ struct ShardStats {
   uint64_t index_postings = 0;      // main + overflow, live and not yet compacted
   uint64_t index_bytes = 0;         // PrefixIndex arrays
   uint64_t index_buckets = 0;       // of its bucket table
-  uint64_t page_table_bytes = 0;    // sizes, length vectors, prefix cuts, bitmaps, log locations
+  uint64_t page_table_bytes = 0;    // sizes, length vectors, prefix cuts, bitmaps, log locations, URL hashes
   uint64_t compactions = 0;
   uint64_t rebuilds = 0;            // index rebuilt from the store (growth, token order)
   uint64_t token_order_bits = 0;    // size of the frequent-token bitmap; 0 = hash order
