@@ -29,7 +29,8 @@ namespace neardup::tier2 {
 namespace {
 
 // 2: full signatures moved from "s" records to the signature log (tier2/signature_log.h).
-constexpr uint32_t kFormatVersion = 2;
+// 3: no "x" records: the index is rebuilt from the signatures in the log.
+constexpr uint32_t kFormatVersion = 3;
 constexpr uint32_t kWide = 0xFFFF;  // a length-vector entry that did not fit 16 bits
 // A slot's signature location in RAM: 40 bits of log offset, 24 bits of payload length.
 constexpr int kLengthBits = 24;
@@ -174,9 +175,11 @@ class Shard::Impl {
                        std::vector<ResidentMatch>* out) const;
   void JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live, double t,
                  CompareResult* out) const;
-  // Rebuilds the index from the store's "x" records (restart, or growth past the bucket table).
+  // Rebuilds the index and page tables from the resident pages' signatures in the log (restart,
+  // a new token order, or growth past the bucket table).
   Status RebuildIndex(int bucket_bits);
-  // A page's "x" record: size, shingle vector, parity bitmap and indexed prefix.
+  // What the index and page tables keep of a page: size, shingle vector, parity bitmap and
+  // indexed prefix.
   void MakeIndexEntry(const pb::PageSignature& sig, std::vector<uint64_t>* prefix, pb::ShardIndexEntry* e) const;
   // The fields of that record that do not depend on the token order (all but the prefix).
   static void SetOrderFreeFields(const pb::PageSignature& sig, pb::ShardIndexEntry* e);
@@ -189,7 +192,7 @@ class Shard::Impl {
   }
   // Derives the token order from the resident pages' document frequencies and re-indexes them.
   Status Reorder();
-  // The slot's page-table row from its (validated) "x" record.
+  // The slot's page-table row from its entry (shingle vector validated).
   void SetPageTable(uint32_t slot, const pb::ShardIndexEntry& e);
   uint32_t IndexedPostings(uint32_t slot) const {
     return PrefixLength(size_[slot], options_.min_threshold, options_.prefix_overlap);
@@ -327,12 +330,16 @@ Status Shard::Impl::Open() {
   RETURN_IF_ERROR(LoadLocations());
   RETURN_IF_ERROR(LoadUrlHashes());
 
-  // Size the bucket table from the store's size: ~8 bytes a posting in the "x" records.
-  leveldb::Range range("x", "y");
-  uint64_t approx = 0;
-  db_->GetApproximateSizes(&range, 1, &approx);
+  // Size the bucket table for the resident pages (a signature record holds ~8 bytes a shingle)
+  // or for what is expected, whichever is more.
+  uint64_t resident_postings = 0;
+  for (uint32_t slot = 0; slot < loc_.size(); ++slot) {
+    if (HasLocation(slot)) {
+      resident_postings += PrefixLength(Location(slot).length / 8, o.min_threshold, o.prefix_overlap);
+    }
+  }
   const uint64_t expected = std::max<uint64_t>(
-      approx / 8, o.expected_postings > 0
+      resident_postings, o.expected_postings > 0
                       ? o.expected_postings
                       : static_cast<uint64_t>(o.expected_pages) * PrefixLength(200, o.min_threshold, o.prefix_overlap));
   RETURN_IF_ERROR(RebuildIndex(PrefixIndex::BucketBitsFor(expected)));
@@ -548,25 +555,35 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
   cut_.swap(new_cut);
   bits_.swap(new_bits);
   bool first_pass = true;
+  // Every slot with a signature is a resident page (Apply clears the locations of the pages it
+  // replaces or removes before it rebuilds). Build scans twice: the first pass also fills the
+  // page tables.
   auto scan = [&](const PrefixIndex::BulkVisitor& visit) {
     if (!error.ok()) return;
-    leveldb::ReadOptions ro;
-    ro.fill_cache = false;
-    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+    std::string buffer;
+    pb::PageSignature sig;
     pb::ShardIndexEntry e;
-    for (it->Seek("x"); it->Valid() && it->key()[0] == 'x'; it->Next()) {
-      if (it->key().size() != 5 || !e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
-          static_cast<uint32_t>(e.shingle_vector_size()) != options_.dims ||
-          static_cast<size_t>(e.bitmap_size()) != kBitmapWords) {
-        error = Corruption("shard: " + options_.path + ": bad index record for slot " +
-                           std::to_string(it->key().size() == 5 ? SlotOfKey(it->key()) : 0));
+    std::vector<uint64_t> prefix;
+    for (uint32_t slot = 0; slot < loc_.size(); ++slot) {
+      if (!HasLocation(slot)) continue;
+      if (Status s = ReadSignature(slot, &buffer, &sig); !s.ok()) {
+        error = s;
         return;
       }
-      const uint32_t slot = SlotOfKey(it->key());
-      if (first_pass) SetPageTable(slot, e);
-      visit(slot, {e.prefix().data(), static_cast<size_t>(e.prefix_size())});
+      if (static_cast<uint32_t>(sig.shingle_vector_size()) != options_.dims) {
+        error = Corruption("shard: " + options_.path + ": the signature of slot " + std::to_string(slot) + " has " +
+                           std::to_string(sig.shingle_vector_size()) + " length dimensions, not " +
+                           std::to_string(options_.dims));
+        return;
+      }
+      if (first_pass) {
+        MakeIndexEntry(sig, &prefix, &e);
+        SetPageTable(slot, e);
+      } else {
+        IndexPrefix(sig, &prefix);
+      }
+      visit(slot, prefix);
     }
-    if (!it->status().ok()) error = FromLevelDb(it->status(), "shard: scan " + options_.path);
     first_pass = false;
   };
   PrefixIndex built = PrefixIndex::Build(bucket_bits, scan);
@@ -585,35 +602,21 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
 Status Shard::Impl::Reorder() {
   // Every resident page's full set (the sample is the first order_sample_pages pages).
   std::vector<std::vector<uint64_t>> sets;
-  std::vector<std::pair<uint32_t, pb::ShardIndexEntry>> entries;
   {
     std::string buffer;
     pb::PageSignature sig;
     for (uint32_t slot = 0; slot < loc_.size(); ++slot) {
-      // Pages replaced by the running Apply still have a location (dropped last); not their slot.
-      if (!HasLocation(slot) || !index_.IsLive(slot)) continue;
+      if (!HasLocation(slot)) continue;
       RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
       sets.emplace_back(sig.shingles().begin(), sig.shingles().end());
-      pb::ShardIndexEntry e;
-      SetOrderFreeFields(sig, &e);
-      entries.emplace_back(slot, std::move(e));
     }
   }
   const std::vector<uint64_t> frequent = FrequentTokens(sets, options_.frequent_min_pages);
   const TokenOrder order = TokenOrder::FromFrequent(frequent);
-  // One atomic write: the order and every page's prefix in it, or nothing.
-  leveldb::WriteBatch wb;
-  wb.Put("f", order.Serialize());
-  std::vector<uint64_t> prefix;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    auto& [slot, e] = entries[i];
-    order.Prefix(sets[i], PrefixLength(e.size(), options_.min_threshold, options_.prefix_overlap), &prefix);
-    e.mutable_prefix()->Add(prefix.begin(), prefix.end());
-    wb.Put(SlotKey('x', slot), e.SerializeAsString());
-  }
+  // The order is stored; the index is rebuilt in it (from the signatures, on every restart too).
   leveldb::WriteOptions wo;
   wo.sync = options_.sync;
-  RETURN_IF_ERROR(FromLevelDb(db_->Write(wo, &wb), "shard: " + options_.path + ": write token order"));
+  RETURN_IF_ERROR(FromLevelDb(db_->Put(wo, "f", order.Serialize()), "shard: " + options_.path + ": write token order"));
   order_ = order;
   frequent_tokens_ = frequent.size();
   return RebuildIndex(index_.bucket_bits());
@@ -845,7 +848,6 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     RETURN_IF_ERROR(LookupSlot(sig.url(), &old));
     if (old != kNoSlot) {
       wb.Delete(SlotKey('o', old));
-      wb.Delete(SlotKey('x', old));
       freed.push_back(old);
       ++st.replaced;
     } else {
@@ -854,7 +856,6 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     const uint32_t slot = slots[k];
     sig.SerializeToString(&payloads[k]);
     MakeIndexEntry(sig, &prefix, &entries[k]);
-    wb.Put(SlotKey('x', slot), entries[k].SerializeAsString());
     wb.Put(UrlKey(sig.url()), SlotValue(slot));
     handled[sig.url()] = true;
   }
@@ -865,7 +866,6 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     RETURN_IF_ERROR(LookupSlot(url, &old));
     if (old == kNoSlot) return Status::Ok();
     wb.Delete(SlotKey('o', old));
-    wb.Delete(SlotKey('x', old));
     wb.Delete(UrlKey(url));
     freed.push_back(old);
     ++st.removed;
@@ -928,6 +928,16 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
   {
     std::unique_lock lock(mu_);
     for (uint32_t slot : freed) index_.Remove(slot, IndexedPostings(slot));
+    // ...and the replaced pages' locations (Get waits), once no probe can reach them: every slot
+    // with a location is resident again before the index is rebuilt from them below.
+    {
+      std::unique_lock loc(loc_mu_);
+      for (uint32_t slot : freed) {
+        log_live_bytes_ -= Location(slot).bytes();
+        ClearLocation(slot);
+      }
+      for (size_t k = 0; k < store.size(); ++k) log_live_bytes_ += refs[k].bytes();
+    }
     for (size_t k = 0; k < store.size(); ++k) {
       const pb::ShardIndexEntry& e = entries[k];
       SetPageTable(slots[k], e);
@@ -945,15 +955,8 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
       ++compactions_;
     }
   }
-  // ...then the replaced pages' locations (Get waits). They go last: until the index above
-  // dropped them, a concurrent CompareBatch could still read them.
   {
     std::unique_lock loc(loc_mu_);
-    for (uint32_t slot : freed) {
-      log_live_bytes_ -= Location(slot).bytes();
-      ClearLocation(slot);
-    }
-    for (size_t k = 0; k < store.size(); ++k) log_live_bytes_ += refs[k].bytes();
     if (LogNeedsCompaction()) {
       // The batch is stored either way; a failed compaction leaves the old log and is retried.
       if (Status r = CompactLog(); !r.ok()) spdlog::warn("shard: compacting the signature log failed: {}", r.ToString());
