@@ -234,15 +234,17 @@ Status Pipeline::Setup() {
     progress_.set_threshold(o_.threshold);
   }
   RETURN_IF_ERROR(OpenMap());
-  for (uint32_t m = 0; m < map_->machines(); ++m) {
+  // Shards open in parallel: each rebuilds its index from its signature log.
+  shards_.resize(map_->machines());
+  RETURN_IF_ERROR(ForEachShard(shards_.size(), [&](size_t m) -> Status {
     tier2::ShardOptions so = tier2::ShardOptionsFromConfig(o_.config, fmt::format("{}/shard-{:03}", dir_, m));
     so.expected_pages = 1 << 16;
     if (m < expected_postings_.size()) so.expected_postings = expected_postings_[m];
     // The token order comes from the collection's first pages; a shard holds 1/P of them.
     if (so.order_sample_pages > 0) so.order_sample_pages = std::max<uint64_t>(1000, so.order_sample_pages / map_->machines());
-    ASSIGN_OR_RETURN(auto shard, tier2::Shard::Open(so));
-    shards_.push_back(std::move(shard));
-  }
+    ASSIGN_OR_RETURN(shards_[m], tier2::Shard::Open(so));
+    return Status::Ok();
+  }));
   sum_.shards = map_->machines();
   sum_.cells = map_->cells();
   source_ = std::make_unique<ShardSignatures>(*map_, shards_);
