@@ -41,7 +41,8 @@
 // Persistence: Apply appends the signatures to the log, then writes one atomic LevelDB batch that
 // refers to them and records the log's new end (both fsync'ed when options.sync), so every applied
 // page survives a crash; Open() cuts the log to its committed end (dropping the records of a write
-// that never committed) and rebuilds the in-memory index from the store.
+// that never committed) and rebuilds the in-memory index from the signatures in the log (reading
+// every resident signature once; a damaged record is Corruption there).
 //
 // Thread safety: every method may be called from any thread. Apply calls run one at a time.
 // CompareBatch and Get run concurrently with each other and with most of an Apply: it appends,
@@ -143,7 +144,7 @@ struct ShardStats {
   uint64_t index_buckets = 0;       // of its bucket table
   uint64_t page_table_bytes = 0;    // sizes, length vectors, prefix cuts, bitmaps, log locations, URL hashes
   uint64_t compactions = 0;
-  uint64_t rebuilds = 0;            // index rebuilt from the store (growth, token order)
+  uint64_t rebuilds = 0;            // index rebuilt from the signature log (growth, token order)
   uint64_t token_order_bits = 0;    // size of the frequent-token bitmap; 0 = hash order
   uint64_t frequent_tokens = 0;     // tokens marked frequent (when derived by this process)
   uint64_t log_bytes = 0;           // the signature log's size
@@ -158,8 +159,9 @@ class Shard {
  public:
   // Opens (or creates) the store at options.path and rebuilds the in-memory index from it.
   // Errors: InvalidArgument for bad options (named); FailedPrecondition when the store was built
-  // with other dims, shingle k, threshold or prefix overlap (the message gives both values);
-  // Corruption for an unreadable record (its key); IoError when LevelDB cannot open the directory.
+  // with another format version, dims, shingle k, threshold or prefix overlap (the message gives
+  // both values); Corruption for an unreadable record (its key, or the log and offset of a
+  // damaged signature); IoError when LevelDB cannot open the directory.
   static StatusOr<std::unique_ptr<Shard>> Open(const ShardOptions& options);
   ~Shard();
   Shard(const Shard&) = delete;
