@@ -326,7 +326,7 @@ int Tier2Bench::Run() {
   std::printf("  on disk: %.0f B/page (%.2f GB; signature log %.0f B/page, of which live %.0f B/page; LevelDB the rest)\n",
               static_cast<double>(disk) / final_pages, disk / 1e9, static_cast<double>(st.log_bytes) / final_pages,
               static_cast<double>(st.log_live_bytes) / final_pages);
-  std::printf("  restart (index rebuilt from LevelDB): %.2f s for %llu pages; after restart %.0f B/page\n",
+  std::printf("  restart (index rebuilt from the signature log): %.2f s for %llu pages; after restart %.0f B/page\n",
               rst.open_seconds, static_cast<unsigned long long>(rst.resident_pages), rst.ram_bytes_per_page());
   if (!growth.empty()) {
     std::printf("  incremental vs from scratch (next 1%%):\n    %10s %10s %14s %14s %8s\n", "resident", "next",

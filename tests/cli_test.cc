@@ -265,7 +265,7 @@ TEST_F(CliTest, BenchTier2RunsAndAgreesWithBruteForce) {
                       "--workdir " + Path("work") + " --csv " + Path("growth.csv") + " --report " + Path("r.json"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("mismatches 0"));
-  EXPECT_THAT(r.out, HasSubstr("restart (index rebuilt from LevelDB)"));
+  EXPECT_THAT(r.out, HasSubstr("restart (index rebuilt from the signature log)"));
   EXPECT_THAT(Read(Path("growth.csv")), HasSubstr("resident,next_pages,incremental_seconds"));
   EXPECT_THAT(Read(Path("r.json")), HasSubstr("\"brute_force_mismatches\":0"));
   EXPECT_EQ(Neardup("bench tier2 --resident 0").code, 2);

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "common/coding.h"
+#include "common/mapped_array.h"
 #include "common/shingle.h"
 #include "common/signature.h"
 #include "common/thread_priority.h"
@@ -556,10 +557,28 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
   bits_.swap(new_bits);
   bool first_pass = true;
   // Every slot with a signature is a resident page (Apply clears the locations of the pages it
-  // replaces or removes before it rebuilds). Build scans twice: the first pass also fills the
-  // page tables.
+  // replaces or removes before it rebuilds). Build scans twice: the first pass reads the
+  // signatures, fills the page tables and keeps each page's prefix (8 bytes a posting, for the
+  // rebuild only), which the second replays. Kept in their own mappings, so that the memory goes
+  // back to the system when the rebuild ends, whatever the allocator does.
+  MappedArray<uint32_t> kept_slots;
+  MappedArray<uint64_t> kept_ends;  // kept_tokens[kept_ends[i-1], kept_ends[i]) is kept_slots[i]'s prefix
+  MappedArray<uint64_t> kept_tokens;
+  auto append = [](auto& a, const auto* values, size_t n) {
+    const size_t at = a.size();
+    if (at + n > a.capacity()) a.reserve(std::max(at + n, 2 * a.capacity()));
+    a.resize(at + n);
+    std::copy(values, values + n, a.data() + at);
+  };
   auto scan = [&](const PrefixIndex::BulkVisitor& visit) {
     if (!error.ok()) return;
+    if (!first_pass) {
+      for (size_t i = 0, begin = 0; i < kept_slots.size(); begin = kept_ends[i++]) {
+        visit(kept_slots[i], std::span<const uint64_t>(kept_tokens.data() + begin, kept_ends[i] - begin));
+      }
+      return;
+    }
+    first_pass = false;
     std::string buffer;
     pb::PageSignature sig;
     pb::ShardIndexEntry e;
@@ -576,15 +595,14 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
                            std::to_string(options_.dims));
         return;
       }
-      if (first_pass) {
-        MakeIndexEntry(sig, &prefix, &e);
-        SetPageTable(slot, e);
-      } else {
-        IndexPrefix(sig, &prefix);
-      }
+      MakeIndexEntry(sig, &prefix, &e);
+      SetPageTable(slot, e);
+      const uint64_t end = kept_tokens.size() + prefix.size();
+      append(kept_slots, &slot, 1);
+      append(kept_tokens, prefix.data(), prefix.size());
+      append(kept_ends, &end, 1);
       visit(slot, prefix);
     }
-    first_pass = false;
   };
   PrefixIndex built = PrefixIndex::Build(bucket_bits, scan);
   if (!error.ok()) {
