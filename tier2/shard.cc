@@ -966,7 +966,7 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
       // The batch is stored either way; a failed reorder leaves hash order and is retried next time.
       if (Status r = Reorder(); !r.ok()) spdlog::warn("shard: deriving the token order failed: {}", r.ToString());
     } else if (postings > (16ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
-      // Grown past the bucket table: rebuild from the store with a table sized for twice the size.
+      // Grown past the bucket table: rebuild from the log with a table sized for twice the size.
       result = RebuildIndex(PrefixIndex::BucketBitsFor(postings * 2));
     } else if (index_.NeedsCompaction()) {
       index_.Compact(/*purge=*/false);
