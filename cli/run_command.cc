@@ -257,6 +257,19 @@ void AddBenchStatus(CLI::App* bench, int* exit_code) {
     if (!s.ok() || urls.empty()) { *exit_code = Fail(s.ok() ? NotFound("the store has no pages") : s); return; }
     tier1::Tier1Options t1o = tier1::Tier1OptionsFromConfig(opts->config.tier1(), a->threshold);
     if (a->cache_records) t1o.cache_records = *a->cache_records;
+    uint64_t groups = 0;
+    s = (*gs)->rows().ScanFamily((*gs)->group_family(), [&](std::string_view, std::string_view, std::string_view) {
+      ++groups;
+      return true;
+    });
+    if (!s.ok()) { *exit_code = Fail(s); return; }
+    if (urls.size() + groups > t1o.cache_records) {
+      // Each query reads a page record and its group's: when they do not all fit the record
+      // cache, the random queries below read LevelDB, and the store is not warm.
+      spdlog::warn("bench status: {} pages and {} groups, but cache_records is {}: the store is not warm; pass "
+                   "--cache-records {} or more",
+                   urls.size(), groups, t1o.cache_records, urls.size() + groups);
+    }
     tier1::Tier1 t1(gs->get(), source->get(), t1o);
     std::mt19937_64 rng(7);
     std::vector<uint32_t> order(a->queries);
