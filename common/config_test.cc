@@ -64,6 +64,7 @@ TEST(Config, Tier1AndPipelineDefaults) {
   EXPECT_TRUE(t1.fast_path());
   EXPECT_TRUE(t1.sync());
   EXPECT_EQ(t1.cache_mib(), 32u);
+  EXPECT_FALSE(t1.compress());
   const pb::PipelineConfig& p = c->pipeline();
   EXPECT_EQ(p.shards(), 4u);
   EXPECT_EQ(p.routing(), "exact");
@@ -87,6 +88,7 @@ TEST(Config, Tier1AndPipelineValuesAreKept) {
       "  fast_path: false\n"
       "  sync: false\n"
       "  cache_mib: 0\n"
+      "  compress: true\n"
       "}\n"
       "pipeline { shards: 1024 routing: \"rho\" rho: 10 map_sample_rate: 1 cells_per_shard: 64 background_nice: 0 }\n",
       "v");
@@ -103,6 +105,7 @@ TEST(Config, Tier1AndPipelineValuesAreKept) {
   EXPECT_FALSE(t1.fast_path());
   EXPECT_FALSE(t1.sync());
   EXPECT_EQ(t1.cache_mib(), 0u);
+  EXPECT_TRUE(t1.compress());
   EXPECT_EQ(c->pipeline().shards(), 1024u);
   EXPECT_EQ(c->pipeline().routing(), "rho");
   EXPECT_DOUBLE_EQ(c->pipeline().rho(), 10);

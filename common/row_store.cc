@@ -225,7 +225,7 @@ Status RowStore::Impl::Open() {
   }
   leveldb::Options o;
   o.create_if_missing = true;
-  o.compression = leveldb::kSnappyCompression;
+  o.compression = options.compress ? leveldb::kSnappyCompression : leveldb::kNoCompression;
   o.block_cache = cache.get();
   o.filter_policy = filter.get();
   o.write_buffer_size = options.write_buffer_bytes;

@@ -55,6 +55,9 @@ struct RowStoreOptions {
   // LevelDB memtable. Larger means fewer, bigger level-0 tables and less compaction: at 1M
   // crawled pages Tier 1's store wrote 1.3 GB in compactions with 64 MiB against 3.7 GB with 16.
   uint64_t write_buffer_bytes = 64ull << 20;
+  // Snappy-compress table blocks: less disk, more CPU (every compaction compresses, every block
+  // read from disk decompresses). Only new tables follow it; a store may mix both.
+  bool compress = true;
   const Clock* clock = nullptr;       // null = SystemClock()
   leveldb::Env* env = nullptr;        // null = LevelDB's default Env (tests inject a memory or faulty one)
 };

@@ -33,6 +33,7 @@ StatusOr<std::unique_ptr<GroupStore>> GroupStore::Open(const Options& options) {
   o.families = {"page", "group", "member", "redirect", "meta"};
   o.sync = options.sync;
   o.cache_bytes = options.cache_bytes;
+  o.compress = options.compress;
   o.clock = options.clock;
   o.env = options.env;
   ASSIGN_OR_RETURN(std::unique_ptr<RowStore> rows, RowStore::Open(o));

@@ -42,6 +42,7 @@ class GroupStore {
     std::string path;
     bool sync = true;
     uint64_t cache_bytes = 32ull << 20;
+    bool compress = false;  // RowStoreOptions::compress (config tier1.compress)
     const Clock* clock = nullptr;
     leveldb::Env* env = nullptr;
   };

@@ -214,6 +214,7 @@ Status Pipeline::Setup() {
   go.path = dir_ + "/tier1";
   go.sync = o_.config.tier1().sync();
   go.cache_bytes = static_cast<uint64_t>(o_.config.tier1().cache_mib()) << 20;
+  go.compress = o_.config.tier1().compress();
   ASSIGN_OR_RETURN(store_, GroupStore::Open(go));
   std::string bytes;
   Status s = store_->rows().Get(store_->meta_family(), "progress", "", &bytes);
