@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "common/shingle.h"
-#include "common/thread_priority.h"
+#include "common/run_on_threads.h"
 
 namespace neardup {
 namespace {
@@ -47,15 +47,7 @@ int ThreadCount(int requested) {
 // Runs f(worker) on `threads` threads (the caller's thread is worker 0).
 template <typename F>
 void ParallelRun(int threads, F&& f) {
-  std::vector<std::thread> pool;
-  for (int w = 1; w < threads; ++w) {
-    pool.emplace_back([&f, w] {
-      NameThisThread("nd-baseline-" + std::to_string(w));
-      f(w);
-    });
-  }
-  f(0);
-  for (auto& th : pool) th.join();
+  RunOnThreads(threads, "nd-baseline", f);
 }
 
 // LSD radix sort of 64-bit keys whose top kBucketBits bits are equal, 11 bits a pass (a count

@@ -5,12 +5,12 @@
 
 #include "common/html_text.h"
 #include "common/progress.h"
-#include "common/thread_priority.h"
+#include "common/run_on_threads.h"
 
 namespace neardup {
 namespace {
 
-constexpr size_t kRound = kSignRoundRecords;
+constexpr size_t kRound = 4096;  // records signed in parallel per round
 constexpr size_t kChunk = 16;    // records a worker claims at a time
 
 }  // namespace
@@ -64,16 +64,11 @@ Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, co
         }
       }
     };
-    std::vector<std::thread> pool;
-    for (int w = 1; w < threads; ++w) {
-      pool.emplace_back([&, w] {
-        NameThisThread("nd-sign-" + std::to_string(w));
-        work(w);
-      });
-    }
-    const size_t next_got = read_round(rounds[1 - cur]);  // overlaps with the workers
-    work(0);
-    for (auto& th : pool) th.join();
+    size_t next_got = 0;
+    RunOnThreads(threads, "nd-sign", [&](int w) {
+      if (w == 0) next_got = read_round(rounds[1 - cur]);  // overlaps with the other workers
+      work(w);
+    });
     for (const Status& s : errors) {
       if (!s.ok() && result.ok()) result = s;
     }

@@ -15,7 +15,6 @@
 // Bad lines are not errors: they are reported, counted in *stats and skipped.
 #pragma once
 
-#include <cstddef>
 #include <functional>
 #include <string>
 
@@ -33,9 +32,6 @@ struct CrawlSignerOptions {
   // Optional: records for which this returns false are skipped before signing (e.g. sampling).
   std::function<bool(const CrawlRecord&)> keep;
 };
-
-// Records signed per round: the sink sees a round's records only after all of them are signed.
-inline constexpr size_t kSignRoundRecords = 4096;
 
 // For a redirect record the features are empty (no words). `record` and `features` may be moved from.
 using SignedRecordSink = std::function<Status(CrawlRecord& record, PageFeatures& features)>;

@@ -19,6 +19,7 @@
 #include "common/crawl_signer.h"
 #include "common/json_write.h"
 #include "common/progress.h"
+#include "common/run_on_threads.h"
 #include "common/thread_priority.h"
 #include "partitioner/crawl_sample.h"
 #include "partitioner/map_builder.h"
@@ -125,15 +126,7 @@ class BatchQueue {
 template <typename Fn>
 Status ForEachShard(size_t shards, Fn&& fn) {
   std::vector<Status> st(shards);
-  std::vector<std::thread> pool;
-  for (size_t s = 1; s < shards; ++s) {
-    pool.emplace_back([&, s] {
-      NameThisThread("nd-shard-" + std::to_string(s));
-      st[s] = fn(s);
-    });
-  }
-  if (shards > 0) st[0] = fn(0);
-  for (auto& t : pool) t.join();
+  RunOnThreads(static_cast<int>(shards), "nd-shard", [&](int s) { st[static_cast<size_t>(s)] = fn(static_cast<size_t>(s)); });
   for (Status& s : st) RETURN_IF_ERROR(s);
   return Status::Ok();
 }

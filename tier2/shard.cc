@@ -18,7 +18,7 @@
 #include "common/mapped_array.h"
 #include "common/shingle.h"
 #include "common/signature.h"
-#include "common/thread_priority.h"
+#include "common/run_on_threads.h"
 #include "common/url_hash_set.h"
 #include "proto/tier2.pb.h"
 #include "tier2/prefix_filter.h"
@@ -87,15 +87,7 @@ void ParallelFor(int threads, size_t n, F&& f) {
   auto work = [&](int w) {
     for (size_t i; (i = next.fetch_add(1)) < n;) f(w, i);
   };
-  std::vector<std::thread> pool;
-  for (int w = 1; w < threads; ++w) {
-    pool.emplace_back([&, w] {
-      NameThisThread("nd-shard-build");
-      work(w);
-    });
-  }
-  work(0);
-  for (auto& t : pool) t.join();
+  RunOnThreads(threads, "nd-shard-work", work);
 }
 
 }  // namespace
