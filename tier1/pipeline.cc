@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -131,12 +132,36 @@ Status ForEachShard(size_t shards, Fn&& fn) {
   return Status::Ok();
 }
 
+// A Status-returning job on a named thread of its own; Wait() joins it and returns its status.
+class BackgroundJob {
+ public:
+  BackgroundJob() = default;
+  BackgroundJob(const BackgroundJob&) = delete;
+  BackgroundJob& operator=(const BackgroundJob&) = delete;
+  ~BackgroundJob() { (void)Wait(); }
+  void Start(const char* name, std::function<Status()> job) {
+    thread_ = std::thread([this, name, job = std::move(job)] {
+      NameThisThread(name);
+      status_ = job();
+    });
+  }
+  bool running() const { return thread_.joinable(); }
+  Status Wait() {
+    if (!thread_.joinable()) return Status::Ok();
+    thread_.join();
+    Status s = std::move(status_);
+    status_ = Status::Ok();
+    return s;
+  }
+
+ private:
+  std::thread thread_;
+  Status status_;
+};
+
 class Pipeline {
  public:
   explicit Pipeline(const PipelineOptions& o) : o_(o) {}
-  ~Pipeline() {
-    if (writer_.joinable()) writer_.join();  // Run() joins it on every path; this is a safety net
-  }
   StatusOr<PipelineSummary> Run();
 
  private:
@@ -145,14 +170,19 @@ class Pipeline {
   Status Resume();
   Status Process(std::unique_ptr<Batch> b);
   Status Redo(Batch& b);
-  // Step 5 in the background: the shards store batch b (kept until FinishShardWrites) while the
-  // tiers' thread writes its status lines and classifies the next batch.
+  // Per shard: the pages of the batch it stores (home pages Tier 1 kept or Tier 2 compared) or
+  // removes (home pages that became empty).
+  std::vector<std::vector<tier2::ShardPage>> HomePages(const Batch& b, const std::vector<Route>& routes) const;
+  // Step 5's first half: every shard in `only` (all when empty) stages its pages into staged_.
+  Status StageOnShards(const std::vector<std::vector<tier2::ShardPage>>& pages, const std::vector<bool>& only);
+  // Step 5's second half: the shards with a staged batch apply it, with the removals.
+  Status ApplyToShards(uint64_t number, const google::protobuf::RepeatedPtrField<pb::Tier2Removal>& removals);
+  // Step 5 in the background, once Tier 1 committed batch b: the shards apply what they staged
+  // (the batch is kept until FinishShardWrites) while the tiers' thread writes its status lines
+  // and classifies the next batch.
   void StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> routes);
   // Waits for the background shard writes, if any, and returns their status.
   Status FinishShardWrites();
-  Status ApplyToShards(const Batch& b, const std::vector<Route>& routes,
-                       const google::protobuf::RepeatedPtrField<pb::Tier2Removal>& removals,
-                       const std::vector<bool>& only);
   Status WriteStatus(const Batch& b, const std::vector<Route>& routes);
   Status WriteGroups();
   Status OpenStatusFile();
@@ -174,12 +204,14 @@ class Pipeline {
   std::vector<bool> lagging_;  // shards that missed the last committed batch
   std::FILE* status_file_ = nullptr;
   PipelineSummary sum_;
+  // Per shard: the batch it staged (step 5's first half), until it applies it.
+  std::vector<std::unique_ptr<tier2::StagedBatch>> staged_;
+  BackgroundJob stager_;
   // The batch the shards are storing in the background, and the thread doing it.
   std::unique_ptr<Batch> writing_;
   std::vector<Route> writing_routes_;
   google::protobuf::RepeatedPtrField<pb::Tier2Removal> writing_removals_;
-  std::thread writer_;
-  Status writer_status_;
+  BackgroundJob writer_;
 };
 
 Status Pipeline::Setup() {
@@ -240,6 +272,9 @@ Status Pipeline::Setup() {
     return Status::Ok();
   }));
   sum_.shards = map_->machines();
+  staged_.resize(shards_.size());
+  sum_.shard_compare_seconds.assign(shards_.size(), 0);
+  sum_.shard_apply_seconds.assign(shards_.size(), 0);
   sum_.cells = map_->cells();
   source_ = std::make_unique<ShardSignatures>(*map_, shards_);
   tier1_ = std::make_unique<Tier1>(store_.get(), source_.get(),
@@ -315,24 +350,43 @@ Status Pipeline::Resume() {
   return Status::Ok();
 }
 
-Status Pipeline::ApplyToShards(const Batch& b, const std::vector<Route>& routes,
-                               const google::protobuf::RepeatedPtrField<pb::Tier2Removal>& removals,
-                               const std::vector<bool>& only) {
-  const size_t P = shards_.size();
-  std::vector<std::vector<tier2::ShardPage>> pages(P);
-  std::vector<std::vector<std::string>> removed(P);
+std::vector<std::vector<tier2::ShardPage>> Pipeline::HomePages(const Batch& b, const std::vector<Route>& routes) const {
+  std::vector<std::vector<tier2::ShardPage>> pages(shards_.size());
   for (size_t i = 0; i < b.records.size(); ++i) {
     const Route r = routes[i];
     if (r != Route::kFastPath && r != Route::kTier2 && r != Route::kEmpty) continue;
     pages[map_->MachineOf(b.cell[i])].push_back({&b.signatures[i], true});
   }
+  return pages;
+}
+
+Status Pipeline::StageOnShards(const std::vector<std::vector<tier2::ShardPage>>& pages, const std::vector<bool>& only) {
+  const auto t0 = SteadyClock::now();
+  Status s = ForEachShard(shards_.size(), [&](size_t m) -> Status {
+    if (!only.empty() && !only[m]) return Status::Ok();
+    const auto ts = SteadyClock::now();
+    StatusOr<std::unique_ptr<tier2::StagedBatch>> staged = shards_[m]->Stage(pages[m]);
+    sum_.shard_apply_seconds[m] += Since(ts);
+    if (!staged.ok()) return staged.status();
+    staged_[m] = std::move(*staged);
+    return Status::Ok();
+  });
+  sum_.tier2_stage_seconds += Since(t0);
+  return s;
+}
+
+Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::RepeatedPtrField<pb::Tier2Removal>& removals) {
+  std::vector<std::vector<std::string>> removed(shards_.size());
   for (const auto& rm : removals) {
     if (rm.cell() < map_->cells()) removed[map_->MachineOf(rm.cell())].push_back(rm.url());
   }
   const auto t0 = SteadyClock::now();
-  Status s = ForEachShard(P, [&](size_t m) -> Status {
-    if (!only.empty() && !only[m]) return Status::Ok();
-    return shards_[m]->Apply(pages[m], removed[m], nullptr, b.number);
+  Status s = ForEachShard(shards_.size(), [&](size_t m) -> Status {
+    if (staged_[m] == nullptr) return Status::Ok();
+    const auto ts = SteadyClock::now();
+    Status st = shards_[m]->ApplyStaged(std::move(staged_[m]), removed[m], nullptr, number);
+    sum_.shard_apply_seconds[m] += Since(ts);
+    return st;
   });
   sum_.tier2_apply_seconds += Since(t0);
   return s;
@@ -349,7 +403,8 @@ Status Pipeline::Redo(Batch& b) {
     auto [it, fresh] = last.emplace(b.records[i].url, i);
     if (!fresh) routes[it->second] = Route::kSuperseded, it->second = i;
   }
-  RETURN_IF_ERROR(ApplyToShards(b, routes, progress_.last_batch_removals(), lagging_));
+  RETURN_IF_ERROR(StageOnShards(HomePages(b, routes), lagging_));
+  RETURN_IF_ERROR(ApplyToShards(b.number, progress_.last_batch_removals()));
   sum_.redone_shard_batches += static_cast<uint64_t>(std::count(lagging_.begin(), lagging_.end(), true));
   return Status::Ok();
 }
@@ -372,23 +427,18 @@ void Pipeline::StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> rou
     // A URL this batch stores again keeps its new home; the removal is of its old one.
     if (!stored.count(rm.url())) source_->Overlay(rm.url(), rm.cell(), nullptr);
   }
-  writer_ = std::thread([this] {
-    NameThisThread("nd-shard-store");
-    writer_status_ = ApplyToShards(*writing_, writing_routes_, writing_removals_, {});
-  });
+  writer_.Start("nd-shard-store", [this] { return ApplyToShards(writing_->number, writing_removals_); });
 }
 
 Status Pipeline::FinishShardWrites() {
-  if (!writer_.joinable()) return Status::Ok();
+  if (!writer_.running()) return Status::Ok();
   const auto t0 = SteadyClock::now();
-  writer_.join();
+  Status s = writer_.Wait();
   sum_.tier2_apply_wait_seconds += Since(t0);
   source_->ClearOverlay();
   writing_.reset();
   writing_routes_.clear();
   writing_removals_.Clear();
-  Status s = writer_status_;
-  writer_status_ = Status::Ok();
   return s;
 }
 
@@ -439,7 +489,10 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   t0 = SteadyClock::now();
   RETURN_IF_ERROR(ForEachShard(P, [&](size_t m) -> Status {
     if (pages[m].empty()) return Status::Ok();
-    return shards_[m]->CompareBatch(pages[m], o_.threshold, &results[m]);
+    const auto ts = SteadyClock::now();
+    Status st = shards_[m]->CompareBatch(pages[m], o_.threshold, &results[m]);
+    sum_.shard_compare_seconds[m] += Since(ts);
+    return st;
   }));
   sum_.tier2_compare_seconds += Since(t0);
   Tier2Matches matches;
@@ -457,6 +510,10 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
     }
   }
   sum_.tier2_pairs += matches.resident.size() + matches.in_batch.size();
+  // Step 5's first half, while Tier 1 applies the batch: the shards prepare the pages they will
+  // store. They store them only once Tier 1 committed the batch (a crash in between leaves the
+  // shards as they were; the staged records past their logs' committed ends are cut at Open).
+  stager_.Start("nd-shard-stage", [this, home = HomePages(b, routes)] { return StageOnShards(home, {}); });
   for (size_t i = 0; i < n; ++i) {
     switch (routes[i]) {
       case Route::kUnchanged: ++sum_.unchanged; break;
@@ -477,9 +534,17 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   ApplyOutcome outcome;
   t0 = SteadyClock::now();
   cpu0 = ThreadCpuSeconds();
-  RETURN_IF_ERROR(tier1_->Apply(updates, routes, matches, &next, &outcome));
+  Status applied = tier1_->Apply(updates, routes, matches, &next, &outcome);
   sum_.tier1_seconds += Since(t0);
   sum_.tier1_cpu_seconds += ThreadCpuSeconds() - cpu0;
+  t0 = SteadyClock::now();
+  Status staged = stager_.Wait();
+  sum_.tier2_stage_wait_seconds += Since(t0);
+  if (applied.ok()) applied = staged;
+  if (!applied.ok()) {
+    for (auto& st : staged_) st.reset();  // dropped: the shards cut their logs back
+    return applied;
+  }
   for (const auto& [url, cell] : outcome.tier2_removals) {
     auto* r = next.add_last_batch_removals();
     r->set_url(url);
@@ -725,6 +790,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   for (const auto& shard : shards_) {
     const tier2::ShardStats st = shard->Stats();
     sum_.shard_pages += st.resident_pages;
+    sum_.shard_resident_pages.push_back(st.resident_pages);
     sum_.shard_ram_bytes += st.index_bytes + st.page_table_bytes;
     sum_.shard_compactions += st.compactions;
     sum_.shard_rebuilds += st.rebuilds;
@@ -776,9 +842,17 @@ std::string FormatSummary(const PipelineSummary& s) {
                    s.shard_pages,
                    s.shard_pages > 0 ? static_cast<double>(s.shard_ram_bytes) / static_cast<double>(s.shard_pages) : 0.0,
                    s.shard_compactions, s.shard_rebuilds);
-  o += fmt::format("overlap            the shards stored each batch while the tiers went on; {:.2f} s of their {:.2f} s "
-                   "were waited for\n",
-                   s.tier2_apply_wait_seconds, s.tier2_apply_seconds);
+  if (!s.shard_resident_pages.empty()) {
+    o += "per shard         ";
+    for (size_t m = 0; m < s.shard_resident_pages.size(); ++m) {
+      o += fmt::format(" [{}: {} pages, compare {:.2f} s, apply {:.2f} s]", m, s.shard_resident_pages[m],
+                       s.shard_compare_seconds[m], s.shard_apply_seconds[m]);
+    }
+    o += "\n";
+  }
+  o += fmt::format("overlap            the shards staged each batch while Tier 1 applied it ({:.2f} s, {:.2f} s waited for) "
+                   "and stored it while the tiers went on ({:.2f} s, {:.2f} s waited for)\n",
+                   s.tier2_stage_seconds, s.tier2_stage_wait_seconds, s.tier2_apply_seconds, s.tier2_apply_wait_seconds);
   o += fmt::format("tiers' thread      {:.2f} s on CPU (tier1 {:.2f} s, status {:.2f} s; shard threads not counted), "
                    "{:.2f} s waiting for signed batches\n",
                    s.tiers_cpu_seconds, s.tier1_cpu_seconds, s.query_cpu_seconds, s.tiers_wait_seconds);

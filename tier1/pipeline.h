@@ -7,11 +7,13 @@
 //   2. Tier 1 classifies: unchanged or still similar to its group's representative -> stays;
 //      new, changed or a former redirect -> Tier 2;
 //   3. Tier 2: every shard compares the pages routed to it, in parallel (tier2/shard.h);
-//   4. Tier 1 applies cases 1-3 and commits, with the pipeline's progress, atomically;
-//   5. the shards store the batch's home pages and drop what moved away, each tagged with the
-//      batch number, in the background: step 6 and the next batch's step 2 go on meanwhile, and
-//      see the batch as stored (Tier 1 reads its signatures from the batch, not the shards);
-//      the next batch's step 3 waits for it;
+//   4. Tier 1 applies cases 1-3 and commits, with the pipeline's progress, atomically; meanwhile
+//      the shards stage the batch's home pages (tier2/shard.h: Shard::Stage, most of the work of
+//      storing them; nothing of it is visible or durable yet);
+//   5. the shards store what they staged and drop what moved away, each tagged with the batch
+//      number, in the background: step 6 and the next batch's step 2 go on meanwhile, and see
+//      the batch as stored (Tier 1 reads its signatures from the batch, not the shards); the
+//      next batch's step 3 waits for it;
 //   6. the status of every page of the batch is queried (verification against the winner),
 //      written to the status output, and groups past the rejection threshold are repaired.
 // A page's status line is written only after step 4 committed it: that is the acknowledgement.
@@ -28,6 +30,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/crawl_reader.h"
 #include "common/signature.h"
@@ -81,9 +84,16 @@ struct PipelineSummary {
   // Step 5 runs in the background, overlapping step 6 and the next batch's step 2: how long the
   // tiers' thread waited for it (of tier2_apply_seconds).
   double tier2_apply_wait_seconds = 0;
+  // The first half of step 5, staging (tier2/shard.h: Shard::Stage), runs while Tier 1 applies
+  // the batch: how long it took, and how long the tiers' thread waited for it after Tier 1.
+  double tier2_stage_seconds = 0, tier2_stage_wait_seconds = 0;
   // The shards at the end: resident pages, their in-memory index and page tables, and how often
   // their indexes were compacted or rebuilt during the run.
   uint64_t shard_pages = 0, shard_ram_bytes = 0, shard_compactions = 0, shard_rebuilds = 0;
+  // Per shard: wall time its CompareBatch and Apply calls took, and the pages it holds at the end.
+  // A shard far above the others is the long pole of steps 3 and 5.
+  std::vector<double> shard_compare_seconds, shard_apply_seconds;
+  std::vector<uint64_t> shard_resident_pages;
   uint64_t peak_rss_bytes = 0;
   double pages_per_second() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }
   // The paper's Fig. 8: share of changed pages Tier 1 resolved without Tier 2.

@@ -112,14 +112,30 @@ double ShardStats::ram_bytes_per_page() const {
   return resident_pages == 0 ? 0 : static_cast<double>(index_bytes + page_table_bytes) / resident_pages;
 }
 
+// What Stage prepared: the pages' slots, index entries and log records (appended past the log's
+// committed end), for Apply to commit.
+struct StagedBatch::State {
+  Shard::Impl* shard = nullptr;
+  ApplyStats stats;                            // superseded and not_home counted
+  std::vector<std::string> urls;               // pages to store...
+  std::vector<uint32_t> slots;                 // ...their new slots,
+  std::vector<pb::ShardIndexEntry> entries;    // index entries,
+  std::vector<SignatureLog::Ref> refs;         // and log records
+  std::vector<std::string> emptied;            // home pages that became empty: removed
+  uint64_t log_end = 0;                        // the log's end before the append
+};
+
 class Shard::Impl {
  public:
   explicit Impl(const ShardOptions& o) : options_(o), index_(PrefixIndex::kMinBucketBits) {}
 
   Status Open();
   Status CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const;
-  Status Apply(std::span<const ShardPage> batch, std::span<const std::string> removed, ApplyStats* stats,
-               uint64_t sequence);
+  StatusOr<std::unique_ptr<StagedBatch>> Stage(std::span<const ShardPage> batch);
+  Status ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed, ApplyStats* stats,
+                     uint64_t sequence);
+  // Drops a staged batch that was never applied (StagedBatch's destructor).
+  void Unstage(StagedBatch::State& staged);
   StatusOr<uint64_t> AppliedSequence() const;
   StatusOr<pb::PageSignature> Get(const std::string& url) const;
   ShardStats Stats() const;
@@ -204,6 +220,9 @@ class Shard::Impl {
   // them (replaced and removed pages leave theirs behind).
   bool LogNeedsCompaction() const;
   Status CompactLog();
+  // Cuts the log back to `end` (an append that will not be committed); a failure is only logged:
+  // Open cuts the log to its committed end anyway.
+  void TruncateLog(uint64_t end);
 
   ShardOptions options_;
   std::unique_ptr<leveldb::Cache> cache_;
@@ -214,6 +233,7 @@ class Shard::Impl {
   // guards the signature locations and the log object: Get and CompareBatch read them shared,
   // Apply changes them exclusive. Order: apply_mu_, then mu_, then loc_mu_.
   std::mutex apply_mu_;
+  bool staged_ = false;  // a StagedBatch is outstanding (guarded by apply_mu_)
   mutable std::shared_mutex mu_;
   mutable std::shared_mutex loc_mu_;
   mutable std::mutex scratch_mu_;
@@ -822,40 +842,110 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
   return Status::Ok();
 }
 
-Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std::string> removed,
-                          ApplyStats* stats, uint64_t sequence) {
-  ApplyStats local;
-  ApplyStats& st = stats ? *stats : local;
-  st = ApplyStats{};
+StatusOr<std::unique_ptr<StagedBatch>> Shard::Impl::Stage(std::span<const ShardPage> batch) {
+  auto staged = std::make_unique<StagedBatch::State>();
   Plan plan;
   RETURN_IF_ERROR(PlanBatch(batch, &plan));
-  st.superseded = plan.superseded.size();
-  // One Apply at a time. Readers go on until the memory changes below: CompareBatch until the
-  // index changes, Get until the signature locations change.
+  staged->stats.superseded = plan.superseded.size();
   std::lock_guard apply(apply_mu_);
-
-  leveldb::WriteBatch wb;
-  std::vector<uint32_t> freed;                 // slots whose page goes away
-  std::unordered_map<std::string_view, bool> handled;  // URLs already changed in this batch
-
+  if (staged_) {
+    return FailedPrecondition("shard: " + options_.path + " already has a staged batch; apply or drop it first");
+  }
+  // Compaction first, while nothing of this batch is in the index: the slots it frees are handed
+  // out below, and the part of the work a caller waits for (Apply) stays short.
+  if (index_.NeedsCompaction()) {
+    std::unique_lock lock(mu_);
+    index_.Compact(/*purge=*/false);
+    ++compactions_;
+  }
   // Pages to store: home, not superseded. Empty pages only remove.
   std::vector<uint32_t> store;
   for (uint32_t i : plan.live) {
     if (batch[i].home) store.push_back(i);
-    else ++st.not_home;
+    else ++staged->stats.not_home;
   }
-  std::vector<uint32_t> slots = index_.AllocateSlots(store.size());
-  if (slots.size() < store.size()) {
+  for (uint32_t i : plan.empty) {
+    if (batch[i].home) staged->emptied.push_back(batch[i].signature->url());
+  }
+  staged->slots = index_.AllocateSlots(store.size());
+  if (staged->slots.size() < store.size()) {
     return ResourceExhausted("shard: " + options_.path + " is full (" + std::to_string(PrefixIndex::kMaxSlots) +
                              " pages)");
   }
   std::vector<uint64_t> prefix;
-  std::vector<pb::ShardIndexEntry> entries(store.size());  // kept for the page table below
   std::vector<std::string> payloads(store.size());
+  staged->urls.resize(store.size());
+  staged->entries.resize(store.size());
   for (size_t k = 0; k < store.size(); ++k) {
     const pb::PageSignature& sig = *batch[store[k]].signature;
+    staged->urls[k] = sig.url();
+    sig.SerializeToString(&payloads[k]);
+    MakeIndexEntry(sig, &prefix, &staged->entries[k]);
+  }
+  // The signatures go to the log past its committed end, which disturbs no reader (SignatureLog:
+  // reads below the end); Apply's LevelDB batch commits them.
+  staged->log_end = log_->end();
+  uint64_t append_bytes = 0;
+  for (const std::string& p : payloads) append_bytes += SignatureLog::kHeaderBytes + p.size();
+  if (staged->log_end + append_bytes >= kMaxLogBytes) {
+    return ResourceExhausted("shard: " + options_.path + ": the signature log would pass " +
+                             std::to_string(kMaxLogBytes >> 40) + " TiB (" + std::to_string(staged->log_end) +
+                             " bytes, " + std::to_string(log_live_bytes_) + " live); split the shard");
+  }
+  std::vector<std::string_view> views(payloads.begin(), payloads.end());
+  Status s = log_->Append(views, &staged->refs);
+  if (s.ok() && options_.sync) s = log_->Sync();
+  if (!s.ok()) {
+    TruncateLog(staged->log_end);
+    return s;
+  }
+  staged->shard = this;
+  staged_ = true;
+  return std::unique_ptr<StagedBatch>(new StagedBatch(std::move(staged)));
+}
+
+void Shard::Impl::TruncateLog(uint64_t end) {
+  if (Status t = log_->Truncate(end); !t.ok()) spdlog::warn("shard: {}", t.ToString());  // Open cuts it
+}
+
+void Shard::Impl::Unstage(StagedBatch::State& staged) {
+  std::lock_guard apply(apply_mu_);
+  TruncateLog(staged.log_end);
+  staged_ = false;
+}
+
+Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed,
+                                ApplyStats* stats, uint64_t sequence) {
+  ApplyStats local;
+  ApplyStats& st = stats ? *stats : local;
+  if (batch == nullptr || batch->state_ == nullptr || batch->state_->shard != this) {
+    return InvalidArgument("shard: " + options_.path + ": Apply of a batch staged elsewhere (or none)");
+  }
+  // From here the batch is this call's: applied, or its log records cut off again.
+  std::unique_ptr<StagedBatch::State> staged = std::move(batch->state_);
+  st = staged->stats;
+  // One Apply at a time. Readers go on until the memory changes below: CompareBatch until the
+  // index changes, Get until the signature locations change.
+  std::lock_guard apply(apply_mu_);
+  staged_ = false;
+  const std::vector<uint32_t>& slots = staged->slots;
+  const std::vector<SignatureLog::Ref>& refs = staged->refs;
+  auto undo = [&](Status s) {
+    {
+      std::unique_lock loc(loc_mu_);
+      for (uint32_t slot : slots) ClearLocation(slot);
+    }
+    TruncateLog(staged->log_end);
+    return s;
+  };
+
+  leveldb::WriteBatch wb;
+  std::vector<uint32_t> freed;                 // slots whose page goes away
+  std::unordered_map<std::string_view, bool> handled;  // URLs already changed in this batch
+  for (size_t k = 0; k < slots.size(); ++k) {
+    const std::string& url = staged->urls[k];
     uint32_t old;
-    RETURN_IF_ERROR(LookupSlot(sig.url(), &old));
+    if (Status s = LookupSlot(url, &old); !s.ok()) return undo(s);
     if (old != kNoSlot) {
       wb.Delete(SlotKey('o', old));
       freed.push_back(old);
@@ -863,11 +953,8 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     } else {
       ++st.inserted;
     }
-    const uint32_t slot = slots[k];
-    sig.SerializeToString(&payloads[k]);
-    MakeIndexEntry(sig, &prefix, &entries[k]);
-    wb.Put(UrlKey(sig.url()), SlotValue(slot));
-    handled[sig.url()] = true;
+    wb.Put(UrlKey(url), SlotValue(slots[k]));
+    handled[url] = true;
   }
   // Removals: explicit ones, and home pages that became empty.
   auto remove = [&](const std::string& url) -> Status {
@@ -882,50 +969,27 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     handled[url] = true;
     return Status::Ok();
   };
-  for (uint32_t i : plan.empty) {
-    if (batch[i].home) RETURN_IF_ERROR(remove(batch[i].signature->url()));
+  for (const std::string& url : staged->emptied) {
+    if (Status s = remove(url); !s.ok()) return undo(s);
   }
-  for (const std::string& url : removed) RETURN_IF_ERROR(remove(url));
+  for (const std::string& url : removed) {
+    if (Status s = remove(url); !s.ok()) return undo(s);
+  }
   if (sequence > 0) {
     std::string seq;
     AppendBigEndian(&seq, sequence, 8);
     wb.Put("q", seq);
   }
-
-  // The signatures go to the log first; the LevelDB batch that points at them commits them.
-  const uint64_t log_end = log_->end();
-  uint64_t append_bytes = 0;
-  for (const std::string& p : payloads) append_bytes += SignatureLog::kHeaderBytes + p.size();
-  if (log_end + append_bytes >= kMaxLogBytes) {
-    return ResourceExhausted("shard: " + options_.path + ": the signature log would pass " +
-                             std::to_string(kMaxLogBytes >> 40) + " TiB (" + std::to_string(log_end) + " bytes, " +
-                             std::to_string(log_live_bytes_) + " live); split the shard");
-  }
-  // Appending past the committed end disturbs no reader (SignatureLog: reads below the end).
-  std::vector<std::string_view> views(payloads.begin(), payloads.end());
-  std::vector<SignatureLog::Ref> refs;
-  RETURN_IF_ERROR(log_->Append(views, &refs));
-  auto undo = [&](Status s) {
-    {
-      std::unique_lock loc(loc_mu_);
-      for (uint32_t slot : slots) ClearLocation(slot);
-    }
-    if (Status t = log_->Truncate(log_end); !t.ok()) spdlog::warn("shard: {}", t.ToString());  // Open cuts it
-    return s;
-  };
-  if (options_.sync) {
-    if (Status s = log_->Sync(); !s.ok()) return undo(s);
-  }
   // The new slots' locations go in before the store names the slots: a Get that finds a new slot
   // finds its location too. Nothing reaches these slots yet, so readers are not disturbed.
   {
     std::unique_lock loc(loc_mu_);
-    for (size_t k = 0; k < store.size(); ++k) {
+    for (size_t k = 0; k < slots.size(); ++k) {
       SetLocation(slots[k], refs[k]);
-      url_hashes_.Insert(UrlHashSet::Hash(batch[store[k]].signature->url()));
+      url_hashes_.Insert(UrlHashSet::Hash(staged->urls[k]));
     }
   }
-  for (size_t k = 0; k < store.size(); ++k) wb.Put(SlotKey('o', slots[k]), LocationValue(refs[k]));
+  for (size_t k = 0; k < slots.size(); ++k) wb.Put(SlotKey('o', slots[k]), LocationValue(refs[k]));
   wb.Put("l", LogValue(log_generation_, log_->end()));
   leveldb::WriteOptions wo;
   wo.sync = options_.sync;
@@ -946,10 +1010,10 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
         log_live_bytes_ -= Location(slot).bytes();
         ClearLocation(slot);
       }
-      for (size_t k = 0; k < store.size(); ++k) log_live_bytes_ += refs[k].bytes();
+      for (const SignatureLog::Ref& r : refs) log_live_bytes_ += r.bytes();
     }
-    for (size_t k = 0; k < store.size(); ++k) {
-      const pb::ShardIndexEntry& e = entries[k];
+    for (size_t k = 0; k < slots.size(); ++k) {
+      const pb::ShardIndexEntry& e = staged->entries[k];
       SetPageTable(slots[k], e);
       index_.Add(slots[k], {e.prefix().data(), static_cast<size_t>(e.prefix_size())});
     }
@@ -960,10 +1024,8 @@ Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std:
     } else if (postings > (16ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
       // Grown past the bucket table: rebuild from the log with a table sized for twice the size.
       result = RebuildIndex(PrefixIndex::BucketBitsFor(postings * 2));
-    } else if (index_.NeedsCompaction()) {
-      index_.Compact(/*purge=*/false);
-      ++compactions_;
     }
+    // (Index compaction waits for the next Stage, off the path a pipeline waits on.)
   }
   {
     std::unique_lock loc(loc_mu_);
@@ -1048,7 +1110,18 @@ Status Shard::CompareBatch(std::span<const ShardPage> batch, double threshold, C
 }
 Status Shard::Apply(std::span<const ShardPage> batch, std::span<const std::string> removed_urls, ApplyStats* stats,
                     uint64_t sequence) {
-  return impl_->Apply(batch, removed_urls, stats, sequence);
+  ASSIGN_OR_RETURN(std::unique_ptr<StagedBatch> staged, impl_->Stage(batch));
+  return impl_->ApplyStaged(std::move(staged), removed_urls, stats, sequence);
+}
+StatusOr<std::unique_ptr<StagedBatch>> Shard::Stage(std::span<const ShardPage> batch) { return impl_->Stage(batch); }
+Status Shard::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed_urls,
+                          ApplyStats* stats, uint64_t sequence) {
+  return impl_->ApplyStaged(std::move(batch), removed_urls, stats, sequence);
+}
+
+StagedBatch::StagedBatch(std::unique_ptr<State> state) : state_(std::move(state)) {}
+StagedBatch::~StagedBatch() {
+  if (state_ != nullptr) state_->shard->Unstage(*state_);
 }
 StatusOr<uint64_t> Shard::AppliedSequence() const { return impl_->AppliedSequence(); }
 

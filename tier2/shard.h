@@ -38,13 +38,14 @@
 //  - a page with no shingles is never similar to anything (listed in `empty`); Apply stores
 //    nothing for it and removes the URL's previous version.
 //
-// Persistence: Apply appends the signatures to the log, then writes one atomic LevelDB batch that
+// Persistence: Apply (its Stage half) appends the signatures to the log, then writes one atomic LevelDB batch that
 // refers to them and records the log's new end (both fsync'ed when options.sync), so every applied
 // page survives a crash; Open() cuts the log to its committed end (dropping the records of a write
 // that never committed) and rebuilds the in-memory index from the signatures in the log (reading
 // every resident signature once; a damaged record is Corruption there).
 //
-// Thread safety: every method may be called from any thread. Apply calls run one at a time.
+// Thread safety: every method may be called from any thread. Apply, Stage and ApplyStaged calls run
+// one at a time.
 // CompareBatch and Get run concurrently with each other and with most of an Apply: it appends,
 // syncs and commits its batch without blocking them, then holds CompareBatch back while it changes
 // the index and page tables, and Get only while it changes signature locations. Each reader sees
@@ -155,6 +156,22 @@ struct ShardStats {
   double ram_bytes_per_page() const;
 };
 
+// A batch Shard::Stage prepared for Shard::Apply: its pages' index entries computed and their
+// signatures appended to the log past the committed end, nothing visible yet. Owned by the caller;
+// dropped without Apply, it gives the shard its log space back. It must not outlive its shard.
+class StagedBatch {
+ public:
+  ~StagedBatch();
+  StagedBatch(const StagedBatch&) = delete;
+  StagedBatch& operator=(const StagedBatch&) = delete;
+  struct State;  // defined by the shard
+
+ private:
+  friend class Shard;
+  explicit StagedBatch(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
 class Shard {
  public:
   // Opens (or creates) the store at options.path and rebuilds the in-memory index from it.
@@ -184,6 +201,19 @@ class Shard {
   Status Apply(std::span<const ShardPage> batch, std::span<const std::string> removed_urls,
                ApplyStats* stats = nullptr, uint64_t sequence = 0);
 
+  // Apply in two steps, so that a caller can prepare a batch while it is not yet allowed to store
+  // it (the pipeline stages a batch while Tier 1 commits it): Stage does the batch rules, the
+  // index compaction that is due, the index entries and the log append (and its fsync), most of
+  // an Apply's work; ApplyStaged then looks up the URLs' previous versions, commits the LevelDB
+  // write and changes the index. Stage then ApplyStaged is one Apply. Readers see nothing of a
+  // staged batch. One batch may be staged at a time: Stage returns FailedPrecondition while
+  // another is outstanding (so does Apply, which stages). Stage errors: Apply's, before its
+  // write. ApplyStaged errors: InvalidArgument for a null batch or one staged by another shard;
+  // Apply's for the write (the batch is then dropped).
+  StatusOr<std::unique_ptr<StagedBatch>> Stage(std::span<const ShardPage> batch);
+  Status ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed_urls,
+                     ApplyStats* stats = nullptr, uint64_t sequence = 0);
+
   // The largest `sequence` given to a successful Apply (0 if none). IoError when unreadable.
   StatusOr<uint64_t> AppliedSequence() const;
 
@@ -196,6 +226,7 @@ class Shard {
   const ShardOptions& options() const;
 
  private:
+  friend class StagedBatch;
   class Impl;
   explicit Shard(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -333,6 +333,80 @@ TEST(Shard, ReplaceAndRemove) {
   EXPECT_EQ((*shard)->Get("http://x/1").status().code(), StatusCode::kNotFound);
 }
 
+// Stage then ApplyStaged is one Apply: nothing of a staged batch is seen before ApplyStaged (not
+// by CompareBatch, not by Get, not after a restart), one batch is staged at a time, a batch is
+// applied only by the shard that staged it, and a batch dropped unapplied gives its log space back.
+TEST(Shard, StagedBatchIsInvisibleUntilApplied) {
+  TempDir dir, other_dir, crashed;
+  std::vector<uint64_t> a(40), b(40);
+  for (int i = 0; i < 40; ++i) { a[i] = 1000 + i; b[i] = 5000 + i; }
+  std::vector<pb::PageSignature> v1 = {MakeSig("http://x/1", a)};
+  std::vector<pb::PageSignature> v2 = {MakeSig("http://x/1", b), MakeSig("http://x/2", b),
+                                       MakeSig("http://x/3", {})};
+  std::vector<pb::PageSignature> qa = {MakeSig("http://q/a", a)}, qb = {MakeSig("http://q/b", b)};
+  auto p1 = Pages(v1), p2 = Pages(v2), pa = Pages(qa), pb_ = Pages(qb);
+  CompareResult r;
+  {
+    auto shard = Shard::Open(Options(dir.str()));
+    ASSERT_TRUE(shard.ok());
+    ASSERT_TRUE((*shard)->Apply(p1, {}).ok());
+    const uint64_t log_bytes = (*shard)->Stats().log_bytes;
+
+    auto staged = (*shard)->Stage(p2);
+    ASSERT_TRUE(staged.ok()) << staged.status().ToString();
+    EXPECT_GT((*shard)->Stats().log_bytes, log_bytes);  // appended past the committed end
+    ASSERT_TRUE((*shard)->CompareBatch(pb_, 0.9, &r).ok());
+    EXPECT_TRUE(r.resident.empty());
+    ASSERT_TRUE((*shard)->CompareBatch(pa, 0.9, &r).ok());
+    ASSERT_EQ(r.resident.size(), 1u);  // x/1 is still its old version
+    auto got = (*shard)->Get("http://x/1");
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->shingles(0), 1000u);
+    EXPECT_EQ((*shard)->Get("http://x/2").status().code(), StatusCode::kNotFound);
+    // One staged batch at a time, whether staged or applied in one go.
+    EXPECT_EQ((*shard)->Stage(pb_).status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ((*shard)->Apply(pb_, {}).code(), StatusCode::kFailedPrecondition);
+    // Dropped: the log is cut back, and the shard takes the next batch.
+    staged->reset();
+    EXPECT_EQ((*shard)->Stats().log_bytes, log_bytes);
+
+    // Applied only by the shard that staged it.
+    auto other = Shard::Open(Options(other_dir.str()));
+    ASSERT_TRUE(other.ok());
+    auto foreign = (*other)->Stage(p2);
+    ASSERT_TRUE(foreign.ok());
+    EXPECT_EQ((*shard)->ApplyStaged(std::move(*foreign), {}).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ((*shard)->ApplyStaged(nullptr, {}).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ((*other)->Stats().log_bytes, 0u);  // the foreign batch was dropped, not applied
+
+    // Staged, left unapplied when the process stops (the files as they are then, copied): the
+    // restart does not see it.
+    staged = (*shard)->Stage(p2);
+    ASSERT_TRUE(staged.ok());
+    EXPECT_GT((*shard)->Stats().log_bytes, log_bytes);
+    fs::copy(dir.str(), crashed.str(), fs::copy_options::recursive);
+  }
+  auto shard = Shard::Open(Options(crashed.str()));
+  ASSERT_TRUE(shard.ok());
+  EXPECT_EQ((*shard)->Stats().resident_pages, 1u);
+  ASSERT_TRUE((*shard)->CompareBatch(pb_, 0.9, &r).ok());
+  EXPECT_TRUE(r.resident.empty());
+
+  auto staged = (*shard)->Stage(p2);
+  ASSERT_TRUE(staged.ok());
+  ApplyStats st;
+  ASSERT_TRUE((*shard)->ApplyStaged(std::move(*staged), {}, &st, 7).ok());
+  EXPECT_EQ(st.replaced, 1u);
+  EXPECT_EQ(st.inserted, 1u);
+  EXPECT_EQ(*(*shard)->AppliedSequence(), 7u);
+  ASSERT_TRUE((*shard)->CompareBatch(pb_, 0.9, &r).ok());
+  ASSERT_EQ(r.resident.size(), 2u);
+  EXPECT_EQ(r.resident[0].url, "http://x/1");
+  ASSERT_TRUE((*shard)->CompareBatch(pa, 0.9, &r).ok());
+  EXPECT_TRUE(r.resident.empty());
+  EXPECT_EQ((*shard)->Stats().resident_pages, 2u);
+}
+
 // The shard remembers which URLs it stored (so that a new URL costs no store read); after a
 // restart, pages stored before it are still replaced and removed, never stored twice, and a Get
 // of a URL stored by an Apply finds it.
