@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <cassert>
+#include <condition_variable>
 #include <limits>
 #include <mutex>
 #include <set>
 #include <shared_mutex>
+#include <thread>
 #include <utility>
 
 #include "common/coding.h"
@@ -180,6 +182,10 @@ class RowStore::Impl {
         clock(o.clock ? o.clock : SystemClock()),
         cache(leveldb::NewLRUCache(o.cache_bytes)),
         filter(leveldb::NewBloomFilterPolicy(10)) {}
+  ~Impl();
+
+  // options.async_writes: waits until no write is in flight; the first failed write's error.
+  Status Barrier() const;
 
   Status Open();
   Status CheckFamily(uint8_t family) const;
@@ -213,6 +219,16 @@ class RowStore::Impl {
   std::unique_ptr<const leveldb::FilterPolicy> filter;
   std::unique_ptr<leveldb::DB> db;  // declared after cache and filter: closed before they are freed
 
+  // The writer thread (options.async_writes) and the one write it has been handed, if any.
+  void WriterLoop();
+  mutable std::mutex async_mu_;
+  mutable std::condition_variable async_cv_;
+  std::unique_ptr<leveldb::WriteBatch> async_batch_;  // handed over, not yet applied
+  leveldb::WriteOptions async_options_;
+  bool async_stop_ = false;
+  Status async_error_;  // sticky
+  std::thread async_writer_;
+
   std::mutex write_mu_;  // serialises Commit and PurgeExpired
   // Written under write_mu_ and counters_mu_; read under either.
   mutable std::shared_mutex counters_mu_;
@@ -234,7 +250,41 @@ Status RowStore::Impl::Open() {
   RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(o, options.path, &raw), "open", options.path));
   db.reset(raw);
   RETURN_IF_ERROR(SyncFamilies());
-  return LoadCounters();
+  RETURN_IF_ERROR(LoadCounters());
+  if (options.async_writes) async_writer_ = std::thread([this] { WriterLoop(); });
+  return Status::Ok();
+}
+
+RowStore::Impl::~Impl() {
+  if (!async_writer_.joinable()) return;
+  {
+    std::lock_guard lock(async_mu_);
+    async_stop_ = true;
+  }
+  async_cv_.notify_all();
+  async_writer_.join();  // after the write in flight, if any
+}
+
+void RowStore::Impl::WriterLoop() {
+  std::unique_lock lock(async_mu_);
+  for (;;) {
+    async_cv_.wait(lock, [&] { return async_batch_ != nullptr || async_stop_; });
+    if (async_batch_ == nullptr) return;  // stopping, nothing left
+    lock.unlock();
+    // Not under write_mu_: Commit holds it while it waits for this write to finish.
+    const Status s = FromLevelDb(db->Write(async_options_, async_batch_.get()), "write", options.path);
+    lock.lock();
+    if (!s.ok() && async_error_.ok()) async_error_ = s;
+    async_batch_.reset();
+    async_cv_.notify_all();
+  }
+}
+
+Status RowStore::Impl::Barrier() const {
+  if (!options.async_writes) return Status::Ok();
+  std::unique_lock lock(async_mu_);
+  async_cv_.wait(lock, [&] { return async_batch_ == nullptr; });
+  return async_error_;
 }
 
 Status RowStore::Impl::SyncFamilies() {
@@ -280,6 +330,7 @@ Status RowStore::Impl::CheckFamily(uint8_t family) const {
 Status RowStore::Impl::Get(uint8_t family, std::string_view row, std::string_view column,
                            std::string* value) const {
   RETURN_IF_ERROR(CheckFamily(family));
+  RETURN_IF_ERROR(Barrier());
   thread_local std::string key;
   thread_local std::string raw;
   key.clear();
@@ -299,6 +350,7 @@ Status RowStore::Impl::Get(uint8_t family, std::string_view row, std::string_vie
 
 template <typename Fn>
 Status RowStore::Impl::ScanPrefix(std::string_view prefix, bool fill_cache, Fn&& fn) const {
+  RETURN_IF_ERROR(Barrier());
   leveldb::ReadOptions ro;
   ro.fill_cache = fill_cache;
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
@@ -338,7 +390,17 @@ Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, const CounterMap& deltas,
   }
   leveldb::WriteOptions wo = WriteOptions();
   wo.sync = wo.sync && durable;
-  RETURN_IF_ERROR(FromLevelDb(db->Write(wo, wb), "write", options.path));
+  if (options.async_writes) {
+    // Under write_mu_, so handed over in the order the counters were counted in.
+    std::unique_lock lock(async_mu_);
+    async_cv_.wait(lock, [&] { return async_batch_ == nullptr; });
+    RETURN_IF_ERROR(async_error_);
+    async_batch_ = std::make_unique<leveldb::WriteBatch>(std::move(*wb));
+    async_options_ = wo;
+    async_cv_.notify_all();
+  } else {
+    RETURN_IF_ERROR(FromLevelDb(db->Write(wo, wb), "write", options.path));
+  }
   if (updated.empty()) return Status::Ok();
   std::unique_lock counters_lock(counters_mu_);
   for (const auto& [name, v] : updated) counters_.insert_or_assign(*name, v);
@@ -346,8 +408,10 @@ Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, const CounterMap& deltas,
 }
 
 Status RowStore::Impl::PurgeStep(int64_t now, std::string* resume, uint64_t* deleted) {
-  // Holding write_mu_ keeps the iterator's view current, so a cell rewritten since it expired is never deleted.
+  // Holding write_mu_ (with no write in flight) keeps the iterator's view current, so a cell
+  // rewritten since it expired is never deleted.
   std::lock_guard write_lock(write_mu_);
+  RETURN_IF_ERROR(Barrier());
   leveldb::ReadOptions ro;
   ro.fill_cache = false;
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
@@ -487,6 +551,8 @@ Status RowStore::Write(const RowBatch& batch) {
 }
 
 StatusOr<uint64_t> RowStore::PurgeExpired() { return impl_->PurgeExpired(); }
+
+Status RowStore::WaitForWrites() const { return impl_->Barrier(); }
 
 uint64_t RowStore::DiskBytes() const { return impl_->DiskBytes(); }
 

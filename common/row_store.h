@@ -26,7 +26,8 @@
 // Expired cells read as absent (Get returns NotFound, scans skip them); PurgeExpired() deletes them.
 //
 // Thread safety: Get, Scan*, Counter may run concurrently with each other and with Write. Writes
-// are serialised internally; a reader sees each RowBatch entirely or not at all (counters included).
+// are serialised internally; a reader sees each RowBatch entirely or not at all (counters included;
+// with async_writes a counter reads the value of a write handed over, not yet applied).
 // The RowStore owns its LevelDB handle; one process opens a store at a time (IoError otherwise).
 #pragma once
 
@@ -58,6 +59,12 @@ struct RowStoreOptions {
   // Snappy-compress table blocks: less disk, more CPU (every compaction compresses, every block
   // read from disk decompresses). Only new tables follow it; a store may mix both.
   bool compress = true;
+  // Write() hands the batch to a writer thread of the store's own and returns at once, so that the
+  // caller goes on while LevelDB inserts and syncs it; every other call (reads included) first
+  // waits for that write, so it reads its own writes. WaitForWrites() waits for it alone. A write
+  // that failed is returned by the next call, and by every call after it: the store is then
+  // unusable (the in-memory counters already count the failed batch).
+  bool async_writes = false;
   const Clock* clock = nullptr;       // null = SystemClock()
   leveldb::Env* env = nullptr;        // null = LevelDB's default Env (tests inject a memory or faulty one)
 };
@@ -129,8 +136,13 @@ class RowStore {
 
   // Applies every change of *batch atomically (one LevelDB WriteBatch, fsync'ed when options.sync)
   // and updates the in-memory counters; the batch is left unchanged. On error (IoError) nothing is
-  // applied, in memory or on disk.
+  // applied, in memory or on disk. With options.async_writes the write is handed over and goes on
+  // after the return (see there); the return is then an earlier write's error, if any.
   Status Write(const RowBatch& batch);
+
+  // Waits until every Write handed over has reached LevelDB (fsync'ed when it was to be) and returns
+  // the first error of one. Immediate without options.async_writes.
+  Status WaitForWrites() const;
 
   // Deletes every expired cell. Returns how many were deleted, or the LevelDB error.
   StatusOr<uint64_t> PurgeExpired();

@@ -340,6 +340,53 @@ TEST_F(RowStoreTest, FailedWriteAppliesNothing) {
   EXPECT_EQ(store->Counter("n"), 3);
 }
 
+// With async_writes a Write returns before LevelDB has the batch, yet every read sees it (reads
+// wait for the write in flight), WaitForWrites tells when it is in, and a write that fails is
+// reported by the next call and every call after it.
+TEST_F(RowStoreTest, AsyncWritesAreReadBackAndTheirFailureSticks) {
+  RowStoreOptions o = Options();
+  FaultyEnv env(o.env);
+  o.env = &env;
+  o.sync = true;
+  o.async_writes = true;
+  {
+    auto store = OpenStore(o);
+    ASSERT_NE(store, nullptr);
+    const RowStore::Family page = store->family("page"), member = store->family("member");
+    for (int i = 0; i < 200; ++i) {
+      RowBatch b;
+      b.Put(page, "p" + std::to_string(i), "", std::to_string(i));
+      b.Put(member, "g", "p" + std::to_string(i), "");
+      b.AddCounter("n", 1);
+      ASSERT_TRUE(store->Write(b).ok());
+      EXPECT_EQ(store->Counter("n"), i + 1);
+      std::string v;
+      ASSERT_TRUE(store->Get(page, "p" + std::to_string(i), "", &v).ok()) << i;  // its own write
+      EXPECT_EQ(v, std::to_string(i));
+      EXPECT_EQ(ScanRow(*store, member, "g").size(), static_cast<size_t>(i) + 1);
+    }
+    ASSERT_TRUE(store->WaitForWrites().ok());
+
+    env.fail_appends = true;
+    RowBatch bad;
+    bad.Put(page, "lost", "", "x");
+    ASSERT_TRUE(store->Write(bad).ok());  // handed over: it fails after the return
+    const Status waited = store->WaitForWrites();
+    EXPECT_EQ(waited.code(), StatusCode::kIoError) << waited.ToString();
+    env.fail_appends = false;
+    std::string v;
+    EXPECT_EQ(store->Get(page, "p1", "", &v).code(), StatusCode::kIoError);  // sticky
+    EXPECT_EQ(store->Write(bad).code(), StatusCode::kIoError);
+  }
+  o.async_writes = false;
+  auto store = OpenStore(o);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->Counter("n"), 200);  // the failed batch is not there
+  std::string v;
+  EXPECT_EQ(store->Get(store->family("page"), "lost", "", &v).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(store->Get(store->family("page"), "p199", "", &v).ok());
+}
+
 TEST_F(RowStoreTest, ReopenWithAppendedFamilies) {
   {
     auto store = OpenStore();

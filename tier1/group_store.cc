@@ -34,6 +34,7 @@ StatusOr<std::unique_ptr<GroupStore>> GroupStore::Open(const Options& options) {
   o.sync = options.sync;
   o.cache_bytes = options.cache_bytes;
   o.compress = options.compress;
+  o.async_writes = options.async_writes;
   o.clock = options.clock;
   o.env = options.env;
   ASSIGN_OR_RETURN(std::unique_ptr<RowStore> rows, RowStore::Open(o));

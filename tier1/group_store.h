@@ -43,6 +43,9 @@ class GroupStore {
     bool sync = true;
     uint64_t cache_bytes = 32ull << 20;
     bool compress = false;  // RowStoreOptions::compress (config tier1.compress)
+    // RowStoreOptions::async_writes: Txn::Commit returns once its write is handed over; rows()
+    // WaitForWrites() tells when it is durable.
+    bool async_writes = false;
     const Clock* clock = nullptr;
     leveldb::Env* env = nullptr;
   };

@@ -240,6 +240,10 @@ Status Pipeline::Setup() {
   go.sync = o_.config.tier1().sync();
   go.cache_bytes = static_cast<uint64_t>(o_.config.tier1().cache_mib()) << 20;
   go.compress = o_.config.tier1().compress();
+  // Tier 1's commit is inserted and synced by the store's writer thread while the tiers' thread
+  // goes on with the batch's status queries (which see it); the status lines and the shards'
+  // writes wait for it.
+  go.async_writes = true;
   ASSIGN_OR_RETURN(store_, GroupStore::Open(go));
   std::string bytes;
   Status s = store_->rows().Get(store_->meta_family(), "progress", "", &bytes);
@@ -427,7 +431,11 @@ void Pipeline::StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> rou
     // A URL this batch stores again keeps its new home; the removal is of its old one.
     if (!stored.count(rm.url())) source_->Overlay(rm.url(), rm.cell(), nullptr);
   }
-  writer_.Start("nd-shard-store", [this] { return ApplyToShards(writing_->number, writing_removals_); });
+  writer_.Start("nd-shard-store", [this]() -> Status {
+    // The shards may hold the batch only once Tier 1's commit of it is durable.
+    RETURN_IF_ERROR(store_->rows().WaitForWrites());
+    return ApplyToShards(writing_->number, writing_removals_);
+  });
 }
 
 Status Pipeline::FinishShardWrites() {
@@ -583,16 +591,17 @@ Status Pipeline::WriteStatus(const Batch& b, const std::vector<Route>& routes) {
     out += RouteName(routes[i]);
     out += "\",\"line\":" + std::to_string(b.records[i].line) + "}\n";
   }
+  if (status_file_ != nullptr && !out.empty()) {
+    RETURN_IF_ERROR(store_->rows().WaitForWrites());  // the lines acknowledge the batch's commit
+    if (std::fwrite(out.data(), 1, out.size(), status_file_) != out.size() || std::fflush(status_file_) != 0) {
+      return IoError("pipeline: cannot write " + o_.status_out);
+    }
+  }
   std::vector<RepairReport> repairs;
   RETURN_IF_ERROR(tier1_->Flush(&repairs));
   for (const RepairReport& r : repairs) {
     ++sum_.repairs;
     if (r.components > 1) sum_.repair_splits += r.components - 1;
-  }
-  if (status_file_ != nullptr && !out.empty()) {
-    if (std::fwrite(out.data(), 1, out.size(), status_file_) != out.size() || std::fflush(status_file_) != 0) {
-      return IoError("pipeline: cannot write " + o_.status_out);
-    }
   }
   sum_.query_seconds += Since(t0);
   sum_.query_cpu_seconds += ThreadCpuSeconds() - cpu0;
