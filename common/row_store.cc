@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "common/coding.h"
+#include "common/thread_priority.h"
 
 namespace neardup {
 namespace {
@@ -251,7 +252,12 @@ Status RowStore::Impl::Open() {
   db.reset(raw);
   RETURN_IF_ERROR(SyncFamilies());
   RETURN_IF_ERROR(LoadCounters());
-  if (options.async_writes) async_writer_ = std::thread([this] { WriterLoop(); });
+  if (options.async_writes) {
+    async_writer_ = std::thread([this] {
+      NameThisThread("nd-row-writer");
+      WriterLoop();
+    });
+  }
   return Status::Ok();
 }
 
