@@ -854,7 +854,7 @@ std::string FormatSummary(const PipelineSummary& s) {
   if (!s.shard_resident_pages.empty()) {
     o += "per shard         ";
     for (size_t m = 0; m < s.shard_resident_pages.size(); ++m) {
-      o += fmt::format(" [{}: {} pages, compare {:.2f} s, apply {:.2f} s]", m, s.shard_resident_pages[m],
+      o += fmt::format(" [{}: {} pages, compare {:.2f} s, store {:.2f} s]", m, s.shard_resident_pages[m],
                        s.shard_compare_seconds[m], s.shard_apply_seconds[m]);
     }
     o += "\n";
