@@ -278,7 +278,7 @@ Status Pipeline::Setup() {
   sum_.shards = map_->machines();
   staged_.resize(shards_.size());
   sum_.shard_compare_seconds.assign(shards_.size(), 0);
-  sum_.shard_apply_seconds.assign(shards_.size(), 0);
+  sum_.shard_store_seconds.assign(shards_.size(), 0);
   sum_.cells = map_->cells();
   source_ = std::make_unique<ShardSignatures>(*map_, shards_);
   tier1_ = std::make_unique<Tier1>(store_.get(), source_.get(),
@@ -370,7 +370,7 @@ Status Pipeline::StageOnShards(const std::vector<std::vector<tier2::ShardPage>>&
     if (!only.empty() && !only[m]) return Status::Ok();
     const auto ts = SteadyClock::now();
     StatusOr<std::unique_ptr<tier2::StagedBatch>> staged = shards_[m]->Stage(pages[m]);
-    sum_.shard_apply_seconds[m] += Since(ts);
+    sum_.shard_store_seconds[m] += Since(ts);
     if (!staged.ok()) return staged.status();
     staged_[m] = std::move(*staged);
     return Status::Ok();
@@ -389,7 +389,7 @@ Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::Repeated
     if (staged_[m] == nullptr) return Status::Ok();
     const auto ts = SteadyClock::now();
     Status st = shards_[m]->ApplyStaged(std::move(staged_[m]), removed[m], nullptr, number);
-    sum_.shard_apply_seconds[m] += Since(ts);
+    sum_.shard_store_seconds[m] += Since(ts);
     return st;
   });
   sum_.tier2_apply_seconds += Since(t0);
@@ -855,7 +855,7 @@ std::string FormatSummary(const PipelineSummary& s) {
     o += "per shard         ";
     for (size_t m = 0; m < s.shard_resident_pages.size(); ++m) {
       o += fmt::format(" [{}: {} pages, compare {:.2f} s, store {:.2f} s]", m, s.shard_resident_pages[m],
-                       s.shard_compare_seconds[m], s.shard_apply_seconds[m]);
+                       s.shard_compare_seconds[m], s.shard_store_seconds[m]);
     }
     o += "\n";
   }

@@ -92,7 +92,7 @@ struct PipelineSummary {
   uint64_t shard_pages = 0, shard_ram_bytes = 0, shard_compactions = 0, shard_rebuilds = 0;
   // Per shard: wall time its CompareBatch calls took, its Stage and ApplyStaged calls (storing),
   // and the pages it holds at the end. A shard far above the others is the long pole of steps 3-5.
-  std::vector<double> shard_compare_seconds, shard_apply_seconds;
+  std::vector<double> shard_compare_seconds, shard_store_seconds;
   std::vector<uint64_t> shard_resident_pages;
   uint64_t peak_rss_bytes = 0;
   double pages_per_second() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }

@@ -38,11 +38,12 @@
 //  - a page with no shingles is never similar to anything (listed in `empty`); Apply stores
 //    nothing for it and removes the URL's previous version.
 //
-// Persistence: Apply (its Stage half) appends the signatures to the log, then writes one atomic LevelDB batch that
-// refers to them and records the log's new end (both fsync'ed when options.sync), so every applied
-// page survives a crash; Open() cuts the log to its committed end (dropping the records of a write
-// that never committed) and rebuilds the in-memory index from the signatures in the log (reading
-// every resident signature once; a damaged record is Corruption there).
+// Persistence: Apply appends the signatures to the log (its Stage half), then writes one atomic
+// LevelDB batch that refers to them and records the log's new end (both fsync'ed when
+// options.sync), so every applied page survives a crash; Open() cuts the log to its committed end
+// (dropping the records of a write that never committed, or of a batch staged and never applied)
+// and rebuilds the in-memory index from the signatures in the log (reading every resident
+// signature once; a damaged record is Corruption there).
 //
 // Thread safety: every method may be called from any thread. Apply, Stage and ApplyStaged calls run
 // one at a time.
@@ -156,7 +157,7 @@ struct ShardStats {
   double ram_bytes_per_page() const;
 };
 
-// A batch Shard::Stage prepared for Shard::Apply: its pages' index entries computed and their
+// A batch Shard::Stage prepared for Shard::ApplyStaged: its pages' index entries computed and their
 // signatures appended to the log past the committed end, nothing visible yet. Owned by the caller;
 // dropped without Apply, it gives the shard its log space back. It must not outlive its shard.
 class StagedBatch {
