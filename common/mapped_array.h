@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <new>
@@ -86,6 +87,12 @@ class MappedArray {
     size_ = n;
   }
   void clear() { size_ = 0; }
+  // Appends n values, growing the capacity at least twofold when it runs out (amortised O(1) a value).
+  void append(const T* values, size_t n) {
+    if (size_ + n > capacity_) reserve(std::max(size_ + n, 2 * capacity_));
+    if (n > 0) std::memcpy(static_cast<void*>(data_ + size_), values, n * sizeof(T));
+    size_ += n;
+  }
 
  private:
   static size_t PageBytes() {

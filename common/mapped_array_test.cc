@@ -32,6 +32,20 @@ TEST(MappedArray, GrowingKeepsTheContents) {
   }
 }
 
+TEST(MappedArray, AppendKeepsOrderAndGrowsGeometrically) {
+  MappedArray<uint32_t> a;
+  std::vector<uint32_t> want;
+  size_t remaps = 0, capacity = 0;
+  for (uint32_t i = 0; i < 200000; ++i) {
+    const uint32_t run[3] = {i, i + 1, i + 2};
+    a.append(run, i % 4);  // runs of 0..3 values
+    want.insert(want.end(), run, run + i % 4);
+    if (a.capacity() != capacity) ++remaps, capacity = a.capacity();
+  }
+  ASSERT_EQ(std::vector<uint32_t>(a.begin(), a.end()), want);
+  EXPECT_LT(remaps, 20u);  // doubling: about log2 of the size in pages
+}
+
 TEST(MappedArray, ShrinkingDropsTheTailOnlyAndRegrowingZeroFills) {
   MappedArray<uint32_t> a;
   a.resize(100000);

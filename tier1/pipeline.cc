@@ -123,11 +123,17 @@ class BatchQueue {
   bool closed_ = false;
 };
 
-// Runs fn(s) for every shard on its own thread and returns the first error.
+// Runs fn(s) for every shard on its own thread and returns the first error; adds each call's
+// wall time to (*seconds)[s] when seconds is given.
 template <typename Fn>
-Status ForEachShard(size_t shards, Fn&& fn) {
+Status ForEachShard(size_t shards, Fn&& fn, std::vector<double>* seconds = nullptr) {
   std::vector<Status> st(shards);
-  RunOnThreads(static_cast<int>(shards), "nd-shard", [&](int s) { st[static_cast<size_t>(s)] = fn(static_cast<size_t>(s)); });
+  RunOnThreads(static_cast<int>(shards), "nd-shard", [&](int w) {
+    const size_t s = static_cast<size_t>(w);
+    const auto t0 = SteadyClock::now();
+    st[s] = fn(s);
+    if (seconds != nullptr) (*seconds)[s] += Since(t0);
+  });
   for (Status& s : st) RETURN_IF_ERROR(s);
   return Status::Ok();
 }
@@ -368,13 +374,9 @@ Status Pipeline::StageOnShards(const std::vector<std::vector<tier2::ShardPage>>&
   const auto t0 = SteadyClock::now();
   Status s = ForEachShard(shards_.size(), [&](size_t m) -> Status {
     if (!only.empty() && !only[m]) return Status::Ok();
-    const auto ts = SteadyClock::now();
-    StatusOr<std::unique_ptr<tier2::StagedBatch>> staged = shards_[m]->Stage(pages[m]);
-    sum_.shard_store_seconds[m] += Since(ts);
-    if (!staged.ok()) return staged.status();
-    staged_[m] = std::move(*staged);
+    ASSIGN_OR_RETURN(staged_[m], shards_[m]->Stage(pages[m]));
     return Status::Ok();
-  });
+  }, &sum_.shard_store_seconds);
   sum_.tier2_stage_seconds += Since(t0);
   return s;
 }
@@ -387,11 +389,8 @@ Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::Repeated
   const auto t0 = SteadyClock::now();
   Status s = ForEachShard(shards_.size(), [&](size_t m) -> Status {
     if (staged_[m] == nullptr) return Status::Ok();
-    const auto ts = SteadyClock::now();
-    Status st = shards_[m]->ApplyStaged(std::move(staged_[m]), removed[m], nullptr, number);
-    sum_.shard_store_seconds[m] += Since(ts);
-    return st;
-  });
+    return shards_[m]->ApplyStaged(std::move(staged_[m]), removed[m], nullptr, number);
+  }, &sum_.shard_store_seconds);
   sum_.tier2_apply_seconds += Since(t0);
   return s;
 }
@@ -497,11 +496,8 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   t0 = SteadyClock::now();
   RETURN_IF_ERROR(ForEachShard(P, [&](size_t m) -> Status {
     if (pages[m].empty()) return Status::Ok();
-    const auto ts = SteadyClock::now();
-    Status st = shards_[m]->CompareBatch(pages[m], o_.threshold, &results[m]);
-    sum_.shard_compare_seconds[m] += Since(ts);
-    return st;
-  }));
+    return shards_[m]->CompareBatch(pages[m], o_.threshold, &results[m]);
+  }, &sum_.shard_compare_seconds));
   sum_.tier2_compare_seconds += Since(t0);
   Tier2Matches matches;
   std::set<std::pair<uint32_t, uint32_t>> seen_pairs;

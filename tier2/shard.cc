@@ -190,8 +190,6 @@ class Shard::Impl {
   // What the index and page tables keep of a page: size, shingle vector, parity bitmap and
   // indexed prefix.
   void MakeIndexEntry(const pb::PageSignature& sig, std::vector<uint64_t>* prefix, pb::ShardIndexEntry* e) const;
-  // The fields of that record that do not depend on the token order (all but the prefix).
-  static void SetOrderFreeFields(const pb::PageSignature& sig, pb::ShardIndexEntry* e);
   // The indexed prefix of a page, in token order.
   void IndexPrefix(const pb::PageSignature& sig, std::vector<uint64_t>* out) const {
     order_.Prefix(Shingles(sig),
@@ -389,17 +387,13 @@ void Shard::Impl::SetPageTable(uint32_t slot, const pb::ShardIndexEntry& e) {
   std::copy(e.bitmap().begin(), e.bitmap().end(), bits_.begin() + static_cast<ptrdiff_t>(slot * kBitmapWords));
 }
 
-void Shard::Impl::SetOrderFreeFields(const pb::PageSignature& sig, pb::ShardIndexEntry* e) {
+void Shard::Impl::MakeIndexEntry(const pb::PageSignature& sig, std::vector<uint64_t>* prefix,
+                                 pb::ShardIndexEntry* e) const {
   e->Clear();
   e->set_size(static_cast<uint32_t>(sig.shingles_size()));
   *e->mutable_shingle_vector() = sig.shingle_vector();
   const ParityBitmap bitmap = MakeParityBitmap(Shingles(sig));
   e->mutable_bitmap()->Add(bitmap.begin(), bitmap.end());
-}
-
-void Shard::Impl::MakeIndexEntry(const pb::PageSignature& sig, std::vector<uint64_t>* prefix,
-                                 pb::ShardIndexEntry* e) const {
-  SetOrderFreeFields(sig, e);
   IndexPrefix(sig, prefix);
   e->mutable_prefix()->Add(prefix->begin(), prefix->end());
 }
@@ -576,12 +570,6 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
   MappedArray<uint32_t> kept_slots;
   MappedArray<uint64_t> kept_ends;  // kept_tokens[kept_ends[i-1], kept_ends[i]) is kept_slots[i]'s prefix
   MappedArray<uint64_t> kept_tokens;
-  auto append = [](auto& a, const auto* values, size_t n) {
-    const size_t at = a.size();
-    if (at + n > a.capacity()) a.reserve(std::max(at + n, 2 * a.capacity()));
-    a.resize(at + n);
-    std::copy(values, values + n, a.data() + at);
-  };
   auto scan = [&](const PrefixIndex::BulkVisitor& visit) {
     if (!error.ok()) return;
     if (!first_pass) {
@@ -610,9 +598,9 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
       MakeIndexEntry(sig, &prefix, &e);
       SetPageTable(slot, e);
       const uint64_t end = kept_tokens.size() + prefix.size();
-      append(kept_slots, &slot, 1);
-      append(kept_tokens, prefix.data(), prefix.size());
-      append(kept_ends, &end, 1);
+      kept_slots.append(&slot, 1);
+      kept_tokens.append(prefix.data(), prefix.size());
+      kept_ends.append(&end, 1);
       visit(slot, prefix);
     }
   };
