@@ -35,4 +35,28 @@ class UrlHashSet {
   size_t count_ = 0;
 };
 
+// UrlHashMap: the same hashes, each with a 32-bit value (e.g. where the key's record is). As with
+// UrlHashSet, a hit may be a collision or a key since deleted: the caller confirms it against the
+// record it names. Insert sets the value of a hash already present. 24 bytes or less per key.
+class UrlHashMap {
+ public:
+  bool Find(uint64_t h, uint32_t* value) const {
+    if (keys_.empty()) return false;
+    const size_t i = Probe(h);
+    if (keys_[i] != h) return false;
+    *value = values_[i];
+    return true;
+  }
+  bool Contains(uint64_t h) const { return !keys_.empty() && keys_[Probe(h)] == h; }
+  void Insert(uint64_t h, uint32_t value);
+  size_t size() const { return count_; }
+  size_t MemoryBytes() const { return keys_.capacity() * sizeof(uint64_t) + values_.capacity() * sizeof(uint32_t); }
+
+ private:
+  size_t Probe(uint64_t h) const;
+  std::vector<uint64_t> keys_;  // 0 = empty
+  std::vector<uint32_t> values_;
+  size_t count_ = 0;
+};
+
 }  // namespace neardup

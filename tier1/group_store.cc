@@ -1,6 +1,7 @@
 #include "tier1/group_store.h"
 
 #include <algorithm>
+#include <array>
 
 #include "common/coding.h"
 
@@ -106,6 +107,7 @@ StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url)
     }
     it = pages_.emplace(url, std::move(slot)).first;
   }
+  it->second.used = epoch_;
   return it->second.exists ? &it->second.rec : nullptr;
 }
 
@@ -135,6 +137,7 @@ StatusOr<const pb::Tier1Group*> GroupStore::Txn::FindGroup(uint64_t group) {
     }
     it = groups_.emplace(group, std::move(slot)).first;
   }
+  it->second.used = epoch_;
   return it->second.exists ? &it->second.rec : nullptr;
 }
 
@@ -152,6 +155,7 @@ StatusOr<pb::Tier1Group*> GroupStore::Txn::MutableGroup(uint64_t group) {
 
 void GroupStore::Txn::DeleteGroup(uint64_t group) {
   GroupSlot& slot = groups_[group];
+  slot.used = epoch_;
   slot.rec.Clear();
   slot.exists = false;
   if (!slot.dirty) {
@@ -297,10 +301,32 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
     redirects_.clear();
     groups_reserved_ = 0;
     batch_.Clear();
+    ++epoch_;
   } else {
     Discard();
   }
   return s;
+}
+
+Status GroupStore::Txn::Evict(size_t keep) {
+  if (!empty()) return FailedPrecondition("group store: Evict with uncommitted changes");
+  if (cached() <= keep) return Status::Ok();
+  // Records per age in Commits (the last bucket holds every older one), then the oldest age kept.
+  constexpr uint32_t kAges = 64;
+  std::array<size_t, kAges> by_age{};
+  auto age = [&](uint32_t used) { return std::min<uint32_t>(epoch_ - used, kAges - 1); };
+  for (const auto& [url, slot] : pages_) ++by_age[age(slot.used)];
+  for (const auto& [gid, slot] : groups_) ++by_age[age(slot.used)];
+  size_t kept = 0;
+  uint32_t oldest = 0;  // ages <= oldest are kept; age 0 (read since the last Commit) always
+  for (uint32_t a = 0; a < kAges; ++a) {
+    kept += by_age[a];
+    if (a > 0 && kept > keep) break;
+    oldest = a;
+  }
+  std::erase_if(pages_, [&](const auto& e) { return age(e.second.used) > oldest; });
+  std::erase_if(groups_, [&](const auto& e) { return age(e.second.used) > oldest; });
+  return Status::Ok();
 }
 
 void GroupStore::Txn::Discard() {

@@ -123,13 +123,19 @@ class GroupStore::Txn {
   Status Commit(bool durable = true, bool keep_cache = false);
   // Forgets every change and every cached record.
   void Discard();
+  // Shrinks the read cache Commit(keep_cache) leaves to at most `keep` records, dropping those
+  // used least recently: by the Commit they were last read or changed before, all of one Commit
+  // together (so it may keep fewer). Records read since the last Commit always stay, and so do
+  // the pointers to them. FailedPrecondition while the Txn holds uncommitted changes.
+  Status Evict(size_t keep);
   bool empty() const;
   // Records loaded or changed so far (the working set's size).
   size_t cached() const { return pages_.size() + groups_.size(); }
 
  private:
-  struct PageSlot { pb::Tier1Page rec; bool exists = false; bool dirty = false; };
-  struct GroupSlot { pb::Tier1Group rec; bool exists = false; bool dirty = false; bool deleted = false; };
+  // `used`: the epoch (Commits so far) of the record's last use, for Evict.
+  struct PageSlot { pb::Tier1Page rec; uint32_t used = 0; bool exists = false; bool dirty = false; };
+  struct GroupSlot { pb::Tier1Group rec; uint32_t used = 0; bool exists = false; bool dirty = false; bool deleted = false; };
   // An id above the committed counter: reserved by this Txn, so the store has nothing of it.
   bool Reserved(uint64_t group) const;
   Status Merge(RowStore::Family family, const std::string& row,
@@ -144,6 +150,7 @@ class GroupStore::Txn {
   std::unordered_map<uint64_t, std::map<std::string, bool, std::less<>>> members_;
   std::unordered_map<std::string, std::map<std::string, bool, std::less<>>> redirects_;
   uint64_t groups_reserved_ = 0;
+  uint32_t epoch_ = 0;
   RowBatch batch_;
 };
 

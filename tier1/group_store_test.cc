@@ -216,6 +216,60 @@ TEST_F(GroupStoreTest, EveryCommittedPageIsFoundAndNoOther) {
   ExpectConsistent(*store);
 }
 
+TEST_F(GroupStoreTest, EvictKeepsTheRecordsUsedLast) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  GroupStore::Txn txn(store.get());
+  auto url = [](char set, int i) { return std::string("http://") + set + ".com/" + std::to_string(i); };
+  auto put = [&](GroupStore::Txn& t, char set, uint64_t gid) {
+    for (int i = 0; i < 10; ++i) {
+      auto p = t.MutablePage(url(set, i));
+      ASSERT_TRUE(p.ok());
+      (*p)->set_group(gid);
+    }
+  };
+  put(txn, 'a', 1);
+  ASSERT_TRUE(txn.Commit(/*durable=*/false, /*keep_cache=*/true).ok());
+  put(txn, 'b', 1);
+  ASSERT_TRUE(txn.Commit(false, true).ok());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(txn.FindPage(url('a', i)).ok());  // a0..a4 used again
+  put(txn, 'c', 1);
+  ASSERT_TRUE(txn.Commit(false, true).ok());
+  EXPECT_EQ(txn.cached(), 30u);
+
+  // Changes pending: nothing may go.
+  ASSERT_TRUE(txn.MutablePage(url('d', 0)).ok());
+  EXPECT_EQ(txn.Evict(0).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(txn.Commit(false, true).ok());  // d0 joins the last-used records
+  EXPECT_TRUE(txn.Evict(100).ok());
+  EXPECT_EQ(txn.cached(), 31u);
+  // Room for 20: the 16 used in the last two Commits stay (the 10 b's and a5..a9 would pass it).
+  EXPECT_TRUE(txn.Evict(20).ok());
+  EXPECT_EQ(txn.cached(), 16u);
+
+  // Another writer moves every page to group 2: the records the Txn kept still say 1, the ones it
+  // dropped are read again.
+  GroupStore::Txn other(store.get());
+  for (char set : {'a', 'b', 'c'}) put(other, set, 2);
+  ASSERT_TRUE(other.Commit(false).ok());
+  auto group_of = [&](char set, int i) -> uint64_t {
+    auto p = txn.FindPage(url(set, i));
+    EXPECT_TRUE(p.ok() && *p != nullptr);
+    return p.ok() && *p != nullptr ? (*p)->group() : 0;
+  };
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(group_of('a', i), i < 5 ? 1u : 2u) << i;
+    EXPECT_EQ(group_of('b', i), 2u) << i;
+    EXPECT_EQ(group_of('c', i), 1u) << i;
+  }
+  // The 30 pages just read were last used before the same Commit: they stay or go together.
+  ASSERT_TRUE(txn.Commit(false, true).ok());
+  EXPECT_TRUE(txn.Evict(30).ok());
+  EXPECT_EQ(txn.cached(), 30u);  // d0 went
+  EXPECT_TRUE(txn.Evict(29).ok());
+  EXPECT_EQ(txn.cached(), 0u);
+}
+
 TEST_F(GroupStoreTest, DeleteGroupCommitsADelete) {
   auto store = Open();
   ASSERT_NE(store, nullptr);

@@ -557,7 +557,8 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
 Status Tier1::Query(const std::string& url, const pb::PageSignature* current, StatusAnswer* out) {
   *out = StatusAnswer();
   if (txn_.cached() > options_.cache_records) {
-    // Bound the working set: commit the verification results so far (which drops the cache).
+    // Bound the working set: commit the verification results so far (which evicts the records
+    // least recently used).
     // Repairs wait for Flush(), so when they happen does not depend on the cache's size.
     RETURN_IF_ERROR(CommitWorkingSet(/*durable=*/false));
   }
@@ -661,7 +662,11 @@ Status Tier1::Flush(std::vector<RepairReport>* repairs) {
 }
 
 Status Tier1::CommitWorkingSet(bool durable) {
-  return txn_.Commit(durable, /*keep_cache=*/txn_.cached() < options_.cache_records);
+  RETURN_IF_ERROR(txn_.Commit(durable, /*keep_cache=*/true));
+  // Past the bound, the records least recently used go: a quarter of the cache at least, so that
+  // the scan over it is paid once every so many records read.
+  if (txn_.cached() > options_.cache_records) return txn_.Evict(options_.cache_records / 4 * 3);
+  return Status::Ok();
 }
 
 Status Tier1::Repair(uint64_t group, RepairReport* report) {

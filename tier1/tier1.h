@@ -180,7 +180,8 @@ class Tier1 {
   // `members`, when given, is the group's whole member list (spares the store scan).
   Status RecomputeWinners(GroupStore::Txn& txn, uint64_t group, std::vector<std::string> members = {});
   StatusOr<pb::PageSignature> FetchSignature(const std::string& url, const pb::Tier1Page& page);
-  // Commits the working set, keeping it as a cache while it holds under cache_records records.
+  // Commits the working set and keeps it as a cache, evicting the records least recently used
+  // when it holds more than cache_records.
   Status CommitWorkingSet(bool durable);
   Status RepairIn(GroupStore::Txn& txn, uint64_t group, RepairReport* report);
 
@@ -189,7 +190,8 @@ class Tier1 {
   Tier1Options options_;
   std::unordered_set<std::string> pending_;
   // The one working set: Classify and Query read through it, Apply and Flush write through it and
-  // keep what they read as a cache (Tier 1 is the store's only writer), dropped past options.cache_records.
+  // keep what they read as a cache (Tier 1 is the store's only writer), bounded by
+  // options.cache_records (the records least recently used go first).
   GroupStore::Txn txn_;
   std::vector<uint64_t> repair_queue_;
   // Signatures of the batch being classified/applied, by URL (representatives in the batch).

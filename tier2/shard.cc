@@ -13,6 +13,7 @@
 #include <shared_mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/coding.h"
 #include "common/mapped_array.h"
@@ -248,10 +249,14 @@ class Shard::Impl {
   // for none. A length of kLongLength or more is kept in long_length_ (a few huge pages at most).
   std::vector<uint64_t> loc_;
   std::unordered_map<uint32_t, uint32_t> long_length_;
-  // Hashes of every URL stored since Open (and of those resident at Open), so that LookupSlot
-  // answers most new URLs without a LevelDB read. Guarded like loc_ (Apply reads it without
-  // loc_mu_: it is the only writer).
-  UrlHashSet url_hashes_;
+  // Hashes of every URL stored since Open (and of those resident at Open), each with the slot it
+  // was last stored in: LookupSlot answers most new URLs without a LevelDB read, and Get finds
+  // most resident pages without one (the record read names its URL, so a stale or colliding hint
+  // falls back to the read). Guarded like loc_ (Apply reads it without loc_mu_: it is the only
+  // writer).
+  UrlHashMap url_slots_;
+  // Slots an Apply has located but not committed yet: a hint naming one is not followed.
+  std::unordered_set<uint32_t> uncommitted_;
   uint64_t log_live_bytes_ = 0;       // bytes of the records live slots refer to
   uint64_t log_compactions_ = 0;
   uint64_t compactions_ = 0;
@@ -473,7 +478,8 @@ Status Shard::Impl::LoadUrlHashes() {
   ro.fill_cache = false;
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
   for (it->Seek("u"); it->Valid() && it->key()[0] == 'u'; it->Next()) {
-    url_hashes_.Insert(UrlHashSet::Hash(std::string_view(it->key().data() + 1, it->key().size() - 1)));
+    const uint32_t slot = it->value().size() == 4 ? DecodeSlot(it->value().data()) : kNoSlot;
+    url_slots_.Insert(UrlHashSet::Hash(std::string_view(it->key().data() + 1, it->key().size() - 1)), slot);
   }
   return FromLevelDb(it->status(), "shard: scan the URLs of " + options_.path);
 }
@@ -922,6 +928,7 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
     {
       std::unique_lock loc(loc_mu_);
       for (uint32_t slot : slots) ClearLocation(slot);
+      uncommitted_.clear();
     }
     TruncateLog(staged->log_end);
     return s;
@@ -974,7 +981,8 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
     std::unique_lock loc(loc_mu_);
     for (size_t k = 0; k < slots.size(); ++k) {
       SetLocation(slots[k], refs[k]);
-      url_hashes_.Insert(UrlHashSet::Hash(staged->urls[k]));
+      url_slots_.Insert(UrlHashSet::Hash(staged->urls[k]), slots[k]);
+      uncommitted_.insert(slots[k]);
     }
   }
   for (size_t k = 0; k < slots.size(); ++k) wb.Put(SlotKey('o', slots[k]), LocationValue(refs[k]));
@@ -998,6 +1006,7 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
         log_live_bytes_ -= Location(slot).bytes();
         ClearLocation(slot);
       }
+      uncommitted_.clear();  // the store names them now
       for (const SignatureLog::Ref& r : refs) log_live_bytes_ += r.bytes();
     }
     for (size_t k = 0; k < slots.size(); ++k) {
@@ -1026,7 +1035,7 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
 }
 
 Status Shard::Impl::LookupSlot(const std::string& url, uint32_t* slot) const {
-  if (!url_hashes_.Contains(UrlHashSet::Hash(url))) {  // never stored: no read
+  if (!url_slots_.Contains(UrlHashSet::Hash(url))) {  // never stored: no read
     *slot = kNoSlot;
     return Status::Ok();
   }
@@ -1045,11 +1054,17 @@ Status Shard::Impl::LookupSlot(const std::string& url, uint32_t* slot) const {
 StatusOr<pb::PageSignature> Shard::Impl::Get(const std::string& url) const {
   // Not mu_: a Get does not wait for an Apply's index work, only for its location changes.
   std::shared_lock loc(loc_mu_);
-  uint32_t slot;
-  RETURN_IF_ERROR(LookupSlot(url, &slot));
-  if (slot == kNoSlot) return NotFound("shard: " + url + " is not resident in " + options_.path);
   std::string buffer;
   pb::PageSignature sig;
+  // The slot the URL was last stored in, when the store has committed it: its record names the
+  // URL, or the hint was stale (the page left, its slot went to another) and the store decides.
+  uint32_t slot;
+  if (url_slots_.Find(UrlHashSet::Hash(url), &slot) && HasLocation(slot) && uncommitted_.count(slot) == 0) {
+    RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
+    if (sig.url() == url) return sig;
+  }
+  RETURN_IF_ERROR(LookupSlot(url, &slot));
+  if (slot == kNoSlot) return NotFound("shard: " + url + " is not resident in " + options_.path);
   RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
   return sig;
 }
@@ -1064,7 +1079,7 @@ ShardStats Shard::Impl::Stats() const {
   s.index_buckets = uint64_t{1} << index_.bucket_bits();
   s.page_table_bytes = (size_.capacity() + cut_.capacity()) * sizeof(uint32_t) + vec_.capacity() * sizeof(uint16_t) +
                        (loc_.capacity() + bits_.capacity()) * sizeof(uint64_t) +
-                       long_length_.size() * (sizeof(uint32_t) * 2 + 2 * sizeof(void*)) + url_hashes_.MemoryBytes();
+                       long_length_.size() * (sizeof(uint32_t) * 2 + 2 * sizeof(void*)) + url_slots_.MemoryBytes();
   s.log_bytes = log_->end();
   s.log_live_bytes = log_live_bytes_;
   s.log_compactions = log_compactions_;

@@ -305,6 +305,9 @@ TEST(Shard, ReplaceAndRemove) {
   auto p2 = Pages(v2);
   ASSERT_TRUE((*shard)->Apply(p2, {}, &st).ok());
   EXPECT_EQ(st.replaced, 1u);
+  auto got = (*shard)->Get("http://x/1");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->shingles(0), 5000u);  // the new version
   std::vector<pb::PageSignature> qa = {MakeSig("http://q/a", a)}, qb = {MakeSig("http://q/b", b)};
   CompareResult r;
   auto pa = Pages(qa), pb_ = Pages(qb);
@@ -331,6 +334,29 @@ TEST(Shard, ReplaceAndRemove) {
   ASSERT_TRUE((*shard)->CompareBatch(pa, 0.5, &r).ok());
   EXPECT_TRUE(r.resident.empty());
   EXPECT_EQ((*shard)->Get("http://x/1").status().code(), StatusCode::kNotFound);
+  // The freed slots go to other URLs: the removed ones stay gone, the new ones are found, and so
+  // after a restart.
+  std::vector<pb::PageSignature> v3 = {MakeSig("http://y/1", b), MakeSig("http://y/2", a), MakeSig("http://y/3", b)};
+  auto p3 = Pages(v3);
+  for (int reopen = 0; reopen < 2; ++reopen) {
+    if (reopen == 0) {
+      ASSERT_TRUE((*shard)->Apply(p3, {}, &st).ok());
+      EXPECT_EQ(st.inserted, 3u);
+    } else {
+      shard->reset();
+      shard = Shard::Open(Options(dir.str()));
+      ASSERT_TRUE(shard.ok());
+    }
+    for (const char* gone : {"http://x/1", "http://x/2"}) {
+      EXPECT_EQ((*shard)->Get(gone).status().code(), StatusCode::kNotFound) << gone << " reopen " << reopen;
+    }
+    for (const auto& sig : v3) {
+      auto y = (*shard)->Get(sig.url());
+      ASSERT_TRUE(y.ok()) << sig.url() << " reopen " << reopen;
+      EXPECT_EQ(y->url(), sig.url());
+      EXPECT_EQ(y->shingles(0), sig.shingles(0));
+    }
+  }
 }
 
 // Stage then ApplyStaged is one Apply: nothing of a staged batch is seen before ApplyStaged (not
