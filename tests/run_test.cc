@@ -534,6 +534,7 @@ TEST_F(RunTest, ReadmeMainJob) {
   std::printf("%s", r.out.c_str());
   EXPECT_THAT(r.out, HasSubstr("records"));
   EXPECT_THAT(r.out, HasSubstr("tier 1 fast path"));
+  EXPECT_THAT(r.out, HasSubstr("tier 1 lookups     pages: "));
   const auto groups = Groups(Path("groups.jsonl"));
   EXPECT_GT(groups.size(), 0u);
   // The sample against the exact baseline.

@@ -80,7 +80,7 @@ Status CheckStore(const GroupStore& store, CheckReport* report) {
     };
     if (!is_member(rec.winner())) c.Violation("group " + std::to_string(g) + ": winner " + rec.winner() + " is not a member");
     for (const auto& mw : rec.market_winners()) {
-      if (!is_member(mw.url())) {
+      if (!is_member(MarketWinnerUrl(rec, mw))) {
         c.Violation("group " + std::to_string(g) + ": " + mw.market() + " winner " + mw.url() + " is not a member");
       }
     }

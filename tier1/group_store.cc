@@ -97,8 +97,9 @@ StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url)
     PageSlot slot;
     std::string bytes;
     // A URL the store has never recorded needs no read.
-    Status s = store_->known_pages_.Contains(UrlHashSet::Hash(url)) ? store_->rows_->Get(store_->page_, url, "", &bytes)
-                                                                    : NotFound("");
+    const bool known = store_->known_pages_.Contains(UrlHashSet::Hash(url));
+    ++(known ? page_reads_.reads : page_reads_.skipped);
+    Status s = known ? store_->rows_->Get(store_->page_, url, "", &bytes) : NotFound("");
     if (s.ok()) {
       RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "page", url));
       slot.exists = true;
@@ -106,6 +107,8 @@ StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url)
       return s;
     }
     it = pages_.emplace(url, std::move(slot)).first;
+  } else {
+    ++page_reads_.hits;
   }
   it->second.used = epoch_;
   return it->second.exists ? &it->second.rec : nullptr;
@@ -128,7 +131,9 @@ StatusOr<const pb::Tier1Group*> GroupStore::Txn::FindGroup(uint64_t group) {
     GroupSlot slot;
     std::string bytes;
     // An id above the committed counter was reserved by this Txn: nothing to read.
-    Status s = Reserved(group) ? NotFound("") : store_->rows_->Get(store_->group_, GroupKey(group), "", &bytes);
+    const bool reserved = Reserved(group);
+    ++(reserved ? group_reads_.skipped : group_reads_.reads);
+    Status s = reserved ? NotFound("") : store_->rows_->Get(store_->group_, GroupKey(group), "", &bytes);
     if (s.ok()) {
       RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "group", std::to_string(group)));
       slot.exists = true;
@@ -136,6 +141,8 @@ StatusOr<const pb::Tier1Group*> GroupStore::Txn::FindGroup(uint64_t group) {
       return s;
     }
     it = groups_.emplace(group, std::move(slot)).first;
+  } else {
+    ++group_reads_.hits;
   }
   it->second.used = epoch_;
   return it->second.exists ? &it->second.rec : nullptr;

@@ -132,6 +132,15 @@ class GroupStore::Txn {
   // Records loaded or changed so far (the working set's size).
   size_t cached() const { return pages_.size() + groups_.size(); }
 
+  // What FindPage and FindGroup (and the Mutable calls, through them) cost since the Txn was made:
+  // records found in the Txn, read from the store, or known to be absent without a read (a URL the
+  // store never recorded, a group id this Txn reserved).
+  struct ReadStats {
+    uint64_t hits = 0, reads = 0, skipped = 0;
+  };
+  const ReadStats& page_reads() const { return page_reads_; }
+  const ReadStats& group_reads() const { return group_reads_; }
+
  private:
   // `used`: the epoch (Commits so far) of the record's last use, for Evict.
   struct PageSlot { pb::Tier1Page rec; uint32_t used = 0; bool exists = false; bool dirty = false; };
@@ -151,6 +160,7 @@ class GroupStore::Txn {
   std::unordered_map<std::string, std::map<std::string, bool, std::less<>>> redirects_;
   uint64_t groups_reserved_ = 0;
   uint32_t epoch_ = 0;
+  ReadStats page_reads_, group_reads_;
   RowBatch batch_;
 };
 

@@ -257,17 +257,23 @@ TEST_F(GroupStoreTest, EvictKeepsTheRecordsUsedLast) {
     EXPECT_TRUE(p.ok() && *p != nullptr);
     return p.ok() && *p != nullptr ? (*p)->group() : 0;
   };
+  const GroupStore::Txn::ReadStats before = txn.page_reads();
   for (int i = 0; i < 10; ++i) {
     EXPECT_EQ(group_of('a', i), i < 5 ? 1u : 2u) << i;
     EXPECT_EQ(group_of('b', i), 2u) << i;
     EXPECT_EQ(group_of('c', i), 1u) << i;
   }
+  EXPECT_EQ(txn.page_reads().hits - before.hits, 15u);
+  EXPECT_EQ(txn.page_reads().reads - before.reads, 15u);
+
   // The 30 pages just read were last used before the same Commit: they stay or go together.
   ASSERT_TRUE(txn.Commit(false, true).ok());
   EXPECT_TRUE(txn.Evict(30).ok());
   EXPECT_EQ(txn.cached(), 30u);  // d0 went
   EXPECT_TRUE(txn.Evict(29).ok());
   EXPECT_EQ(txn.cached(), 0u);
+  EXPECT_EQ(txn.FindPage(url('e', 0)).value(), nullptr);  // never stored: no read
+  EXPECT_EQ(txn.page_reads().skipped - before.skipped, 1u);
 }
 
 TEST_F(GroupStoreTest, DeleteGroupCommitsADelete) {

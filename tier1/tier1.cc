@@ -252,7 +252,8 @@ Status Tier1::RecomputeWinners(GroupStore::Txn& txn, uint64_t group, std::vector
   for (const std::string& m : markets) {
     auto* mw = g->add_market_winners();
     mw->set_market(m);
-    mw->set_url(members[BestOf(options_.rules, cands, m)]);
+    const std::string& best = members[BestOf(options_.rules, cands, m)];
+    if (best != g->winner()) mw->set_url(best);
   }
   if (!old.empty() && old != g->winner()) txn.AddCounter("winner_changes", 1);
   return Status::Ok();
@@ -312,8 +313,9 @@ Status Tier1::UpdateWinners(GroupStore::Txn& txn, Touched* touched) {
       txn.AddCounter("winner_changes", 1);
     }
     for (auto& mw : *g->mutable_market_winners()) {
-      ASSIGN_OR_RETURN(std::string m, best(mw.url(), mw.market()));
-      mw.set_url(m);
+      ASSIGN_OR_RETURN(std::string m, best(mw.url().empty() ? old : mw.url(), mw.market()));
+      if (m == w) mw.clear_url();
+      else mw.set_url(m);
     }
   }
   touched->groups.clear();
@@ -575,7 +577,7 @@ Status Tier1::Query(const std::string& url, const pb::PageSignature* current, St
   out->group_members = group->members();
   std::string winner = group->winner();
   for (const auto& mw : group->market_winners()) {
-    if (!page->market().empty() && mw.market() == page->market()) winner = mw.url();
+    if (!page->market().empty() && mw.market() == page->market()) winner = MarketWinnerUrl(*group, mw);
   }
   out->winner_url = winner;
   // A redirect is a duplicate by redirection, even when its group has no content to win it.

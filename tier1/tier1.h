@@ -90,6 +90,11 @@ enum class Route : uint8_t {
 };
 const char* RouteName(Route r);
 
+// The URL of a market's winner in group g: mw.url(), or g's winner when that is empty.
+inline const std::string& MarketWinnerUrl(const pb::Tier1Group& g, const pb::MarketWinner& mw) {
+  return mw.url().empty() ? g.winner() : mw.url();
+}
+
 // Tier 2's answer for the kTier2 pages of a batch.
 struct Tier2Matches {
   struct Resident { uint32_t page; std::string url; double similarity; };
@@ -169,6 +174,9 @@ class Tier1 {
 
   const Tier1Options& options() const { return options_; }
   GroupStore* store() { return store_; }
+  // What the working set's lookups cost so far (its cache's hits against store reads).
+  const GroupStore::Txn::ReadStats& page_reads() const { return txn_.page_reads(); }
+  const GroupStore::Txn::ReadStats& group_reads() const { return txn_.group_reads(); }
 
  private:
   struct Touched;

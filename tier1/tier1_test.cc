@@ -971,7 +971,8 @@ TEST(Tier1Market, MarketWinnerAndDefaultWinner) {
     const pb::Tier1Group after = w.GroupOfUrl(uk);
     EXPECT_EQ(after.winner(), com);
     ASSERT_EQ(after.market_winners_size(), 1);
-    EXPECT_EQ(after.market_winners(0).url(), com);
+    EXPECT_EQ(MarketWinnerUrl(after, after.market_winners(0)), com);
+    EXPECT_EQ(after.market_winners(0).url(), "");  // the winner's URL is not repeated
     EXPECT_EQ(w.Query(uk).status, StatusAnswer::kDuplicate);
     EXPECT_EQ(w.Query(uk).winner_url, com);
     // And back: the uk winner returns to the .uk host.
@@ -1018,7 +1019,8 @@ TEST(Tier1Market, NewMarketRanksEveryMember) {
   EXPECT_EQ(h.winner(), "http://abc.co.de/x");  // shortest URLs tie; bytewise smallest
   ASSERT_EQ(h.market_winners_size(), 2);
   EXPECT_EQ(h.market_winners(0).market(), "de");
-  EXPECT_EQ(h.market_winners(0).url(), "http://abc.co.de/x");
+  EXPECT_EQ(MarketWinnerUrl(h, h.market_winners(0)), "http://abc.co.de/x");
+  EXPECT_EQ(h.market_winners(0).url(), "");
   EXPECT_EQ(h.market_winners(1).market(), "uk");
   EXPECT_EQ(h.market_winners(1).url(), uk);
 }
