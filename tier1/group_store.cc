@@ -10,6 +10,9 @@ namespace {
 
 constexpr std::string_view kNextGroup = "next_group";
 
+// What ContentGroupOf answers for a page record.
+uint64_t ContentGroup(const pb::Tier1Page& p) { return p.has_signature() ? p.group() : 0; }
+
 template <typename Msg>
 Status ParseRecord(const std::string& bytes, Msg* out, std::string_view what, std::string_view key) {
   if (!out->ParseFromString(bytes)) {
@@ -20,8 +23,9 @@ Status ParseRecord(const std::string& bytes, Msg* out, std::string_view what, st
 
 }  // namespace
 
-GroupStore::GroupStore(std::unique_ptr<RowStore> rows)
+GroupStore::GroupStore(std::unique_ptr<RowStore> rows, uint64_t (*url_hash)(std::string_view))
     : rows_(std::move(rows)),
+      url_hash_(url_hash != nullptr ? url_hash : UrlHash),
       page_(rows_->family("page")),
       group_(rows_->family("group")),
       member_(rows_->family("member")),
@@ -39,17 +43,26 @@ StatusOr<std::unique_ptr<GroupStore>> GroupStore::Open(const Options& options) {
   o.clock = options.clock;
   o.env = options.env;
   ASSIGN_OR_RETURN(std::unique_ptr<RowStore> rows, RowStore::Open(o));
-  std::unique_ptr<GroupStore> store(new GroupStore(std::move(rows)));
+  std::unique_ptr<GroupStore> store(new GroupStore(std::move(rows), options.url_hash));
   RETURN_IF_ERROR(store->LoadRedirectTargets());
   RETURN_IF_ERROR(store->LoadKnownPages());
   return store;
 }
 
 Status GroupStore::LoadKnownPages() {
-  return rows_->ScanFamily(page_, [&](std::string_view url, std::string_view, std::string_view) {
-    known_pages_.Insert(UrlHashSet::Hash(url));
+  Status bad;
+  RETURN_IF_ERROR(rows_->ScanFamily(page_, [&](std::string_view url, std::string_view, std::string_view value) {
+    pb::Tier1Page rec;
+    if (!rec.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+      bad = Corruption("group store: unreadable page record for " + std::string(url));
+      return false;
+    }
+    const uint64_t h = url_hash_(url);
+    if (page_groups_.Contains(h)) colliding_.insert(h);
+    page_groups_.Insert(h, ContentGroup(rec));
     return true;
-  });
+  }));
+  return bad;
 }
 
 Status GroupStore::LoadRedirectTargets() {
@@ -97,14 +110,17 @@ StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url)
     PageSlot slot;
     std::string bytes;
     // A URL the store has never recorded needs no read.
-    const bool known = store_->known_pages_.Contains(UrlHashSet::Hash(url));
+    const uint64_t h = store_->url_hash_(url);
+    const bool known = store_->page_groups_.Contains(h);
     ++(known ? page_reads_.reads : page_reads_.skipped);
     Status s = known ? store_->rows_->Get(store_->page_, url, "", &bytes) : NotFound("");
     if (s.ok()) {
       RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "page", url));
-      slot.exists = true;
+      slot.exists = slot.stored = true;
     } else if (s.code() != StatusCode::kNotFound) {
       return s;
+    } else if (known) {
+      store_->colliding_.insert(h);  // the hash is another URL's
     }
     it = pages_.emplace(url, std::move(slot)).first;
   } else {
@@ -112,6 +128,26 @@ StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url)
   }
   it->second.used = epoch_;
   return it->second.exists ? &it->second.rec : nullptr;
+}
+
+StatusOr<uint64_t> GroupStore::Txn::ContentGroupOf(const std::string& url) {
+  if (auto it = pages_.find(url); it != pages_.end()) {
+    ++page_reads_.hits;
+    it->second.used = epoch_;
+    return it->second.exists ? ContentGroup(it->second.rec) : 0;
+  }
+  const uint64_t h = store_->url_hash_(url);
+  uint64_t group = 0;
+  if (!store_->page_groups_.Find(h, &group)) {
+    ++page_reads_.skipped;
+    return 0;
+  }
+  if (store_->colliding_.count(h) > 0) {
+    ASSIGN_OR_RETURN(const pb::Tier1Page* p, FindPage(url));
+    return p != nullptr ? ContentGroup(*p) : 0;
+  }
+  ++page_reads_.indexed;
+  return group;
 }
 
 StatusOr<pb::Tier1Page*> GroupStore::Txn::MutablePage(const std::string& url) {
@@ -288,7 +324,14 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
   batch_.set_durable(durable);
   Status s = batch_.empty() ? Status::Ok() : store_->rows_->Write(batch_);
   if (s.ok()) {
-    for (const std::string& url : dirty_pages_) store_->known_pages_.Insert(UrlHashSet::Hash(url));
+    for (const std::string& url : dirty_pages_) {
+      PageSlot& slot = pages_[url];
+      const uint64_t h = store_->url_hash_(url);
+      // A URL new to the store whose hash is already taken shares it with another.
+      if (!slot.stored && store_->page_groups_.Contains(h)) store_->colliding_.insert(h);
+      store_->page_groups_.Insert(h, ContentGroup(slot.rec));
+      slot.stored = true;
+    }
     for (auto& [target, any] : targets_after) {
       if (any) store_->redirect_targets_.insert(std::move(target));
       else store_->redirect_targets_.erase(target);

@@ -31,7 +31,7 @@
 
 #include "common/row_store.h"
 #include "common/status.h"
-#include "common/url_hash_set.h"
+#include "common/url_hash_map.h"
 #include "proto/tier1.pb.h"
 
 namespace neardup::tier1 {
@@ -48,6 +48,9 @@ class GroupStore {
     bool async_writes = false;
     const Clock* clock = nullptr;
     leveldb::Env* env = nullptr;
+    // The URL hash of the in-memory page index (default UrlHash). Tests pass a weak one to make
+    // URLs collide.
+    uint64_t (*url_hash)(std::string_view) = nullptr;
   };
   // Opens or creates the store (errors as RowStore::Open).
   static StatusOr<std::unique_ptr<GroupStore>> Open(const Options& options);
@@ -72,18 +75,23 @@ class GroupStore {
   class Txn;
 
  private:
-  explicit GroupStore(std::unique_ptr<RowStore> rows);
+  GroupStore(std::unique_ptr<RowStore> rows, uint64_t (*url_hash)(std::string_view));
   Status LoadRedirectTargets();
   Status LoadKnownPages();
 
   std::unique_ptr<RowStore> rows_;
+  uint64_t (*url_hash_)(std::string_view);
   // Pages that some page redirects to (the redirect family's rows), kept in memory so that the
   // common case, a page nobody redirects to, costs no scan. Loaded at Open, updated by Commit.
   std::unordered_set<std::string> redirect_targets_;
-  // 64-bit hashes of every URL with a page record (page records are never deleted), so that a
-  // Txn looking up a URL the store has never seen (most of a crawl) costs no LevelDB read. A hash
-  // collision costs the read. Loaded at Open, updated by Commit; 16 bytes a page.
-  UrlHashSet known_pages_;
+  // 64-bit hashes of every URL with a page record (page records are never deleted), each with the
+  // page's group when it has a signature (else 0), so that a Txn looking up a URL the store has never seen
+  // (most of a crawl) costs no LevelDB read, nor does ContentGroupOf. Loaded at Open, updated by
+  // Commit; 32 bytes a page at most.
+  UrlHashMap<uint64_t> page_groups_;
+  // Hashes two stored URLs share (found at Open, or by a read the table sent to a URL that had no
+  // record): their content groups are read from the records.
+  std::unordered_set<uint64_t> colliding_;
   RowStore::Family page_, group_, member_, redirect_, meta_;
 };
 
@@ -103,6 +111,14 @@ class GroupStore::Txn {
 
   // A new group id (from the store's "next_group" counter, reserved in this Txn).
   uint64_t NewGroupId();
+
+  // The group of the page at `url` when it has a signature, else 0 (no record, no group, or no
+  // content in Tier 2): what FindPage(url) would say, without reading the record when this Txn
+  // does not hold it (the store keeps every URL's content group in memory, by URL hash, and reads
+  // the records of URLs whose hashes it saw collide). Exact for a URL with a record (a Tier 2
+  // match always has one); a URL never recorded whose 64-bit hash equals a recorded one's (about
+  // pages / 2^64) gets that page's group. Errors as FindPage.
+  StatusOr<uint64_t> ContentGroupOf(const std::string& url);
 
   // Members and the redirect index, as the store has them plus this Txn's changes, in URL order.
   Status Members(uint64_t group, std::vector<std::string>* out);
@@ -137,13 +153,19 @@ class GroupStore::Txn {
   // store never recorded, a group id this Txn reserved).
   struct ReadStats {
     uint64_t hits = 0, reads = 0, skipped = 0;
+    uint64_t indexed = 0;  // pages: ContentGroupOf answered from the store's memory, no record
   };
   const ReadStats& page_reads() const { return page_reads_; }
   const ReadStats& group_reads() const { return group_reads_; }
 
  private:
-  // `used`: the epoch (Commits so far) of the record's last use, for Evict.
-  struct PageSlot { pb::Tier1Page rec; uint32_t used = 0; bool exists = false; bool dirty = false; };
+  // `used`: the epoch (Commits so far) of the record's last use, for Evict. `stored`: the store
+  // has a record for the URL (read, or written by a Commit).
+  struct PageSlot {
+    pb::Tier1Page rec;
+    uint32_t used = 0;
+    bool exists = false, dirty = false, stored = false;
+  };
   struct GroupSlot { pb::Tier1Group rec; uint32_t used = 0; bool exists = false; bool dirty = false; bool deleted = false; };
   // An id above the committed counter: reserved by this Txn, so the store has nothing of it.
   bool Reserved(uint64_t group) const;

@@ -776,6 +776,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   sum_.tier1_page_hits = tier1_->page_reads().hits;
   sum_.tier1_page_reads = tier1_->page_reads().reads;
   sum_.tier1_page_skipped = tier1_->page_reads().skipped;
+  sum_.tier1_page_indexed = tier1_->page_reads().indexed;
   sum_.tier1_group_hits = tier1_->group_reads().hits;
   sum_.tier1_group_reads = tier1_->group_reads().reads;
   if (!o_.groups_out.empty()) {
@@ -843,8 +844,10 @@ std::string FormatSummary(const PipelineSummary& s) {
                    s.verifications > 0 ? 100.0 * static_cast<double>(s.rejections) / static_cast<double>(s.verifications) : 0.0,
                    s.repairs, s.repair_splits);
   o += fmt::format("store              {} pages in {} groups, {} with 2+ members\n", s.pages, s.groups, s.multi_groups);
-  o += fmt::format("tier 1 lookups     pages: {} cached, {} read, {} known absent; groups: {} cached, {} read\n",
-                   s.tier1_page_hits, s.tier1_page_reads, s.tier1_page_skipped, s.tier1_group_hits, s.tier1_group_reads);
+  o += fmt::format("tier 1 lookups     pages: {} cached, {} read, {} known absent, {} groups of matches from memory; "
+                   "groups: {} cached, {} read\n",
+                   s.tier1_page_hits, s.tier1_page_reads, s.tier1_page_skipped, s.tier1_page_indexed, s.tier1_group_hits,
+                   s.tier1_group_reads);
   o += fmt::format("time               tier1 {:.2f} s, tier2 compare {:.2f} s, tier2 apply {:.2f} s, status {:.2f} s; "
                    "peak RSS {:.0f} MiB\n",
                    s.tier1_seconds, s.tier2_compare_seconds, s.tier2_apply_seconds, s.query_seconds,

@@ -95,9 +95,10 @@ struct PipelineSummary {
   std::vector<double> shard_compare_seconds, shard_store_seconds;
   std::vector<uint64_t> shard_resident_pages;
   // Tier 1's record lookups (tier1/group_store.h: GroupStore::Txn::ReadStats): found in its cache,
-  // read from the group store, or known absent without a read. Reads growing with the store mean
-  // tier1.cache_records is too small for the working set.
-  uint64_t tier1_page_hits = 0, tier1_page_reads = 0, tier1_page_skipped = 0;
+  // read from the group store, known absent without a read, or (a Tier 2 match's group) answered
+  // from the store's memory. Reads growing with the store mean tier1.cache_records is too small
+  // for the working set.
+  uint64_t tier1_page_hits = 0, tier1_page_reads = 0, tier1_page_skipped = 0, tier1_page_indexed = 0;
   uint64_t tier1_group_hits = 0, tier1_group_reads = 0;
   uint64_t peak_rss_bytes = 0;
   double pages_per_second() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }

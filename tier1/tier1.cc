@@ -421,9 +421,9 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
     std::vector<std::pair<double, uint64_t>> targets;
     for (const auto& [url, sim] : resident[i]) {
       if (url == u.url || stale.count(url) > 0) continue;
-      ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(std::string(url)));
-      if (p == nullptr || p->group() == 0 || !p->has_signature()) continue;
-      targets.emplace_back(sim, p->group());
+      // Only the group matters here: most matches are old pages the cache no longer holds.
+      ASSIGN_OR_RETURN(const uint64_t gid, txn.ContentGroupOf(std::string(url)));
+      if (gid != 0) targets.emplace_back(sim, gid);
     }
     for (const auto& [j, sim] : partners[i]) {
       if (!done[j]) continue;  // the later page of the pair links them

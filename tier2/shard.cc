@@ -20,7 +20,7 @@
 #include "common/shingle.h"
 #include "common/signature.h"
 #include "common/run_on_threads.h"
-#include "common/url_hash_set.h"
+#include "common/url_hash_map.h"
 #include "proto/tier2.pb.h"
 #include "tier2/prefix_filter.h"
 #include "tier2/prefix_index.h"
@@ -254,7 +254,7 @@ class Shard::Impl {
   // most resident pages without one (the record read names its URL, so a stale or colliding hint
   // falls back to the read). Guarded like loc_ (Apply reads it without loc_mu_: it is the only
   // writer).
-  UrlHashMap url_slots_;
+  UrlHashMap<uint32_t> url_slots_;
   // Slots an Apply has located but not committed yet: a hint naming one is not followed.
   std::unordered_set<uint32_t> uncommitted_;
   uint64_t log_live_bytes_ = 0;       // bytes of the records live slots refer to
@@ -479,7 +479,7 @@ Status Shard::Impl::LoadUrlHashes() {
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
   for (it->Seek("u"); it->Valid() && it->key()[0] == 'u'; it->Next()) {
     const uint32_t slot = it->value().size() == 4 ? DecodeSlot(it->value().data()) : kNoSlot;
-    url_slots_.Insert(UrlHashSet::Hash(std::string_view(it->key().data() + 1, it->key().size() - 1)), slot);
+    url_slots_.Insert(UrlHash(std::string_view(it->key().data() + 1, it->key().size() - 1)), slot);
   }
   return FromLevelDb(it->status(), "shard: scan the URLs of " + options_.path);
 }
@@ -981,7 +981,7 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
     std::unique_lock loc(loc_mu_);
     for (size_t k = 0; k < slots.size(); ++k) {
       SetLocation(slots[k], refs[k]);
-      url_slots_.Insert(UrlHashSet::Hash(staged->urls[k]), slots[k]);
+      url_slots_.Insert(UrlHash(staged->urls[k]), slots[k]);
       uncommitted_.insert(slots[k]);
     }
   }
@@ -1035,7 +1035,7 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
 }
 
 Status Shard::Impl::LookupSlot(const std::string& url, uint32_t* slot) const {
-  if (!url_slots_.Contains(UrlHashSet::Hash(url))) {  // never stored: no read
+  if (!url_slots_.Contains(UrlHash(url))) {  // never stored: no read
     *slot = kNoSlot;
     return Status::Ok();
   }
@@ -1059,7 +1059,7 @@ StatusOr<pb::PageSignature> Shard::Impl::Get(const std::string& url) const {
   // The slot the URL was last stored in, when the store has committed it: its record names the
   // URL, or the hint was stale (the page left, its slot went to another) and the store decides.
   uint32_t slot;
-  if (url_slots_.Find(UrlHashSet::Hash(url), &slot) && HasLocation(slot) && uncommitted_.count(slot) == 0) {
+  if (url_slots_.Find(UrlHash(url), &slot) && HasLocation(slot) && uncommitted_.count(slot) == 0) {
     RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
     if (sig.url() == url) return sig;
   }
