@@ -34,4 +34,9 @@ std::vector<std::string> Tokenize(std::string_view text);
 // Hash of one already-folded word, as HashWords computes it.
 uint64_t WordHash(std::string_view folded_word);
 
+namespace internal {
+// Tokenize without the 16-byte scan of ASCII runs: the reference its tests compare against.
+std::vector<std::string> TokenizeBytewise(std::string_view text);
+}  // namespace internal
+
 }  // namespace neardup

@@ -63,5 +63,33 @@ TEST(Tokenizer, HashWordsAgreesWithTokenizeAndWordHash) {
   EXPECT_EQ(h[3], h[6]);  // "Fox" == "fox"
 }
 
+// The 16-byte scan of ASCII runs (with its fast paths for whole words and the separators after
+// them) against the byte-at-a-time scan, on random mixes of the cases that matter: runs shorter
+// and longer than 16 bytes, capitals, apostrophes, non-ASCII letters and separators, invalid
+// bytes, and runs ending at the text's end or a block's.
+TEST(Tokenizer, SixteenByteScanAgreesWithBytewiseScan) {
+  const std::vector<std::string> pieces = {
+      "a", "z", "Q", "9", "abc", "Hello", "WORLD", "xYz", "0123456789", "abcdefghijklmnopqrstuvwxyz",
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef", std::string(70, 'K'), std::string(63, 'm') + "N",
+      " ", "  ", ", ", ".", "-", "\n", "'", "\xE2\x80\x99", "\xC3\xA9", "\xC3\x89", "\xE6\x9D\xB1", "\xFF", "@[`{",
+      "\xC3\x97", "\xCE\x91"};
+  uint64_t state = 42;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<size_t>(state >> 33);
+  };
+  std::vector<uint64_t> hashes;
+  for (int round = 0; round < 3000; ++round) {
+    std::string text;
+    const size_t parts = 1 + next() % 40;
+    for (size_t k = 0; k < parts; ++k) text += pieces[next() % pieces.size()];
+    const auto want = internal::TokenizeBytewise(text);
+    ASSERT_EQ(Tokenize(text), want) << "text: " << text;
+    hashes.clear();
+    ASSERT_EQ(HashWords(text, &hashes), want.size());
+    for (size_t k = 0; k < want.size(); ++k) ASSERT_EQ(hashes[k], WordHash(want[k])) << "text: " << text;
+  }
+}
+
 }  // namespace
 }  // namespace neardup
