@@ -20,6 +20,7 @@
 
 #include "common/coding.h"
 #include "common/thread_priority.h"
+#include "common/url_hash_map.h"
 
 namespace neardup {
 namespace {
@@ -187,13 +188,15 @@ class RowStore::Impl {
 
   // options.async_writes: waits until no write is in flight; the first failed write's error.
   Status Barrier() const;
+  // Barrier for a read of one row (its key prefix): waits only when the write in flight changes it.
+  Status WaitForRow(std::string_view row_prefix) const;
 
   Status Open();
   Status CheckFamily(uint8_t family) const;
   Status Get(uint8_t family, std::string_view row, std::string_view column, std::string* value) const;
   // Calls fn(key, data) for every live cell whose key starts with prefix, until fn returns false.
   template <typename Fn>
-  Status ScanPrefix(std::string_view prefix, bool fill_cache, Fn&& fn) const;
+  Status ScanPrefix(std::string_view prefix, bool whole_row, bool fill_cache, Fn&& fn) const;
   int64_t Counter(std::string_view name) const;
   // Adds the counter deltas to wb and commits it; updates the in-memory counters on success only.
   Status Commit(leveldb::WriteBatch* wb, const CounterMap& deltas, bool durable);
@@ -225,6 +228,7 @@ class RowStore::Impl {
   mutable std::mutex async_mu_;
   mutable std::condition_variable async_cv_;
   std::unique_ptr<leveldb::WriteBatch> async_batch_;  // handed over, not yet applied
+  std::vector<uint64_t> async_rows_;                  // sorted hashes of the row prefixes it changes
   leveldb::WriteOptions async_options_;
   bool async_stop_ = false;
   Status async_error_;  // sticky
@@ -282,6 +286,7 @@ void RowStore::Impl::WriterLoop() {
     lock.lock();
     if (!s.ok() && async_error_.ok()) async_error_ = s;
     async_batch_.reset();
+    async_rows_.clear();
     async_cv_.notify_all();
   }
 }
@@ -290,6 +295,16 @@ Status RowStore::Impl::Barrier() const {
   if (!options.async_writes) return Status::Ok();
   std::unique_lock lock(async_mu_);
   async_cv_.wait(lock, [&] { return async_batch_ == nullptr; });
+  return async_error_;
+}
+
+Status RowStore::Impl::WaitForRow(std::string_view row_prefix) const {
+  if (!options.async_writes) return Status::Ok();
+  const uint64_t h = UrlHash(row_prefix);
+  std::unique_lock lock(async_mu_);
+  async_cv_.wait(lock, [&] {
+    return async_batch_ == nullptr || !std::binary_search(async_rows_.begin(), async_rows_.end(), h);
+  });
   return async_error_;
 }
 
@@ -336,11 +351,11 @@ Status RowStore::Impl::CheckFamily(uint8_t family) const {
 Status RowStore::Impl::Get(uint8_t family, std::string_view row, std::string_view column,
                            std::string* value) const {
   RETURN_IF_ERROR(CheckFamily(family));
-  RETURN_IF_ERROR(Barrier());
   thread_local std::string key;
   thread_local std::string raw;
   key.clear();
   AppendRowPrefix(&key, family, row);
+  RETURN_IF_ERROR(WaitForRow(key));
   key.append(column);
   const leveldb::Status s = db->Get(leveldb::ReadOptions(), key, &raw);
   // Short message: NotFound is a hot path and stays within the small-string buffer.
@@ -355,8 +370,8 @@ Status RowStore::Impl::Get(uint8_t family, std::string_view row, std::string_vie
 }
 
 template <typename Fn>
-Status RowStore::Impl::ScanPrefix(std::string_view prefix, bool fill_cache, Fn&& fn) const {
-  RETURN_IF_ERROR(Barrier());
+Status RowStore::Impl::ScanPrefix(std::string_view prefix, bool whole_row, bool fill_cache, Fn&& fn) const {
+  RETURN_IF_ERROR(whole_row ? WaitForRow(prefix) : Barrier());
   leveldb::ReadOptions ro;
   ro.fill_cache = fill_cache;
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
@@ -397,10 +412,27 @@ Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, const CounterMap& deltas,
   leveldb::WriteOptions wo = WriteOptions();
   wo.sync = wo.sync && durable;
   if (options.async_writes) {
+    // The rows it changes, for the reads that must wait for it (WaitForRow). Counters are read
+    // from memory.
+    struct Rows : leveldb::WriteBatch::Handler {
+      std::vector<uint64_t> hashes;
+      void Put(const leveldb::Slice& key, const leveldb::Slice&) override { Add(key); }
+      void Delete(const leveldb::Slice& key) override { Add(key); }
+      void Add(const leveldb::Slice& key) {
+        std::string_view row, column;
+        if (DecodeKey(ToView(key), &row, &column)) {
+          hashes.push_back(UrlHash(ToView(key).substr(0, key.size() - column.size())));
+        }
+      }
+    } rows;
+    RETURN_IF_ERROR(FromLevelDb(wb->Iterate(&rows), "list the rows of a write to", options.path));
+    std::sort(rows.hashes.begin(), rows.hashes.end());
+    rows.hashes.erase(std::unique(rows.hashes.begin(), rows.hashes.end()), rows.hashes.end());
     // Under write_mu_, so handed over in the order the counters were counted in.
     std::unique_lock lock(async_mu_);
     async_cv_.wait(lock, [&] { return async_batch_ == nullptr; });
     RETURN_IF_ERROR(async_error_);
+    async_rows_ = std::move(rows.hashes);
     async_batch_ = std::make_unique<leveldb::WriteBatch>(std::move(*wb));
     async_options_ = wo;
     async_cv_.notify_all();
@@ -499,7 +531,7 @@ Status RowStore::ScanRow(Family family, std::string_view row,
   RETURN_IF_ERROR(impl_->CheckFamily(family));
   std::string prefix;
   AppendRowPrefix(&prefix, family, row);
-  return impl_->ScanPrefix(prefix, /*fill_cache=*/true, [&](std::string_view key, std::string_view data) {
+  return impl_->ScanPrefix(prefix, /*whole_row=*/true, /*fill_cache=*/true, [&](std::string_view key, std::string_view data) {
     return fn(key.substr(prefix.size()), data);
   });
 }
@@ -510,7 +542,7 @@ Status RowStore::ScanFamily(
   RETURN_IF_ERROR(impl_->CheckFamily(family));
   const char prefix = static_cast<char>(family);
   Status bad_key;
-  RETURN_IF_ERROR(impl_->ScanPrefix(std::string_view(&prefix, 1), /*fill_cache=*/false,
+  RETURN_IF_ERROR(impl_->ScanPrefix(std::string_view(&prefix, 1), /*whole_row=*/false, /*fill_cache=*/false,
                                     [&](std::string_view key, std::string_view data) {
                                       std::string_view row, column;
                                       if (!DecodeKey(key, &row, &column)) {

@@ -60,10 +60,12 @@ struct RowStoreOptions {
   // read from disk decompresses). Only new tables follow it; a store may mix both.
   bool compress = true;
   // Write() hands the batch to a writer thread of the store's own and returns at once, so that the
-  // caller goes on while LevelDB inserts and syncs it; every other call (reads included) first
-  // waits for that write, so it reads its own writes. WaitForWrites() waits for it alone. A write
-  // that failed is returned by the next call, and by every call after it: the store is then
-  // unusable (the in-memory counters already count the failed batch).
+  // caller goes on while LevelDB inserts and syncs it. A read of a row that write changes (Get,
+  // ScanRow: by a hash of the row, so rarely one it does not) first waits for it, so it reads its
+  // own writes; a read of another row goes on at once (it reads the same either way); ScanFamily,
+  // the next Write and WaitForWrites() wait for it. A write that failed is returned by the next
+  // call, and by every call after it: the store is then unusable (the in-memory counters already
+  // count the failed batch).
   bool async_writes = false;
   const Clock* clock = nullptr;       // null = SystemClock()
   leveldb::Env* env = nullptr;        // null = LevelDB's default Env (tests inject a memory or faulty one)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <thread>
 #include <utility>
@@ -385,6 +386,63 @@ TEST_F(RowStoreTest, AsyncWritesAreReadBackAndTheirFailureSticks) {
   std::string v;
   EXPECT_EQ(store->Get(store->family("page"), "lost", "", &v).code(), StatusCode::kNotFound);
   ASSERT_TRUE(store->Get(store->family("page"), "p199", "", &v).ok());
+}
+
+// With async_writes a read waits for the write in flight only when that write changes its row:
+// here the write's sync is held, a read of another row returns at once, and a read of the row
+// (a cell, and the row scanned) returns the new value once the sync is let go.
+TEST_F(RowStoreTest, AsyncWriteHoldsBackOnlyReadsOfItsRows) {
+  RowStoreOptions o = Options();
+  FaultyEnv env(o.env);
+  o.env = &env;
+  o.sync = true;
+  o.async_writes = true;
+  auto store = OpenStore(o);
+  ASSERT_NE(store, nullptr);
+  const RowStore::Family page = store->family("page"), member = store->family("member");
+  RowBatch first;
+  first.Put(page, "other", "", "old");
+  first.Put(page, "mine", "", "old");
+  ASSERT_TRUE(store->Write(first).ok());
+  ASSERT_TRUE(store->WaitForWrites().ok());
+
+  env.hold_syncs = true;
+  RowBatch second;
+  second.Put(page, "mine", "", "new");
+  second.Put(member, "g", "mine", "");
+  ASSERT_TRUE(store->Write(second).ok());  // handed over; its sync is held
+  // Another row: no wait (a read that waited would be let go after 10 s, and fail the test).
+  std::atomic<bool> other_done{false};
+  std::string other;
+  size_t other_members = 1;
+  std::thread other_reader([&] {
+    EXPECT_TRUE(store->Get(page, "other", "", &other).ok());
+    other_members = ScanRow(*store, member, "h").size();
+    other_done = true;
+  });
+  for (int ms = 0; ms < 10000 && !other_done.load(); ++ms) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(other_done.load()) << "a read of another row waited for the write";
+  if (!other_done.load()) env.hold_syncs = false;
+  other_reader.join();
+  env.hold_syncs = true;
+  EXPECT_EQ(other, "old");
+  EXPECT_EQ(other_members, 0u);
+
+  std::atomic<bool> got{false};
+  std::string mine;
+  size_t members = 0;
+  std::thread reader([&] {
+    EXPECT_TRUE(store->Get(page, "mine", "", &mine).ok());
+    members = ScanRow(*store, member, "g").size();
+    got = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(got.load());  // still held back by the write
+  env.hold_syncs = false;
+  reader.join();
+  EXPECT_EQ(mine, "new");
+  EXPECT_EQ(members, 1u);
+  ASSERT_TRUE(store->WaitForWrites().ok());
 }
 
 TEST_F(RowStoreTest, ReopenWithAppendedFamilies) {
