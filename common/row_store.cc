@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cassert>
 #include <condition_variable>
+#include <deque>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -223,13 +224,18 @@ class RowStore::Impl {
   std::unique_ptr<const leveldb::FilterPolicy> filter;
   std::unique_ptr<leveldb::DB> db;  // declared after cache and filter: closed before they are freed
 
-  // The writer thread (options.async_writes) and the one write it has been handed, if any.
+  // The writer thread (options.async_writes) and the writes it has been handed, in order; the
+  // front one is being applied.
   void WriterLoop();
+  struct PendingWrite {
+    leveldb::WriteBatch batch;
+    leveldb::WriteOptions options;
+    std::vector<uint64_t> rows;  // sorted hashes of the row prefixes it changes
+  };
+  static constexpr size_t kMaxPendingWrites = 2;
   mutable std::mutex async_mu_;
   mutable std::condition_variable async_cv_;
-  std::unique_ptr<leveldb::WriteBatch> async_batch_;  // handed over, not yet applied
-  std::vector<uint64_t> async_rows_;                  // sorted hashes of the row prefixes it changes
-  leveldb::WriteOptions async_options_;
+  std::deque<PendingWrite> async_queue_;  // push_back keeps references to the others valid
   bool async_stop_ = false;
   Status async_error_;  // sticky
   std::thread async_writer_;
@@ -278,15 +284,18 @@ RowStore::Impl::~Impl() {
 void RowStore::Impl::WriterLoop() {
   std::unique_lock lock(async_mu_);
   for (;;) {
-    async_cv_.wait(lock, [&] { return async_batch_ != nullptr || async_stop_; });
-    if (async_batch_ == nullptr) return;  // stopping, nothing left
-    lock.unlock();
-    // Not under write_mu_: Commit holds it while it waits for this write to finish.
-    const Status s = FromLevelDb(db->Write(async_options_, async_batch_.get()), "write", options.path);
-    lock.lock();
+    async_cv_.wait(lock, [&] { return !async_queue_.empty() || async_stop_; });
+    if (async_queue_.empty()) return;  // stopping, nothing left
+    PendingWrite& w = async_queue_.front();
+    Status s;
+    if (async_error_.ok()) {  // after a failed write, the later ones are dropped
+      lock.unlock();
+      // Not under write_mu_: Commit holds it while it waits for room in the queue.
+      s = FromLevelDb(db->Write(w.options, &w.batch), "write", options.path);
+      lock.lock();
+    }
     if (!s.ok() && async_error_.ok()) async_error_ = s;
-    async_batch_.reset();
-    async_rows_.clear();
+    async_queue_.pop_front();
     async_cv_.notify_all();
   }
 }
@@ -294,7 +303,7 @@ void RowStore::Impl::WriterLoop() {
 Status RowStore::Impl::Barrier() const {
   if (!options.async_writes) return Status::Ok();
   std::unique_lock lock(async_mu_);
-  async_cv_.wait(lock, [&] { return async_batch_ == nullptr; });
+  async_cv_.wait(lock, [&] { return async_queue_.empty(); });
   return async_error_;
 }
 
@@ -303,7 +312,10 @@ Status RowStore::Impl::WaitForRow(std::string_view row_prefix) const {
   const uint64_t h = UrlHash(row_prefix);
   std::unique_lock lock(async_mu_);
   async_cv_.wait(lock, [&] {
-    return async_batch_ == nullptr || !std::binary_search(async_rows_.begin(), async_rows_.end(), h);
+    for (const PendingWrite& w : async_queue_) {
+      if (std::binary_search(w.rows.begin(), w.rows.end(), h)) return false;
+    }
+    return true;
   });
   return async_error_;
 }
@@ -430,11 +442,9 @@ Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, const CounterMap& deltas,
     rows.hashes.erase(std::unique(rows.hashes.begin(), rows.hashes.end()), rows.hashes.end());
     // Under write_mu_, so handed over in the order the counters were counted in.
     std::unique_lock lock(async_mu_);
-    async_cv_.wait(lock, [&] { return async_batch_ == nullptr; });
+    async_cv_.wait(lock, [&] { return async_queue_.size() < kMaxPendingWrites; });
     RETURN_IF_ERROR(async_error_);
-    async_rows_ = std::move(rows.hashes);
-    async_batch_ = std::make_unique<leveldb::WriteBatch>(std::move(*wb));
-    async_options_ = wo;
+    async_queue_.push_back(PendingWrite{std::move(*wb), wo, std::move(rows.hashes)});
     async_cv_.notify_all();
   } else {
     RETURN_IF_ERROR(FromLevelDb(db->Write(wo, wb), "write", options.path));

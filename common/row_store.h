@@ -60,12 +60,13 @@ struct RowStoreOptions {
   // read from disk decompresses). Only new tables follow it; a store may mix both.
   bool compress = true;
   // Write() hands the batch to a writer thread of the store's own and returns at once, so that the
-  // caller goes on while LevelDB inserts and syncs it. A read of a row that write changes (Get,
-  // ScanRow: by a hash of the row, so rarely one it does not) first waits for it, so it reads its
-  // own writes; a read of another row goes on at once (it reads the same either way); ScanFamily,
-  // the next Write and WaitForWrites() wait for it. A write that failed is returned by the next
-  // call, and by every call after it: the store is then unusable (the in-memory counters already
-  // count the failed batch).
+  // caller goes on while LevelDB inserts and syncs it; the writer applies the writes in order, and
+  // a Write waits while two are still pending. A read of a row a pending write changes (Get,
+  // ScanRow: by a hash of the row, so rarely one it does not) first waits for that write, so it
+  // reads its own writes; a read of another row goes on at once (it reads the same either way);
+  // ScanFamily and WaitForWrites() wait for every pending write. A write that failed is returned
+  // by the next call, and by every call after it, and the writes pending behind it are dropped:
+  // the store is then unusable (the in-memory counters already count the failed batches).
   bool async_writes = false;
   const Clock* clock = nullptr;       // null = SystemClock()
   leveldb::Env* env = nullptr;        // null = LevelDB's default Env (tests inject a memory or faulty one)

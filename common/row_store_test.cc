@@ -388,9 +388,10 @@ TEST_F(RowStoreTest, AsyncWritesAreReadBackAndTheirFailureSticks) {
   ASSERT_TRUE(store->Get(store->family("page"), "p199", "", &v).ok());
 }
 
-// With async_writes a read waits for the write in flight only when that write changes its row:
-// here the write's sync is held, a read of another row returns at once, and a read of the row
-// (a cell, and the row scanned) returns the new value once the sync is let go.
+// With async_writes a read waits for the pending writes only when one changes its row: here the
+// first write's sync is held and a second is queued behind it, a read of another row returns at
+// once, and reads of their rows (a cell of the first's, the second's row scanned) return the new
+// values once the sync is let go.
 TEST_F(RowStoreTest, AsyncWriteHoldsBackOnlyReadsOfItsRows) {
   RowStoreOptions o = Options();
   FaultyEnv env(o.env);
@@ -407,10 +408,11 @@ TEST_F(RowStoreTest, AsyncWriteHoldsBackOnlyReadsOfItsRows) {
   ASSERT_TRUE(store->WaitForWrites().ok());
 
   env.hold_syncs = true;
-  RowBatch second;
+  RowBatch second, third;
   second.Put(page, "mine", "", "new");
-  second.Put(member, "g", "mine", "");
+  third.Put(member, "g", "mine", "");
   ASSERT_TRUE(store->Write(second).ok());  // handed over; its sync is held
+  ASSERT_TRUE(store->Write(third).ok());   // queued behind it
   // Another row: no wait (a read that waited would be let go after 10 s, and fail the test).
   std::atomic<bool> other_done{false};
   std::string other;
