@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -105,22 +106,27 @@ Status SignatureLog::Read(Ref ref, std::string* payload) const {
     return Corruption("signature log: " + path_ + ": record at offset " + std::to_string(ref.offset) + ": " + why);
   };
   if (ref.length > kMaxPayload || ref.offset + ref.bytes() > end_) return corrupt("lies beyond the end of the log");
-  payload->resize(ref.bytes());
+  // One read into two places: the header apart, the payload where the caller wants it.
+  char h[kHeaderBytes];
+  payload->resize(ref.length);
   size_t done = 0;
   while (done < ref.bytes()) {
-    const ssize_t n = ::pread(fd_, payload->data() + done, ref.bytes() - done, static_cast<off_t>(ref.offset + done));
+    iovec parts[2];
+    int count = 0;
+    if (done < kHeaderBytes) parts[count++] = iovec{h + done, kHeaderBytes - done};
+    const size_t in_payload = done > kHeaderBytes ? done - kHeaderBytes : 0;
+    if (in_payload < ref.length) parts[count++] = iovec{payload->data() + in_payload, ref.length - in_payload};
+    const ssize_t n = ::preadv(fd_, parts, count, static_cast<off_t>(ref.offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Errno("signature log: read " + path_ + " at offset " + std::to_string(ref.offset));
     if (n == 0) return corrupt("the file ends inside it");
     done += static_cast<size_t>(n);
   }
-  const char* h = payload->data();
   if (LoadLittleEndian(h, 4) != ref.length) {
     return corrupt("its header gives " + std::to_string(LoadLittleEndian(h, 4)) + " bytes, the index " + std::to_string(ref.length));
   }
   if (LoadLittleEndian(h + 4, 4) != kMagic) return corrupt("bad magic");
   const uint64_t sum = LoadLittleEndian(h + 8, 8);
-  payload->erase(0, kHeaderBytes);
   if (XXH3_64bits(payload->data(), payload->size()) != sum) return corrupt("checksum mismatch");
   return Status::Ok();
 }
