@@ -398,8 +398,10 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
     RETURN_IF_ERROR(drop_rejection(rejection_group));
     if (rank_changed) {
       ASSIGN_OR_RETURN(const pb::Tier1Group* g, txn.FindGroup(rec->group()));
-      if (g != nullptr && IsMarketWinner(*g, u.url)) touched.groups[rec->group()].full = true;
-      else if (g != nullptr) touched.groups[rec->group()].added.push_back(u.url);
+      if (g != nullptr) {
+        if (IsMarketWinner(*g, u.url)) touched.groups[rec->group()].full = true;
+        else touched.groups[rec->group()].added.push_back(u.url);
+      }
     }
     txn.AddCounter(routes[i] == Route::kUnchanged ? "unchanged" : "fast_path", 1);
   }

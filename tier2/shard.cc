@@ -209,7 +209,7 @@ class Shard::Impl {
   // reading one back.
   Status OpenLog();
   Status LoadLocations();
-  Status LoadUrlHashes();
+  Status LoadUrlSlots();
   void SetLocation(uint32_t slot, const SignatureLog::Ref& ref);
   SignatureLog::Ref Location(uint32_t slot) const;
   bool HasLocation(uint32_t slot) const { return slot < loc_.size() && loc_[slot] != kNoRecord; }
@@ -344,7 +344,7 @@ Status Shard::Impl::Open() {
 
   RETURN_IF_ERROR(OpenLog());
   RETURN_IF_ERROR(LoadLocations());
-  RETURN_IF_ERROR(LoadUrlHashes());
+  RETURN_IF_ERROR(LoadUrlSlots());
 
   // Size the bucket table for the resident pages (a signature record holds ~8 bytes a shingle)
   // or for what is expected, whichever is more.
@@ -473,7 +473,7 @@ Status Shard::Impl::LoadLocations() {
   return FromLevelDb(it->status(), "shard: scan " + options_.path);
 }
 
-Status Shard::Impl::LoadUrlHashes() {
+Status Shard::Impl::LoadUrlSlots() {
   leveldb::ReadOptions ro;
   ro.fill_cache = false;
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
