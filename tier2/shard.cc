@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <filesystem>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/bucket_sort.h"
 #include "common/coding.h"
 #include "common/mapped_array.h"
 #include "common/shingle.h"
@@ -154,6 +156,7 @@ class Shard::Impl {
   // Resident matches of one page (appended to *out).
   struct Scratch {
     std::vector<uint32_t> touched;                     // matching postings' slots
+    std::vector<uint32_t> touched_scratch;             // for sorting them
     std::vector<std::pair<uint32_t, uint32_t>> hits;   // (slot, matches) past the count and size filters
     std::vector<uint64_t> prefix;  // the probe's prefix in token order
     std::vector<uint64_t> keys;    // and its keys
@@ -698,7 +701,13 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
   s->touched.clear();
   index_.Collect(s->prefix, &s->touched);
   s->stats.postings_scanned += s->touched.size();
-  std::sort(s->touched.begin(), s->touched.end());
+  {
+    // Slots spread about evenly below the highest: their leading bits sort them in one pass.
+    uint32_t highest = 0;
+    for (uint32_t slot : s->touched) highest = std::max(highest, slot);
+    SortByLeadingBits(&s->touched, std::max(1, static_cast<int>(std::bit_width(highest))), [](uint32_t slot) { return slot; },
+                      &s->touched_scratch);
+  }
   s->hits.clear();
   for (size_t i = 0; i < s->touched.size();) {
     size_t j = i + 1;
@@ -756,7 +765,8 @@ void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<
     order_.Prefix(Shingles(x), PrefixLength(static_cast<uint32_t>(x.shingles_size()), t, 1), &prefix);
     for (uint64_t h : prefix) entries.emplace_back(h, li);
   }
-  std::sort(entries.begin(), entries.end());
+  std::vector<std::pair<uint64_t, uint32_t>> scratch;
+  SortByLeadingBits(&entries, 64, [](const std::pair<uint64_t, uint32_t>& e) { return e.first; }, &scratch);
   std::vector<std::pair<uint32_t, uint32_t>> cand;
   for (size_t i = 0; i < entries.size();) {
     size_t j = i + 1;
