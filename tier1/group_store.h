@@ -85,12 +85,12 @@ class GroupStore {
   // common case, a page nobody redirects to, costs no scan. Loaded at Open, updated by Commit.
   std::unordered_set<std::string> redirect_targets_;
   // 64-bit hashes of every URL with a page record (page records are never deleted), each with the
-  // page's group when it has a signature (else 0), so that a Txn looking up a URL the store has never seen
-  // (most of a crawl) costs no LevelDB read, nor does ContentGroupOf. Loaded at Open, updated by
-  // Commit; 32 bytes a page at most.
+  // page's group when it has a signature (else 0), so that a Txn looking up a URL the store has
+  // never seen (most of a crawl) costs no LevelDB read, nor does ContentGroupOf. Loaded at Open,
+  // updated by Commit; 32 bytes a page at most.
   UrlHashMap<uint64_t> page_groups_;
-  // Hashes two stored URLs share (found at Open, or by a read the table sent to a URL that had no
-  // record): their content groups are read from the records.
+  // Hashes two stored URLs share (found at Open, by a read the index sent to a URL that had no
+  // record, or by a Commit storing a new URL whose hash was taken): their records are read.
   std::unordered_set<uint64_t> colliding_;
   RowStore::Family page_, group_, member_, redirect_, meta_;
 };
