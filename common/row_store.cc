@@ -200,7 +200,8 @@ class RowStore::Impl {
   Status ScanPrefix(std::string_view prefix, bool whole_row, bool fill_cache, Fn&& fn) const;
   int64_t Counter(std::string_view name) const;
   // Adds the counter deltas to wb and commits it; updates the in-memory counters on success only.
-  Status Commit(leveldb::WriteBatch* wb, const CounterMap& deltas, bool durable);
+  // `rows`: hashes of the row prefixes wb changes (async_writes only; reads of them wait for it).
+  Status Commit(leveldb::WriteBatch* wb, std::vector<uint64_t> rows, const CounterMap& deltas, bool durable);
   StatusOr<uint64_t> PurgeExpired();
   uint64_t DiskBytes() const;
 
@@ -407,7 +408,8 @@ int64_t RowStore::Impl::Counter(std::string_view name) const {
   return it == counters_.end() ? 0 : it->second;
 }
 
-Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, const CounterMap& deltas, bool durable) {
+Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, std::vector<uint64_t> rows, const CounterMap& deltas,
+                              bool durable) {
   std::lock_guard write_lock(write_mu_);
   std::vector<std::pair<const std::string*, int64_t>> updated;
   updated.reserve(deltas.size());
@@ -426,25 +428,13 @@ Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, const CounterMap& deltas,
   if (options.async_writes) {
     // The rows it changes, for the reads that must wait for it (WaitForRow). Counters are read
     // from memory.
-    struct Rows : leveldb::WriteBatch::Handler {
-      std::vector<uint64_t> hashes;
-      void Put(const leveldb::Slice& key, const leveldb::Slice&) override { Add(key); }
-      void Delete(const leveldb::Slice& key) override { Add(key); }
-      void Add(const leveldb::Slice& key) {
-        std::string_view row, column;
-        if (DecodeKey(ToView(key), &row, &column)) {
-          hashes.push_back(UrlHash(ToView(key).substr(0, key.size() - column.size())));
-        }
-      }
-    } rows;
-    RETURN_IF_ERROR(FromLevelDb(wb->Iterate(&rows), "list the rows of a write to", options.path));
-    std::sort(rows.hashes.begin(), rows.hashes.end());
-    rows.hashes.erase(std::unique(rows.hashes.begin(), rows.hashes.end()), rows.hashes.end());
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
     // Under write_mu_, so handed over in the order the counters were counted in.
     std::unique_lock lock(async_mu_);
     async_cv_.wait(lock, [&] { return async_queue_.size() < kMaxPendingWrites; });
     RETURN_IF_ERROR(async_error_);
-    async_queue_.push_back(PendingWrite{std::move(*wb), wo, std::move(rows.hashes)});
+    async_queue_.push_back(PendingWrite{std::move(*wb), wo, std::move(rows)});
     async_cv_.notify_all();
   } else {
     RETURN_IF_ERROR(FromLevelDb(db->Write(wo, wb), "write", options.path));
@@ -570,6 +560,7 @@ Status RowStore::Write(const RowBatch& batch) {
   if (batch.empty()) return Status::Ok();
   const int64_t now = impl_->clock->NowMillis();
   leveldb::WriteBatch wb;
+  std::vector<uint64_t> rows;
   std::string key, value;
   for (const RowBatch::Op& op : batch.ops_) {
     RETURN_IF_ERROR(impl_->CheckFamily(op.family));
@@ -578,6 +569,7 @@ Status RowStore::Write(const RowBatch& batch) {
     }
     key.clear();
     AppendRowPrefix(&key, op.family, op.row);
+    if (impl_->options.async_writes) rows.push_back(UrlHash(key));
     key += op.column;
     if (op.is_delete) {
       wb.Delete(key);
@@ -595,7 +587,7 @@ Status RowStore::Write(const RowBatch& batch) {
     value += op.value;
     wb.Put(key, value);
   }
-  return impl_->Commit(&wb, batch.counters_, batch.durable_);
+  return impl_->Commit(&wb, std::move(rows), batch.counters_, batch.durable_);
 }
 
 StatusOr<uint64_t> RowStore::PurgeExpired() { return impl_->PurgeExpired(); }

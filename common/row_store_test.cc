@@ -46,6 +46,14 @@ class RowStoreTest : public ::testing::Test {
     return s.ok() ? std::move(s).value() : nullptr;
   }
   std::unique_ptr<RowStore> OpenStore() { return OpenStore(Options()); }
+  // Options on faulty_env_ (over the memory Env), fsync'ed, with async_writes as given.
+  RowStoreOptions FaultyOptions(bool async_writes) {
+    RowStoreOptions o = Options();
+    o.env = &faulty_env_;
+    o.sync = true;
+    o.async_writes = async_writes;
+    return o;
+  }
 
   static Cells ScanRow(const RowStore& store, RowStore::Family f, std::string_view row) {
     Cells out;
@@ -67,6 +75,7 @@ class RowStoreTest : public ::testing::Test {
   fs::path dir_;
   ManualClock clock_{1'000'000};
   std::unique_ptr<leveldb::Env> mem_env_{leveldb::NewMemEnv(leveldb::Env::Default())};
+  FaultyEnv faulty_env_{mem_env_.get()};
 };
 
 TEST_F(RowStoreTest, PutGetDelete) {
@@ -302,10 +311,8 @@ TEST_F(RowStoreTest, CountersPersistAndMoveWithTheirBatch) {
 
 
 TEST_F(RowStoreTest, FailedWriteAppliesNothing) {
-  RowStoreOptions o = Options();
-  FaultyEnv env(o.env);
-  o.env = &env;
-  o.sync = true;
+  RowStoreOptions o = FaultyOptions(/*async_writes=*/false);
+  FaultyEnv& env = faulty_env_;
   {
     auto store = OpenStore(o);
     ASSERT_NE(store, nullptr);
@@ -345,11 +352,8 @@ TEST_F(RowStoreTest, FailedWriteAppliesNothing) {
 // wait for the write in flight), WaitForWrites tells when it is in, and a write that fails is
 // reported by the next call and every call after it.
 TEST_F(RowStoreTest, AsyncWritesAreReadBackAndTheirFailureSticks) {
-  RowStoreOptions o = Options();
-  FaultyEnv env(o.env);
-  o.env = &env;
-  o.sync = true;
-  o.async_writes = true;
+  RowStoreOptions o = FaultyOptions(/*async_writes=*/true);
+  FaultyEnv& env = faulty_env_;
   {
     auto store = OpenStore(o);
     ASSERT_NE(store, nullptr);
@@ -393,11 +397,8 @@ TEST_F(RowStoreTest, AsyncWritesAreReadBackAndTheirFailureSticks) {
 // once, and reads of their rows (a cell of the first's, the second's row scanned) return the new
 // values once the sync is let go.
 TEST_F(RowStoreTest, AsyncWriteHoldsBackOnlyReadsOfItsRows) {
-  RowStoreOptions o = Options();
-  FaultyEnv env(o.env);
-  o.env = &env;
-  o.sync = true;
-  o.async_writes = true;
+  RowStoreOptions o = FaultyOptions(/*async_writes=*/true);
+  FaultyEnv& env = faulty_env_;
   auto store = OpenStore(o);
   ASSERT_NE(store, nullptr);
   const RowStore::Family page = store->family("page"), member = store->family("member");

@@ -29,6 +29,11 @@ constexpr auto kAsciiWord = [] {
   return t;
 }();
 
+// A-Z to a-z; every other byte as it is.
+inline char FoldAscii(char c) {
+  return static_cast<char>(c | (static_cast<unsigned>(static_cast<unsigned char>(c) - 'A') < 26u ? 0x20 : 0));
+}
+
 enum class CharClass { kSeparator, kWord, kSingle, kApostrophe };
 
 inline CharClass Classify(uint32_t cp) {
@@ -132,10 +137,7 @@ void ForEachWord(std::string_view text, std::string& word, Emit&& emit) {
         constexpr size_t kFoldBuffer = 64;
         if (word.empty() && ends && j - i <= kFoldBuffer) {
           char folded[kFoldBuffer];
-          for (size_t k = i; k < j; ++k) {
-            const auto b = static_cast<unsigned char>(text[k]);
-            folded[k - i] = static_cast<char>(b | (static_cast<unsigned>(b - 'A') < 26u ? 0x20 : 0));
-          }
+          for (size_t k = i; k < j; ++k) folded[k - i] = FoldAscii(text[k]);
           emit(std::string_view(folded, j - i));
           i = j + separators;
           continue;
@@ -143,9 +145,7 @@ void ForEachWord(std::string_view text, std::string& word, Emit&& emit) {
         const size_t from = word.size();
         word.append(text.data() + i, j - i);
         if (upper) {
-          for (size_t k = from; k < word.size(); ++k) {
-            if (word[k] >= 'A' && word[k] <= 'Z') word[k] = static_cast<char>(word[k] + 32);
-          }
+          for (size_t k = from; k < word.size(); ++k) word[k] = FoldAscii(word[k]);
         }
         i = j;
         continue;

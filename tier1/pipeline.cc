@@ -773,12 +773,8 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   RETURN_IF_ERROR(read);
   sum_.seconds = Since(start);
   sum_.peak_rss_bytes = PeakRssBytes();
-  sum_.tier1_page_hits = tier1_->page_reads().hits;
-  sum_.tier1_page_reads = tier1_->page_reads().reads;
-  sum_.tier1_page_skipped = tier1_->page_reads().skipped;
-  sum_.tier1_page_indexed = tier1_->page_reads().indexed;
-  sum_.tier1_group_hits = tier1_->group_reads().hits;
-  sum_.tier1_group_reads = tier1_->group_reads().reads;
+  sum_.tier1_page_reads = tier1_->page_reads();
+  sum_.tier1_group_reads = tier1_->group_reads();
   if (!o_.groups_out.empty()) {
     const auto t0 = SteadyClock::now();
     RETURN_IF_ERROR(WriteGroups());
@@ -846,8 +842,8 @@ std::string FormatSummary(const PipelineSummary& s) {
   o += fmt::format("store              {} pages in {} groups, {} with 2+ members\n", s.pages, s.groups, s.multi_groups);
   o += fmt::format("tier 1 lookups     pages: {} cached, {} read, {} known absent, {} groups of matches from memory; "
                    "groups: {} cached, {} read\n",
-                   s.tier1_page_hits, s.tier1_page_reads, s.tier1_page_skipped, s.tier1_page_indexed, s.tier1_group_hits,
-                   s.tier1_group_reads);
+                   s.tier1_page_reads.hits, s.tier1_page_reads.reads, s.tier1_page_reads.skipped,
+                   s.tier1_page_reads.indexed, s.tier1_group_reads.hits, s.tier1_group_reads.reads);
   o += fmt::format("time               tier1 {:.2f} s, tier2 compare {:.2f} s, tier2 apply {:.2f} s, status {:.2f} s; "
                    "peak RSS {:.0f} MiB\n",
                    s.tier1_seconds, s.tier2_compare_seconds, s.tier2_apply_seconds, s.query_seconds,

@@ -36,6 +36,7 @@
 #include "common/signature.h"
 #include "common/status.h"
 #include "proto/config.pb.h"
+#include "tier1/group_store.h"
 
 namespace neardup::tier1 {
 
@@ -98,8 +99,7 @@ struct PipelineSummary {
   // read from the group store, known absent without a read, or (a Tier 2 match's group) answered
   // from the store's memory. Reads growing with the store mean tier1.cache_records is too small
   // for the working set.
-  uint64_t tier1_page_hits = 0, tier1_page_reads = 0, tier1_page_skipped = 0, tier1_page_indexed = 0;
-  uint64_t tier1_group_hits = 0, tier1_group_reads = 0;
+  GroupStore::Txn::ReadStats tier1_page_reads, tier1_group_reads;
   uint64_t peak_rss_bytes = 0;
   double pages_per_second() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }
   // The paper's Fig. 8: share of changed pages Tier 1 resolved without Tier 2.
