@@ -5,7 +5,7 @@
 
 #include "common/html_text.h"
 #include "common/progress.h"
-#include "common/run_on_threads.h"
+#include "common/worker_pool.h"
 
 namespace neardup {
 namespace {
@@ -26,6 +26,8 @@ Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, co
   RETURN_IF_ERROR(ValidateSignerOptions(options.signer));
   ASSIGN_OR_RETURN(auto reader, CrawlReader::Open(input, options.reader));
   const int threads = ResolveThreads(options.threads);
+  // Worker 0 is the calling thread; the others are made here, so they inherit its priority.
+  WorkerPool pool(threads, "nd-sign");
   std::vector<std::unique_ptr<HtmlToText>> extractors;
   for (int w = 0; w < threads; ++w) {
     ASSIGN_OR_RETURN(auto e, HtmlToText::Create());
@@ -65,7 +67,7 @@ Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, co
       }
     };
     size_t next_got = 0;
-    RunOnThreads(threads, "nd-sign", [&](int w) {
+    pool.Run([&](int w) {
       if (w == 0) next_got = read_round(rounds[1 - cur]);  // overlaps with the other workers
       work(w);
     });

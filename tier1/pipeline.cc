@@ -20,7 +20,7 @@
 #include "common/crawl_signer.h"
 #include "common/json_write.h"
 #include "common/progress.h"
-#include "common/run_on_threads.h"
+#include "common/worker_pool.h"
 #include "common/thread_priority.h"
 #include "partitioner/crawl_sample.h"
 #include "partitioner/map_builder.h"
@@ -123,12 +123,12 @@ class BatchQueue {
   bool closed_ = false;
 };
 
-// Runs fn(s) for every shard on its own thread and returns the first error; adds each call's
-// wall time to (*seconds)[s] when seconds is given.
+// Runs fn(s) for every shard, each on a thread of `pool` (one per shard), and returns the first
+// error; adds each call's wall time to (*seconds)[s] when seconds is given.
 template <typename Fn>
-Status ForEachShard(size_t shards, Fn&& fn, std::vector<double>* seconds = nullptr) {
-  std::vector<Status> st(shards);
-  RunOnThreads(static_cast<int>(shards), "nd-shard", [&](int w) {
+Status ForEachShard(WorkerPool& pool, Fn&& fn, std::vector<double>* seconds = nullptr) {
+  std::vector<Status> st(static_cast<size_t>(pool.threads()));
+  pool.Run([&](int w) {
     const size_t s = static_cast<size_t>(w);
     const auto t0 = SteadyClock::now();
     st[s] = fn(s);
@@ -138,31 +138,71 @@ Status ForEachShard(size_t shards, Fn&& fn, std::vector<double>* seconds = nullp
   return Status::Ok();
 }
 
-// A Status-returning job on a named thread of its own; Wait() joins it and returns its status.
+// A thread that runs one Status-returning job at a time in the background: Start hands it a job,
+// Wait waits for it and returns its status. The thread stays for the next job (the pipeline starts
+// two jobs a batch). Start must not be called while a job is running; Start and Wait are called
+// from one thread.
 class BackgroundJob {
  public:
-  BackgroundJob() = default;
+  explicit BackgroundJob(const char* name)
+      : thread_([this, name] {
+          NameThisThread(name);
+          Loop();
+        }) {}
   BackgroundJob(const BackgroundJob&) = delete;
   BackgroundJob& operator=(const BackgroundJob&) = delete;
-  ~BackgroundJob() { (void)Wait(); }
-  void Start(const char* name, std::function<Status()> job) {
-    thread_ = std::thread([this, name, job = std::move(job)] {
-      NameThisThread(name);
-      status_ = job();
-    });
-  }
-  bool running() const { return thread_.joinable(); }
-  Status Wait() {
-    if (!thread_.joinable()) return Status::Ok();
+  ~BackgroundJob() {
+    (void)Wait();
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
     thread_.join();
+  }
+  void Start(std::function<Status()> job) {
+    std::lock_guard lock(mu_);
+    job_ = std::move(job);
+    running_ = true;
+    started_ = true;
+    cv_.notify_all();
+  }
+  // A job was started and not yet waited for (it may have finished).
+  bool started() const { return started_; }
+  Status Wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !running_; });
+    started_ = false;
     Status s = std::move(status_);
     status_ = Status::Ok();
     return s;
   }
 
  private:
-  std::thread thread_;
+  void Loop() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || job_ != nullptr; });
+      if (job_ == nullptr) return;  // stopping
+      std::function<Status()> job = std::move(job_);
+      job_ = nullptr;
+      lock.unlock();
+      Status s = job();
+      job = nullptr;  // what the job holds goes before Wait returns
+      lock.lock();
+      status_ = std::move(s);
+      running_ = false;
+      cv_.notify_all();
+    }
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<Status()> job_;
+  bool running_ = false, stop_ = false;
+  bool started_ = false;  // only Start and Wait use it (one thread)
   Status status_;
+  std::thread thread_;  // last: starts once the members above exist
 };
 
 class Pipeline {
@@ -210,14 +250,18 @@ class Pipeline {
   std::vector<bool> lagging_;  // shards that missed the last committed batch
   std::FILE* status_file_ = nullptr;
   PipelineSummary sum_;
+  // One thread per shard for each kind of fan-out (made by Setup once the shard count is known):
+  // the tiers' thread compares, the stager stages and the writer stores, at once. Declared before
+  // the jobs that use them, so that they outlive them.
+  std::unique_ptr<WorkerPool> compare_pool_, stage_pool_, store_pool_;
   // Per shard: the batch it staged (step 5's first half), until it applies it.
   std::vector<std::unique_ptr<tier2::StagedBatch>> staged_;
-  BackgroundJob stager_;
+  BackgroundJob stager_{"nd-shard-stage"};
   // The batch the shards are storing in the background, and the thread doing it.
   std::unique_ptr<Batch> writing_;
   std::vector<Route> writing_routes_;
   google::protobuf::RepeatedPtrField<pb::Tier2Removal> writing_removals_;
-  BackgroundJob writer_;
+  BackgroundJob writer_{"nd-shard-store"};
 };
 
 Status Pipeline::Setup() {
@@ -272,7 +316,11 @@ Status Pipeline::Setup() {
   RETURN_IF_ERROR(OpenMap());
   // Shards open in parallel: each rebuilds its index from its signature log.
   shards_.resize(map_->machines());
-  RETURN_IF_ERROR(ForEachShard(shards_.size(), [&](size_t m) -> Status {
+  const int P = static_cast<int>(shards_.size());
+  compare_pool_ = std::make_unique<WorkerPool>(P, "nd-shard");
+  stage_pool_ = std::make_unique<WorkerPool>(P, "nd-stage");
+  store_pool_ = std::make_unique<WorkerPool>(P, "nd-store");
+  RETURN_IF_ERROR(ForEachShard(*compare_pool_, [&](size_t m) -> Status {
     tier2::ShardOptions so = tier2::ShardOptionsFromConfig(o_.config, fmt::format("{}/shard-{:03}", dir_, m));
     so.expected_pages = 1 << 16;
     if (m < expected_postings_.size()) so.expected_postings = expected_postings_[m];
@@ -372,7 +420,7 @@ std::vector<std::vector<tier2::ShardPage>> Pipeline::HomePages(const Batch& b, c
 
 Status Pipeline::StageOnShards(const std::vector<std::vector<tier2::ShardPage>>& pages, const std::vector<bool>& only) {
   const auto t0 = SteadyClock::now();
-  Status s = ForEachShard(shards_.size(), [&](size_t m) -> Status {
+  Status s = ForEachShard(*stage_pool_, [&](size_t m) -> Status {
     if (!only.empty() && !only[m]) return Status::Ok();
     ASSIGN_OR_RETURN(staged_[m], shards_[m]->Stage(pages[m]));
     return Status::Ok();
@@ -387,7 +435,7 @@ Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::Repeated
     if (rm.cell() < map_->cells()) removed[map_->MachineOf(rm.cell())].push_back(rm.url());
   }
   const auto t0 = SteadyClock::now();
-  Status s = ForEachShard(shards_.size(), [&](size_t m) -> Status {
+  Status s = ForEachShard(*store_pool_, [&](size_t m) -> Status {
     if (staged_[m] == nullptr) return Status::Ok();
     return shards_[m]->ApplyStaged(std::move(staged_[m]), removed[m], nullptr, number);
   }, &sum_.shard_store_seconds);
@@ -430,7 +478,7 @@ void Pipeline::StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> rou
     // A URL this batch stores again keeps its new home; the removal is of its old one.
     if (!stored.count(rm.url())) source_->Overlay(rm.url(), rm.cell(), nullptr);
   }
-  writer_.Start("nd-shard-store", [this]() -> Status {
+  writer_.Start([this]() -> Status {
     // The shards may hold the batch only once Tier 1's commit of it is durable.
     RETURN_IF_ERROR(store_->rows().WaitForWrites());
     return ApplyToShards(writing_->number, writing_removals_);
@@ -438,7 +486,7 @@ void Pipeline::StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> rou
 }
 
 Status Pipeline::FinishShardWrites() {
-  if (!writer_.running()) return Status::Ok();
+  if (!writer_.started()) return Status::Ok();
   const auto t0 = SteadyClock::now();
   Status s = writer_.Wait();
   sum_.tier2_apply_wait_seconds += Since(t0);
@@ -494,7 +542,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   }
   std::vector<tier2::CompareResult> results(P);
   t0 = SteadyClock::now();
-  RETURN_IF_ERROR(ForEachShard(P, [&](size_t m) -> Status {
+  RETURN_IF_ERROR(ForEachShard(*compare_pool_, [&](size_t m) -> Status {
     if (pages[m].empty()) return Status::Ok();
     return shards_[m]->CompareBatch(pages[m], o_.threshold, &results[m]);
   }, &sum_.shard_compare_seconds));
@@ -517,7 +565,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   // Step 5's first half, while Tier 1 applies the batch: the shards prepare the pages they will
   // store. They store them only once Tier 1 committed the batch (a crash in between leaves the
   // shards as they were; the staged records past their logs' committed ends are cut at Open).
-  stager_.Start("nd-shard-stage", [this, home = HomePages(b, routes)] { return StageOnShards(home, {}); });
+  stager_.Start([this, home = HomePages(b, routes)] { return StageOnShards(home, {}); });
   for (size_t i = 0; i < n; ++i) {
     switch (routes[i]) {
       case Route::kUnchanged: ++sum_.unchanged; break;
