@@ -67,6 +67,28 @@ TEST(Signature, UnsortedOrInconsistentSignaturesAreRefused) {
   EXPECT_FALSE(ValidateSignature(s).ok());  // dimension mismatch
 }
 
+TEST(Signature, AFaultAnywhereInALongSetIsFoundAtItsIndex) {
+  // The check runs in blocks of 64 hashes: faults at each end of a block, and across two.
+  for (int n : {2, 63, 64, 65, 129, 300}) {
+    pb::PageSignature s;
+    s.set_url("http://x.example/");
+    for (int i = 0; i < n; ++i) s.add_shingles(static_cast<uint64_t>(10 * i + 10));
+    s.add_length_vector(static_cast<uint32_t>(n));
+    s.add_shingle_vector(static_cast<uint32_t>(n));
+    ASSERT_TRUE(ValidateSignature(s).ok()) << n;
+    for (int at = 1; at < n; ++at) {
+      for (uint64_t value : {s.shingles(at - 1), s.shingles(at - 1) - 1}) {  // a repeat, a step down
+        pb::PageSignature bad = s;
+        bad.set_shingles(at, value);
+        if (at + 1 < n) bad.set_shingles(at + 1, s.shingles(at + 1));
+        const Status st = ValidateSignature(bad);
+        ASSERT_FALSE(st.ok()) << n << " " << at;
+        EXPECT_NE(st.message().find("at index " + std::to_string(at)), std::string::npos) << st.message();
+      }
+    }
+  }
+}
+
 TEST(Signature, ProtoRoundTrip) {
   Signer signer({});
   PageFeatures f;
