@@ -59,6 +59,31 @@ void BM_Add(benchmark::State& state) {
 }
 BENCHMARK(BM_Add);
 
+// Adding pages between two compactions of a grown index, as a shard does: the overflow table has
+// the size the previous round of additions gave it (Compact keeps it), many times the cache.
+// Only the Add() calls are timed.
+void BM_AddToGrownIndex(benchmark::State& state) {
+  const uint32_t pages = static_cast<uint32_t>(state.range(0));
+  const uint32_t added = pages / 32;
+  std::mt19937_64 rng(17);
+  std::vector<std::vector<uint64_t>> tokens(pages + 2 * added);
+  for (auto& t : tokens) t = PageTokens(rng);
+  const int bits = PrefixIndex::BucketBitsFor(uint64_t{pages + 2 * added} * kTokensPerPage);
+  for (auto _ : state) {
+    state.PauseTiming();
+    PrefixIndex index = PrefixIndex::Build(bits, [&](const PrefixIndex::BulkVisitor& visit) {
+      for (uint32_t s = 0; s < pages; ++s) visit(s, tokens[s]);
+    });
+    for (uint32_t s = pages; s < pages + added; ++s) index.Add(s, tokens[s]);
+    index.Compact(/*purge=*/false);
+    state.ResumeTiming();
+    for (uint32_t s = pages + added; s < pages + 2 * added; ++s) index.Add(s, tokens[s]);
+    benchmark::DoNotOptimize(index.overflow_postings());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * added));
+}
+BENCHMARK(BM_AddToGrownIndex)->Arg(250'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
+
 // Probing: Collect() for a page's prefix against a compacted index of `pages` pages.
 void BM_Collect(benchmark::State& state) {
   const uint32_t pages = static_cast<uint32_t>(state.range(0));
