@@ -29,6 +29,14 @@ namespace neardup {
 // XXH3-64 of the key; never 0 (0 marks an empty slot).
 uint64_t UrlHash(std::string_view key);
 
+// UrlHash as the hasher of a standard unordered container keyed by URLs: on URLs it is about twice
+// as fast as the standard library's byte hash. Transparent (finds by string_view too, with
+// std::equal_to<>).
+struct UrlHasher {
+  using is_transparent = void;
+  size_t operator()(std::string_view key) const { return static_cast<size_t>(UrlHash(key)); }
+};
+
 template <typename V>
 class UrlHashMap {
  public:

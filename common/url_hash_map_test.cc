@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <unordered_set>
 
 namespace neardup {
 namespace {
@@ -38,6 +39,17 @@ TEST(UrlHashMap, WideValuesSurviveGrowth) {
     EXPECT_EQ(v, i << 40 | i);
   }
   EXPECT_GE(map.MemoryBytes(), 3000u * 2 * 16);
+}
+
+TEST(UrlHasher, KeysAStandardSetFoundByStringView) {
+  std::unordered_set<std::string, UrlHasher, std::equal_to<>> urls;
+  for (uint32_t i = 0; i < 500; ++i) urls.insert(Url(i));
+  for (uint32_t i = 0; i < 500; ++i) {
+    const std::string u = Url(i);
+    EXPECT_TRUE(urls.contains(std::string_view(u))) << u;
+    EXPECT_EQ(UrlHasher()(u), static_cast<size_t>(UrlHash(u)));
+  }
+  EXPECT_FALSE(urls.contains(std::string_view("http://never.example/")));
 }
 
 TEST(UrlHash, IsNeverZero) {
