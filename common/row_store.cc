@@ -201,7 +201,12 @@ class RowStore::Impl {
   int64_t Counter(std::string_view name) const;
   // Adds the counter deltas to wb and commits it; updates the in-memory counters on success only.
   // `rows`: hashes of the row prefixes wb changes (async_writes only; reads of them wait for it).
-  Status Commit(leveldb::WriteBatch* wb, std::vector<uint64_t> rows, const CounterMap& deltas, bool durable);
+  // wb goes back to the spare batches once written.
+  Status Commit(std::unique_ptr<leveldb::WriteBatch> wb, std::vector<uint64_t> rows, const CounterMap& deltas,
+                bool durable);
+  // An empty WriteBatch, a written one reused when there is one: its buffer keeps the capacity a
+  // batch of the same size needs (a fresh one grows by doubling, its pages faulted in anew).
+  std::unique_ptr<leveldb::WriteBatch> TakeBatch();
   StatusOr<uint64_t> PurgeExpired();
   uint64_t DiskBytes() const;
 
@@ -228,8 +233,10 @@ class RowStore::Impl {
   // The writer thread (options.async_writes) and the writes it has been handed, in order; the
   // front one is being applied.
   void WriterLoop();
+  void ReturnBatch(std::unique_ptr<leveldb::WriteBatch> wb);
   struct PendingWrite {
-    leveldb::WriteBatch batch;
+    // A pointer: leveldb::WriteBatch has no move constructor, and copying one copies its buffer.
+    std::unique_ptr<leveldb::WriteBatch> batch;
     leveldb::WriteOptions options;
     std::vector<uint64_t> rows;  // sorted hashes of the row prefixes it changes
   };
@@ -237,6 +244,7 @@ class RowStore::Impl {
   mutable std::mutex async_mu_;
   mutable std::condition_variable async_cv_;
   std::deque<PendingWrite> async_queue_;  // push_back keeps references to the others valid
+  std::vector<std::unique_ptr<leveldb::WriteBatch>> spare_batches_;  // under async_mu_
   bool async_stop_ = false;
   Status async_error_;  // sticky
   std::thread async_writer_;
@@ -292,11 +300,15 @@ void RowStore::Impl::WriterLoop() {
     if (async_error_.ok()) {  // after a failed write, the later ones are dropped
       lock.unlock();
       // Not under write_mu_: Commit holds it while it waits for room in the queue.
-      s = FromLevelDb(db->Write(w.options, &w.batch), "write", options.path);
+      s = FromLevelDb(db->Write(w.options, w.batch.get()), "write", options.path);
       lock.lock();
     }
     if (!s.ok() && async_error_.ok()) async_error_ = s;
+    std::unique_ptr<leveldb::WriteBatch> done = std::move(w.batch);
     async_queue_.pop_front();
+    lock.unlock();
+    ReturnBatch(std::move(done));
+    lock.lock();
     async_cv_.notify_all();
   }
 }
@@ -408,8 +420,27 @@ int64_t RowStore::Impl::Counter(std::string_view name) const {
   return it == counters_.end() ? 0 : it->second;
 }
 
-Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, std::vector<uint64_t> rows, const CounterMap& deltas,
-                              bool durable) {
+std::unique_ptr<leveldb::WriteBatch> RowStore::Impl::TakeBatch() {
+  {
+    std::lock_guard lock(async_mu_);
+    if (!spare_batches_.empty()) {
+      std::unique_ptr<leveldb::WriteBatch> wb = std::move(spare_batches_.back());
+      spare_batches_.pop_back();
+      return wb;
+    }
+  }
+  return std::make_unique<leveldb::WriteBatch>();
+}
+
+void RowStore::Impl::ReturnBatch(std::unique_ptr<leveldb::WriteBatch> wb) {
+  constexpr size_t kMaxSpare = kMaxPendingWrites + 1;  // the ones in flight and the one being built
+  wb->Clear();  // keeps the buffer's capacity
+  std::lock_guard lock(async_mu_);
+  if (spare_batches_.size() < kMaxSpare) spare_batches_.push_back(std::move(wb));
+}
+
+Status RowStore::Impl::Commit(std::unique_ptr<leveldb::WriteBatch> wb, std::vector<uint64_t> rows,
+                              const CounterMap& deltas, bool durable) {
   std::lock_guard write_lock(write_mu_);
   std::vector<std::pair<const std::string*, int64_t>> updated;
   updated.reserve(deltas.size());
@@ -434,10 +465,12 @@ Status RowStore::Impl::Commit(leveldb::WriteBatch* wb, std::vector<uint64_t> row
     std::unique_lock lock(async_mu_);
     async_cv_.wait(lock, [&] { return async_queue_.size() < kMaxPendingWrites; });
     RETURN_IF_ERROR(async_error_);
-    async_queue_.push_back(PendingWrite{std::move(*wb), wo, std::move(rows)});
+    async_queue_.push_back(PendingWrite{std::move(wb), wo, std::move(rows)});
     async_cv_.notify_all();
   } else {
-    RETURN_IF_ERROR(FromLevelDb(db->Write(wo, wb), "write", options.path));
+    const Status s = FromLevelDb(db->Write(wo, wb.get()), "write", options.path);
+    ReturnBatch(std::move(wb));
+    RETURN_IF_ERROR(s);
   }
   if (updated.empty()) return Status::Ok();
   std::unique_lock counters_lock(counters_mu_);
@@ -559,7 +592,7 @@ int64_t RowStore::Counter(std::string_view name) const { return impl_->Counter(n
 Status RowStore::Write(const RowBatch& batch) {
   if (batch.empty()) return Status::Ok();
   const int64_t now = impl_->clock->NowMillis();
-  leveldb::WriteBatch wb;
+  std::unique_ptr<leveldb::WriteBatch> wb = impl_->TakeBatch();
   std::vector<uint64_t> rows;
   std::string key, value;
   for (const RowBatch::Op& op : batch.ops_) {
@@ -572,7 +605,7 @@ Status RowStore::Write(const RowBatch& batch) {
     if (impl_->options.async_writes) rows.push_back(UrlHash(key));
     key += op.column;
     if (op.is_delete) {
-      wb.Delete(key);
+      wb->Delete(key);
       continue;
     }
     value.clear();
@@ -585,9 +618,9 @@ Status RowStore::Write(const RowBatch& batch) {
       value.push_back(kTagPlain);
     }
     value += op.value;
-    wb.Put(key, value);
+    wb->Put(key, value);
   }
-  return impl_->Commit(&wb, std::move(rows), batch.counters_, batch.durable_);
+  return impl_->Commit(std::move(wb), std::move(rows), batch.counters_, batch.durable_);
 }
 
 StatusOr<uint64_t> RowStore::PurgeExpired() { return impl_->PurgeExpired(); }

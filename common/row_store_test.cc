@@ -112,6 +112,43 @@ TEST_F(RowStoreTest, PutGetDelete) {
   EXPECT_GT(store->DiskBytes(), 0u);
 }
 
+// Each write's LevelDB batch is reused by a later one (its buffer keeps its size): a write must
+// carry nothing of the one before it. Here a later write's earlier cell would undo a Delete.
+TEST_F(RowStoreTest, AReusedWriteBufferCarriesNothingOfTheWriteBefore) {
+  for (bool async_writes : {false, true}) {
+    SCOPED_TRACE(async_writes ? "async" : "sync");
+    RowStoreOptions o = Options();
+    o.path = (dir_ / (async_writes ? "async" : "sync")).string();
+    o.async_writes = async_writes;
+    auto store = OpenStore(o);
+    ASSERT_NE(store, nullptr);
+    const RowStore::Family page = store->family("page");
+    for (int i = 0; i < 20; ++i) {
+      RowBatch put;
+      put.Put(page, "p" + std::to_string(i), "", std::string(1000, 'x'));
+      ASSERT_TRUE(store->Write(put).ok());
+      RowBatch del;
+      del.Delete(page, "p" + std::to_string(i), "");
+      ASSERT_TRUE(store->Write(del).ok());
+    }
+    RowBatch last;
+    last.Put(page, "last", "", "y");
+    ASSERT_TRUE(store->Write(last).ok());
+    ASSERT_TRUE(store->WaitForWrites().ok());
+    std::string v;
+    for (int i = 0; i < 20; ++i) {
+      EXPECT_EQ(store->Get(page, "p" + std::to_string(i), "", &v).code(), StatusCode::kNotFound) << i;
+    }
+    ASSERT_TRUE(store->Get(page, "last", "", &v).ok());
+    EXPECT_EQ(v, "y");
+    store.reset();
+    store = OpenStore(o);  // and so on disk
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->Get(page, "p0", "", &v).code(), StatusCode::kNotFound);
+    EXPECT_EQ(store->Get(page, "p19", "", &v).code(), StatusCode::kNotFound);
+  }
+}
+
 // compress = true snappy-compresses the tables (smaller on disk for repetitive values); a store
 // reopened with the other setting reads the tables written with the first.
 TEST_F(RowStoreTest, CompressionIsAnOptionAndMixedTablesRead) {
