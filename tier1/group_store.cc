@@ -104,7 +104,7 @@ Status GroupStore::Members(uint64_t group, std::vector<std::string>* out) const 
 
 // ---- Txn -------------------------------------------------------------------------------------
 
-StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url) {
+StatusOr<GroupStore::Txn::PageEntry*> GroupStore::Txn::LoadPage(const std::string& url) {
   auto it = pages_.find(url);
   if (it == pages_.end()) {
     PageSlot slot;
@@ -127,7 +127,12 @@ StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url)
     ++page_reads_.hits;
   }
   it->second.used = epoch_;
-  return it->second.exists ? &it->second.rec : nullptr;
+  return &*it;
+}
+
+StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url) {
+  ASSIGN_OR_RETURN(PageEntry * e, LoadPage(url));
+  return e->second.exists ? &e->second.rec : nullptr;
 }
 
 StatusOr<uint64_t> GroupStore::Txn::ContentGroupOf(const std::string& url) {
@@ -151,17 +156,17 @@ StatusOr<uint64_t> GroupStore::Txn::ContentGroupOf(const std::string& url) {
 }
 
 StatusOr<pb::Tier1Page*> GroupStore::Txn::MutablePage(const std::string& url) {
-  RETURN_IF_ERROR(FindPage(url).status());
-  PageSlot& slot = pages_[url];
+  ASSIGN_OR_RETURN(PageEntry * e, LoadPage(url));
+  PageSlot& slot = e->second;
   slot.exists = true;
   if (!slot.dirty) {
     slot.dirty = true;
-    dirty_pages_.push_back(url);
+    dirty_pages_.push_back(e);
   }
   return &slot.rec;
 }
 
-StatusOr<const pb::Tier1Group*> GroupStore::Txn::FindGroup(uint64_t group) {
+StatusOr<GroupStore::Txn::GroupSlot*> GroupStore::Txn::LoadGroup(uint64_t group) {
   auto it = groups_.find(group);
   if (it == groups_.end()) {
     GroupSlot slot;
@@ -181,12 +186,17 @@ StatusOr<const pb::Tier1Group*> GroupStore::Txn::FindGroup(uint64_t group) {
     ++group_reads_.hits;
   }
   it->second.used = epoch_;
-  return it->second.exists ? &it->second.rec : nullptr;
+  return &it->second;
+}
+
+StatusOr<const pb::Tier1Group*> GroupStore::Txn::FindGroup(uint64_t group) {
+  ASSIGN_OR_RETURN(GroupSlot * slot, LoadGroup(group));
+  return slot->exists ? &slot->rec : nullptr;
 }
 
 StatusOr<pb::Tier1Group*> GroupStore::Txn::MutableGroup(uint64_t group) {
-  RETURN_IF_ERROR(FindGroup(group).status());
-  GroupSlot& slot = groups_[group];
+  ASSIGN_OR_RETURN(GroupSlot * found, LoadGroup(group));
+  GroupSlot& slot = *found;
   slot.exists = true;
   if (!slot.dirty) {
     slot.dirty = true;
@@ -279,9 +289,9 @@ bool GroupStore::Txn::empty() const {
 
 Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
   std::string bytes;
-  for (const std::string& url : dirty_pages_) {
-    pages_[url].rec.SerializeToString(&bytes);
-    batch_.Put(store_->page_, url, "", bytes);
+  for (const PageEntry* e : dirty_pages_) {
+    e->second.rec.SerializeToString(&bytes);
+    batch_.Put(store_->page_, e->first, "", bytes);
   }
   for (uint64_t g : dirty_groups_) {
     const GroupSlot& slot = groups_[g];
@@ -324,9 +334,9 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
   batch_.set_durable(durable);
   Status s = batch_.empty() ? Status::Ok() : store_->rows_->Write(batch_);
   if (s.ok()) {
-    for (const std::string& url : dirty_pages_) {
-      PageSlot& slot = pages_[url];
-      const uint64_t h = store_->url_hash_(url);
+    for (PageEntry* e : dirty_pages_) {
+      PageSlot& slot = e->second;
+      const uint64_t h = store_->url_hash_(e->first);
       // A URL new to the store whose hash is already taken shares it with another.
       if (!slot.stored && store_->page_groups_.Contains(h)) store_->colliding_.insert(h);
       store_->page_groups_.Insert(h, ContentGroup(slot.rec));
@@ -338,7 +348,7 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
     }
   }
   if (s.ok() && keep_cache) {
-    for (const std::string& url : dirty_pages_) pages_[url].dirty = false;
+    for (PageEntry* e : dirty_pages_) e->second.dirty = false;
     for (uint64_t g : dirty_groups_) {
       auto it = groups_.find(g);
       if (it == groups_.end()) continue;

@@ -167,15 +167,21 @@ class GroupStore::Txn {
     bool exists = false, dirty = false, stored = false;
   };
   struct GroupSlot { pb::Tier1Group rec; uint32_t used = 0; bool exists = false; bool dirty = false; bool deleted = false; };
+  using Pages = std::unordered_map<std::string, PageSlot, UrlHasher, std::equal_to<>>;
+  using PageEntry = Pages::value_type;  // the map's nodes stay put until erased
+  // The page's entry, read from the store (or known absent) the first time: FindPage and
+  // MutablePage in one lookup. Errors as FindPage.
+  StatusOr<PageEntry*> LoadPage(const std::string& url);
+  StatusOr<GroupSlot*> LoadGroup(uint64_t group);  // the same for a group
   // An id above the committed counter: reserved by this Txn, so the store has nothing of it.
   bool Reserved(uint64_t group) const;
   Status Merge(RowStore::Family family, const std::string& row,
                const std::map<std::string, bool, std::less<>>* changes, std::vector<std::string>* out) const;
 
   GroupStore* store_;
-  std::unordered_map<std::string, PageSlot, UrlHasher, std::equal_to<>> pages_;
+  Pages pages_;
   std::unordered_map<uint64_t, GroupSlot> groups_;
-  std::vector<std::string> dirty_pages_;   // each changed page once, in first-change order
+  std::vector<PageEntry*> dirty_pages_;  // each changed page once, in first-change order
   std::vector<uint64_t> dirty_groups_;
   // row -> (column -> present?) for the member and redirect families.
   std::unordered_map<uint64_t, std::map<std::string, bool, std::less<>>> members_;

@@ -501,7 +501,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   Batch& b = *batch;
   const size_t n = b.records.size();
   std::vector<PageUpdate> updates(n);
-  std::unordered_set<std::string> pending;
+  Tier1::UrlSet pending;
   for (size_t i = 0; i < n; ++i) {
     const CrawlRecord& r = b.records[i];
     PageUpdate& u = updates[i];

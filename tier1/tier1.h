@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/url_hash_map.h"
 #include "proto/neardup.pb.h"
 #include "proto/tier1.pb.h"
 #include "tier1/group_store.h"
@@ -170,7 +171,8 @@ class Tier1 {
   Status Repair(uint64_t group, RepairReport* report);
 
   // URLs accepted but not yet decided (the pipeline's in-flight batch).
-  void SetPending(std::unordered_set<std::string> urls) { pending_ = std::move(urls); }
+  using UrlSet = std::unordered_set<std::string, UrlHasher, std::equal_to<>>;
+  void SetPending(UrlSet urls) { pending_ = std::move(urls); }
 
   const Tier1Options& options() const { return options_; }
   GroupStore* store() { return store_; }
@@ -196,7 +198,7 @@ class Tier1 {
   GroupStore* store_;
   SignatureSource* source_;
   Tier1Options options_;
-  std::unordered_set<std::string> pending_;
+  UrlSet pending_;
   // The one working set: Classify and Query read through it, Apply and Flush write through it and
   // keep what they read as a cache (Tier 1 is the store's only writer), bounded by
   // options.cache_records (the records least recently used go first).
