@@ -82,7 +82,7 @@ struct Batch {
   uint64_t first_record = 0;    // 0-based input record index
   bool redo = false;            // only step 5 for shards that missed it
   std::vector<CrawlRecord> records;
-  std::vector<pb::PageSignature> signatures;  // per record (empty for redirects)
+  std::vector<pb::PageSignature> signatures;  // per record (empty for redirects); a Signer made them
   std::vector<uint32_t> cell;                 // home cell per content record
   std::vector<std::vector<uint32_t>> machines; // shards to compare on
 };
@@ -413,7 +413,7 @@ std::vector<std::vector<tier2::ShardPage>> Pipeline::HomePages(const Batch& b, c
   for (size_t i = 0; i < b.records.size(); ++i) {
     const Route r = routes[i];
     if (r != Route::kFastPath && r != Route::kTier2 && r != Route::kEmpty) continue;
-    pages[map_->MachineOf(b.cell[i])].push_back({&b.signatures[i], true});
+    pages[map_->MachineOf(b.cell[i])].push_back({&b.signatures[i], true, /*validated=*/true});
   }
   return pages;
 }
@@ -536,7 +536,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
     else ++sum_.new_pages;
     for (uint32_t m : b.machines[i]) {
       index[m].push_back(static_cast<uint32_t>(i));
-      pages[m].push_back({&b.signatures[i], m == map_->MachineOf(b.cell[i])});
+      pages[m].push_back({&b.signatures[i], m == map_->MachineOf(b.cell[i]), /*validated=*/true});
       ++sum_.tier2_sends;
     }
   }

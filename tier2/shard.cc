@@ -660,7 +660,7 @@ Status Shard::Impl::PlanBatch(std::span<const ShardPage> batch, Plan* plan) cons
     const pb::PageSignature* sig = batch[i].signature;
     if (sig == nullptr) return InvalidArgument("batch page " + std::to_string(i) + ": no signature");
     if (sig->url().empty()) return InvalidArgument("batch page " + std::to_string(i) + ": empty url");
-    if (Status s = ValidateSignature(*sig); !s.ok()) {
+    if (Status s = batch[i].validated ? Status::Ok() : ValidateSignature(*sig); !s.ok()) {
       return InvalidArgument("batch page " + std::to_string(i) + " (" + sig->url() + "): " + s.message());
     }
     if (static_cast<uint32_t>(sig->shingle_vector_size()) != options_.dims) {

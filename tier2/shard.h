@@ -98,6 +98,11 @@ ShardOptions ShardOptionsFromConfig(const pb::NeardupConfig& config, const std::
 struct ShardPage {
   const pb::PageSignature* signature = nullptr;
   bool home = false;
+  // The caller vouches for the signature: it passed ValidateSignature, or a Signer made it (as in
+  // the embedded pipeline, where a page goes to two shards on average, and is compared, then
+  // staged). The shard then skips that check, a pass over every hash; it still checks the
+  // dimensions and k against its own.
+  bool validated = false;
 };
 
 struct ResidentMatch {

@@ -695,6 +695,13 @@ TEST(Shard, BadInputIsRefusedWithItsPlace) {
   auto pd = Pages(dims);
   s = (*shard)->CompareBatch(pd, 0.9, &r);
   EXPECT_THAT(s.message(), testing::HasSubstr("2 dimensions, the shard has 3"));
+  // A page its caller vouches for skips the pass over its hashes, never the shape checks.
+  pd[0].validated = true;
+  s = (*shard)->CompareBatch(pd, 0.9, &r);
+  EXPECT_THAT(s.message(), testing::HasSubstr("2 dimensions, the shard has 3"));
+  p[1].validated = true;
+  EXPECT_TRUE((*shard)->CompareBatch(p, 0.9, &r).ok()) << "the caller's word is taken";
+  p[1].validated = false;
 
   // Duplicate URL: the last version wins; an empty page is listed, never paired.
   std::vector<pb::PageSignature> dup = {MakeSig("http://b/u", {100, 200}), MakeSig("http://b/v", a),
