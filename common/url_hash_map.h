@@ -21,7 +21,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace neardup {
@@ -36,6 +39,7 @@ struct UrlHasher {
   using is_transparent = void;
   size_t operator()(std::string_view key) const { return static_cast<size_t>(UrlHash(key)); }
 };
+using UrlSet = std::unordered_set<std::string, UrlHasher, std::equal_to<>>;
 
 template <typename V>
 class UrlHashMap {

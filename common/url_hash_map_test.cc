@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <string>
-#include <unordered_set>
 
 namespace neardup {
 namespace {
@@ -41,8 +40,8 @@ TEST(UrlHashMap, WideValuesSurviveGrowth) {
   EXPECT_GE(map.MemoryBytes(), 3000u * 2 * 16);
 }
 
-TEST(UrlHasher, KeysAStandardSetFoundByStringView) {
-  std::unordered_set<std::string, UrlHasher, std::equal_to<>> urls;
+TEST(UrlHasher, UrlSetIsFoundByStringView) {
+  UrlSet urls;
   for (uint32_t i = 0; i < 500; ++i) urls.insert(Url(i));
   for (uint32_t i = 0; i < 500; ++i) {
     const std::string u = Url(i);

@@ -83,7 +83,7 @@ class GroupStore {
   uint64_t (*url_hash_)(std::string_view);
   // Pages that some page redirects to (the redirect family's rows), kept in memory so that the
   // common case, a page nobody redirects to, costs no scan. Loaded at Open, updated by Commit.
-  std::unordered_set<std::string, UrlHasher, std::equal_to<>> redirect_targets_;
+  UrlSet redirect_targets_;
   // 64-bit hashes of every URL with a page record (page records are never deleted), each with the
   // page's group when it has a signature (else 0), so that a Txn looking up a URL the store has
   // never seen (most of a crawl) costs no LevelDB read, nor does ContentGroupOf. Loaded at Open,

@@ -20,8 +20,8 @@
 #include "common/crawl_signer.h"
 #include "common/json_write.h"
 #include "common/progress.h"
-#include "common/worker_pool.h"
 #include "common/thread_priority.h"
+#include "common/worker_pool.h"
 #include "partitioner/crawl_sample.h"
 #include "partitioner/map_builder.h"
 #include "partitioner/partition_map.h"
@@ -501,7 +501,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   Batch& b = *batch;
   const size_t n = b.records.size();
   std::vector<PageUpdate> updates(n);
-  Tier1::UrlSet pending;
+  UrlSet pending;
   for (size_t i = 0; i < n; ++i) {
     const CrawlRecord& r = b.records[i];
     PageUpdate& u = updates[i];

@@ -36,7 +36,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -171,7 +171,6 @@ class Tier1 {
   Status Repair(uint64_t group, RepairReport* report);
 
   // URLs accepted but not yet decided (the pipeline's in-flight batch).
-  using UrlSet = std::unordered_set<std::string, UrlHasher, std::equal_to<>>;
   void SetPending(UrlSet urls) { pending_ = std::move(urls); }
 
   const Tier1Options& options() const { return options_; }
