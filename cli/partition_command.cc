@@ -59,7 +59,7 @@ CrawlSampleOptions SampleOptions(const ResolvedOptions& shared, const SignerOpti
   return so;
 }
 
-int Fail(const Status& s) {
+int FailByCode(const Status& s) {
   spdlog::error("{}", s.message());
   return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kCorruption ? 2 : 1;
 }
@@ -73,11 +73,11 @@ struct BuildArgs {
 
 int RunBuild(const BuildArgs& a) {
   auto shared = ResolveShared(a.shared);
-  if (!shared.ok()) return Fail(shared.status());
-  if (a.routing != "exact" && a.routing != "rho") return Fail(InvalidArgument("--routing must be exact or rho"));
+  if (!shared.ok()) return FailByCode(shared.status());
+  if (a.routing != "exact" && a.routing != "rho") return FailByCode(InvalidArgument("--routing must be exact or rho"));
   // --dims and --shingle-k decide the signatures.
   auto sample = SampleCrawl(a.input, SampleOptions(*shared, shared->signer, a.sample_rate, "partition build: sample"));
-  if (!sample.ok()) return Fail(sample.status());
+  if (!sample.ok()) return FailByCode(sample.status());
   const RhoEstimate est = EstimateRho(sample->sample, a.rho_percentile);
   MapBuildOptions b;
   b.dims = static_cast<uint32_t>(shared->signer.dims);
@@ -90,11 +90,11 @@ int RunBuild(const BuildArgs& a) {
   if (a.rho == "auto") {
     b.rho = est.rho;
   } else {
-    try { b.rho = std::stod(a.rho); } catch (...) { return Fail(InvalidArgument("--rho must be a number >= 1 or auto")); }
+    try { b.rho = std::stod(a.rho); } catch (...) { return FailByCode(InvalidArgument("--rho must be a number >= 1 or auto")); }
   }
   auto map = BuildPartitionMap(sample->sample, b);
-  if (!map.ok()) return Fail(map.status());
-  if (Status s = map->Save(a.out); !s.ok()) return Fail(s);
+  if (!map.ok()) return FailByCode(map.status());
+  if (Status s = map->Save(a.out); !s.ok()) return FailByCode(s);
   const MapEvaluation e = EvaluateMap(*map, sample->sample);
   std::string r = "{\"map\":";
   AppendJsonString(&r, a.out);
@@ -110,7 +110,7 @@ int RunBuild(const BuildArgs& a) {
   r += "}";
   AppendJsonField(&r, "sample_rate", a.sample_rate);
   r += ",\"sample\":" + EvaluationJson(e) + "}\n";
-  if (Status s = WriteText(a.report, r); !s.ok()) return Fail(s);
+  if (Status s = WriteText(a.report, r); !s.ok()) return FailByCode(s);
   spdlog::info("partition build: {} cells on {} machines, imbalance {:.3f}, communication avoided {:.1f}%",
                map->cells(), b.machines, e.imbalance, 100 * e.communication_reduction);
   return 0;
@@ -118,9 +118,9 @@ int RunBuild(const BuildArgs& a) {
 
 int RunRoute(const std::string& map_path, const std::string& input, const SharedOptions& shared_args) {
   auto map = PartitionMap::Load(map_path);
-  if (!map.ok()) return Fail(map.status());
+  if (!map.ok()) return FailByCode(map.status());
   auto shared = ResolveShared(shared_args);
-  if (!shared.ok()) return Fail(shared.status());
+  if (!shared.ok()) return FailByCode(shared.status());
   CrawlSignerOptions so;
   so.signer = map->signer_options();
   so.reader = shared->reader;
@@ -147,7 +147,7 @@ int RunRoute(const std::string& map_path, const std::string& input, const Shared
     std::fwrite(line.data(), 1, line.size(), stdout);
     return Status::Ok();
   });
-  return s.ok() ? 0 : Fail(s);
+  return s.ok() ? 0 : FailByCode(s);
 }
 
 struct RebalanceArgs {
@@ -158,16 +158,16 @@ struct RebalanceArgs {
 
 int RunRebalance(const RebalanceArgs& a) {
   auto old_map = PartitionMap::Load(a.map);
-  if (!old_map.ok()) return Fail(old_map.status());
+  if (!old_map.ok()) return FailByCode(old_map.status());
   auto shared = ResolveShared(a.shared);
-  if (!shared.ok()) return Fail(shared.status());
+  if (!shared.ok()) return FailByCode(shared.status());
   const SignerOptions signer = old_map->signer_options();
   auto sample = SampleCrawl(a.input, SampleOptions(*shared, signer, a.sample_rate, "rebalance: sample"));
-  if (!sample.ok()) return Fail(sample.status());
+  if (!sample.ok()) return FailByCode(sample.status());
   auto r = Rebalance(*old_map, sample->sample,
                      {.max_move = a.max_move, .target_imbalance = a.target});
-  if (!r.ok()) return Fail(r.status());
-  if (Status s = r->map.Save(a.out); !s.ok()) return Fail(s);
+  if (!r.ok()) return FailByCode(r.status());
+  if (Status s = r->map.Save(a.out); !s.ok()) return FailByCode(s);
   // The plan: aggregated cell moves from the sample, or every moving page of a resident set.
   std::string plan;
   const double scale = 1.0 / a.sample_rate;
@@ -183,7 +183,7 @@ int RunRebalance(const RebalanceArgs& a) {
     }
   } else {
     auto resident = SampleCrawl(a.resident, SampleOptions(*shared, signer, 1.0, "rebalance: resident set"));
-    if (!resident.ok()) return Fail(resident.status());
+    if (!resident.ok()) return FailByCode(resident.status());
     const auto feature = old_map->proto().feature();
     for (size_t i = 0; i < resident->sample.size(); ++i) {
       const auto v = resident->sample.Vector(i, feature);
@@ -196,7 +196,7 @@ int RunRebalance(const RebalanceArgs& a) {
               ",\"from_machine\":" + std::to_string(fm) + ",\"to_machine\":" + std::to_string(tm) + "}\n";
     }
   }
-  if (Status s = WriteText(a.plan, plan); !s.ok()) return Fail(s);
+  if (Status s = WriteText(a.plan, plan); !s.ok()) return FailByCode(s);
   std::string rep = "{\"old_map\":";
   AppendJsonString(&rep, a.map);
   rep += ",\"new_map\":";
@@ -207,7 +207,7 @@ int RunRebalance(const RebalanceArgs& a) {
   AppendJsonField(&rep, "imbalance_after", r->imbalance_after);
   AppendJsonField(&rep, "moved_share", r->moved_share);
   rep += ",\"sample_pages\":" + std::to_string(sample->sample.size()) + "}\n";
-  if (Status s = WriteText(a.report, rep); !s.ok()) return Fail(s);
+  if (Status s = WriteText(a.report, rep); !s.ok()) return FailByCode(s);
   spdlog::info("rebalance: imbalance {:.3f} -> {:.3f}, {:.1f}% of pages move{}", r->imbalance_before,
                r->imbalance_after, 100 * r->moved_share, r->resliced ? " (re-sliced)" : "");
   return 0;
