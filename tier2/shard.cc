@@ -877,27 +877,34 @@ StatusOr<std::unique_ptr<StagedBatch>> Shard::Impl::Stage(std::span<const ShardP
                              " pages)");
   }
   std::vector<uint64_t> prefix;
-  std::vector<std::string> payloads(store.size());
+  // Each signature is serialized straight into the log's write buffer (AppendFilled), sized here.
+  std::vector<uint32_t> sizes(store.size());
+  uint64_t append_bytes = 0;
   staged->urls.resize(store.size());
   staged->entries.resize(store.size());
   for (size_t k = 0; k < store.size(); ++k) {
     const pb::PageSignature& sig = *batch[store[k]].signature;
     staged->urls[k] = sig.url();
-    sig.SerializeToString(&payloads[k]);
+    const size_t bytes = sig.ByteSizeLong();
+    sizes[k] = static_cast<uint32_t>(std::min<size_t>(bytes, SignatureLog::kMaxPayload + size_t{1}));  // over: refused
+    append_bytes += SignatureLog::kHeaderBytes + bytes;
     MakeIndexEntry(sig, &prefix, &staged->entries[k]);
   }
   // The signatures go to the log past its committed end, which disturbs no reader (SignatureLog:
   // reads below the end); Apply's LevelDB batch commits them.
   staged->log_end = log_->end();
-  uint64_t append_bytes = 0;
-  for (const std::string& p : payloads) append_bytes += SignatureLog::kHeaderBytes + p.size();
   if (staged->log_end + append_bytes >= kMaxLogBytes) {
     return ResourceExhausted("shard: " + options_.path + ": the signature log would pass " +
                              std::to_string(kMaxLogBytes >> 40) + " TiB (" + std::to_string(staged->log_end) +
                              " bytes, " + std::to_string(log_live_bytes_) + " live); split the shard");
   }
-  std::vector<std::string_view> views(payloads.begin(), payloads.end());
-  Status s = log_->Append(views, &staged->refs);
+  Status s = log_->AppendFilled(
+      sizes,
+      [&](size_t k, char* dst) {
+        // ByteSizeLong above cached the sizes this writes by.
+        batch[store[k]].signature->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(dst));
+      },
+      &staged->refs);
   if (s.ok() && options_.sync) s = log_->Sync();
   if (!s.ok()) {
     TruncateLog(staged->log_end);

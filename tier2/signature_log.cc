@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -17,6 +18,11 @@ namespace {
 constexpr uint32_t kMagic = 0x4e445331;  // "NDS1"
 
 Status Errno(const std::string& what) { return IoError(what + ": " + std::strerror(errno)); }
+
+Status TooLarge(size_t record, uint64_t bytes) {
+  return InvalidArgument("signature log: record " + std::to_string(record) + " has " + std::to_string(bytes) +
+                         " bytes, over the limit of " + std::to_string(SignatureLog::kMaxPayload));
+}
 
 }  // namespace
 
@@ -46,35 +52,50 @@ StatusOr<std::unique_ptr<SignatureLog>> SignatureLog::Open(const std::string& pa
 SignatureLog::~SignatureLog() { ::close(fd_); }
 
 Status SignatureLog::Append(std::span<const std::string_view> payloads, std::vector<Ref>* refs) {
-  refs->clear();
-  size_t total = 0;
+  std::vector<uint32_t> sizes(payloads.size());
   for (size_t i = 0; i < payloads.size(); ++i) {
-    if (payloads[i].size() > kMaxPayload) {
-      return InvalidArgument("signature log: record " + std::to_string(i) + " has " +
-                             std::to_string(payloads[i].size()) + " bytes, over the limit of " +
-                             std::to_string(kMaxPayload));
-    }
-    total += kHeaderBytes + payloads[i].size();
+    if (payloads[i].size() > kMaxPayload) return TooLarge(i, payloads[i].size());
+    sizes[i] = static_cast<uint32_t>(payloads[i].size());
   }
-  buffer_.resize(total);
-  char* p = buffer_.data();
-  uint64_t offset = end_;
-  for (std::string_view payload : payloads) {
-    StoreLittleEndian(p, payload.size(), 4);
-    StoreLittleEndian(p + 4, kMagic, 4);
-    StoreLittleEndian(p + 8, XXH3_64bits(payload.data(), payload.size()), 8);
-    std::memcpy(p + kHeaderBytes, payload.data(), payload.size());
-    refs->push_back(Ref{offset, static_cast<uint32_t>(payload.size())});
-    p += kHeaderBytes + payload.size();
-    offset += kHeaderBytes + payload.size();
+  return AppendFilled(
+      sizes, [&](size_t i, char* dst) { std::memcpy(dst, payloads[i].data(), payloads[i].size()); }, refs);
+}
+
+Status SignatureLog::Lay(std::span<const uint32_t> sizes, std::vector<Ref>* refs, char** at) {
+  refs->clear();
+  uint64_t total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] > kMaxPayload) return TooLarge(i, sizes[i]);
+    refs->push_back(Ref{end_ + total, sizes[i]});
+    total += kHeaderBytes + sizes[i];
   }
+  if (total > buffer_capacity_) {
+    const size_t capacity = std::max<size_t>(total, buffer_capacity_ * 2);
+    buffer_ = std::make_unique_for_overwrite<char[]>(capacity);
+    buffer_capacity_ = capacity;
+  }
+  buffer_size_ = total;
+  *at = buffer_.get();
+  return Status::Ok();
+}
+
+Status SignatureLog::WriteLaid(std::vector<Ref>* refs) {
+  char* const base = buffer_.get();
+  const uint64_t start = end_;
+  for (const Ref& r : *refs) {
+    char* h = base + (r.offset - start);
+    StoreLittleEndian(h, r.length, 4);
+    StoreLittleEndian(h + 4, kMagic, 4);
+    StoreLittleEndian(h + 8, XXH3_64bits(h + kHeaderBytes, r.length), 8);
+  }
+  const size_t total = buffer_size_;
   size_t done = 0;
   while (done < total) {
-    const ssize_t n = ::pwrite(fd_, buffer_.data() + done, total - done, static_cast<off_t>(end_ + done));
+    const ssize_t n = ::pwrite(fd_, base + done, total - done, static_cast<off_t>(start + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       Status s = Errno("signature log: append to " + path_);
-      if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0) {
+      if (::ftruncate(fd_, static_cast<off_t>(start)) != 0) {
         s = IoError(s.message() + "; cutting it back also failed: " + std::strerror(errno));
       }
       refs->clear();

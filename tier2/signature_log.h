@@ -62,6 +62,20 @@ class SignatureLog {
   // overwritten). Errors: InvalidArgument for a payload over kMaxPayload (nothing written); IoError
   // when the write fails (the file is cut back to where it was).
   Status Append(std::span<const std::string_view> payloads, std::vector<Ref>* refs);
+  // Append for callers that can write each payload in place (a serializer): record i gets
+  // sizes[i] bytes, which fill(i, dst) must all write at dst. Saves building the payloads first
+  // and copying them. Same errors and *refs as Append; for a payload over kMaxPayload nothing is
+  // written and fill is not called.
+  template <typename Fill>
+  Status AppendFilled(std::span<const uint32_t> sizes, Fill&& fill, std::vector<Ref>* refs) {
+    char* at = nullptr;
+    if (Status s = Lay(sizes, refs, &at); !s.ok()) return s;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      fill(i, at + kHeaderBytes);
+      at += kHeaderBytes + sizes[i];
+    }
+    return WriteLaid(refs);
+  }
   // Makes everything appended so far durable (fdatasync). IoError when it fails.
   Status Sync();
   // Cuts the file back to `end` (<= end()), dropping appended records that were not committed.
@@ -78,7 +92,14 @@ class SignatureLog {
   std::string path_;
   int fd_;
   std::atomic<uint64_t> end_;  // a reader checks a record lies below it; Append raises it after the write
-  std::string buffer_;  // Append's staging buffer, kept for its capacity
+  // AppendFilled's halves: Lay checks the sizes, sets *refs and sizes the buffer (*at: the first
+  // record); WriteLaid fills in the headers over the payloads written and writes the buffer.
+  Status Lay(std::span<const uint32_t> sizes, std::vector<Ref>* refs, char** at);
+  Status WriteLaid(std::vector<Ref>* refs);
+  // Append's staging buffer, kept with its capacity; never zero-filled (every byte laid out is
+  // written before the buffer is).
+  std::unique_ptr<char[]> buffer_;
+  size_t buffer_capacity_ = 0, buffer_size_ = 0;
 };
 
 }  // namespace neardup::tier2

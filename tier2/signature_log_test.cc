@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace neardup::tier2 {
 namespace {
@@ -122,6 +124,66 @@ TEST_F(SignatureLogTest, DamagedRecordsAreCorruptionNotData) {
   // A reference into the middle of a record.
   SignatureLog::Ref middle{refs[0].offset + 2, 4};
   EXPECT_EQ((*log)->Read(middle, &got).code(), StatusCode::kCorruption);
+}
+
+// Payloads written in place make the same file as payloads copied in, across appends that grow
+// and shrink the staging buffer (a reused buffer must carry nothing of the append before).
+TEST_F(SignatureLogTest, AppendFilledWritesWhatAppendWrites) {
+  const std::string copied_path = (dir_ / "copied.log").string();
+  auto filled = SignatureLog::Open(path_, 0);
+  auto copied = SignatureLog::Open(copied_path, 0);
+  ASSERT_TRUE(filled.ok() && copied.ok());
+  const std::vector<std::vector<std::string>> rounds = {
+      {"first", std::string(5000, 'a'), ""}, {"b"}, {std::string(20000, 'c'), "dd"}, {"e", "f"}};
+  std::vector<SignatureLog::Ref> refs_filled, refs_copied;
+  for (const auto& round : rounds) {
+    std::vector<std::string_view> views(round.begin(), round.end());
+    ASSERT_TRUE((*copied)->Append(views, &refs_copied).ok());
+    std::vector<uint32_t> sizes;
+    for (const std::string& p : round) sizes.push_back(static_cast<uint32_t>(p.size()));
+    size_t calls = 0;
+    ASSERT_TRUE((*filled)
+                    ->AppendFilled(
+                        sizes,
+                        [&](size_t i, char* dst) {
+                          ++calls;
+                          std::memcpy(dst, round[i].data(), round[i].size());
+                        },
+                        &refs_filled)
+                    .ok());
+    EXPECT_EQ(calls, round.size());
+    ASSERT_EQ(refs_filled.size(), refs_copied.size());
+    for (size_t i = 0; i < refs_filled.size(); ++i) {
+      EXPECT_EQ(refs_filled[i].offset, refs_copied[i].offset);
+      EXPECT_EQ(refs_filled[i].length, refs_copied[i].length);
+      std::string got;
+      ASSERT_TRUE((*filled)->Read(refs_filled[i], &got).ok());
+      EXPECT_EQ(got, round[i]);
+    }
+  }
+  auto bytes = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  EXPECT_EQ(bytes(path_), bytes(copied_path));
+}
+
+TEST_F(SignatureLogTest, ARecordOverTheLimitWritesNothing) {
+  auto log = SignatureLog::Open(path_, 0);
+  ASSERT_TRUE(log.ok());
+  std::vector<SignatureLog::Ref> refs;
+  ASSERT_TRUE((*log)->Append(std::vector<std::string_view>{"kept"}, &refs).ok());
+  const uint64_t end = (*log)->end();
+  const std::vector<uint32_t> sizes = {3, SignatureLog::kMaxPayload + 1};
+  bool called = false;
+  Status s = (*log)->AppendFilled(sizes, [&](size_t, char*) { called = true; }, &refs);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("record 1 has " + std::to_string(SignatureLog::kMaxPayload + 1) + " bytes"),
+            std::string::npos)
+      << s.message();
+  EXPECT_FALSE(called);
+  EXPECT_EQ((*log)->end(), end);
+  EXPECT_EQ(fs::file_size(path_), end);
 }
 
 }  // namespace
