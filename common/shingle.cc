@@ -1,26 +1,61 @@
 #include "common/shingle.h"
 
+// Inlined: with a constant length (ForEachShingleOf) XXH3 is a few multiplies, less than the call.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "common/bucket_sort.h"
 
 namespace neardup {
 namespace {
 
-// Calls f(shingle_hash, first_word_hash) for each of the n padded k-grams.
+// Calls f(shingle_hash, first_word_hash) for each of the n padded k-grams. K is the shingle
+// length at compile time: the hash is then XXH3 of a constant length, inlined and without the
+// dispatch on the length, and a whole k-gram is hashed where it lies among the words; only the
+// last K - 1 k-grams, which run past the end and take padding, are copied.
+template <int K, typename F>
+void ForEachShingleOf(std::span<const uint64_t> words, F&& f) {
+  const size_t n = words.size();
+  const uint64_t* w = words.data();
+  size_t start = 0;
+  for (; start + K <= n; ++start) f(XXH3_64bits(w + start, K * sizeof(uint64_t)), w[start]);
+  uint64_t window[K] = {};  // (every word is written below; the init only quiets -Wmaybe-uninitialized)
+  for (; start < n; ++start) {
+    const size_t avail = n - start;
+    std::copy_n(w + start, avail, window);
+    std::fill(window + avail, window + K, kDummyWordHash);
+    f(XXH3_64bits(window, K * sizeof(uint64_t)), w[start]);
+  }
+}
+
+// Any k >= 1, the length known only at run time (k past the specialised ones).
+template <typename F>
+void ForEachShingleAnyK(std::span<const uint64_t> words, size_t k, F&& f) {
+  const size_t n = words.size();
+  std::vector<uint64_t> window(k);
+  for (size_t start = 0; start < n; ++start) {
+    const size_t avail = std::min(k, n - start);
+    std::copy_n(words.data() + start, avail, window.begin());
+    std::fill(window.begin() + static_cast<std::ptrdiff_t>(avail), window.end(), kDummyWordHash);
+    f(XXH3_64bits(window.data(), k * sizeof(uint64_t)), words[start]);
+  }
+}
+
+// The k a signer allows (ValidateSignerOptions: 1..16) each have their own ForEachShingleOf.
+constexpr int kSpecialisedK = 16;
+
+template <typename F, int... Ks>
+bool ForEachShingleDispatch(std::span<const uint64_t> words, int k, F&& f, std::integer_sequence<int, Ks...>) {
+  return ((k == Ks + 1 ? (ForEachShingleOf<Ks + 1>(words, f), true) : false) || ...);
+}
+
 template <typename F>
 void ForEachShingle(std::span<const uint64_t> words, int k, F&& f) {
-  const size_t n = words.size();
-  if (n == 0) return;
-  const size_t kk = static_cast<size_t>(k);
-  uint64_t window[64];
-  for (size_t start = 0; start < n; ++start) {
-    const size_t avail = std::min(kk, n - start);
-    std::copy_n(words.data() + start, avail, window);
-    std::fill(window + avail, window + kk, kDummyWordHash);
-    f(XXH3_64bits(window, kk * sizeof(uint64_t)), words[start]);
+  if (!ForEachShingleDispatch(words, k, f, std::make_integer_sequence<int, kSpecialisedK>{})) {
+    ForEachShingleAnyK(words, static_cast<size_t>(k), f);
   }
 }
 
@@ -28,8 +63,9 @@ void ForEachShingle(std::span<const uint64_t> words, int k, F&& f) {
 
 std::vector<uint64_t> ShingleSet(std::span<const uint64_t> word_hashes, int k) {
   std::vector<uint64_t> out;
-  out.reserve(word_hashes.size());
-  ForEachShingle(word_hashes, k, [&](uint64_t h, uint64_t) { out.push_back(h); });
+  out.resize(word_hashes.size());  // exactly one shingle a word
+  size_t i = 0;
+  ForEachShingle(word_hashes, k, [&](uint64_t h, uint64_t) { out[i++] = h; });
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -38,9 +74,10 @@ std::vector<uint64_t> ShingleSet(std::span<const uint64_t> word_hashes, int k) {
 std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, int k, int dims,
                                          std::vector<uint32_t>* per_dim) {
   thread_local std::vector<std::pair<uint64_t, uint32_t>> tagged;
-  tagged.clear();
+  tagged.resize(word_hashes.size());  // exactly one shingle a word; written in place, no growth checks
+  size_t next = 0;
   ForEachShingle(word_hashes, k, [&](uint64_t h, uint64_t first) {
-    tagged.emplace_back(h, SubDictionary(first, dims));
+    tagged[next++] = {h, SubDictionary(first, dims)};
   });
   thread_local std::vector<std::pair<uint64_t, uint32_t>> scratch;
   SortByLeadingBits(&tagged, 64, [](const std::pair<uint64_t, uint32_t>& t) { return t.first; }, &scratch);

@@ -131,5 +131,30 @@ TEST(Shingle, ShingleSetWithDimsMatchesAPlainSortAtEverySize) {
   }
 }
 
+TEST(Shingle, EveryKHashesThePaddedWindowsOfItsWords) {
+  // k = 1..16 each have a path of their own (the hash length fixed at compile time, windows not
+  // copied but at the end); larger k take the general one. All must hash exactly the padded
+  // windows, with the library's XXH3, at every length around k.
+  std::mt19937_64 rng(11);
+  for (int k = 1; k <= 20; ++k) {
+    for (size_t n : {size_t{0}, size_t{1}, static_cast<size_t>(k) - 1, static_cast<size_t>(k),
+                     static_cast<size_t>(k) + 1, size_t{3} * static_cast<size_t>(k) + 2}) {
+      std::vector<uint64_t> w(n);
+      for (auto& x : w) x = rng();
+      std::vector<uint64_t> want;
+      std::vector<uint64_t> window(static_cast<size_t>(k));
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t j = 0; j < window.size(); ++j) window[j] = i + j < n ? w[i + j] : kDummyWordHash;
+        want.push_back(XXH3_64bits(window.data(), window.size() * sizeof(uint64_t)));
+      }
+      std::sort(want.begin(), want.end());
+      want.erase(std::unique(want.begin(), want.end()), want.end());
+      EXPECT_EQ(ShingleSet(w, k), want) << "k " << k << ", " << n << " words";
+      std::vector<uint32_t> per_dim;
+      EXPECT_EQ(ShingleSetWithDims(w, k, 2, &per_dim), want) << "k " << k << ", " << n << " words";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace neardup
