@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "common/bucket_sort.h"
@@ -16,8 +17,9 @@ namespace {
 // length at compile time: the hash is then XXH3 of a constant length, inlined and without the
 // dispatch on the length, and a whole k-gram is hashed where it lies among the words; only the
 // last K - 1 k-grams, which run past the end and take padding, are copied.
+// Flattened: left to itself the compiler calls an outlined part of XXH3 for every shingle.
 template <int K, typename F>
-void ForEachShingleOf(std::span<const uint64_t> words, F&& f) {
+[[gnu::flatten]] void ForEachShingleOf(std::span<const uint64_t> words, F&& f) {
   const size_t n = words.size();
   const uint64_t* w = words.data();
   size_t start = 0;
@@ -73,21 +75,42 @@ std::vector<uint64_t> ShingleSet(std::span<const uint64_t> word_hashes, int k) {
 
 std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, int k, int dims,
                                          std::vector<uint32_t>* per_dim) {
-  thread_local std::vector<std::pair<uint64_t, uint32_t>> tagged;
-  tagged.resize(word_hashes.size());  // exactly one shingle a word; written in place, no growth checks
+  // A unique shingle counts in the dimension of its first word; a shingle that occurs more than
+  // once counts once, in the smallest of its occurrences' dimensions (what sorting (hash,
+  // dimension) pairs and keeping the first of each hash gives). Only the 8-byte hashes are
+  // sorted: every occurrence is first counted, as in LengthVector, and the repeated shingles,
+  // which are few, are then corrected with a second pass over the words.
+  const size_t n = word_hashes.size();
+  thread_local std::vector<uint64_t> hashes, scratch;
+  hashes.resize(n);  // exactly one shingle a word; written in place, no growth checks
   size_t next = 0;
-  ForEachShingle(word_hashes, k, [&](uint64_t h, uint64_t first) {
-    tagged[next++] = {h, SubDictionary(first, dims)};
-  });
-  thread_local std::vector<std::pair<uint64_t, uint32_t>> scratch;
-  SortByLeadingBits(&tagged, 64, [](const std::pair<uint64_t, uint32_t>& t) { return t.first; }, &scratch);
+  ForEachShingle(word_hashes, k, [&](uint64_t h, uint64_t) { hashes[next++] = h; });
+  SortByLeadingBits(&hashes, 64, [](uint64_t h) { return h; }, &scratch);
   per_dim->assign(static_cast<size_t>(dims), 0);
+  for (uint64_t w : word_hashes) ++(*per_dim)[SubDictionary(w, dims)];
   std::vector<uint64_t> out;
-  out.reserve(tagged.size());
-  for (size_t i = 0; i < tagged.size(); ++i) {
-    if (i > 0 && tagged[i].first == tagged[i - 1].first) continue;
-    out.push_back(tagged[i].first);
-    ++(*per_dim)[tagged[i].second];
+  out.reserve(n);
+  thread_local std::vector<uint64_t> repeated;
+  repeated.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0 && hashes[i] == hashes[i - 1]) {
+      if (repeated.empty() || repeated.back() != hashes[i]) repeated.push_back(hashes[i]);
+      continue;
+    }
+    out.push_back(hashes[i]);
+  }
+  if (!repeated.empty()) {
+    thread_local std::vector<uint32_t> smallest;
+    smallest.assign(repeated.size(), UINT32_MAX);
+    ForEachShingle(word_hashes, k, [&](uint64_t h, uint64_t first) {
+      const auto it = std::lower_bound(repeated.begin(), repeated.end(), h);
+      if (it == repeated.end() || *it != h) return;
+      const uint32_t d = SubDictionary(first, dims);
+      --(*per_dim)[d];
+      uint32_t& m = smallest[static_cast<size_t>(it - repeated.begin())];
+      m = std::min(m, d);
+    });
+    for (uint32_t d : smallest) ++(*per_dim)[d];
   }
   return out;
 }
