@@ -767,22 +767,39 @@ void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<
   }
   std::vector<std::pair<uint64_t, uint32_t>> scratch;
   SortByLeadingBits(&entries, 64, [](const std::pair<uint64_t, uint32_t>& e) { return e.first; }, &scratch);
+  // Runs of equal tokens are the pages sharing that token, in page order. Each page walks the
+  // runs of its own tokens for the later pages in them: a pair of near-duplicates shares dozens
+  // of prefix tokens, so it is met once per token, but kept once (seen[] holds the page that
+  // last kept each partner) and needs no sort to remove the repeats.
+  std::vector<uint32_t> run_start, runs_of_page_start(live.size() + 1, 0), runs_of_page(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i == 0 || entries[i].first != entries[i - 1].first) run_start.push_back(static_cast<uint32_t>(i));
+    ++runs_of_page_start[entries[i].second + 1];
+  }
+  run_start.push_back(static_cast<uint32_t>(entries.size()));
+  for (size_t p = 1; p < runs_of_page_start.size(); ++p) runs_of_page_start[p] += runs_of_page_start[p - 1];
+  {
+    std::vector<uint32_t> fill(runs_of_page_start.begin(), runs_of_page_start.end() - 1);
+    for (uint32_t r = 0; r + 1 < run_start.size(); ++r) {
+      for (uint32_t e = run_start[r]; e < run_start[r + 1]; ++e) runs_of_page[fill[entries[e].second]++] = r;
+    }
+  }
   std::vector<std::pair<uint32_t, uint32_t>> cand;
-  for (size_t i = 0; i < entries.size();) {
-    size_t j = i + 1;
-    while (j < entries.size() && entries[j].first == entries[i].first) ++j;
-    for (size_t a = i; a < j; ++a) {
-      const uint32_t sa = static_cast<uint32_t>(batch[live[entries[a].second]].signature->shingles_size());
-      const SizeRange sizes = PartnerSizes(sa, t);
-      for (size_t b = a + 1; b < j; ++b) {
-        const uint32_t sb = static_cast<uint32_t>(batch[live[entries[b].second]].signature->shingles_size());
-        if (sb >= sizes.lo && sb <= sizes.hi) cand.emplace_back(entries[a].second, entries[b].second);
+  std::vector<uint32_t> seen(live.size(), 0);  // page + 1 that last kept this partner
+  for (uint32_t la = 0; la < live.size(); ++la) {
+    const SizeRange sizes = PartnerSizes(static_cast<uint32_t>(batch[live[la]].signature->shingles_size()), t);
+    for (uint32_t k = runs_of_page_start[la]; k < runs_of_page_start[la + 1]; ++k) {
+      const uint32_t r = runs_of_page[k];
+      for (uint32_t e = run_start[r + 1]; e-- > run_start[r];) {
+        const uint32_t lb = entries[e].second;
+        if (lb <= la) break;  // a run is in page order: the rest come before la
+        if (seen[lb] == la + 1) continue;
+        seen[lb] = la + 1;
+        const uint32_t sb = static_cast<uint32_t>(batch[live[lb]].signature->shingles_size());
+        if (sb >= sizes.lo && sb <= sizes.hi) cand.emplace_back(la, lb);
       }
     }
-    i = j;
   }
-  std::sort(cand.begin(), cand.end());
-  cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
   for (const auto& [la, lb] : cand) {
     const pb::PageSignature& x = *batch[live[la]].signature;
     const pb::PageSignature& y = *batch[live[lb]].signature;

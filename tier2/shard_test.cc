@@ -218,6 +218,30 @@ TEST(ShardExactness, IdenticalPages) {
   CheckExactSplit(Options(dir.str()), all, 100, kThresholds);
 }
 
+// Identical pages share every prefix token: each pair is met once per token but must be a
+// candidate, and a match, exactly once.
+TEST(ShardExactness, IdenticalPagesInOneBatchArePairedOnce) {
+  TempDir dir;
+  std::vector<uint64_t> h(200);
+  for (size_t i = 0; i < h.size(); ++i) h[i] = i * 7919 + 3;
+  std::vector<pb::PageSignature> all;
+  for (int i = 0; i < 60; ++i) all.push_back(MakeSig(Name("http://i/", i), h));
+  auto shard = Shard::Open(Options(dir.str()));
+  ASSERT_TRUE(shard.ok()) << shard.status().ToString();
+  auto pages = Pages(all);
+  CompareResult r;
+  ASSERT_TRUE((*shard)->CompareBatch(pages, 0.8, &r).ok());
+  const size_t pairs = 60 * 59 / 2;
+  EXPECT_EQ(r.stats.batch_candidates, pairs);
+  ASSERT_EQ(r.in_batch.size(), pairs);
+  for (size_t i = 1; i < r.in_batch.size(); ++i) {
+    const auto& p = r.in_batch[i - 1];
+    const auto& q = r.in_batch[i];
+    EXPECT_TRUE(p.a < q.a || (p.a == q.a && p.b < q.b)) << "pair " << i << " repeated or out of order";
+  }
+  for (const auto& m : r.in_batch) EXPECT_DOUBLE_EQ(m.similarity, 1.0);
+}
+
 TEST(ShardExactness, IndexCutForHighThreshold) {
   TempDir dir;
   auto all = Corpus(4, 500, {30, 200, 800}, 6, "http://h/");
