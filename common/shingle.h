@@ -26,7 +26,8 @@ inline constexpr uint64_t kDummyWordHash = 0x9E3779B97F4A7C15ull;
 std::vector<uint64_t> ShingleSet(std::span<const uint64_t> word_hashes, int k);
 
 // Like ShingleSet, and also fills per_dim[i] with the number of unique shingles whose first word
-// lies in sub-dictionary i (per_dim is resized to dims).
+// lies in sub-dictionary i (per_dim is resized to dims). A shingle that occurs more than once,
+// after first words of different sub-dictionaries, counts once, in the smallest of them.
 std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, int k, int dims,
                                          std::vector<uint32_t>* per_dim);
 
