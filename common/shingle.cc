@@ -75,10 +75,15 @@ std::vector<uint64_t> ShingleSet(std::span<const uint64_t> word_hashes, int k) {
 
 std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, int k, int dims,
                                          std::vector<uint32_t>* per_dim) {
+  return ShingleSetWithDims(word_hashes, k, LengthVector(word_hashes, dims), per_dim);
+}
+
+std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, int k,
+                                         std::span<const uint32_t> length_vector, std::vector<uint32_t>* per_dim) {
   // A unique shingle counts in the dimension of its first word; a shingle that occurs more than
   // once counts once, in the smallest of its occurrences' dimensions (what sorting (hash,
   // dimension) pairs and keeping the first of each hash gives). Only the 8-byte hashes are
-  // sorted: every occurrence is first counted, as in LengthVector, and the repeated shingles,
+  // sorted: every occurrence is first counted (the length vector), and the repeated shingles,
   // which are few, are then corrected with a second pass over the words.
   const size_t n = word_hashes.size();
   thread_local std::vector<uint64_t> hashes, scratch;
@@ -86,8 +91,8 @@ std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, 
   size_t next = 0;
   ForEachShingle(word_hashes, k, [&](uint64_t h, uint64_t) { hashes[next++] = h; });
   SortByLeadingBits(&hashes, 64, [](uint64_t h) { return h; }, &scratch);
-  per_dim->assign(static_cast<size_t>(dims), 0);
-  for (uint64_t w : word_hashes) ++(*per_dim)[SubDictionary(w, dims)];
+  const int dims = static_cast<int>(length_vector.size());
+  per_dim->assign(length_vector.begin(), length_vector.end());  // every occurrence, as LengthVector counts
   std::vector<uint64_t> out;
   out.reserve(n);
   thread_local std::vector<uint64_t> repeated;

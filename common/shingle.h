@@ -30,6 +30,10 @@ std::vector<uint64_t> ShingleSet(std::span<const uint64_t> word_hashes, int k);
 // after first words of different sub-dictionaries, counts once, in the smallest of them.
 std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, int k, int dims,
                                          std::vector<uint32_t>* per_dim);
+// The same, for a caller that already has length_vector = LengthVector(word_hashes, dims) (dims
+// is its size): the words are not counted again.
+std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, int k,
+                                         std::span<const uint32_t> length_vector, std::vector<uint32_t>* per_dim);
 
 // The sub-dictionary (0..dims-1) a word belongs to: a stable hash of the word, independent of
 // the shingle hashes.

@@ -22,8 +22,8 @@ void Signer::Sign(std::string_view text, PageFeatures* out) const {
   words.clear();
   HashWords(text, &words);
   out->word_count = static_cast<uint32_t>(words.size());
-  out->shingles = ShingleSetWithDims(words, options_.k, options_.dims, &out->shingle_vector);
   out->length_vector = LengthVector(words, options_.dims);
+  out->shingles = ShingleSetWithDims(words, options_.k, out->length_vector, &out->shingle_vector);
   const XXH128_hash_t d = XXH3_128bits(words.data(), words.size() * sizeof(uint64_t));
   XXH128_canonical_t c;
   XXH128_canonicalFromHash(&c, d);

@@ -209,12 +209,20 @@ TEST(ShardExactness, TinyPages) {
   CheckExactSplit(Options(dir.str()), all, 500, kThresholds);
 }
 
-TEST(ShardExactness, IdenticalPages) {
-  TempDir dir;
-  std::vector<uint64_t> h(50);
+namespace {
+// `pages` pages http://i/0.. with the same `shingles` hashes.
+std::vector<pb::PageSignature> IdenticalSigs(int pages, size_t shingles) {
+  std::vector<uint64_t> h(shingles);
   for (size_t i = 0; i < h.size(); ++i) h[i] = i * 7919 + 3;
   std::vector<pb::PageSignature> all;
-  for (int i = 0; i < 120; ++i) all.push_back(MakeSig(Name("http://i/", i), h));
+  for (int i = 0; i < pages; ++i) all.push_back(MakeSig(Name("http://i/", i), h));
+  return all;
+}
+}  // namespace
+
+TEST(ShardExactness, IdenticalPages) {
+  TempDir dir;
+  const std::vector<pb::PageSignature> all = IdenticalSigs(120, 50);
   CheckExactSplit(Options(dir.str()), all, 100, kThresholds);
 }
 
@@ -222,10 +230,7 @@ TEST(ShardExactness, IdenticalPages) {
 // candidate, and a match, exactly once.
 TEST(ShardExactness, IdenticalPagesInOneBatchArePairedOnce) {
   TempDir dir;
-  std::vector<uint64_t> h(200);
-  for (size_t i = 0; i < h.size(); ++i) h[i] = i * 7919 + 3;
-  std::vector<pb::PageSignature> all;
-  for (int i = 0; i < 60; ++i) all.push_back(MakeSig(Name("http://i/", i), h));
+  const std::vector<pb::PageSignature> all = IdenticalSigs(60, 200);
   auto shard = Shard::Open(Options(dir.str()));
   ASSERT_TRUE(shard.ok()) << shard.status().ToString();
   auto pages = Pages(all);
