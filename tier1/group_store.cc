@@ -104,13 +104,38 @@ Status GroupStore::Members(uint64_t group, std::vector<std::string>* out) const 
 
 // ---- Txn -------------------------------------------------------------------------------------
 
-StatusOr<GroupStore::Txn::PageEntry*> GroupStore::Txn::LoadPage(const std::string& url) {
+GroupStore::Txn::PageEntry* GroupStore::Txn::Cached(uint64_t hash, const std::string& url) {
+  if (page_memo_.empty()) page_memo_.resize(kMemoSize);
+  PageMemo& memo = page_memo_[hash & (kMemoSize - 1)];
+  if (memo.entry != nullptr && memo.hash == hash && memo.entry->first == url) return memo.entry;
   auto it = pages_.find(url);
-  if (it == pages_.end()) {
+  if (it == pages_.end()) return nullptr;
+  memo = {hash, &*it};
+  return &*it;
+}
+
+GroupStore::Txn::GroupSlot* GroupStore::Txn::CachedGroup(uint64_t group) {
+  if (group_memo_.empty()) group_memo_.resize(kMemoSize);
+  GroupMemo& memo = group_memo_[group & (kMemoSize - 1)];
+  if (memo.slot != nullptr && memo.group == group) return memo.slot;
+  auto it = groups_.find(group);
+  if (it == groups_.end()) return nullptr;
+  memo = {group, &it->second};
+  return &it->second;
+}
+
+void GroupStore::Txn::ClearMemos() {
+  page_memo_.clear();
+  group_memo_.clear();
+}
+
+StatusOr<GroupStore::Txn::PageEntry*> GroupStore::Txn::LoadPage(const std::string& url) {
+  const uint64_t h = store_->url_hash_(url);
+  PageEntry* e = Cached(h, url);
+  if (e == nullptr) {
     PageSlot slot;
     std::string bytes;
     // A URL the store has never recorded needs no read.
-    const uint64_t h = store_->url_hash_(url);
     const bool known = store_->page_groups_.Contains(h);
     ++(known ? page_reads_.reads : page_reads_.skipped);
     Status s = known ? store_->rows_->Get(store_->page_, url, "", &bytes) : NotFound("");
@@ -122,12 +147,13 @@ StatusOr<GroupStore::Txn::PageEntry*> GroupStore::Txn::LoadPage(const std::strin
     } else if (known) {
       store_->colliding_.insert(h);  // the hash is another URL's
     }
-    it = pages_.emplace(url, std::move(slot)).first;
+    e = &*pages_.emplace(url, std::move(slot)).first;
+    page_memo_[h & (kMemoSize - 1)] = {h, e};
   } else {
     ++page_reads_.hits;
   }
-  it->second.used = epoch_;
-  return &*it;
+  e->second.used = epoch_;
+  return e;
 }
 
 StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url) {
@@ -136,12 +162,12 @@ StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url)
 }
 
 StatusOr<uint64_t> GroupStore::Txn::ContentGroupOf(const std::string& url) {
-  if (auto it = pages_.find(url); it != pages_.end()) {
-    ++page_reads_.hits;
-    it->second.used = epoch_;
-    return it->second.exists ? ContentGroup(it->second.rec) : 0;
-  }
   const uint64_t h = store_->url_hash_(url);
+  if (PageEntry* e = Cached(h, url); e != nullptr) {
+    ++page_reads_.hits;
+    e->second.used = epoch_;
+    return e->second.exists ? ContentGroup(e->second.rec) : 0;
+  }
   uint64_t group = 0;
   if (!store_->page_groups_.Find(h, &group)) {
     ++page_reads_.skipped;
@@ -167,8 +193,8 @@ StatusOr<pb::Tier1Page*> GroupStore::Txn::MutablePage(const std::string& url) {
 }
 
 StatusOr<GroupStore::Txn::GroupSlot*> GroupStore::Txn::LoadGroup(uint64_t group) {
-  auto it = groups_.find(group);
-  if (it == groups_.end()) {
+  GroupSlot* found = CachedGroup(group);
+  if (found == nullptr) {
     GroupSlot slot;
     std::string bytes;
     // An id above the committed counter was reserved by this Txn: nothing to read.
@@ -181,12 +207,13 @@ StatusOr<GroupStore::Txn::GroupSlot*> GroupStore::Txn::LoadGroup(uint64_t group)
     } else if (s.code() != StatusCode::kNotFound) {
       return s;
     }
-    it = groups_.emplace(group, std::move(slot)).first;
+    found = &groups_.emplace(group, std::move(slot)).first->second;
+    group_memo_[group & (kMemoSize - 1)] = {group, found};
   } else {
     ++group_reads_.hits;
   }
-  it->second.used = epoch_;
-  return &it->second;
+  found->used = epoch_;
+  return found;
 }
 
 StatusOr<const pb::Tier1Group*> GroupStore::Txn::FindGroup(uint64_t group) {
@@ -352,8 +379,14 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
     for (uint64_t g : dirty_groups_) {
       auto it = groups_.find(g);
       if (it == groups_.end()) continue;
-      if (it->second.deleted) groups_.erase(it);
-      else it->second.dirty = false;
+      if (it->second.deleted) {
+        if (!group_memo_.empty()) {
+          if (GroupMemo& m = group_memo_[g & (kMemoSize - 1)]; m.slot == &it->second) m = GroupMemo();
+        }
+        groups_.erase(it);
+      } else {
+        it->second.dirty = false;
+      }
     }
     dirty_pages_.clear();
     dirty_groups_.clear();
@@ -384,12 +417,14 @@ Status GroupStore::Txn::Evict(size_t keep) {
     if (a > 0 && kept > keep) break;
     oldest = a;
   }
+  ClearMemos();
   std::erase_if(pages_, [&](const auto& e) { return age(e.second.used) > oldest; });
   std::erase_if(groups_, [&](const auto& e) { return age(e.second.used) > oldest; });
   return Status::Ok();
 }
 
 void GroupStore::Txn::Discard() {
+  ClearMemos();
   pages_.clear();
   groups_.clear();
   dirty_pages_.clear();

@@ -178,9 +178,26 @@ class GroupStore::Txn {
   Status Merge(RowStore::Family family, const std::string& row,
                const std::map<std::string, bool, std::less<>>* changes, std::vector<std::string>* out) const;
 
+  // Direct-mapped memos of recent lookups, by hash (pages: the store's URL hash; groups: the id),
+  // in front of pages_ and groups_. A batch looks up most of its records several times (Classify,
+  // Apply, the winners' update, the status answers): with a large working set each lookup in the
+  // maps costs several cache misses (bucket, node, key), a memo hit about one. An entry is checked
+  // against its record's key, so a collision only costs a map lookup. Cleared wherever a map's
+  // nodes may be erased (Evict, Discard, a deleted group's Commit).
+  static constexpr size_t kMemoSize = 4096;  // a power of two
+  struct PageMemo { uint64_t hash = 0; PageEntry* entry = nullptr; };
+  struct GroupMemo { uint64_t group = 0; GroupSlot* slot = nullptr; };
+  // The Txn's entry for the URL (hash = the store's URL hash of url) or group, null when it holds
+  // none; a map hit is memoised.
+  PageEntry* Cached(uint64_t hash, const std::string& url);
+  GroupSlot* CachedGroup(uint64_t group);
+  void ClearMemos();
+
   GroupStore* store_;
   Pages pages_;
   std::unordered_map<uint64_t, GroupSlot> groups_;
+  std::vector<PageMemo> page_memo_;    // kMemoSize entries once used
+  std::vector<GroupMemo> group_memo_;  // kMemoSize entries once used
   std::vector<PageEntry*> dirty_pages_;  // each changed page once, in first-change order
   std::vector<uint64_t> dirty_groups_;
   // row -> (column -> present?) for the member and redirect families.

@@ -277,6 +277,66 @@ TEST_F(GroupStoreTest, EvictKeepsTheRecordsUsedLast) {
   EXPECT_EQ(txn.page_reads().skipped - before.skipped, 1u);
 }
 
+// The Txn's lookup memos (by URL hash and by group id) never answer for another key, nor with a
+// record Evict, Discard or a committed delete dropped: a hash that gives every URL the same memo
+// entry, groups whose ids share one, lookups after each way records leave the Txn. (With ASan, a
+// memo entry left pointing at a dropped record fails here too.)
+TEST_F(GroupStoreTest, LookupMemosAnswerOnlyForTheirOwnKeys) {
+  auto store = Open([](std::string_view) -> uint64_t { return 7; });
+  ASSERT_NE(store, nullptr);
+  GroupStore::Txn txn(store.get());
+  auto url = [](int i) { return "http://m.com/" + std::to_string(i); };
+  constexpr uint64_t kStride = 4096;  // group ids this far apart share a memo entry
+  for (uint64_t i = 0; i <= 2 * kStride; ++i) txn.NewGroupId();  // ids 1 .. 2 * kStride + 1
+  for (int i = 0; i < 6; ++i) {
+    auto p = txn.MutablePage(url(i));
+    ASSERT_TRUE(p.ok());
+    (*p)->set_group(1 + kStride * static_cast<uint64_t>(i % 3));
+    auto g = txn.MutableGroup(1 + kStride * static_cast<uint64_t>(i % 3));
+    ASSERT_TRUE(g.ok());
+    (*g)->set_winner(url(i % 3));
+  }
+  auto expect_pages = [&](const char* when) {
+    for (int round = 0; round < 2; ++round) {  // each URL right after another, twice
+      for (int i = 0; i < 6; ++i) {
+        auto p = txn.FindPage(url(i));
+        ASSERT_TRUE(p.ok() && *p != nullptr) << when << " " << i;
+        EXPECT_EQ((*p)->group(), 1 + kStride * static_cast<uint64_t>(i % 3)) << when << " " << i;
+        auto cg = txn.ContentGroupOf(url(i));
+        ASSERT_TRUE(cg.ok());
+        EXPECT_EQ(*cg, 0u) << when << " " << i;  // no signature
+      }
+      for (int j = 0; j < 3; ++j) {
+        auto g = txn.FindGroup(1 + kStride * static_cast<uint64_t>(j));
+        ASSERT_TRUE(g.ok() && *g != nullptr) << when << " " << j;
+        EXPECT_EQ((*g)->winner(), url(j)) << when << " " << j;
+      }
+    }
+    auto absent = txn.FindPage("http://m.com/none");
+    ASSERT_TRUE(absent.ok());
+    EXPECT_EQ(*absent, nullptr) << when;
+  };
+  expect_pages("in the Txn");
+  ASSERT_TRUE(txn.Commit(/*durable=*/false, /*keep_cache=*/true).ok());
+  expect_pages("kept after Commit");
+  ASSERT_TRUE(txn.Commit(false, true).ok());
+  ASSERT_TRUE(txn.Evict(0).ok());
+  EXPECT_EQ(txn.cached(), 0u);
+  expect_pages("read again after Evict");
+  txn.Discard();
+  expect_pages("read again after Discard");
+
+  // A group deleted by a Commit that keeps the cache is read again (absent), not remembered.
+  txn.DeleteGroup(1 + kStride);
+  ASSERT_TRUE(txn.Commit(false, true).ok());
+  auto gone = txn.FindGroup(1 + kStride);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(*gone, nullptr);
+  auto other = txn.FindGroup(1 + 2 * kStride);
+  ASSERT_TRUE(other.ok() && *other != nullptr);
+  EXPECT_EQ((*other)->winner(), url(2));
+}
+
 // ContentGroupOf answers as FindPage would (the group of a page with a signature, else 0) from
 // the Txn's records, the store's memory, or, for URLs whose hashes collide, the records: here a
 // hash with 5 values makes most URLs collide, found at Open, by a read, or by a Commit.
