@@ -171,7 +171,7 @@ void FillDefaults(pb::NeardupConfig* c) {
   if (!t1->has_fast_path()) t1->set_fast_path(true);
   if (!t1->has_sync()) t1->set_sync(true);
   if (!t1->has_cache_mib()) t1->set_cache_mib(32);
-  if (!t1->has_cache_records()) t1->set_cache_records(1u << 18);
+  if (!t1->has_cache_records()) t1->set_cache_records(1u << 21);
   if (!t1->has_compress()) t1->set_compress(false);
   auto* p = c->mutable_pipeline();
   if (!p->has_shards()) p->set_shards(4);

@@ -64,7 +64,7 @@ struct Tier1Options {
   double repair_rejection_share = 0.2;
   uint32_t repair_min_rejections = 2;
   uint32_t repair_max_members = 5000;
-  uint64_t cache_records = 1u << 18;  // see Tier1Config.cache_records
+  uint64_t cache_records = 1u << 21;  // see Tier1Config.cache_records
 };
 
 // Options from the configuration's tier1 section and the service threshold.
