@@ -138,6 +138,9 @@ Status CheckPipeline(const Collector& collector, const std::string& name, const 
   if (p.has_background_nice() && p.background_nice() > 19) {
     return bad("background_nice", "must be in 0..19", std::to_string(p.background_nice()));
   }
+  if (p.has_shard_load_base() && !(p.shard_load_base() >= 0 && p.shard_load_base() <= 1e9)) {
+    return bad("shard_load_base", "must be in [0, 1e9]", std::to_string(p.shard_load_base()));
+  }
   return Status::Ok();
 }
 
@@ -180,6 +183,7 @@ void FillDefaults(pb::NeardupConfig* c) {
   if (!p->has_map_sample_rate()) p->set_map_sample_rate(0.05);
   if (!p->has_cells_per_shard()) p->set_cells_per_shard(6);
   if (!p->has_background_nice()) p->set_background_nice(10);
+  if (!p->has_shard_load_base()) p->set_shard_load_base(800);
 }
 
 }  // namespace

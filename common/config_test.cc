@@ -72,6 +72,7 @@ TEST(Config, Tier1AndPipelineDefaults) {
   EXPECT_DOUBLE_EQ(p.map_sample_rate(), 0.05);
   EXPECT_EQ(p.cells_per_shard(), 6u);
   EXPECT_EQ(p.background_nice(), 10u);
+  EXPECT_DOUBLE_EQ(p.shard_load_base(), 800.0);
   EXPECT_EQ(DefaultConfig().SerializeAsString(), c->SerializeAsString());
 }
 
@@ -195,6 +196,11 @@ TEST(Config, PipelineRangesNameTheFieldAndItsPosition) {
   c = ParseConfig("pipeline {\n  background_nice: 20\n}", "p");
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), StartsWith("p:2:3: pipeline.background_nice: must be in 0..19 (got 20)"));
+  c = ParseConfig("pipeline {\n  shard_load_base: -1\n}", "p");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), StartsWith("p:2:3: pipeline.shard_load_base: must be in [0, 1e9]"));
+  EXPECT_FALSE(ParseConfig("pipeline { shard_load_base: inf }", "p").ok());
+  EXPECT_TRUE(ParseConfig("pipeline { shard_load_base: 0 }", "p").ok());
 }
 
 TEST(Config, UnknownFieldNamesFileLineAndColumn) {

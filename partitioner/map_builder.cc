@@ -254,7 +254,8 @@ std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, 
   return machine_of;
 }
 
-StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBuildOptions& o) {
+StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBuildOptions& o,
+                                         std::span<const double> page_load) {
   if (o.dims < 1 || o.dims > 16) return InvalidArgument("dims must be in 1..16, got " + std::to_string(o.dims));
   if (sample.dims() != o.dims) {
     return InvalidArgument("the sample has " + std::to_string(sample.dims()) + " dimensions, the map wants " +
@@ -297,7 +298,15 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
   queue.push_back({0, 0, std::vector<uint32_t>(sample.size())});
   std::iota(queue[0].points.begin(), queue[0].points.end(), 0u);
   p.add_slice();
+  if (!page_load.empty() && page_load.size() != sample.size()) {
+    return InvalidArgument("page_load has " + std::to_string(page_load.size()) + " entries for " +
+                           std::to_string(sample.size()) + " sampled pages");
+  }
+  for (double l : page_load) {
+    if (!(l >= 0 && std::isfinite(l))) return InvalidArgument("page_load must be finite and >= 0, got " + std::to_string(l));
+  }
   std::vector<double> weight;
+  std::vector<double> load;    // per cell: the sum of its pages' page_load (when given)
   std::vector<double> length;  // per cell: mean total length (sum over dimensions) of its pages
   for (size_t q = 0; q < queue.size(); ++q) {
     Pending node = std::move(queue[q]);
@@ -310,6 +319,11 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
     if (node.depth + 1 == o.dims) {
       slice->set_first_child(static_cast<uint32_t>(weight.size()));
       for (const auto& r : ranges) weight.push_back(r.weight);
+      if (!page_load.empty()) {
+        load.resize(weight.size(), 0.0);
+        const size_t first_cell = weight.size() - ranges.size();
+        for (uint32_t i : node.points) load[first_cell + FindRange(ranges, sample.Vector(i, feature)[node.depth])] += page_load[i];
+      }
       if (o.spread_machines) {
         const size_t first_cell = length.size();
         length.resize(weight.size(), 0.0);
@@ -330,9 +344,10 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
       queue.push_back({first + static_cast<int>(r), node.depth + 1, std::move(parts[r])});
     }
   }
-  const std::vector<uint32_t> machine_of = o.contiguous_machines ? AssignCellsContiguous(weight, o.machines)
-                                           : o.spread_machines   ? AssignCellsSpread(weight, o.machines, length)
-                                                                 : AssignCellsLargestFirst(weight, o.machines);
+  const std::vector<double>& by = page_load.empty() ? weight : load;
+  const std::vector<uint32_t> machine_of = o.contiguous_machines ? AssignCellsContiguous(by, o.machines)
+                                           : o.spread_machines   ? AssignCellsSpread(by, o.machines, length)
+                                                                 : AssignCellsLargestFirst(by, o.machines);
   p.mutable_cell_machine()->Assign(machine_of.begin(), machine_of.end());
   p.mutable_cell_weight()->Assign(weight.begin(), weight.end());
   return PartitionMap::FromProto(std::move(p));

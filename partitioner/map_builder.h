@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "common/status.h"
@@ -54,9 +55,13 @@ struct MapBuildOptions {
 // The feature a routing mode needs: EXACT_L1 bounds shingle counts, RHO_BOX word lengths.
 pb::PartitionMap::Feature FeatureFor(pb::PartitionMap::Routing routing);
 
-// InvalidArgument for bad options or a sample of another dimension count; FailedPrecondition for
-// an empty sample.
-StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBuildOptions& options);
+// `page_load`, when given, is per sampled page (in sample order) the load it puts on its machine,
+// for assigning cells to machines: a cell's load is the sum over its pages. Without it every page
+// weighs 1. Slicing always balances pages; only the assignment sees the loads.
+// InvalidArgument for bad options, a sample of another dimension count, or a page_load of another
+// size or with a negative or non-finite entry; FailedPrecondition for an empty sample.
+StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBuildOptions& options,
+                                         std::span<const double> page_load = {});
 
 // Greedy largest-first assignment of weighted cells to machines, then improved by
 // RefineAssignment (moves and swaps); empty cells are spread round-robin over the machines in

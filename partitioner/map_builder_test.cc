@@ -197,6 +197,41 @@ TEST(BuildPartitionMap, EveryPageHasAHomeAndRoutesThere) {
   }
 }
 
+// Weighing each page by its length gives the shard of the longest pages fewer of them, and
+// evens out the load it was given; without loads, the same cells hold about equal page counts.
+TEST(BuildPartitionMap, PageLoadsBalanceTheLoadInsteadOfThePages) {
+  const LengthSample sample = SpikySample(3, 20000, 5);
+  const MapBuildOptions o{.dims = 3, .machines = 4, .routing = pb::PartitionMap::EXACT_L1, .contiguous_machines = true};
+  std::vector<double> load(sample.size());
+  for (size_t i = 0; i < sample.size(); ++i) load[i] = 100.0 + sample.shingle_count(i);
+  auto by_pages = BuildPartitionMap(sample, o);
+  auto by_load = BuildPartitionMap(sample, o, load);
+  ASSERT_TRUE(by_pages.ok() && by_load.ok());
+  auto per_machine = [&](const PartitionMap& map, bool weigh) {
+    std::vector<double> m(4, 0.0);
+    for (size_t i = 0; i < sample.size(); ++i) {
+      m[map.MachineOf(map.Home(sample.Vector(i, map.proto().feature())))] += weigh ? load[i] : 1.0;
+    }
+    return m;
+  };
+  auto spread = [](const std::vector<double>& m) {
+    return *std::max_element(m.begin(), m.end()) / *std::min_element(m.begin(), m.end());
+  };
+  const auto pages_a = per_machine(*by_pages, false), load_a = per_machine(*by_pages, true);
+  const auto pages_b = per_machine(*by_load, false), load_b = per_machine(*by_load, true);
+  EXPECT_LT(spread(pages_a), spread(pages_b));
+  EXPECT_LT(spread(load_b), spread(load_a));
+  EXPECT_LT(spread(load_b), 1.25);
+  // Contiguous runs go from short to long pages: the last machine has the longest, so fewer.
+  EXPECT_LT(pages_b[3], pages_a[3]);
+  // The slicing itself is by pages either way.
+  EXPECT_EQ(by_pages->proto().slice_size(), by_load->proto().slice_size());
+  EXPECT_EQ(by_pages->proto().cell_weight_size(), by_load->proto().cell_weight_size());
+  for (int c = 0; c < by_pages->proto().cell_weight_size(); ++c) {
+    EXPECT_DOUBLE_EQ(by_pages->proto().cell_weight(c), by_load->proto().cell_weight(c));
+  }
+}
+
 TEST(BuildPartitionMap, RefusesBadOptions) {
   const LengthSample sample = SpikySample(2, 100, 1);
   EXPECT_FALSE(BuildPartitionMap(sample, {.dims = 3}).ok());  // sample has 2 dimensions
@@ -204,6 +239,13 @@ TEST(BuildPartitionMap, RefusesBadOptions) {
   EXPECT_FALSE(BuildPartitionMap(sample, {.dims = 2, .threshold = 1.5}).ok());
   EXPECT_FALSE(BuildPartitionMap(sample, {.dims = 2, .routing = pb::PartitionMap::RHO_BOX, .rho = 0.5}).ok());
   EXPECT_EQ(BuildPartitionMap(LengthSample(2), {.dims = 2}).status().code(), StatusCode::kFailedPrecondition);
+  std::vector<double> load(sample.size(), 1.0);
+  EXPECT_TRUE(BuildPartitionMap(sample, {.dims = 2}, load).ok());
+  EXPECT_FALSE(BuildPartitionMap(sample, {.dims = 2}, std::span<const double>(load).first(99)).ok());
+  load[7] = -1;
+  EXPECT_FALSE(BuildPartitionMap(sample, {.dims = 2}, load).ok());
+  load[7] = std::nan("");
+  EXPECT_FALSE(BuildPartitionMap(sample, {.dims = 2}, load).ok());
 }
 
 TEST(EstimateRho, FromKnownDeviations) {

@@ -370,7 +370,10 @@ Status Pipeline::OpenMap() {
       one.Add(v, v);
       sample.sample = std::move(one);
     }
-    ASSIGN_OR_RETURN(map_, BuildPartitionMap(sample.sample, mo));
+    // Shards balanced by load, not pages: see PipelineConfig.shard_load_base.
+    std::vector<double> page_load(sample.sample.size());
+    for (size_t i = 0; i < page_load.size(); ++i) page_load[i] = pc.shard_load_base() + sample.sample.shingle_count(i);
+    ASSIGN_OR_RETURN(map_, BuildPartitionMap(sample.sample, mo, page_load));
     // Each shard's index is sized for the prefix postings its sampled pages predict, so that it
     // does not rebuild itself larger and larger as the crawl fills it.
     expected_postings_.assign(map_->machines(), 0);
