@@ -104,7 +104,7 @@ Status GroupStore::Members(uint64_t group, std::vector<std::string>* out) const 
 
 // ---- Txn -------------------------------------------------------------------------------------
 
-GroupStore::Txn::PageEntry* GroupStore::Txn::Cached(uint64_t hash, const std::string& url) {
+GroupStore::Txn::PageEntry* GroupStore::Txn::Cached(uint64_t hash, std::string_view url) {
   if (page_memo_.empty()) page_memo_.resize(kMemoSize);
   PageMemo& memo = page_memo_[hash & (kMemoSize - 1)];
   if (memo.entry != nullptr && memo.hash == hash && memo.entry->first == url) return memo.entry;
@@ -161,7 +161,7 @@ StatusOr<const pb::Tier1Page*> GroupStore::Txn::FindPage(const std::string& url)
   return e->second.exists ? &e->second.rec : nullptr;
 }
 
-StatusOr<uint64_t> GroupStore::Txn::ContentGroupOf(const std::string& url) {
+StatusOr<uint64_t> GroupStore::Txn::ContentGroupOf(std::string_view url) {
   const uint64_t h = store_->url_hash_(url);
   if (PageEntry* e = Cached(h, url); e != nullptr) {
     ++page_reads_.hits;
@@ -174,7 +174,7 @@ StatusOr<uint64_t> GroupStore::Txn::ContentGroupOf(const std::string& url) {
     return 0;
   }
   if (store_->colliding_.count(h) > 0) {
-    ASSIGN_OR_RETURN(const pb::Tier1Page* p, FindPage(url));
+    ASSIGN_OR_RETURN(const pb::Tier1Page* p, FindPage(std::string(url)));
     return p != nullptr ? ContentGroup(*p) : 0;
   }
   ++page_reads_.indexed;

@@ -118,7 +118,7 @@ class GroupStore::Txn {
   // the records of URLs whose hashes it saw collide). Exact for a URL with a record (a Tier 2
   // match always has one); a URL never recorded whose 64-bit hash equals a recorded one's (about
   // pages / 2^64) gets that page's group. Errors as FindPage.
-  StatusOr<uint64_t> ContentGroupOf(const std::string& url);
+  StatusOr<uint64_t> ContentGroupOf(std::string_view url);
 
   // Members and the redirect index, as the store has them plus this Txn's changes, in URL order.
   Status Members(uint64_t group, std::vector<std::string>* out);
@@ -189,7 +189,7 @@ class GroupStore::Txn {
   struct GroupMemo { uint64_t group = 0; GroupSlot* slot = nullptr; };
   // The Txn's entry for the URL (hash = the store's URL hash of url) or group, null when it holds
   // none; a map hit is memoised.
-  PageEntry* Cached(uint64_t hash, const std::string& url);
+  PageEntry* Cached(uint64_t hash, std::string_view url);
   GroupSlot* CachedGroup(uint64_t group);
   void ClearMemos();
 

@@ -178,15 +178,17 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Route>* ro
 
 Status Tier1::RedirectClosure(GroupStore::Txn& txn, const std::string& url, std::vector<std::string>* out) {
   out->assign(1, url);
-  std::unordered_set<std::string> seen{url};
   std::vector<std::string> sources;
-  for (size_t k = 0; k < out->size(); ++k) {
-    RETURN_IF_ERROR(txn.Redirectors((*out)[k], &sources));
+  RETURN_IF_ERROR(txn.Redirectors(url, &sources));
+  if (sources.empty()) return Status::Ok();  // most pages: nobody redirects to them, no set to build
+  std::unordered_set<std::string> seen{url};
+  for (size_t k = 0;;) {
     for (std::string& s : sources) {
       if (seen.insert(s).second) out->push_back(std::move(s));
     }
+    if (++k == out->size()) return Status::Ok();
+    RETURN_IF_ERROR(txn.Redirectors((*out)[k], &sources));
   }
-  return Status::Ok();
 }
 
 Status Tier1::MovePages(GroupStore::Txn& txn, const std::vector<std::string>& pages, uint64_t /*from*/,
@@ -424,7 +426,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
     for (const auto& [url, sim] : resident[i]) {
       if (url == u.url || stale.count(url) > 0) continue;
       // Only the group matters here: most matches are old pages the cache no longer holds.
-      ASSIGN_OR_RETURN(const uint64_t gid, txn.ContentGroupOf(std::string(url)));
+      ASSIGN_OR_RETURN(const uint64_t gid, txn.ContentGroupOf(url));
       if (gid != 0) targets.emplace_back(sim, gid);
     }
     for (const auto& [j, sim] : partners[i]) {
