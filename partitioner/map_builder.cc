@@ -267,6 +267,13 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
   if (o.routing == pb::PartitionMap::RHO_BOX && !(o.rho >= 1)) return InvalidArgument("rho must be >= 1");
   if (!(o.fine_grain >= 0 && o.fine_grain < 1)) return InvalidArgument("fine_grain must be in [0, 1)");
   const double fine_grain = o.fine_grain > 0 ? o.fine_grain : o.threshold;
+  if (!page_load.empty() && page_load.size() != sample.size()) {
+    return InvalidArgument("page_load has " + std::to_string(page_load.size()) + " entries for " +
+                           std::to_string(sample.size()) + " sampled pages");
+  }
+  for (double l : page_load) {
+    if (!(l >= 0 && std::isfinite(l))) return InvalidArgument("page_load must be finite and >= 0, got " + std::to_string(l));
+  }
   if (sample.size() == 0) return FailedPrecondition("cannot build a partition map from an empty sample");
 
   const auto feature = FeatureFor(o.routing);
@@ -298,13 +305,6 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
   queue.push_back({0, 0, std::vector<uint32_t>(sample.size())});
   std::iota(queue[0].points.begin(), queue[0].points.end(), 0u);
   p.add_slice();
-  if (!page_load.empty() && page_load.size() != sample.size()) {
-    return InvalidArgument("page_load has " + std::to_string(page_load.size()) + " entries for " +
-                           std::to_string(sample.size()) + " sampled pages");
-  }
-  for (double l : page_load) {
-    if (!(l >= 0 && std::isfinite(l))) return InvalidArgument("page_load must be finite and >= 0, got " + std::to_string(l));
-  }
   std::vector<double> weight;
   std::vector<double> load;    // per cell: the sum of its pages' page_load (when given)
   std::vector<double> length;  // per cell: mean total length (sum over dimensions) of its pages
