@@ -319,18 +319,19 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
     if (node.depth + 1 == o.dims) {
       slice->set_first_child(static_cast<uint32_t>(weight.size()));
       for (const auto& r : ranges) weight.push_back(r.weight);
-      if (!page_load.empty()) {
-        load.resize(weight.size(), 0.0);
-        const size_t first_cell = weight.size() - ranges.size();
-        for (uint32_t i : node.points) load[first_cell + FindRange(ranges, sample.Vector(i, feature)[node.depth])] += page_load[i];
-      }
-      if (o.spread_machines) {
-        const size_t first_cell = length.size();
-        length.resize(weight.size(), 0.0);
+      // Per cell, the loads of its pages and (for the spread assignment) their lengths.
+      const size_t first_cell = weight.size() - ranges.size();
+      if (!page_load.empty()) load.resize(weight.size(), 0.0);
+      if (o.spread_machines) length.resize(weight.size(), 0.0);
+      if (!page_load.empty() || o.spread_machines) {
         for (uint32_t i : node.points) {
           const auto v = sample.Vector(i, feature);
-          length[first_cell + FindRange(ranges, v[node.depth])] += std::accumulate(v.begin(), v.end(), 0.0);
+          const size_t c = first_cell + FindRange(ranges, v[node.depth]);
+          if (!page_load.empty()) load[c] += page_load[i];
+          if (o.spread_machines) length[c] += std::accumulate(v.begin(), v.end(), 0.0);
         }
+      }
+      if (o.spread_machines) {
         for (size_t c = first_cell; c < weight.size(); ++c) length[c] /= std::max(1.0, weight[c]);
       }
       continue;

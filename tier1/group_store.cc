@@ -105,7 +105,6 @@ Status GroupStore::Members(uint64_t group, std::vector<std::string>* out) const 
 // ---- Txn -------------------------------------------------------------------------------------
 
 GroupStore::Txn::PageEntry* GroupStore::Txn::Cached(uint64_t hash, std::string_view url) {
-  if (page_memo_.empty()) page_memo_.resize(kMemoSize);
   PageMemo& memo = page_memo_[hash & (kMemoSize - 1)];
   if (memo.entry != nullptr && memo.hash == hash && memo.entry->first == url) return memo.entry;
   auto it = pages_.find(url);
@@ -115,7 +114,6 @@ GroupStore::Txn::PageEntry* GroupStore::Txn::Cached(uint64_t hash, std::string_v
 }
 
 GroupStore::Txn::GroupSlot* GroupStore::Txn::CachedGroup(uint64_t group) {
-  if (group_memo_.empty()) group_memo_.resize(kMemoSize);
   GroupMemo& memo = group_memo_[group & (kMemoSize - 1)];
   if (memo.slot != nullptr && memo.group == group) return memo.slot;
   auto it = groups_.find(group);
@@ -125,8 +123,8 @@ GroupStore::Txn::GroupSlot* GroupStore::Txn::CachedGroup(uint64_t group) {
 }
 
 void GroupStore::Txn::ClearMemos() {
-  page_memo_.clear();
-  group_memo_.clear();
+  std::fill(page_memo_.begin(), page_memo_.end(), PageMemo());
+  std::fill(group_memo_.begin(), group_memo_.end(), GroupMemo());
 }
 
 StatusOr<GroupStore::Txn::PageEntry*> GroupStore::Txn::LoadPage(const std::string& url) {
@@ -380,9 +378,7 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
       auto it = groups_.find(g);
       if (it == groups_.end()) continue;
       if (it->second.deleted) {
-        if (!group_memo_.empty()) {
-          if (GroupMemo& m = group_memo_[g & (kMemoSize - 1)]; m.slot == &it->second) m = GroupMemo();
-        }
+        if (GroupMemo& m = group_memo_[g & (kMemoSize - 1)]; m.slot == &it->second) m = GroupMemo();
         groups_.erase(it);
       } else {
         it->second.dirty = false;

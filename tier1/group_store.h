@@ -97,7 +97,7 @@ class GroupStore {
 
 class GroupStore::Txn {
  public:
-  explicit Txn(GroupStore* store) : store_(store) {}
+  explicit Txn(GroupStore* store) : store_(store), page_memo_(kMemoSize), group_memo_(kMemoSize) {}
 
   // The page's record, or null when the URL has none (NotFound is not an error here). Errors:
   // Corruption / IoError from the store.
@@ -196,8 +196,8 @@ class GroupStore::Txn {
   GroupStore* store_;
   Pages pages_;
   std::unordered_map<uint64_t, GroupSlot> groups_;
-  std::vector<PageMemo> page_memo_;    // kMemoSize entries once used
-  std::vector<GroupMemo> group_memo_;  // kMemoSize entries once used
+  std::vector<PageMemo> page_memo_;    // kMemoSize entries
+  std::vector<GroupMemo> group_memo_;  // kMemoSize entries
   std::vector<PageEntry*> dirty_pages_;  // each changed page once, in first-change order
   std::vector<uint64_t> dirty_groups_;
   // row -> (column -> present?) for the member and redirect families.
