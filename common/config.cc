@@ -160,7 +160,6 @@ void FillDefaults(pb::NeardupConfig* c) {
   if (!t->has_batch_millis()) t->set_batch_millis(50);
   if (!t->has_max_batch_pages()) t->set_max_batch_pages(100000);
   if (!t->has_sync()) t->set_sync(true);
-  if (!t->has_cache_mib()) t->set_cache_mib(64);
   if (!t->has_order_sample_pages()) t->set_order_sample_pages(20000);
   if (!t->has_frequent_min_pages()) t->set_frequent_min_pages(4);
   auto* t1 = c->mutable_tier1();

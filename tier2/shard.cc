@@ -1,14 +1,15 @@
 #include "tier2/shard.h"
 
-#include <leveldb/cache.h>
-#include <leveldb/db.h>
-#include <leveldb/filter_policy.h>
-#include <leveldb/write_batch.h>
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <shared_mutex>
@@ -24,6 +25,7 @@
 #include "common/run_on_threads.h"
 #include "common/url_hash_map.h"
 #include "proto/tier2.pb.h"
+#include "tier2/commit_file.h"
 #include "tier2/prefix_filter.h"
 #include "tier2/prefix_index.h"
 #include "tier2/signature_log.h"
@@ -34,7 +36,9 @@ namespace {
 
 // 2: full signatures moved from "s" records to the signature log (tier2/signature_log.h).
 // 3: no "x" records: the index is rebuilt from the signatures in the log.
-constexpr uint32_t kFormatVersion = 3;
+// 4: no LevelDB: the log holds page and removal records and is replayed at Open; a commit file
+//    gives its committed end (tier2/commit_file.h); meta and token order are files.
+constexpr uint32_t kFormatVersion = 4;
 constexpr uint32_t kWide = 0xFFFF;  // a length-vector entry that did not fit 16 bits
 // A slot's signature location in RAM: 40 bits of log offset, 24 bits of payload length.
 constexpr int kLengthBits = 24;
@@ -42,38 +46,33 @@ constexpr uint32_t kLongLength = (1u << kLengthBits) - 1;  // this length or mor
 constexpr uint64_t kMaxLogBytes = 1ull << (64 - kLengthBits);  // offsets fit in 40 bits
 constexpr uint64_t kNoRecord = UINT64_MAX;                     // a slot without a page
 
-std::string SlotKey(char prefix, uint32_t slot) {
-  std::string k(1, prefix);
-  AppendBigEndian(&k, slot, 4);
-  return k;
-}
-// A slot as 4 big-endian bytes at `p`.
-uint32_t DecodeSlot(const char* data) { return static_cast<uint32_t>(ReadBigEndian(data, 4)); }
-uint32_t SlotOfKey(const leveldb::Slice& k) { return DecodeSlot(k.data() + 1); }
-std::string SlotValue(uint32_t slot) { return SlotKey('v', slot).substr(1); }
-std::string UrlKey(const std::string& url) { return "u" + url; }
+// The first byte of a log record's payload says what it is:
+constexpr char kPageRecord = 'P';     // + a serialized PageSignature: the URL's page (replaces any before)
+constexpr char kRemovalRecord = 'R';  // + a URL: the URL's page is gone
 
-// "o" + slot: where the slot's signature is in the log (offset BE64, length BE32).
-std::string LocationValue(const SignatureLog::Ref& r) {
-  std::string v;
-  AppendBigEndian(&v, r.offset, 8);
-  AppendBigEndian(&v, r.length, 4);
-  return v;
-}
-// "l": the log's generation (BE32) and committed end (BE64).
-std::string LogValue(uint32_t generation, uint64_t end) {
-  std::string v;
-  AppendBigEndian(&v, generation, 4);
-  AppendBigEndian(&v, end, 8);
-  return v;
-}
+// The files of a shard's directory.
+constexpr char kMetaFile[] = "meta";      // ShardMeta, written once
+constexpr char kOrderFile[] = "order";    // the token order, once derived
+constexpr char kCommitFile[] = "commit";  // the log's generation, committed end and sequence
+
 std::string LogFileName(uint32_t generation) { return "sigs-" + std::to_string(generation) + ".log"; }
 
-Status FromLevelDb(const leveldb::Status& s, const std::string& what) {
-  if (s.ok()) return Status::Ok();
-  if (s.IsCorruption()) return Corruption(what + ": " + s.ToString());
-  if (s.IsNotFound()) return NotFound(what + ": " + s.ToString());
-  return IoError(what + ": " + s.ToString());
+// The URL of a page record's signature (field 1 of PageSignature, which serializes first; an empty
+// URL is never stored). False when the bytes do not start that way.
+bool PageRecordUrl(std::string_view sig, std::string_view* url) {
+  if (sig.empty() || static_cast<uint8_t>(sig[0]) != 0x0A) return false;
+  uint64_t n = 0;
+  size_t i = 1;
+  for (int shift = 0; i < sig.size() && shift < 35; shift += 7) {
+    const auto b = static_cast<uint8_t>(sig[i++]);
+    n |= static_cast<uint64_t>(b & 0x7F) << shift;
+    if ((b & 0x80) == 0) {
+      if (n == 0 || n > sig.size() - i) return false;
+      *url = sig.substr(i, n);
+      return true;
+    }
+  }
+  return false;
 }
 
 std::span<const uint64_t> Shingles(const pb::PageSignature& s) {
@@ -105,7 +104,6 @@ ShardOptions ShardOptionsFromConfig(const pb::NeardupConfig& config, const std::
   o.prefix_overlap = t.prefix_overlap();
   o.max_batch_pages = t.max_batch_pages();
   o.sync = t.sync();
-  o.cache_bytes = static_cast<uint64_t>(t.cache_mib()) << 20;
   o.order_sample_pages = t.order_sample_pages();
   o.frequent_min_pages = t.frequent_min_pages();
   return o;
@@ -131,6 +129,11 @@ struct StagedBatch::State {
 class Shard::Impl {
  public:
   explicit Impl(const ShardOptions& o) : options_(o), index_(PrefixIndex::kMinBucketBits) {}
+  ~Impl() {
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   Status Open();
   Status CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const;
@@ -181,9 +184,19 @@ class Shard::Impl {
     std::lock_guard lock(scratch_mu_);
     for (auto& x : s) scratch_pool_.push_back(std::move(x));
   }
-  // The URL's current slot, or kNoSlot when it is not resident.
+  // The URL's current slot, or kNoSlot when it is not resident, and how the URL maps are placed
+  // for it (*where). A URL whose hash leads to a resident page is confirmed by reading that
+  // page's record (into *record when given: its payload). Called by the writer (no lock: it alone
+  // changes the maps) and by Get (loc_mu_ shared).
   static constexpr uint32_t kNoSlot = UINT32_MAX;
-  Status LookupSlot(const std::string& url, uint32_t* slot) const;
+  enum class UrlPlace {
+    kFree,      // its hash leads to no resident page: the URL may take the hash's entry
+    kOwner,     // the hash's entry is this URL's
+    kTaken,     // the hash's entry belongs to another resident URL with the same hash
+    kCollided,  // the URL is in collided_
+  };
+  Status LookupSlot(std::string_view url, uint32_t* slot, UrlPlace* where, std::string* record = nullptr) const;
+  uint64_t HashUrl(std::string_view url) const { return options_.url_hash ? options_.url_hash(url) : UrlHash(url); }
   Status ProbeResident(uint32_t page, const pb::PageSignature& x, double t, Scratch* s,
                        std::vector<ResidentMatch>* out) const;
   void JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live, double t,
@@ -208,11 +221,10 @@ class Shard::Impl {
   uint32_t IndexedPostings(uint32_t slot) const {
     return PrefixLength(size_[slot], options_.min_threshold, options_.prefix_overlap);
   }
-  // The signature log: open the committed generation (Open), where each slot's record is, and
-  // reading one back.
+  // The signature log: open the committed generation (Open), replay it into slots, where each
+  // slot's record is, and reading one back.
   Status OpenLog();
-  Status LoadLocations();
-  Status LoadUrlSlots();
+  Status ReplayLog();
   void SetLocation(uint32_t slot, const SignatureLog::Ref& ref);
   SignatureLog::Ref Location(uint32_t slot) const;
   bool HasLocation(uint32_t slot) const { return slot < loc_.size() && loc_[slot] != kNoRecord; }
@@ -227,14 +239,13 @@ class Shard::Impl {
   void TruncateLog(uint64_t end);
 
   ShardOptions options_;
-  std::unique_ptr<leveldb::Cache> cache_;
-  std::unique_ptr<const leveldb::FilterPolicy> filter_;
-  std::unique_ptr<leveldb::DB> db_;
+  std::string File(const char* name) const { return (std::filesystem::path(options_.path) / name).string(); }
+  int lock_fd_ = -1;  // LOCK, flock'ed while open
   // Locks: apply_mu_ orders Apply calls (the only writer). mu_ guards the index, the page tables
   // and the token order: CompareBatch reads them shared, Apply changes them exclusive. loc_mu_
   // guards the signature locations and the log object: Get and CompareBatch read them shared,
   // Apply changes them exclusive. Order: apply_mu_, then mu_, then loc_mu_.
-  std::mutex apply_mu_;
+  mutable std::mutex apply_mu_;
   bool staged_ = false;  // a StagedBatch is outstanding (guarded by apply_mu_)
   mutable std::shared_mutex mu_;
   mutable std::shared_mutex loc_mu_;
@@ -248,18 +259,19 @@ class Shard::Impl {
   TokenOrder order_;            // the global token order (empty: hash order)
   std::unique_ptr<SignatureLog> log_;
   uint32_t log_generation_ = 0;
+  std::unique_ptr<CommitFile> commits_;  // the last commit (guarded by apply_mu_ after Open)
   // Per slot: its signature record in log_, packed as offset << kLengthBits | length, kNoRecord
   // for none. A length of kLongLength or more is kept in long_length_ (a few huge pages at most).
   std::vector<uint64_t> loc_;
   std::unordered_map<uint32_t, uint32_t> long_length_;
-  // Hashes of every URL stored since Open (and of those resident at Open), each with the slot it
-  // was last stored in: LookupSlot answers most new URLs without a LevelDB read, and Get finds
-  // most resident pages without one (the record read names its URL, so a stale or colliding hint
-  // falls back to the read). Guarded like loc_ (Apply reads it without loc_mu_: it is the only
-  // writer).
+  // URL -> slot, exactly, with a few bytes a page: url_slots_ maps the hash of every URL stored
+  // since Open (and of those resident at Open) to the slot it was last stored in; the record in
+  // that slot names its URL, so a hash entry whose page has gone (or whose slot went to another
+  // page) is recognised by one read. A resident URL whose hash another resident URL already holds
+  // (a 64-bit collision) is kept, with its slot, in collided_ instead. Guarded like loc_ (Apply
+  // reads them without loc_mu_: it is the only writer).
   UrlHashMap<uint32_t> url_slots_;
-  // Slots an Apply has located but not committed yet: a hint naming one is not followed.
-  std::unordered_set<uint32_t> uncommitted_;
+  std::unordered_map<std::string, uint32_t, UrlHasher, std::equal_to<>> collided_;
   uint64_t log_live_bytes_ = 0;       // bytes of the records live slots refer to
   uint64_t log_compactions_ = 0;
   uint64_t compactions_ = 0;
@@ -285,22 +297,14 @@ Status Shard::Impl::Open() {
   std::error_code ec;
   std::filesystem::create_directories(o.path, ec);
   if (ec) return IoError("shard: cannot create " + o.path + ": " + ec.message());
-  cache_.reset(leveldb::NewLRUCache(o.cache_bytes));
-  filter_.reset(leveldb::NewBloomFilterPolicy(10));
-  leveldb::Options lo;
-  lo.create_if_missing = true;
-  lo.block_cache = cache_.get();
-  lo.filter_policy = filter_.get();
-  lo.compression = leveldb::kNoCompression;  // shingle hashes do not compress
-  lo.write_buffer_size = 32 << 20;
-  // LevelDB's default 2 MiB tables: with random keys, bigger ones make each compaction rewrite
-  // more (64 MiB tables wrote 2.6 GB where 2 MiB ones wrote 1.8 GB over 4 shards of 1M pages,
-  // and peaked 230 MiB higher).
-  leveldb::DB* db = nullptr;
-  RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(lo, o.path, &db), "shard: open " + o.path));
-  db_.reset(db);
+  lock_fd_ = ::open(File("LOCK").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) return IoError("shard: open " + File("LOCK") + ": " + std::strerror(errno));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return IoError("shard: " + o.path + " is open elsewhere (lock " + File("LOCK") + ": " + std::strerror(errno) + ")");
+  }
 
-  // Meta: write on first open, compare on later ones.
+  // Meta: written when the store is made (after its first commit, so a store with meta has a
+  // commit file), compared on every later open.
   pb::ShardMeta want;
   want.set_format_version(kFormatVersion);
   want.set_dims(o.dims);
@@ -308,15 +312,19 @@ Status Shard::Impl::Open() {
   want.set_min_threshold(o.min_threshold);
   want.set_prefix_overlap(o.prefix_overlap);
   std::string v;
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(), "m", &v);
-  if (s.IsNotFound()) {
-    leveldb::WriteOptions wo;
-    wo.sync = o.sync;
-    RETURN_IF_ERROR(FromLevelDb(db_->Put(wo, "m", want.SerializeAsString()), "shard: write meta in " + o.path));
+  Status meta = ReadWholeFile(File(kMetaFile), &v);
+  if (meta.code() == StatusCode::kNotFound) {
+    if (std::filesystem::exists(File("CURRENT"), ec)) {
+      return FailedPrecondition("shard: " + o.path +
+                                " was built with format version 3 or earlier (records in LevelDB), opened with " +
+                                std::to_string(kFormatVersion) + "; build a new store");
+    }
+    ASSIGN_OR_RETURN(commits_, CommitFile::Create(File(kCommitFile), CommitFile::Record{}, o.sync));
+    RETURN_IF_ERROR(WriteFileAtomically(File(kMetaFile), want.SerializeAsString(), o.sync));
   } else {
-    RETURN_IF_ERROR(FromLevelDb(s, "shard: read meta in " + o.path));
+    if (!meta.ok()) return IoError("shard: read meta: " + meta.message());
     pb::ShardMeta have;
-    if (!have.ParseFromString(v)) return Corruption("shard: " + o.path + ": meta record is not a ShardMeta");
+    if (!have.ParseFromString(v)) return Corruption("shard: " + File(kMetaFile) + " is not a ShardMeta");
     auto mismatch = [&](const char* what, const std::string& stored, const std::string& asked) {
       return FailedPrecondition("shard: " + o.path + " was built with " + what + " " + stored + ", opened with " +
                                 asked + "; use the same value or a new store");
@@ -334,20 +342,26 @@ Status Shard::Impl::Open() {
     if (have.prefix_overlap() != o.prefix_overlap) {
       return mismatch("prefix_overlap", std::to_string(have.prefix_overlap()), std::to_string(o.prefix_overlap));
     }
+    auto commits = CommitFile::Open(File(kCommitFile));
+    if (commits.status().code() == StatusCode::kNotFound) {
+      return Corruption("shard: " + o.path + " has its meta file but no commit file");
+    }
+    if (!commits.ok()) return Status(commits.status().code(), "shard: " + commits.status().message());
+    commits_ = std::move(*commits);
   }
 
   // The token order, once the shard has derived one.
-  s = db_->Get(leveldb::ReadOptions(), "f", &v);
-  if (!s.IsNotFound()) {
-    RETURN_IF_ERROR(FromLevelDb(s, "shard: read token order in " + o.path));
-    auto order = TokenOrder::Deserialize(v);
-    if (!order.ok()) return Corruption("shard: " + o.path + ": " + order.status().message());
-    order_ = std::move(*order);
+  Status order = ReadWholeFile(File(kOrderFile), &v);
+  if (order.ok()) {
+    auto parsed = TokenOrder::Deserialize(v);
+    if (!parsed.ok()) return Corruption("shard: " + File(kOrderFile) + ": " + parsed.status().message());
+    order_ = std::move(*parsed);
+  } else if (order.code() != StatusCode::kNotFound) {
+    return IoError("shard: read the token order: " + order.message());
   }
 
   RETURN_IF_ERROR(OpenLog());
-  RETURN_IF_ERROR(LoadLocations());
-  RETURN_IF_ERROR(LoadUrlSlots());
+  RETURN_IF_ERROR(ReplayLog());
 
   // Size the bucket table for the resident pages (a signature record holds ~8 bytes a shingle)
   // or for what is expected, whichever is more.
@@ -407,23 +421,15 @@ void Shard::Impl::MakeIndexEntry(const pb::PageSignature& sig, std::vector<uint6
 }
 
 Status Shard::Impl::OpenLog() {
-  std::string v;
-  uint64_t end = 0;
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(), "l", &v);
-  if (s.IsNotFound()) {
-    log_generation_ = 1;
-  } else {
-    RETURN_IF_ERROR(FromLevelDb(s, "shard: read the signature log record in " + options_.path));
-    if (v.size() != 12) return Corruption("shard: " + options_.path + ": signature log record is not 12 bytes");
-    log_generation_ = static_cast<uint32_t>(ReadBigEndian(v.data(), 4));
-    end = ReadBigEndian(v.data() + 4, 8);
-  }
+  log_generation_ = commits_->last().generation;
+  const uint64_t end = commits_->last().end;
   // Other generations are left over from a log compaction that stopped before or after its commit.
   const std::string current = LogFileName(log_generation_);
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(options_.path, ec)) {
     const std::string name = e.path().filename().string();
-    if (name != current && name.starts_with("sigs-") && name.ends_with(".log")) {
+    // (and temporary files of an atomic write that stopped before its rename)
+    if ((name != current && name.starts_with("sigs-") && name.ends_with(".log")) || name.ends_with(".tmp")) {
       std::filesystem::remove(e.path(), ec);
     }
   }
@@ -453,38 +459,43 @@ void Shard::Impl::ClearLocation(uint32_t slot) {
   long_length_.erase(slot);
 }
 
-Status Shard::Impl::LoadLocations() {
+Status Shard::Impl::ReplayLog() {
   loc_.clear();
   long_length_.clear();
   log_live_bytes_ = 0;
-  leveldb::ReadOptions ro;
-  ro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
-  for (it->Seek("o"); it->Valid() && it->key()[0] == 'o'; it->Next()) {
-    if (it->key().size() != 5 || it->value().size() != 12) {
-      return Corruption("shard: " + options_.path + ": bad signature location record");
+  url_slots_ = UrlHashMap<uint32_t>();
+  collided_.clear();
+  // Each URL's last page record, unless a removal record came after it.
+  std::unordered_map<std::string, SignatureLog::Ref, UrlHasher, std::equal_to<>> live;
+  RETURN_IF_ERROR(log_->Scan([&](SignatureLog::Ref ref, std::string_view payload) -> Status {
+    std::string_view url;
+    if (!payload.empty() && payload[0] == kPageRecord && PageRecordUrl(payload.substr(1), &url)) {
+      live.insert_or_assign(std::string(url), ref);
+    } else if (payload.size() > 1 && payload[0] == kRemovalRecord) {
+      if (auto it = live.find(payload.substr(1)); it != live.end()) live.erase(it);
+    } else {
+      return Corruption("shard: " + log_->path() + ": the record at offset " + std::to_string(ref.offset) +
+                        " is neither a page nor a removal");
     }
-    const SignatureLog::Ref ref{ReadBigEndian(it->value().data(), 8), static_cast<uint32_t>(ReadBigEndian(it->value().data() + 8, 4))};
-    const uint32_t slot = SlotOfKey(it->key());
-    if (ref.offset + ref.bytes() > log_->end()) {
-      return Corruption("shard: " + options_.path + ": the signature of slot " + std::to_string(slot) +
-                        " lies beyond the end of " + log_->path());
-    }
+    return Status::Ok();
+  }));
+  // Slots in log order: the rebuild then reads the log front to back.
+  std::vector<const std::pair<const std::string, SignatureLog::Ref>*> pages;
+  pages.reserve(live.size());
+  for (const auto& e : live) pages.push_back(&e);
+  std::sort(pages.begin(), pages.end(), [](auto* a, auto* b) { return a->second.offset < b->second.offset; });
+  for (uint32_t slot = 0; slot < pages.size(); ++slot) {
+    const auto& [url, ref] = *pages[slot];
     SetLocation(slot, ref);
     log_live_bytes_ += ref.bytes();
+    const uint64_t h = HashUrl(url);
+    if (url_slots_.Contains(h)) {
+      collided_.emplace(url, slot);
+    } else {
+      url_slots_.Insert(h, slot);
+    }
   }
-  return FromLevelDb(it->status(), "shard: scan " + options_.path);
-}
-
-Status Shard::Impl::LoadUrlSlots() {
-  leveldb::ReadOptions ro;
-  ro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
-  for (it->Seek("u"); it->Valid() && it->key()[0] == 'u'; it->Next()) {
-    const uint32_t slot = it->value().size() == 4 ? DecodeSlot(it->value().data()) : kNoSlot;
-    url_slots_.Insert(UrlHash(std::string_view(it->key().data() + 1, it->key().size() - 1)), slot);
-  }
-  return FromLevelDb(it->status(), "shard: scan the URLs of " + options_.path);
+  return Status::Ok();
 }
 
 Status Shard::Impl::ReadSignature(uint32_t slot, std::string* buffer, pb::PageSignature* sig) const {
@@ -492,7 +503,7 @@ Status Shard::Impl::ReadSignature(uint32_t slot, std::string* buffer, pb::PageSi
     return Corruption("shard: " + options_.path + ": slot " + std::to_string(slot) + " has no signature record");
   }
   RETURN_IF_ERROR(log_->Read(Location(slot), buffer));
-  if (!sig->ParseFromString(*buffer)) {
+  if (buffer->empty() || (*buffer)[0] != kPageRecord || !sig->ParseFromArray(buffer->data() + 1, static_cast<int>(buffer->size() - 1))) {
     return Corruption("shard: " + options_.path + ": bad signature record for slot " + std::to_string(slot));
   }
   return Status::Ok();
@@ -541,14 +552,11 @@ Status Shard::Impl::CompactLog() {
   // The new generation is durable before the store points at it, whatever options_.sync says:
   // after the commit the old one is deleted.
   if (Status s = next->Sync(); !s.ok()) return abandon(s);
-  leveldb::WriteBatch wb;
-  for (size_t i = 0; i < slots.size(); ++i) wb.Put(SlotKey('o', slots[i]), LocationValue(moved[i]));
-  wb.Put("l", LogValue(generation, next->end()));
-  leveldb::WriteOptions wo;
-  wo.sync = true;
-  if (Status s = FromLevelDb(db_->Write(wo, &wb), "shard: " + options_.path + ": commit the compacted log");
-      !s.ok()) {
-    return abandon(s);
+  // The new generation holds only page records: the replaced and removed pages are gone.
+  const CommitFile::Record committed = commits_->last();
+  if (Status s = commits_->Write({generation, next->end(), committed.sequence}, /*sync=*/true); !s.ok()) {
+    if (Status back = commits_->Write(committed, true); !back.ok()) spdlog::warn("shard: {}", back.ToString());
+    return abandon(Status(s.code(), "shard: " + options_.path + ": commit the compacted log: " + s.message()));
   }
   const std::string old = log_->path();
   log_ = std::move(next);
@@ -641,9 +649,9 @@ Status Shard::Impl::Reorder() {
   const std::vector<uint64_t> frequent = FrequentTokens(sets, options_.frequent_min_pages);
   const TokenOrder order = TokenOrder::FromFrequent(frequent);
   // The order is stored; the index is rebuilt in it (from the signatures, on every restart too).
-  leveldb::WriteOptions wo;
-  wo.sync = options_.sync;
-  RETURN_IF_ERROR(FromLevelDb(db_->Put(wo, "f", order.Serialize()), "shard: " + options_.path + ": write token order"));
+  if (Status s = WriteFileAtomically(File(kOrderFile), order.Serialize(), options_.sync); !s.ok()) {
+    return Status(s.code(), "shard: write the token order: " + s.message());
+  }
   order_ = order;
   frequent_tokens_ = frequent.size();
   return RebuildIndex(index_.bucket_bits());
@@ -902,13 +910,13 @@ StatusOr<std::unique_ptr<StagedBatch>> Shard::Impl::Stage(std::span<const ShardP
   for (size_t k = 0; k < store.size(); ++k) {
     const pb::PageSignature& sig = *batch[store[k]].signature;
     staged->urls[k] = sig.url();
-    const size_t bytes = sig.ByteSizeLong();
+    const size_t bytes = 1 + sig.ByteSizeLong();  // kPageRecord, then the signature
     sizes[k] = static_cast<uint32_t>(std::min<size_t>(bytes, SignatureLog::kMaxPayload + size_t{1}));  // over: refused
     append_bytes += SignatureLog::kHeaderBytes + bytes;
     MakeIndexEntry(sig, &prefix, &staged->entries[k]);
   }
   // The signatures go to the log past its committed end, which disturbs no reader (SignatureLog:
-  // reads below the end); Apply's LevelDB batch commits them.
+  // reads below the end); Apply's commit record takes the end past them.
   staged->log_end = log_->end();
   if (staged->log_end + append_bytes >= kMaxLogBytes) {
     return ResourceExhausted("shard: " + options_.path + ": the signature log would pass " +
@@ -919,7 +927,8 @@ StatusOr<std::unique_ptr<StagedBatch>> Shard::Impl::Stage(std::span<const ShardP
       sizes,
       [&](size_t k, char* dst) {
         // ByteSizeLong above cached the sizes this writes by.
-        batch[store[k]].signature->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(dst));
+        dst[0] = kPageRecord;
+        batch[store[k]].signature->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(dst + 1));
       },
       &staged->refs);
   if (s.ok() && options_.sync) s = log_->Sync();
@@ -959,40 +968,40 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
   const std::vector<uint32_t>& slots = staged->slots;
   const std::vector<SignatureLog::Ref>& refs = staged->refs;
   auto undo = [&](Status s) {
-    {
-      std::unique_lock loc(loc_mu_);
-      for (uint32_t slot : slots) ClearLocation(slot);
-      uncommitted_.clear();
-    }
     TruncateLog(staged->log_end);
     return s;
   };
 
-  leveldb::WriteBatch wb;
-  std::vector<uint32_t> freed;                 // slots whose page goes away
+  // Where each URL is now. The pages replaced or removed free their slots.
+  std::vector<uint32_t> freed;
+  std::vector<UrlPlace> places(slots.size());
   std::unordered_map<std::string_view, bool> handled;  // URLs already changed in this batch
+  handled.reserve(slots.size());
+  std::string record;
   for (size_t k = 0; k < slots.size(); ++k) {
     const std::string& url = staged->urls[k];
     uint32_t old;
-    if (Status s = LookupSlot(url, &old); !s.ok()) return undo(s);
+    if (Status s = LookupSlot(url, &old, &places[k], &record); !s.ok()) return undo(s);
     if (old != kNoSlot) {
-      wb.Delete(SlotKey('o', old));
       freed.push_back(old);
       ++st.replaced;
     } else {
       ++st.inserted;
     }
-    wb.Put(UrlKey(url), SlotValue(slots[k]));
     handled[url] = true;
   }
-  // Removals: explicit ones, and home pages that became empty.
+  // Removals: explicit ones, and home pages that became empty. Each resident one gets a removal
+  // record (a replaced page needs none: its URL's later page record replaces it on replay).
+  std::vector<std::string> removal_payloads;
+  std::vector<std::string_view> collided_removed;
   auto remove = [&](const std::string& url) -> Status {
     if (handled.count(url)) return Status::Ok();
     uint32_t old;
-    RETURN_IF_ERROR(LookupSlot(url, &old));
+    UrlPlace where;
+    RETURN_IF_ERROR(LookupSlot(url, &old, &where, &record));
     if (old == kNoSlot) return Status::Ok();
-    wb.Delete(SlotKey('o', old));
-    wb.Delete(UrlKey(url));
+    removal_payloads.push_back(kRemovalRecord + url);
+    if (where == UrlPlace::kCollided) collided_removed.push_back(url);
     freed.push_back(old);
     ++st.removed;
     handled[url] = true;
@@ -1004,27 +1013,28 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
   for (const std::string& url : removed) {
     if (Status s = remove(url); !s.ok()) return undo(s);
   }
-  if (sequence > 0) {
-    std::string seq;
-    AppendBigEndian(&seq, sequence, 8);
-    wb.Put("q", seq);
-  }
-  // The new slots' locations go in before the store names the slots: a Get that finds a new slot
-  // finds its location too. Nothing reaches these slots yet, so readers are not disturbed.
-  {
-    std::unique_lock loc(loc_mu_);
-    for (size_t k = 0; k < slots.size(); ++k) {
-      SetLocation(slots[k], refs[k]);
-      url_slots_.Insert(UrlHash(staged->urls[k]), slots[k]);
-      uncommitted_.insert(slots[k]);
+  if (!removal_payloads.empty()) {
+    uint64_t bytes = 0;
+    for (const std::string& p : removal_payloads) bytes += SignatureLog::kHeaderBytes + p.size();
+    if (log_->end() + bytes >= kMaxLogBytes) {
+      return undo(ResourceExhausted("shard: " + options_.path + ": the signature log is full; split the shard"));
     }
+    std::vector<std::string_view> views(removal_payloads.begin(), removal_payloads.end());
+    std::vector<SignatureLog::Ref> removal_refs;
+    Status s = log_->Append(views, &removal_refs);
+    if (s.ok() && options_.sync) s = log_->Sync();
+    if (!s.ok()) return undo(s);
   }
-  for (size_t k = 0; k < slots.size(); ++k) wb.Put(SlotKey('o', slots[k]), LocationValue(refs[k]));
-  wb.Put("l", LogValue(log_generation_, log_->end()));
-  leveldb::WriteOptions wo;
-  wo.sync = options_.sync;
-  if (Status s = FromLevelDb(db_->Write(wo, &wb), "shard: " + options_.path + ": write batch"); !s.ok()) {
-    return undo(s);
+  // The commit: the log's end now covers the batch (its page records synced by Stage).
+  const CommitFile::Record committed = commits_->last();
+  if (Status s = commits_->Write({log_generation_, log_->end(), sequence > 0 ? sequence : committed.sequence},
+                                 options_.sync);
+      !s.ok()) {
+    // The slot written may hold the new commit: put the last one back before cutting the log.
+    if (Status back = commits_->Write(committed, options_.sync); !back.ok()) {
+      spdlog::warn("shard: {}", back.ToString());
+    }
+    return undo(Status(s.code(), "shard: " + options_.path + ": commit: " + s.message()));
   }
 
   // The store has it; now the index and page tables (CompareBatch waits)...
@@ -1032,16 +1042,34 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
   {
     std::unique_lock lock(mu_);
     for (uint32_t slot : freed) index_.Remove(slot, IndexedPostings(slot));
-    // ...and the replaced pages' locations (Get waits), once no probe can reach them: every slot
-    // with a location is resident again before the index is rebuilt from them below.
+    // ...and the locations and URL maps (Get waits): every slot with a location is resident.
     {
       std::unique_lock loc(loc_mu_);
       for (uint32_t slot : freed) {
         log_live_bytes_ -= Location(slot).bytes();
         ClearLocation(slot);
       }
-      uncommitted_.clear();  // the store names them now
-      for (const SignatureLog::Ref& r : refs) log_live_bytes_ += r.bytes();
+      // Hashes this batch has placed in url_slots_: another URL of the batch with one of them
+      // collides with it.
+      std::unordered_set<uint64_t> placed;
+      placed.reserve(slots.size());
+      for (size_t k = 0; k < slots.size(); ++k) {
+        SetLocation(slots[k], refs[k]);
+        log_live_bytes_ += refs[k].bytes();
+        const std::string& url = staged->urls[k];
+        const uint64_t h = HashUrl(url);
+        const UrlPlace where = places[k];
+        if (where == UrlPlace::kCollided || where == UrlPlace::kTaken ||
+            (where == UrlPlace::kFree && placed.count(h))) {
+          collided_[url] = slots[k];
+        } else {
+          url_slots_.Insert(h, slots[k]);
+          placed.insert(h);
+        }
+      }
+      for (std::string_view url : collided_removed) {
+        if (auto it = collided_.find(url); it != collided_.end()) collided_.erase(it);
+      }
     }
     for (size_t k = 0; k < slots.size(); ++k) {
       const pb::ShardIndexEntry& e = staged->entries[k];
@@ -1068,20 +1096,33 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
   return result;
 }
 
-Status Shard::Impl::LookupSlot(const std::string& url, uint32_t* slot) const {
-  if (!url_slots_.Contains(UrlHash(url))) {  // never stored: no read
-    *slot = kNoSlot;
-    return Status::Ok();
+Status Shard::Impl::LookupSlot(std::string_view url, uint32_t* slot, UrlPlace* where, std::string* record) const {
+  *slot = kNoSlot;
+  if (!collided_.empty()) {
+    if (auto it = collided_.find(url); it != collided_.end()) {
+      *where = UrlPlace::kCollided;
+      *slot = it->second;
+      if (record != nullptr) RETURN_IF_ERROR(log_->Read(Location(*slot), record));
+      return Status::Ok();
+    }
   }
-  std::string v;
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(), UrlKey(url), &v);
-  if (s.IsNotFound()) {
-    *slot = kNoSlot;
-    return Status::Ok();
+  *where = UrlPlace::kFree;
+  const uint64_t h = HashUrl(url);
+  uint32_t s;
+  if (!url_slots_.Find(h, &s) || !HasLocation(s)) return Status::Ok();  // never stored, or gone
+  std::string buffer;
+  std::string* payload = record != nullptr ? record : &buffer;
+  RETURN_IF_ERROR(log_->Read(Location(s), payload));
+  std::string_view other;
+  if (payload->empty() || (*payload)[0] != kPageRecord || !PageRecordUrl(std::string_view(*payload).substr(1), &other)) {
+    return Corruption("shard: " + log_->path() + ": the record of slot " + std::to_string(s) + " is not a page");
   }
-  RETURN_IF_ERROR(FromLevelDb(s, "shard: " + options_.path + ": look up " + url));
-  if (v.size() != 4) return Corruption("shard: " + options_.path + ": bad slot record for " + url);
-  *slot = DecodeSlot(v.data());
+  if (other == url) {
+    *where = UrlPlace::kOwner;
+    *slot = s;
+  } else if (HashUrl(other) == h) {
+    *where = UrlPlace::kTaken;  // a resident page with the same hash holds the entry
+  }
   return Status::Ok();
 }
 
@@ -1089,17 +1130,15 @@ StatusOr<pb::PageSignature> Shard::Impl::Get(const std::string& url) const {
   // Not mu_: a Get does not wait for an Apply's index work, only for its location changes.
   std::shared_lock loc(loc_mu_);
   std::string buffer;
-  pb::PageSignature sig;
-  // The slot the URL was last stored in, when the store has committed it: its record names the
-  // URL, or the hint was stale (the page left, its slot went to another) and the store decides.
   uint32_t slot;
-  if (url_slots_.Find(UrlHash(url), &slot) && HasLocation(slot) && uncommitted_.count(slot) == 0) {
-    RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
-    if (sig.url() == url) return sig;
-  }
-  RETURN_IF_ERROR(LookupSlot(url, &slot));
+  UrlPlace where;
+  RETURN_IF_ERROR(LookupSlot(url, &slot, &where, &buffer));
   if (slot == kNoSlot) return NotFound("shard: " + url + " is not resident in " + options_.path);
-  RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
+  pb::PageSignature sig;
+  if (buffer.empty() || buffer[0] != kPageRecord ||
+      !sig.ParseFromArray(buffer.data() + 1, static_cast<int>(buffer.size() - 1))) {
+    return Corruption("shard: " + options_.path + ": bad signature record for slot " + std::to_string(slot));
+  }
   return sig;
 }
 
@@ -1113,7 +1152,8 @@ ShardStats Shard::Impl::Stats() const {
   s.index_buckets = uint64_t{1} << index_.bucket_bits();
   s.page_table_bytes = (size_.capacity() + cut_.capacity()) * sizeof(uint32_t) + vec_.capacity() * sizeof(uint16_t) +
                        (loc_.capacity() + bits_.capacity()) * sizeof(uint64_t) +
-                       long_length_.size() * (sizeof(uint32_t) * 2 + 2 * sizeof(void*)) + url_slots_.MemoryBytes();
+                       long_length_.size() * (sizeof(uint32_t) * 2 + 2 * sizeof(void*)) + url_slots_.MemoryBytes() +
+                       collided_.size() * 96;  // a few at most
   s.log_bytes = log_->end();
   s.log_live_bytes = log_live_bytes_;
   s.log_compactions = log_compactions_;
@@ -1163,12 +1203,8 @@ StagedBatch::~StagedBatch() {
 StatusOr<uint64_t> Shard::AppliedSequence() const { return impl_->AppliedSequence(); }
 
 StatusOr<uint64_t> Shard::Impl::AppliedSequence() const {
-  std::string v;
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(), "q", &v);
-  if (s.IsNotFound()) return uint64_t{0};
-  RETURN_IF_ERROR(FromLevelDb(s, "shard: read sequence in " + options_.path));
-  if (v.size() != 8) return Corruption("shard: " + options_.path + ": sequence record is not 8 bytes");
-  return ReadBigEndian(v.data(), 8);
+  std::lock_guard apply(apply_mu_);
+  return commits_->last().sequence;
 }
 StatusOr<pb::PageSignature> Shard::Get(const std::string& url) const { return impl_->Get(url); }
 ShardStats Shard::Stats() const { return impl_->Stats(); }

@@ -1,7 +1,7 @@
 // Shard: one Tier 2 comparison shard (the paper's Section 5.1, Tier 2).
 //
-// A shard holds the signatures of the pages whose home partition it owns, persistently in LevelDB,
-// and answers many-to-all comparisons of batches of new or changed pages against them. The embedded
+// A shard holds the signatures of the pages whose home partition it owns, persistently in its
+// signature log, and answers many-to-all comparisons of batches of new or changed pages against them. The embedded
 // pipeline calls it in-process; the cluster puts the same object behind a network server.
 //
 //   ShardOptions o;  o.path = "/data/shard-07";  o.dims = 3;  o.min_threshold = 0.8;
@@ -24,11 +24,15 @@
 // RAM per resident page is its prefix postings (4 bytes each), its size, prefix cut, length vector,
 // parity bitmap and log location; the full sets stay on disk (the OS page cache keeps the hot ones).
 //
-// Storage: LevelDB at options.path holds the small records (meta, token order, each page's index
-// entry and log location, URL -> slot); the full signatures are appended to sigs-<generation>.log
-// in the same directory. Replaced and removed pages leave dead records behind; when they outweigh
-// the live ones (and exceed options.log_compact_min_bytes), Apply copies the live records into
-// the next generation and switches to it in one atomic LevelDB write.
+// Storage, in the directory options.path: sigs-<generation>.log, the signature log
+// (tier2/signature_log.h), holds a page record (the full signature, which names its URL) for
+// every page stored and a removal record for every page removed; `commit` (tier2/commit_file.h)
+// gives the log generation in use, its committed end and the last batch's sequence; `meta` the
+// parameters the store was built with; `order` the token order once derived. Nothing else: RAM
+// holds where each resident page's record is, and URL -> slot as 64-bit URL hashes (a hash hit is
+// confirmed by reading the record it leads to). Replaced and removed pages leave dead records
+// behind; when they outweigh the live ones (and exceed options.log_compact_min_bytes), Apply
+// copies the live records into the next generation and commits the switch.
 //
 // Batch rules, shared by CompareBatch and Apply:
 //  - at most options.max_batch_pages pages, else InvalidArgument and nothing is done;
@@ -38,26 +42,28 @@
 //  - a page with no shingles is never similar to anything (listed in `empty`); Apply stores
 //    nothing for it and removes the URL's previous version.
 //
-// Persistence: Apply appends the signatures to the log (its Stage half), then writes one atomic
-// LevelDB batch that refers to them and records the log's new end (both fsync'ed when
-// options.sync), so every applied page survives a crash; Open() cuts the log to its committed end
-// (dropping the records of a write that never committed, or of a batch staged and never applied)
-// and rebuilds the in-memory index from the signatures in the log (reading every resident
-// signature once; a damaged record is Corruption there).
+// Persistence: Apply appends the page records to the log (its Stage half) and its removal
+// records, syncs the log, then writes the commit record with the log's new end (both fsync'ed
+// when options.sync), so every applied page survives a crash; Open() cuts the log to its
+// committed end (dropping the records of a write that never committed, or of a batch staged and
+// never applied), replays it (the last record of a URL decides whether and where it is
+// resident) and rebuilds the in-memory index from the resident signatures (reading each once;
+// a damaged record is Corruption there).
 //
 // Thread safety: every method may be called from any thread. Apply, Stage and ApplyStaged calls run
 // one at a time.
 // CompareBatch and Get run concurrently with each other and with most of an Apply: it appends,
 // syncs and commits its batch without blocking them, then holds CompareBatch back while it changes
-// the index and page tables, and Get only while it changes signature locations. Each reader sees
-// the shard before or after an Apply's batch, never a mix. The Shard owns its LevelDB handle; one
-// process opens a store at a time (LevelDB's lock file enforces it: IoError otherwise).
+// the index and page tables, and Get only while it changes signature locations and URL maps. Each
+// reader sees the shard before or after an Apply's batch, never a mix. The Shard owns its files;
+// one Shard opens a store at a time (an flock on its LOCK file enforces it: IoError otherwise).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -74,7 +80,6 @@ struct ShardOptions {
   uint32_t prefix_overlap = 2;    // c of the l-prefix scheme (>= 1); see prefix_filter.h
   uint32_t max_batch_pages = 100000;
   bool sync = true;               // fsync each Apply
-  uint64_t cache_bytes = 64ull << 20;  // LevelDB block cache
   uint64_t expected_pages = 65536;     // sizes the index; it is rebuilt as the shard grows past it
   // Prefix postings the shard is expected to index (when known, e.g. from a sample of the crawl):
   // sizes the index instead of expected_pages, so that a shard filled as expected is never
@@ -88,6 +93,9 @@ struct ShardOptions {
   uint32_t frequent_min_pages = 4;
   // The signature log is compacted when its dead bytes exceed both its live bytes and this.
   uint64_t log_compact_min_bytes = 64ull << 20;
+  // Tests only: replaces UrlHash (common/url_hash_map.h) for the URL -> slot map, e.g. to make
+  // URLs collide. Must never return 0.
+  uint64_t (*url_hash)(std::string_view url) = nullptr;
 };
 
 // Shard options from the configuration's tier2 and shingle sections, for the store at `path`.

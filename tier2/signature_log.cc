@@ -152,4 +152,50 @@ Status SignatureLog::Read(Ref ref, std::string* payload) const {
   return Status::Ok();
 }
 
+Status SignatureLog::Scan(const std::function<Status(Ref, std::string_view)>& visit) const {
+  const uint64_t end = end_.load(std::memory_order_acquire);
+  std::string buf;
+  size_t have = 0;     // bytes in buf: the file from `base` on
+  uint64_t base = 0;   // file offset of buf[0]
+  uint64_t at = 0;     // the next record's offset
+  auto corrupt = [&](const std::string& why) {
+    return Corruption("signature log: " + path_ + ": record at offset " + std::to_string(at) + ": " + why);
+  };
+  // Makes sure buf holds [at, at + n) (n <= end - at), reading on from the file.
+  auto fill = [&](uint64_t n) -> Status {
+    if (at + n <= base + have) return Status::Ok();
+    // Keep the unread part, read behind it.
+    const size_t keep = static_cast<size_t>(base + have - at);
+    std::memmove(buf.data(), buf.data() + (at - base), keep);
+    base = at;
+    have = keep;
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(end - base, std::max<uint64_t>(n, 8u << 20)));
+    if (buf.size() < want) buf.resize(want);
+    while (have < want) {
+      const ssize_t r = ::pread(fd_, buf.data() + have, want - have, static_cast<off_t>(base + have));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return Errno("signature log: read " + path_ + " at offset " + std::to_string(base + have));
+      if (r == 0) return corrupt("the file ends before the log's end");
+      have += static_cast<size_t>(r);
+    }
+    return Status::Ok();
+  };
+  while (at < end) {
+    if (end - at < kHeaderBytes) return corrupt("a header runs past the end of the log");
+    RETURN_IF_ERROR(fill(kHeaderBytes));
+    const char* h = buf.data() + (at - base);
+    const uint64_t length = LoadLittleEndian(h, 4);
+    if (LoadLittleEndian(h + 4, 4) != kMagic) return corrupt("bad magic");
+    if (length > kMaxPayload) return corrupt("its header gives " + std::to_string(length) + " bytes, over the limit");
+    if (kHeaderBytes + length > end - at) return corrupt("it runs past the end of the log");
+    const uint64_t sum = LoadLittleEndian(h + 8, 8);
+    RETURN_IF_ERROR(fill(kHeaderBytes + length));
+    const char* payload = buf.data() + (at - base) + kHeaderBytes;
+    if (XXH3_64bits(payload, length) != sum) return corrupt("checksum mismatch");
+    RETURN_IF_ERROR(visit(Ref{at, static_cast<uint32_t>(length)}, std::string_view(payload, length)));
+    at += kHeaderBytes + length;
+  }
+  return Status::Ok();
+}
+
 }  // namespace neardup::tier2

@@ -4,15 +4,15 @@
 // Why not LevelDB: a shard writes about 4 KB of shingle hashes per page and reads several of
 // them per new page at random. In LevelDB those values are rewritten by every compaction and each
 // read walks the memtable, the table index and a block; here a write is one sequential append and
-// a read is one pread of exactly the record. LevelDB keeps only the small records (where each
-// signature is) and the log's committed end, written in the same atomic batch as the rest of an
-// Apply, so the pair stays consistent across crashes:
+// a read is one pread of exactly the record. The log is the shard's whole store: its records say
+// which pages are resident (Scan replays them at open), and a separate commit record
+// (tier2/commit_file.h) says how much of the log is committed:
 //
 //   ASSIGN_OR_RETURN(auto log, SignatureLog::Open(dir + "/sigs-1.log", committed_end));
 //   std::vector<SignatureLog::Ref> refs;
 //   RETURN_IF_ERROR(log->Append(payloads, &refs));   // not yet durable
 //   RETURN_IF_ERROR(log->Sync());                     // when the caller wants durability
-//   ... commit refs and log->end() elsewhere; on failure: log->Truncate(committed_end) ...
+//   ... commit log->end() elsewhere; on failure: log->Truncate(committed_end) ...
 //   std::string payload;  RETURN_IF_ERROR(log->Read(refs[0], &payload));
 //
 // Record layout: u32 payload length (LE), u32 magic, u64 XXH3-64 of the payload, payload. Read()
@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -83,6 +84,11 @@ class SignatureLog {
   // Reads the payload of the record at `ref` into *payload. Corruption when the header or the
   // checksum does not match (the message gives the offset); IoError when the read fails.
   Status Read(Ref ref, std::string* payload) const;
+  // Calls visit(ref, payload) for every record below end(), in order, reading the file
+  // sequentially a few MB at a time; the payload is valid during the call only. Returns the first
+  // error visit returns (and stops there); Corruption as Read gives it for a damaged record (its
+  // offset) or for a last record running past end(); IoError when a read fails.
+  Status Scan(const std::function<Status(Ref, std::string_view)>& visit) const;
 
   uint64_t end() const { return end_.load(std::memory_order_acquire); }
   const std::string& path() const { return path_; }
