@@ -73,7 +73,7 @@
 namespace neardup::tier2 {
 
 struct ShardOptions {
-  std::string path;               // LevelDB directory; created when missing
+  std::string path;               // the store's directory; created when missing
   uint32_t dims = 3;              // length dimensions of every signature
   uint32_t shingle_k = 0;         // 0 = accept any; else signatures must carry this k
   double min_threshold = 0.8;     // lowest threshold CompareBatch accepts; prefixes are cut for it
@@ -133,7 +133,7 @@ struct CompareStats {
   uint64_t resident_pairs = 0;
   uint64_t batch_candidates = 0;  // in-batch pairs merged
   uint64_t batch_pairs = 0;
-  uint64_t fetched_bytes = 0;     // LevelDB value bytes read for verification
+  uint64_t fetched_bytes = 0;     // signature bytes read from the log for verification
 };
 
 struct CompareResult {
@@ -166,7 +166,7 @@ struct ShardStats {
   uint64_t log_live_bytes = 0;      // of which records of resident pages
   uint64_t log_compactions = 0;     // by this process
   double open_seconds = 0;          // time Open() took to rebuild the index
-  // (index_bytes + page_table_bytes) / resident_pages; LevelDB's cache is not included.
+  // (index_bytes + page_table_bytes) / resident_pages; the OS page cache is not included.
   double ram_bytes_per_page() const;
 };
 
@@ -191,8 +191,10 @@ class Shard {
   // Opens (or creates) the store at options.path and rebuilds the in-memory index from it.
   // Errors: InvalidArgument for bad options (named); FailedPrecondition when the store was built
   // with another format version, dims, shingle k, threshold or prefix overlap (the message gives
-  // both values); Corruption for an unreadable record (its key, or the log and offset of a
-  // damaged signature); IoError when LevelDB cannot open the directory.
+  // both values), or by format 3 or earlier (LevelDB records; rebuild it); Corruption for a
+  // damaged commit file, meta or token order (named), a log shorter than its committed end, or a
+  // damaged log record (the log and offset); IoError when the directory or a file cannot be
+  // opened, or when another Shard has the store open.
   static StatusOr<std::unique_ptr<Shard>> Open(const ShardOptions& options);
   ~Shard();
   Shard(const Shard&) = delete;
@@ -206,7 +208,7 @@ class Shard {
 
   // Stores the batch's home pages (insert, or replace the URL's previous version) and removes
   // `removed_urls` (pages that disappeared or turned into redirects; unknown URLs are ignored), in
-  // one atomic write. A URL both stored and removed in one call is stored. Pages that are not home
+  // one atomic commit (one commit record). A URL both stored and removed in one call is stored. Pages that are not home
   // here are not stored, and do not touch a resident version of their URL: when a page's home
   // moves to another shard, the caller removes it here with removed_urls. Errors: InvalidArgument for a bad batch; IoError when the write fails (the
   // in-memory index is then unchanged); ResourceExhausted when the shard would exceed 2^24 pages.
@@ -218,8 +220,8 @@ class Shard {
   // Apply in two steps, so that a caller can prepare a batch while it is not yet allowed to store
   // it (the pipeline stages a batch while Tier 1 commits it): Stage does the batch rules, the
   // index compaction that is due, the index entries and the log append (and its fsync), most of
-  // an Apply's work; ApplyStaged then looks up the URLs' previous versions, commits the LevelDB
-  // write and changes the index. Stage then ApplyStaged is one Apply. Readers see nothing of a
+  // an Apply's work; ApplyStaged then looks up the URLs' previous versions, appends the removal
+  // records, writes the commit record and changes the index. Stage then ApplyStaged is one Apply. Readers see nothing of a
   // staged batch. One batch may be staged at a time: Stage returns FailedPrecondition while
   // another is outstanding (so does Apply, which stages). Stage errors: Apply's, before its
   // write. ApplyStaged errors: InvalidArgument for a null batch or one staged by another shard;
@@ -228,7 +230,8 @@ class Shard {
   Status ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed_urls,
                      ApplyStats* stats = nullptr, uint64_t sequence = 0);
 
-  // The largest `sequence` given to a successful Apply (0 if none). IoError when unreadable.
+  // The `sequence` of the last successful Apply that gave one (0 if none); read from the commit
+  // file at Open, so it never fails after it.
   StatusOr<uint64_t> AppliedSequence() const;
 
   // Reads a resident page's signature by URL. NotFound when the URL is not resident.
