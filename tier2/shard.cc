@@ -18,7 +18,6 @@
 #include <unordered_set>
 
 #include "common/bucket_sort.h"
-#include "common/coding.h"
 #include "common/mapped_array.h"
 #include "common/shingle.h"
 #include "common/signature.h"
@@ -57,10 +56,12 @@ constexpr char kCommitFile[] = "commit";  // the log's generation, committed end
 
 std::string LogFileName(uint32_t generation) { return "sigs-" + std::to_string(generation) + ".log"; }
 
-// The URL of a page record's signature (field 1 of PageSignature, which serializes first; an empty
-// URL is never stored). False when the bytes do not start that way.
-bool PageRecordUrl(std::string_view sig, std::string_view* url) {
-  if (sig.empty() || static_cast<uint8_t>(sig[0]) != 0x0A) return false;
+// The URL a page record's payload names (field 1 of its PageSignature, which serializes first; an
+// empty URL is never stored), without parsing the rest. False for anything else.
+bool PageRecordUrl(std::string_view payload, std::string_view* url) {
+  if (payload.size() < 2 || payload[0] != kPageRecord) return false;
+  const std::string_view sig = payload.substr(1);
+  if (static_cast<uint8_t>(sig[0]) != 0x0A) return false;
   uint64_t n = 0;
   size_t i = 1;
   for (int shift = 0; i < sig.size() && shift < 35; shift += 7) {
@@ -73,6 +74,12 @@ bool PageRecordUrl(std::string_view sig, std::string_view* url) {
     }
   }
   return false;
+}
+
+// The signature of a page record's payload. False for anything else.
+bool ParsePageRecord(std::string_view payload, pb::PageSignature* sig) {
+  return !payload.empty() && payload[0] == kPageRecord &&
+         sig->ParseFromArray(payload.data() + 1, static_cast<int>(payload.size() - 1));
 }
 
 std::span<const uint64_t> Shingles(const pb::PageSignature& s) {
@@ -230,6 +237,8 @@ class Shard::Impl {
   bool HasLocation(uint32_t slot) const { return slot < loc_.size() && loc_[slot] != kNoRecord; }
   void ClearLocation(uint32_t slot);
   Status ReadSignature(uint32_t slot, std::string* buffer, pb::PageSignature* sig) const;
+  // The signature in the payload of slot's record; Corruption naming the slot when it is not one.
+  Status ParseSlotRecord(uint32_t slot, std::string_view payload, pb::PageSignature* sig) const;
   // Rewrites the live records into the next generation of the log when dead records outweigh
   // them (replaced and removed pages leave theirs behind).
   bool LogNeedsCompaction() const;
@@ -469,7 +478,7 @@ Status Shard::Impl::ReplayLog() {
   std::unordered_map<std::string, SignatureLog::Ref, UrlHasher, std::equal_to<>> live;
   RETURN_IF_ERROR(log_->Scan([&](SignatureLog::Ref ref, std::string_view payload) -> Status {
     std::string_view url;
-    if (!payload.empty() && payload[0] == kPageRecord && PageRecordUrl(payload.substr(1), &url)) {
+    if (PageRecordUrl(payload, &url)) {
       live.insert_or_assign(std::string(url), ref);
     } else if (payload.size() > 1 && payload[0] == kRemovalRecord) {
       if (auto it = live.find(payload.substr(1)); it != live.end()) live.erase(it);
@@ -503,7 +512,11 @@ Status Shard::Impl::ReadSignature(uint32_t slot, std::string* buffer, pb::PageSi
     return Corruption("shard: " + options_.path + ": slot " + std::to_string(slot) + " has no signature record");
   }
   RETURN_IF_ERROR(log_->Read(Location(slot), buffer));
-  if (buffer->empty() || (*buffer)[0] != kPageRecord || !sig->ParseFromArray(buffer->data() + 1, static_cast<int>(buffer->size() - 1))) {
+  return ParseSlotRecord(slot, *buffer, sig);
+}
+
+Status Shard::Impl::ParseSlotRecord(uint32_t slot, std::string_view payload, pb::PageSignature* sig) const {
+  if (!ParsePageRecord(payload, sig)) {
     return Corruption("shard: " + options_.path + ": bad signature record for slot " + std::to_string(slot));
   }
   return Status::Ok();
@@ -1114,7 +1127,7 @@ Status Shard::Impl::LookupSlot(std::string_view url, uint32_t* slot, UrlPlace* w
   std::string* payload = record != nullptr ? record : &buffer;
   RETURN_IF_ERROR(log_->Read(Location(s), payload));
   std::string_view other;
-  if (payload->empty() || (*payload)[0] != kPageRecord || !PageRecordUrl(std::string_view(*payload).substr(1), &other)) {
+  if (!PageRecordUrl(*payload, &other)) {
     return Corruption("shard: " + log_->path() + ": the record of slot " + std::to_string(s) + " is not a page");
   }
   if (other == url) {
@@ -1135,10 +1148,7 @@ StatusOr<pb::PageSignature> Shard::Impl::Get(const std::string& url) const {
   RETURN_IF_ERROR(LookupSlot(url, &slot, &where, &buffer));
   if (slot == kNoSlot) return NotFound("shard: " + url + " is not resident in " + options_.path);
   pb::PageSignature sig;
-  if (buffer.empty() || buffer[0] != kPageRecord ||
-      !sig.ParseFromArray(buffer.data() + 1, static_cast<int>(buffer.size() - 1))) {
-    return Corruption("shard: " + options_.path + ": bad signature record for slot " + std::to_string(slot));
-  }
+  RETURN_IF_ERROR(ParseSlotRecord(slot, buffer, &sig));
   return sig;
 }
 
