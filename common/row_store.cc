@@ -174,6 +174,8 @@ void RowBatch::Clear() {
   counters_.clear();
 }
 
+namespace {
+
 // Copies `in` into *out (cleared first) with its operations in key order; operations on one key
 // keep their order, so applying *out leaves the store as applying `in` would. LevelDB inserts each
 // operation into its memtable, a skip list searched from the top: in key order each search walks
@@ -199,6 +201,8 @@ Status CopyInKeyOrder(const leveldb::WriteBatch& in, leveldb::WriteBatch* out) {
   }
   return Status::Ok();
 }
+
+}  // namespace
 
 // ---- RowStore::Impl ----
 
