@@ -221,14 +221,25 @@ class Pipeline {
   std::vector<std::vector<tier2::ShardPage>> HomePages(const Batch& b, const std::vector<Route>& routes) const;
   // Step 5's first half: every shard in `only` (all when empty) stages its pages into staged_.
   Status StageOnShards(const std::vector<std::vector<tier2::ShardPage>>& pages, const std::vector<bool>& only);
-  // Step 5's second half: the shards with a staged batch apply it, with the removals.
-  Status ApplyToShards(uint64_t number, const google::protobuf::RepeatedPtrField<pb::Tier2Removal>& removals);
-  // Step 5 in the background, once Tier 1 committed batch b: the shards apply what they staged
-  // (the batch is kept until FinishShardWrites) while the tiers' thread writes its status lines
-  // and classifies the next batch.
+  // Step 5's second half: the shards with a staged batch apply it, with the removals; or, with
+  // publish_only, publish it (tier2/shard.h: Shard::Publish), to be committed later.
+  Status ApplyToShards(uint64_t number, const google::protobuf::RepeatedPtrField<pb::Tier2Removal>& removals,
+                       bool publish_only = false);
+  // Step 5 in the background, once Tier 1 handed over its commit of batch b: the shards publish
+  // what they staged (the batch is kept until they have) while the tiers' thread writes its
+  // status lines and classifies the next batch; then, once Tier 1's commit is durable, the
+  // shards commit it, while the next batch is compared.
   void StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> routes);
-  // Waits for the background shard writes, if any, and returns their status.
+  // Waits until the shards have published the batch of the background writes, if any, and
+  // returns how that went: the next batch may be compared then.
+  Status AwaitShardsPublished();
+  // Waits for the background shard writes, commits included, if any, and returns their status.
   Status FinishShardWrites();
+  // A batch the tiers are done with is freed by the signing thread (DropRetired, as it starts a
+  // batch): freeing a thousand signatures and records is off the tiers' thread, which every
+  // batch waits for, and on the thread that runs ahead at a lower priority.
+  void Retire(std::unique_ptr<Batch> b);
+  void DropRetired();
   Status WriteStatus(const Batch& b, const std::vector<Route>& routes);
   Status WriteGroups();
   Status OpenStatusFile();
@@ -262,7 +273,27 @@ class Pipeline {
   std::vector<Route> writing_routes_;
   google::protobuf::RepeatedPtrField<pb::Tier2Removal> writing_removals_;
   BackgroundJob writer_{"nd-shard-store"};
+  // Set by the writer once the shards published its batch (or failed to), with how that went.
+  std::mutex published_mu_;
+  std::condition_variable published_cv_;
+  bool published_ = true;    // guarded by published_mu_
+  Status publish_status_;    // guarded by published_mu_
+  std::mutex retired_mu_;
+  std::vector<std::unique_ptr<Batch>> retired_;  // guarded by retired_mu_
 };
+
+void Pipeline::Retire(std::unique_ptr<Batch> b) {
+  if (b == nullptr) return;
+  std::lock_guard lock(retired_mu_);
+  retired_.push_back(std::move(b));
+}
+
+void Pipeline::DropRetired() {
+  std::vector<std::unique_ptr<Batch>> drop;
+  std::lock_guard lock(retired_mu_);
+  drop.swap(retired_);
+  // (freed here, on return, after the lock)
+}
 
 Status Pipeline::Setup() {
   if (o_.input.empty()) return InvalidArgument("pipeline: an input crawl is required");
@@ -432,7 +463,8 @@ Status Pipeline::StageOnShards(const std::vector<std::vector<tier2::ShardPage>>&
   return s;
 }
 
-Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::RepeatedPtrField<pb::Tier2Removal>& removals) {
+Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::RepeatedPtrField<pb::Tier2Removal>& removals,
+                               bool publish_only) {
   std::vector<std::vector<std::string>> removed(shards_.size());
   for (const auto& rm : removals) {
     if (rm.cell() < map_->cells()) removed[map_->MachineOf(rm.cell())].push_back(rm.url());
@@ -440,6 +472,7 @@ Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::Repeated
   const auto t0 = SteadyClock::now();
   Status s = ForEachShard(*store_pool_, [&](size_t m) -> Status {
     if (staged_[m] == nullptr) return Status::Ok();
+    if (publish_only) return shards_[m]->Publish(std::move(staged_[m]), removed[m], nullptr, number);
     return shards_[m]->ApplyStaged(std::move(staged_[m]), removed[m], nullptr, number);
   }, &sum_.shard_store_seconds);
   sum_.tier2_apply_seconds += Since(t0);
@@ -481,11 +514,43 @@ void Pipeline::StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> rou
     // A URL this batch stores again keeps its new home; the removal is of its old one.
     if (!stored.count(rm.url())) source_->Overlay(rm.url(), rm.cell(), nullptr);
   }
-  writer_.Start([this]() -> Status {
-    // The shards may hold the batch only once Tier 1's commit of it is durable.
+  {
+    std::lock_guard lock(published_mu_);
+    published_ = false;
+    publish_status_ = Status::Ok();
+  }
+  writer_.Start([this, number = w.number]() -> Status {
+    // The shards answer with the batch once they published it: the next batch may be compared.
+    Status s = ApplyToShards(number, writing_removals_, /*publish_only=*/true);
+    {
+      std::lock_guard lock(published_mu_);
+      published_ = true;
+      publish_status_ = s;
+    }
+    published_cv_.notify_all();
+    RETURN_IF_ERROR(s);
+    // They commit it only once Tier 1's commit of it is durable (meanwhile the next batch is
+    // compared; its Tier 1 commit comes after this one): a restart never finds a shard ahead of
+    // Tier 1.
     RETURN_IF_ERROR(store_->rows().WaitForWrites());
-    return ApplyToShards(writing_->number, writing_removals_);
+    return ForEachShard(*store_pool_, [&](size_t m) { return shards_[m]->CommitPublished(); });
   });
+}
+
+Status Pipeline::AwaitShardsPublished() {
+  if (!writer_.started()) return Status::Ok();
+  const auto t0 = SteadyClock::now();
+  Status s;
+  {
+    std::unique_lock lock(published_mu_);
+    published_cv_.wait(lock, [&] { return published_; });
+    s = publish_status_;
+  }
+  sum_.tier2_apply_wait_seconds += Since(t0);
+  // The shards answer for the batch now: Tier 1 reads its signatures from them again.
+  source_->ClearOverlay();
+  Retire(std::move(writing_));
+  return s;
 }
 
 Status Pipeline::FinishShardWrites() {
@@ -494,7 +559,7 @@ Status Pipeline::FinishShardWrites() {
   Status s = writer_.Wait();
   sum_.tier2_apply_wait_seconds += Since(t0);
   source_->ClearOverlay();
-  writing_.reset();
+  Retire(std::move(writing_));
   writing_routes_.clear();
   writing_removals_.Clear();
   return s;
@@ -525,8 +590,8 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   RETURN_IF_ERROR(tier1_->Classify(updates, &routes, &changed));
   sum_.tier1_seconds += Since(t0);
   sum_.tier1_cpu_seconds += ThreadCpuSeconds() - cpu0;
-  // Tier 2 compares against everything stored so far: the previous batch's writes must be done.
-  RETURN_IF_ERROR(FinishShardWrites());
+  // Tier 2 compares against everything stored so far: the previous batch must be published.
+  RETURN_IF_ERROR(AwaitShardsPublished());
 
   // Tier 2: each shard compares the pages routed to it.
   const size_t P = shards_.size();
@@ -568,6 +633,11 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   // Step 5's first half, while Tier 1 applies the batch: the shards prepare the pages they will
   // store. They store them only once Tier 1 committed the batch (a crash in between leaves the
   // shards as they were; the staged records past their logs' committed ends are cut at Open).
+  // Tier 1 may commit this batch only once the shards committed the previous one (a restart
+  // finds at most the last committed batch missing from a shard), and the shards stage it only
+  // after that commit (which would wait for the staging): the commits followed Tier 1's of the
+  // previous batch while this one was compared, so this is a short wait, as a rule.
+  RETURN_IF_ERROR(FinishShardWrites());
   stager_.Start([this, home = HomePages(b, routes)] { return StageOnShards(home, {}); });
   for (size_t i = 0; i < n; ++i) {
     switch (routes[i]) {
@@ -773,6 +843,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   uint64_t next_number = progress_.batches_committed() + 1;
   auto batch = std::make_unique<Batch>();
   auto start_batch = [&](uint64_t at) {
+    DropRetired();
     batch = std::make_unique<Batch>();
     batch->first_record = at;
     batch->redo = redo_ && at < skip_;

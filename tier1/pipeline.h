@@ -13,7 +13,9 @@
 //   5. the shards store what they staged and drop what moved away, each tagged with the batch
 //      number, in the background: step 6 and the next batch's step 2 go on meanwhile, and see
 //      the batch as stored (Tier 1 reads its signatures from the batch, not the shards); the
-//      next batch's step 3 waits for it;
+//      next batch's step 3 waits until the shards answer with it (tier2/shard.h: Publish), not
+//      for their commit records, which follow once Tier 1's commit of the batch is durable
+//      (CommitPublished), while that step 3 runs; its step 4 waits for them;
 //   6. the status of every page of the batch is queried (verification against the winner),
 //      written to the status output, and groups past the rejection threshold are repaired.
 // A page's status line is written only after step 4 committed it: that is the acknowledgement.

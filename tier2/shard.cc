@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <thread>
 #include <unordered_map>
@@ -145,8 +146,10 @@ class Shard::Impl {
   Status Open();
   Status CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const;
   StatusOr<std::unique_ptr<StagedBatch>> Stage(std::span<const ShardPage> batch);
+  // ApplyStaged (publish_only false) and Publish (true).
   Status ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed, ApplyStats* stats,
-                     uint64_t sequence);
+                     uint64_t sequence, bool publish_only);
+  Status CommitPublished();
   // Drops a staged batch that was never applied (StagedBatch's destructor).
   void Unstage(StagedBatch::State& staged);
   StatusOr<uint64_t> AppliedSequence() const;
@@ -243,6 +246,10 @@ class Shard::Impl {
   // them (replaced and removed pages leave theirs behind).
   bool LogNeedsCompaction() const;
   Status CompactLog();
+  // Compacts the log when it is due and nothing is staged or published (apply_mu_ held).
+  void MaybeCompactLog();
+  // Writes the commit record; on failure puts the previous one back and names the shard.
+  Status WriteCommit(const CommitFile::Record& record);
   // Cuts the log back to `end` (an append that will not be committed); a failure is only logged:
   // Open cuts the log to its committed end anyway.
   void TruncateLog(uint64_t end);
@@ -256,6 +263,8 @@ class Shard::Impl {
   // Apply changes them exclusive. Order: apply_mu_, then mu_, then loc_mu_.
   mutable std::mutex apply_mu_;
   bool staged_ = false;  // a StagedBatch is outstanding (guarded by apply_mu_)
+  // The commit record a published batch waits for (guarded by apply_mu_).
+  std::optional<CommitFile::Record> published_;
   mutable std::shared_mutex mu_;
   mutable std::shared_mutex loc_mu_;
   mutable std::mutex scratch_mu_;
@@ -965,18 +974,22 @@ void Shard::Impl::Unstage(StagedBatch::State& staged) {
 }
 
 Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed,
-                                ApplyStats* stats, uint64_t sequence) {
+                                ApplyStats* stats, uint64_t sequence, bool publish_only) {
   ApplyStats local;
   ApplyStats& st = stats ? *stats : local;
   if (batch == nullptr || batch->state_ == nullptr || batch->state_->shard != this) {
     return InvalidArgument("shard: " + options_.path + ": Apply of a batch staged elsewhere (or none)");
   }
-  // From here the batch is this call's: applied, or its log records cut off again.
-  std::unique_ptr<StagedBatch::State> staged = std::move(batch->state_);
-  st = staged->stats;
   // One Apply at a time. Readers go on until the memory changes below: CompareBatch until the
   // index changes, Get until the signature locations change.
   std::lock_guard apply(apply_mu_);
+  if (published_) {
+    // (The batch is dropped as it goes: its log records are cut off.)
+    return FailedPrecondition("shard: " + options_.path + ": a published batch awaits its commit (CommitPublished)");
+  }
+  // From here the batch is this call's: applied, or its log records cut off again.
+  std::unique_ptr<StagedBatch::State> staged = std::move(batch->state_);
+  st = staged->stats;
   staged_ = false;
   const std::vector<uint32_t>& slots = staged->slots;
   const std::vector<SignatureLog::Ref>& refs = staged->refs;
@@ -1038,16 +1051,12 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
     if (s.ok() && options_.sync) s = log_->Sync();
     if (!s.ok()) return undo(s);
   }
-  // The commit: the log's end now covers the batch (its page records synced by Stage).
-  const CommitFile::Record committed = commits_->last();
-  if (Status s = commits_->Write({log_generation_, log_->end(), sequence > 0 ? sequence : committed.sequence},
-                                 options_.sync);
-      !s.ok()) {
-    // The slot written may hold the new commit: put the last one back before cutting the log.
-    if (Status back = commits_->Write(committed, options_.sync); !back.ok()) {
-      spdlog::warn("shard: {}", back.ToString());
-    }
-    return undo(Status(s.code(), "shard: " + options_.path + ": commit: " + s.message()));
+  // The commit: the log's end now covers the batch (its page records synced by Stage). A
+  // published batch gets it from CommitPublished, after the memory below has changed.
+  const CommitFile::Record record_of_batch{log_generation_, log_->end(),
+                                           sequence > 0 ? sequence : commits_->last().sequence};
+  if (!publish_only) {
+    if (Status s = WriteCommit(record_of_batch); !s.ok()) return undo(s);
   }
 
   // The store has it; now the index and page tables (CompareBatch waits)...
@@ -1099,14 +1108,44 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
     }
     // (Index compaction waits for the next Stage, off the path a pipeline waits on.)
   }
-  {
-    std::unique_lock loc(loc_mu_);
-    if (LogNeedsCompaction()) {
-      // The batch is stored either way; a failed compaction leaves the old log and is retried.
-      if (Status r = CompactLog(); !r.ok()) spdlog::warn("shard: compacting the signature log failed: {}", r.ToString());
-    }
+  if (publish_only) {
+    published_ = record_of_batch;
+    return result;
   }
+  MaybeCompactLog();
   return result;
+}
+
+Status Shard::Impl::WriteCommit(const CommitFile::Record& record) {
+  const CommitFile::Record committed = commits_->last();
+  if (Status s = commits_->Write(record, options_.sync); !s.ok()) {
+    // The slot written may hold the new commit: put the last one back.
+    if (Status back = commits_->Write(committed, options_.sync); !back.ok()) {
+      spdlog::warn("shard: {}", back.ToString());
+    }
+    return Status(s.code(), "shard: " + options_.path + ": commit: " + s.message());
+  }
+  return Status::Ok();
+}
+
+void Shard::Impl::MaybeCompactLog() {
+  // Not with a batch staged (its records past the end would not be copied) or published (the
+  // new generation's commit would commit it).
+  if (staged_ || published_) return;
+  std::unique_lock loc(loc_mu_);
+  if (LogNeedsCompaction()) {
+    // The batch is stored either way; a failed compaction leaves the old log and is retried.
+    if (Status r = CompactLog(); !r.ok()) spdlog::warn("shard: compacting the signature log failed: {}", r.ToString());
+  }
+}
+
+Status Shard::Impl::CommitPublished() {
+  std::lock_guard apply(apply_mu_);
+  if (!published_) return Status::Ok();
+  RETURN_IF_ERROR(WriteCommit(*published_));
+  published_.reset();
+  MaybeCompactLog();
+  return Status::Ok();
 }
 
 Status Shard::Impl::LookupSlot(std::string_view url, uint32_t* slot, UrlPlace* where, std::string* record) const {
@@ -1198,12 +1237,18 @@ Status Shard::CompareBatch(std::span<const ShardPage> batch, double threshold, C
 Status Shard::Apply(std::span<const ShardPage> batch, std::span<const std::string> removed_urls, ApplyStats* stats,
                     uint64_t sequence) {
   ASSIGN_OR_RETURN(std::unique_ptr<StagedBatch> staged, impl_->Stage(batch));
-  return impl_->ApplyStaged(std::move(staged), removed_urls, stats, sequence);
+  return impl_->ApplyStaged(std::move(staged), removed_urls, stats, sequence, /*publish_only=*/false);
 }
 StatusOr<std::unique_ptr<StagedBatch>> Shard::Stage(std::span<const ShardPage> batch) { return impl_->Stage(batch); }
 Status Shard::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed_urls,
                           ApplyStats* stats, uint64_t sequence) {
-  return impl_->ApplyStaged(std::move(batch), removed_urls, stats, sequence);
+  return impl_->ApplyStaged(std::move(batch), removed_urls, stats, sequence, /*publish_only=*/false);
+}
+Status Shard::Publish(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed_urls,
+                      ApplyStats* stats, uint64_t sequence) {
+  return impl_->ApplyStaged(std::move(batch), removed_urls, stats, sequence, /*publish_only=*/true);
+}
+Status Shard::CommitPublished() { return impl_->CommitPublished();
 }
 
 StagedBatch::StagedBatch(std::unique_ptr<State> state) : state_(std::move(state)) {}

@@ -50,8 +50,8 @@
 // resident) and rebuilds the in-memory index from the resident signatures (reading each once;
 // a damaged record is Corruption there).
 //
-// Thread safety: every method may be called from any thread. Apply, Stage and ApplyStaged calls run
-// one at a time.
+// Thread safety: every method may be called from any thread. Apply, Stage, ApplyStaged, Publish
+// and CommitPublished calls run one at a time.
 // CompareBatch and Get run concurrently with each other and with most of an Apply: it appends,
 // syncs and commits its batch without blocking them, then holds CompareBatch back while it changes
 // the index and page tables, and Get only while it changes signature locations and URL maps. Each
@@ -229,6 +229,24 @@ class Shard {
   StatusOr<std::unique_ptr<StagedBatch>> Stage(std::span<const ShardPage> batch);
   Status ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed_urls,
                      ApplyStats* stats = nullptr, uint64_t sequence = 0);
+
+  // ApplyStaged in two steps, for a caller that must make something else durable before the
+  // shard commits a batch (the pipeline: Tier 1's commit of it) and wants readers to see the
+  // batch meanwhile. Publish does all of ApplyStaged (same errors; a batch it refuses is
+  // dropped) except the commit record: the batch's records are written, synced when the shard
+  // syncs, and readers see the batch as Publish returns. CommitPublished writes the commit
+  // record; only then does a restart see the batch: a crash before drops it, so readers may
+  // have seen a batch that a restart has not (the caller orders its own commits so that this
+  // does not matter; AppliedSequence tells it what the shard holds). One batch may be published
+  // and uncommitted at a time: Publish, ApplyStaged and Apply return FailedPrecondition while
+  // one is; Stage may run meanwhile. A log compaction that falls due waits for a commit with no
+  // batch staged.
+  Status Publish(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed_urls,
+                 ApplyStats* stats = nullptr, uint64_t sequence = 0);
+  // Commits the published batch; Ok at once when none is. IoError when the commit record cannot
+  // be written: the batch stays published and uncommitted (call again, or reopen the shard,
+  // which drops it).
+  Status CommitPublished();
 
   // The `sequence` of the last successful Apply that gave one (0 if none); read from the commit
   // file at Open, so it never fails after it.

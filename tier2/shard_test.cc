@@ -463,6 +463,82 @@ TEST(Shard, StagedBatchIsInvisibleUntilApplied) {
   EXPECT_EQ((*shard)->Stats().resident_pages, 2u);
 }
 
+// Publish makes a batch visible at once and durable only with CommitPublished: a crash in
+// between (the files as they are then) drops it, one batch is published at a time (Stage may
+// go on), and a log compaction that falls due waits for a commit with nothing staged.
+TEST(Shard, PublishedBatchIsSeenAtOnceAndKeptOnlyOnceCommitted) {
+  TempDir dir, crashed, committed_copy;
+  ShardOptions o = Options(dir.str());
+  o.log_compact_min_bytes = 1;
+  std::vector<uint64_t> a(40), b(40);
+  for (int i = 0; i < 40; ++i) { a[i] = 1000 + i; b[i] = 5000 + i; }
+  std::vector<pb::PageSignature> v1 = {MakeSig("http://x/1", a), MakeSig("http://x/9", a)};
+  std::vector<pb::PageSignature> v2 = {MakeSig("http://x/1", b), MakeSig("http://x/2", b)};
+  // x/1 once more: with it, the dead records (x/1 twice, x/9 and its removal) outweigh the live
+  // ones, so a compaction is due after batch 3 as after batch 2.
+  std::vector<pb::PageSignature> v3 = {MakeSig("http://x/3", b), MakeSig("http://x/1", b)};
+  std::vector<pb::PageSignature> qa = {MakeSig("http://q/a", a)}, qb = {MakeSig("http://q/b", b)};
+  auto p1 = Pages(v1), p2 = Pages(v2), p3 = Pages(v3), pa = Pages(qa), pb_ = Pages(qb);
+  CompareResult r;
+  {
+    auto shard = Shard::Open(o);
+    ASSERT_TRUE(shard.ok());
+    EXPECT_TRUE((*shard)->CommitPublished().ok());  // nothing published: nothing to do
+    ASSERT_TRUE((*shard)->Apply(p1, {}, nullptr, 1).ok());
+    const uint64_t compactions = (*shard)->Stats().log_compactions;
+
+    auto staged = (*shard)->Stage(p2);
+    ASSERT_TRUE(staged.ok());
+    ApplyStats st;
+    const std::vector<std::string> removed = {"http://x/9"};
+    ASSERT_TRUE((*shard)->Publish(std::move(*staged), removed, &st, 2).ok());
+    EXPECT_EQ(st.replaced, 1u);
+    EXPECT_EQ(st.inserted, 1u);
+    EXPECT_EQ(st.removed, 1u);
+    // Seen at once...
+    EXPECT_EQ((*shard)->Get("http://x/1")->shingles(0), 5000u);
+    EXPECT_EQ((*shard)->Get("http://x/9").status().code(), StatusCode::kNotFound);
+    ASSERT_TRUE((*shard)->CompareBatch(pb_, 0.9, &r).ok());
+    EXPECT_EQ(r.resident.size(), 2u);
+    ASSERT_TRUE((*shard)->CompareBatch(pa, 0.9, &r).ok());
+    EXPECT_TRUE(r.resident.empty());
+    // ...not committed: the sequence is the last commit's, and no compaction ran (x/1's old
+    // record is dead, which makes one due).
+    EXPECT_EQ(*(*shard)->AppliedSequence(), 1u);
+    EXPECT_EQ((*shard)->Stats().log_compactions, compactions);
+    // One published batch at a time; staging goes on.
+    auto next = (*shard)->Stage(p3);
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    EXPECT_EQ((*shard)->Apply(pa, {}).code(), StatusCode::kFailedPrecondition);  // Stage refuses: x/3 is staged
+    fs::copy(dir.str(), crashed.str(), fs::copy_options::recursive);
+    // Committed with a batch staged: still no compaction (it would not copy the staged records).
+    ASSERT_TRUE((*shard)->CommitPublished().ok());
+    EXPECT_EQ(*(*shard)->AppliedSequence(), 2u);
+    EXPECT_EQ((*shard)->Stats().log_compactions, compactions);
+    EXPECT_TRUE((*shard)->CommitPublished().ok());  // once is enough
+    fs::copy(dir.str(), committed_copy.str(), fs::copy_options::recursive);
+    ASSERT_TRUE((*shard)->Publish(std::move(*next), {}, nullptr, 3).ok());
+    auto refused = (*shard)->Stage(pa);
+    ASSERT_TRUE(refused.ok());
+    EXPECT_EQ((*shard)->Publish(std::move(*refused), {}).code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ((*shard)->Get("http://q/a").status().code(), StatusCode::kNotFound);  // dropped
+    ASSERT_TRUE((*shard)->CommitPublished().ok());
+    EXPECT_EQ((*shard)->Stats().log_compactions, compactions + 1);  // now it ran
+    EXPECT_EQ(*(*shard)->AppliedSequence(), 3u);
+  }
+  auto check = [&](const std::string& path, uint64_t sequence, size_t pages_like_b) {
+    ShardOptions reopen = Options(path);
+    auto shard = Shard::Open(reopen);
+    ASSERT_TRUE(shard.ok()) << shard.status().ToString();
+    EXPECT_EQ(*(*shard)->AppliedSequence(), sequence) << path;
+    ASSERT_TRUE((*shard)->CompareBatch(pb_, 0.9, &r).ok());
+    EXPECT_EQ(r.resident.size(), pages_like_b) << path;
+  };
+  check(crashed.str(), 1, 0);         // published, not committed: gone
+  check(committed_copy.str(), 2, 2);  // x/1 and x/2
+  check(dir.str(), 3, 3);             // and x/3, after the compaction
+}
+
 // The shard remembers which URLs it stored (so that a new URL costs no store read); after a
 // restart, pages stored before it are still replaced and removed, never stored twice, and a Get
 // of a URL stored by an Apply finds it.
