@@ -156,7 +156,7 @@ void FillDefaults(pb::NeardupConfig* c) {
   auto* t = c->mutable_tier2();
   if (!t->has_min_threshold()) t->set_min_threshold(0.8);
   if (!t->has_prefix_overlap()) t->set_prefix_overlap(2);
-  if (!t->has_batch_pages()) t->set_batch_pages(1000);
+  if (!t->has_batch_pages()) t->set_batch_pages(2000);
   if (!t->has_batch_millis()) t->set_batch_millis(50);
   if (!t->has_max_batch_pages()) t->set_max_batch_pages(100000);
   if (!t->has_sync()) t->set_sync(true);

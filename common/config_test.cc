@@ -33,7 +33,7 @@ TEST(Config, Tier2DefaultsAndRanges) {
   auto c = ParseConfig("", "empty");
   ASSERT_TRUE(c.ok());
   EXPECT_DOUBLE_EQ(c->tier2().min_threshold(), 0.8);
-  EXPECT_EQ(c->tier2().batch_pages(), 1000u);
+  EXPECT_EQ(c->tier2().batch_pages(), 2000u);
   EXPECT_EQ(c->tier2().batch_millis(), 50u);
   EXPECT_TRUE(c->tier2().sync());
   c = ParseConfig("tier2 {\n  max_batch_pages: 500\n  batch_pages: 600\n}\n", "b.textproto");

@@ -53,7 +53,7 @@ struct PipelineOptions {
   SignerOptions signer;
   CrawlReaderOptions reader;
   int threads = 0;             // signing threads; 0 = one per core
-  uint32_t batch_pages = 1000; // B
+  uint32_t batch_pages = 2000; // B
   uint64_t max_records = 0;    // stop after this many input records (0 = all); for tests and crash drills
   bool progress = true;
 };
