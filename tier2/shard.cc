@@ -1248,8 +1248,7 @@ Status Shard::Publish(std::unique_ptr<StagedBatch> batch, std::span<const std::s
                       ApplyStats* stats, uint64_t sequence) {
   return impl_->ApplyStaged(std::move(batch), removed_urls, stats, sequence, /*publish_only=*/true);
 }
-Status Shard::CommitPublished() { return impl_->CommitPublished();
-}
+Status Shard::CommitPublished() { return impl_->CommitPublished(); }
 
 StagedBatch::StagedBatch(std::unique_ptr<State> state) : state_(std::move(state)) {}
 StagedBatch::~StagedBatch() {
