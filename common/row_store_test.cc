@@ -48,6 +48,13 @@ class RowStoreTest : public ::testing::Test {
     return s.ok() ? std::move(s).value() : nullptr;
   }
   std::unique_ptr<RowStore> OpenStore() { return OpenStore(Options()); }
+  // A store of its own under dir_, written directly or by the writer thread (async_writes).
+  std::unique_ptr<RowStore> OpenStoreWriting(bool async_writes) {
+    RowStoreOptions o = Options();
+    o.path = (dir_ / (async_writes ? "async" : "direct")).string();
+    o.async_writes = async_writes;
+    return OpenStore(o);
+  }
   // Options on faulty_env_ (over the memory Env), fsync'ed, with async_writes as given.
   RowStoreOptions FaultyOptions(bool async_writes) {
     RowStoreOptions o = Options();
@@ -114,8 +121,6 @@ TEST_F(RowStoreTest, PutGetDelete) {
   EXPECT_GT(store->DiskBytes(), 0u);
 }
 
-// Each write's LevelDB batch is reused by a later one (its buffer keeps its size): a write must
-// carry nothing of the one before it. Here a later write's earlier cell would undo a Delete.
 // A batch is written in key order (the memtable inserts faster so), and that must not change what
 // it does: many keys in scrambled order, each put, deleted and put again several times within the
 // batch, with counters among them, end as their last operation says, written directly or by the
@@ -123,10 +128,7 @@ TEST_F(RowStoreTest, PutGetDelete) {
 TEST_F(RowStoreTest, ABatchEndsAsItsLastOperationOnEachKeySays) {
   for (bool async : {false, true}) {
     SCOPED_TRACE(async ? "async writes" : "direct writes");
-    RowStoreOptions o = Options();
-    o.path = (dir_ / (async ? "async" : "direct")).string();
-    o.async_writes = async;
-    auto store = OpenStore(o);
+    auto store = OpenStoreWriting(async);
     ASSERT_NE(store, nullptr);
     const RowStore::Family page = store->family("page");
     std::map<std::string, std::optional<std::string>> want;
@@ -161,13 +163,12 @@ TEST_F(RowStoreTest, ABatchEndsAsItsLastOperationOnEachKeySays) {
   }
 }
 
+// Each write's LevelDB batch is reused by a later one (its buffer keeps its size): a write must
+// carry nothing of the one before it. Here a later write's earlier cell would undo a Delete.
 TEST_F(RowStoreTest, AReusedWriteBufferCarriesNothingOfTheWriteBefore) {
   for (bool async_writes : {false, true}) {
     SCOPED_TRACE(async_writes ? "async" : "sync");
-    RowStoreOptions o = Options();
-    o.path = (dir_ / (async_writes ? "async" : "sync")).string();
-    o.async_writes = async_writes;
-    auto store = OpenStore(o);
+    auto store = OpenStoreWriting(async_writes);
     ASSERT_NE(store, nullptr);
     const RowStore::Family page = store->family("page");
     for (int i = 0; i < 20; ++i) {
@@ -189,7 +190,7 @@ TEST_F(RowStoreTest, AReusedWriteBufferCarriesNothingOfTheWriteBefore) {
     ASSERT_TRUE(store->Get(page, "last", "", &v).ok());
     EXPECT_EQ(v, "y");
     store.reset();
-    store = OpenStore(o);  // and so on disk
+    store = OpenStoreWriting(async_writes);  // and so on disk
     ASSERT_NE(store, nullptr);
     EXPECT_EQ(store->Get(page, "p0", "", &v).code(), StatusCode::kNotFound);
     EXPECT_EQ(store->Get(page, "p19", "", &v).code(), StatusCode::kNotFound);

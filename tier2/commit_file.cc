@@ -112,21 +112,10 @@ StatusOr<std::unique_ptr<CommitFile>> CommitFile::Create(const std::string& path
 }
 
 StatusOr<std::unique_ptr<CommitFile>> CommitFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? NotFound(path + " does not exist") : Errno("open " + path);
-  char slots[2 * kSlotBytes] = {};
-  size_t got = 0;
-  while (got < sizeof slots) {
-    const ssize_t n = ::pread(fd, slots + got, sizeof slots - got, static_cast<off_t>(got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = Errno("read " + path);
-      ::close(fd);
-      return s;
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
+  std::string bytes;
+  RETURN_IF_ERROR(ReadWholeFile(path, &bytes));
+  const char* slots = bytes.data();
+  const size_t got = bytes.size();
   Record best;
   uint64_t best_number = 0;
   bool found = false;
@@ -143,10 +132,9 @@ StatusOr<std::unique_ptr<CommitFile>> CommitFile::Open(const std::string& path) 
       found = true;
     }
   }
-  if (!found) {
-    ::close(fd);
-    return Corruption("commit file " + path + ": neither of its two slots holds a valid commit");
-  }
+  if (!found) return Corruption("commit file " + path + ": neither of its two slots holds a valid commit");
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return Errno("open " + path);
   return std::unique_ptr<CommitFile>(new CommitFile(path, fd, best, best_number));
 }
 

@@ -248,8 +248,9 @@ class Shard::Impl {
   Status CompactLog();
   // Compacts the log when it is due and nothing is staged or published (apply_mu_ held).
   void MaybeCompactLog();
-  // Writes the commit record; on failure puts the previous one back and names the shard.
-  Status WriteCommit(const CommitFile::Record& record);
+  // Writes the commit record (fdatasync'ed when `sync`); on failure puts the previous one back
+  // and names the shard and `what` was committed.
+  Status WriteCommit(const CommitFile::Record& record, bool sync, const char* what);
   // Cuts the log back to `end` (an append that will not be committed); a failure is only logged:
   // Open cuts the log to its committed end anyway.
   void TruncateLog(uint64_t end);
@@ -575,10 +576,10 @@ Status Shard::Impl::CompactLog() {
   // after the commit the old one is deleted.
   if (Status s = next->Sync(); !s.ok()) return abandon(s);
   // The new generation holds only page records: the replaced and removed pages are gone.
-  const CommitFile::Record committed = commits_->last();
-  if (Status s = commits_->Write({generation, next->end(), committed.sequence}, /*sync=*/true); !s.ok()) {
-    if (Status back = commits_->Write(committed, true); !back.ok()) spdlog::warn("shard: {}", back.ToString());
-    return abandon(Status(s.code(), "shard: " + options_.path + ": commit the compacted log: " + s.message()));
+  if (Status s = WriteCommit({generation, next->end(), commits_->last().sequence}, /*sync=*/true,
+                             "commit the compacted log");
+      !s.ok()) {
+    return abandon(s);
   }
   const std::string old = log_->path();
   log_ = std::move(next);
@@ -1056,7 +1057,7 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
   const CommitFile::Record record_of_batch{log_generation_, log_->end(),
                                            sequence > 0 ? sequence : commits_->last().sequence};
   if (!publish_only) {
-    if (Status s = WriteCommit(record_of_batch); !s.ok()) return undo(s);
+    if (Status s = WriteCommit(record_of_batch, options_.sync, "commit"); !s.ok()) return undo(s);
   }
 
   // The store has it; now the index and page tables (CompareBatch waits)...
@@ -1116,14 +1117,14 @@ Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<co
   return result;
 }
 
-Status Shard::Impl::WriteCommit(const CommitFile::Record& record) {
+Status Shard::Impl::WriteCommit(const CommitFile::Record& record, bool sync, const char* what) {
   const CommitFile::Record committed = commits_->last();
-  if (Status s = commits_->Write(record, options_.sync); !s.ok()) {
+  if (Status s = commits_->Write(record, sync); !s.ok()) {
     // The slot written may hold the new commit: put the last one back.
-    if (Status back = commits_->Write(committed, options_.sync); !back.ok()) {
+    if (Status back = commits_->Write(committed, sync); !back.ok()) {
       spdlog::warn("shard: {}", back.ToString());
     }
-    return Status(s.code(), "shard: " + options_.path + ": commit: " + s.message());
+    return Status(s.code(), "shard: " + options_.path + ": " + what + ": " + s.message());
   }
   return Status::Ok();
 }
@@ -1142,7 +1143,7 @@ void Shard::Impl::MaybeCompactLog() {
 Status Shard::Impl::CommitPublished() {
   std::lock_guard apply(apply_mu_);
   if (!published_) return Status::Ok();
-  RETURN_IF_ERROR(WriteCommit(*published_));
+  RETURN_IF_ERROR(WriteCommit(*published_, options_.sync, "commit"));
   published_.reset();
   MaybeCompactLog();
   return Status::Ok();
