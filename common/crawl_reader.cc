@@ -142,6 +142,7 @@ CrawlReader::CrawlReader(std::FILE* f, bool owned, CrawlReaderOptions options)
     : file_(f), owned_(owned), options_(std::move(options)), buf_(new char[kReadBuffer + kPadding]) {
   struct stat st;
   if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) total_bytes_ = static_cast<uint64_t>(st.st_size);
+  if (options_.quiet_bad_lines) return;  // counted in Report, not logged
   on_bad_line_ = [this](const BadLine& b) {
     if (stats_.bad_lines <= 20 || stats_.bad_lines % 1000 == 0) {
       spdlog::warn("line {}: {} (skipped; {} bad lines so far)", b.line, b.reason, stats_.bad_lines);
@@ -259,6 +260,7 @@ bool CrawlReader::Next(CrawlRecord* record) {
     }
     stats_.utf8_repaired += static_cast<uint64_t>(*r);
     record->line = line_no;
+    record->end_offset = stats_.bytes;
     ++stats_.records;
     return true;
   }

@@ -45,6 +45,7 @@ struct CrawlRecord {
   std::optional<int64_t> fetched_at_ms;  // milliseconds since the Unix epoch, UTC
   std::string market;
   uint64_t line = 0;       // 1-based line number in the input
+  uint64_t end_offset = 0; // bytes of the input up to and including this record's line
 
   bool is_redirect() const { return !redirect_to.empty(); }
 };
@@ -56,6 +57,9 @@ struct CrawlReaderOptions {
   // bad_lines. For sampling a large crawl by URL (most records are not wanted). A line whose URL
   // cannot be read that way is parsed in full as usual (and reported if bad).
   std::function<bool(std::string_view url)> want_url;
+  // Bad lines are counted but not logged: for a second pass over an input whose bad lines another
+  // pass reports (the pipeline's map sample, before the run itself reads every line).
+  bool quiet_bad_lines = false;
 };
 
 struct CrawlReaderStats {

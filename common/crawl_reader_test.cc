@@ -43,6 +43,18 @@ TEST(CrawlReader, ReadsAllFields) {
   EXPECT_EQ(c.line, 1u);
 }
 
+// end_offset is where the record's line ends (newline included), whatever lines came before it:
+// the pipeline identifies the consumed part of an input by it.
+TEST(CrawlReader, EndOffsetIsTheByteAfterTheRecordsLine) {
+  const std::string a = R"({"url":"http://a.example/","text":"one"})" "\n";
+  const std::string bad = "not json\n\n";
+  const std::string b = R"({"url":"http://b.example/","text":"two"})";  // no final newline
+  ReadAll r(a + bad + b);
+  ASSERT_EQ(r.records.size(), 2u);
+  EXPECT_EQ(r.records[0].end_offset, a.size());
+  EXPECT_EQ(r.records[1].end_offset, a.size() + bad.size() + b.size());
+}
+
 TEST(CrawlReader, BadLinesAreReportedWithLineNumberAndSkipped) {
   const std::string input =
       "{\"url\":\"http://ok.example/1\",\"text\":\"one\"}\n"

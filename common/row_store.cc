@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "common/coding.h"
+#include "common/read_only_env.h"
 #include "common/thread_priority.h"
 #include "common/url_hash_map.h"
 
@@ -258,6 +259,7 @@ class RowStore::Impl {
 
   std::unique_ptr<leveldb::Cache> cache;
   std::unique_ptr<const leveldb::FilterPolicy> filter;
+  std::unique_ptr<ReadOnlyEnv> read_only_env;  // options.read_only: over Env()
   std::unique_ptr<leveldb::DB> db;  // declared after cache and filter: closed before they are freed
 
   // The writer thread (options.async_writes) and the writes it has been handed, in order; the
@@ -299,6 +301,11 @@ Status RowStore::Impl::Open() {
   o.filter_policy = filter.get();
   o.write_buffer_size = options.write_buffer_bytes;
   if (options.env) o.env = options.env;
+  if (options.read_only) {
+    o.create_if_missing = false;
+    read_only_env = std::make_unique<ReadOnlyEnv>(Env());
+    o.env = read_only_env.get();
+  }
   leveldb::DB* raw = nullptr;
   RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(o, options.path, &raw), "open", options.path));
   db.reset(raw);
@@ -625,6 +632,7 @@ Status RowStore::ScanFamily(
 int64_t RowStore::Counter(std::string_view name) const { return impl_->Counter(name); }
 
 Status RowStore::Write(const RowBatch& batch) {
+  if (impl_->options.read_only) return FailedPrecondition("RowStore " + impl_->options.path + " is open read-only");
   if (batch.empty()) return Status::Ok();
   const int64_t now = impl_->clock->NowMillis();
   std::unique_ptr<leveldb::WriteBatch> wb = impl_->TakeBatch();
@@ -658,7 +666,10 @@ Status RowStore::Write(const RowBatch& batch) {
   return impl_->Commit(std::move(wb), std::move(rows), batch.counters_, batch.durable_);
 }
 
-StatusOr<uint64_t> RowStore::PurgeExpired() { return impl_->PurgeExpired(); }
+StatusOr<uint64_t> RowStore::PurgeExpired() {
+  if (impl_->options.read_only) return FailedPrecondition("RowStore " + impl_->options.path + " is open read-only");
+  return impl_->PurgeExpired();
+}
 
 Status RowStore::WaitForWrites() const { return impl_->Barrier(); }
 
