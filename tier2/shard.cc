@@ -314,11 +314,16 @@ Status Shard::Impl::Open() {
   const auto t0 = std::chrono::steady_clock::now();
 
   std::error_code ec;
-  std::filesystem::create_directories(o.path, ec);
-  if (ec) return IoError("shard: cannot create " + o.path + ": " + ec.message());
-  lock_fd_ = ::open(File("LOCK").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (o.read_only) {
+    if (!std::filesystem::exists(File(kMetaFile), ec)) return NotFound("shard: " + o.path + " holds no shard store");
+  } else {
+    std::filesystem::create_directories(o.path, ec);
+    if (ec) return IoError("shard: cannot create " + o.path + ": " + ec.message());
+  }
+  lock_fd_ = o.read_only ? ::open(File("LOCK").c_str(), O_RDONLY | O_CLOEXEC)
+                         : ::open(File("LOCK").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd_ < 0) return IoError("shard: open " + File("LOCK") + ": " + std::strerror(errno));
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+  if (::flock(lock_fd_, (o.read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
     return IoError("shard: " + o.path + " is open elsewhere (lock " + File("LOCK") + ": " + std::strerror(errno) + ")");
   }
 
@@ -333,6 +338,7 @@ Status Shard::Impl::Open() {
   std::string v;
   Status meta = ReadWholeFile(File(kMetaFile), &v);
   if (meta.code() == StatusCode::kNotFound) {
+    if (o.read_only) return NotFound("shard: " + o.path + " holds no shard store");
     if (std::filesystem::exists(File("CURRENT"), ec)) {
       return FailedPrecondition("shard: " + o.path +
                                 " was built with format version 3 or earlier (records in LevelDB), opened with " +
@@ -446,13 +452,15 @@ Status Shard::Impl::OpenLog() {
   const std::string current = LogFileName(log_generation_);
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(options_.path, ec)) {
+    if (options_.read_only) break;
     const std::string name = e.path().filename().string();
     // (and temporary files of an atomic write that stopped before its rename)
     if ((name != current && name.starts_with("sigs-") && name.ends_with(".log")) || name.ends_with(".tmp")) {
       std::filesystem::remove(e.path(), ec);
     }
   }
-  ASSIGN_OR_RETURN(log_, SignatureLog::Open((std::filesystem::path(options_.path) / current).string(), end));
+  ASSIGN_OR_RETURN(log_, SignatureLog::Open((std::filesystem::path(options_.path) / current).string(), end,
+                                            options_.read_only));
   return Status::Ok();
 }
 
@@ -826,6 +834,7 @@ void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<
         if (lb <= la) break;  // a run is in page order: the rest come before la
         if (seen[lb] == la + 1) continue;
         seen[lb] = la + 1;
+        if (batch[live[la]].join_only && batch[live[lb]].join_only) continue;  // nobody asked
         const uint32_t sb = static_cast<uint32_t>(batch[live[lb]].signature->shingles_size());
         if (sb >= sizes.lo && sb <= sizes.hi) cand.emplace_back(la, lb);
       }
@@ -867,6 +876,7 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
   ParallelFor(workers, plan.live.size(), [&](int w, size_t i) {
     if (!errors[w].ok()) return;
     const uint32_t page = plan.live[i];
+    if (batch[page].join_only) return;
     errors[w] = ProbeResident(page, *batch[page].signature, threshold, scratch[w].get(), &found[w]);
   });
   for (int w = 0; w < workers; ++w) {
@@ -895,6 +905,7 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
 }
 
 StatusOr<std::unique_ptr<StagedBatch>> Shard::Impl::Stage(std::span<const ShardPage> batch) {
+  if (options_.read_only) return FailedPrecondition("shard: " + options_.path + " is open read-only");
   auto staged = std::make_unique<StagedBatch::State>();
   Plan plan;
   RETURN_IF_ERROR(PlanBatch(batch, &plan));
@@ -976,6 +987,7 @@ void Shard::Impl::Unstage(StagedBatch::State& staged) {
 
 Status Shard::Impl::ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed,
                                 ApplyStats* stats, uint64_t sequence, bool publish_only) {
+  if (options_.read_only) return FailedPrecondition("shard: " + options_.path + " is open read-only");
   ApplyStats local;
   ApplyStats& st = stats ? *stats : local;
   if (batch == nullptr || batch->state_ == nullptr || batch->state_->shard != this) {
@@ -1141,6 +1153,7 @@ void Shard::Impl::MaybeCompactLog() {
 }
 
 Status Shard::Impl::CommitPublished() {
+  if (options_.read_only) return FailedPrecondition("shard: " + options_.path + " is open read-only");
   std::lock_guard apply(apply_mu_);
   if (!published_) return Status::Ok();
   RETURN_IF_ERROR(WriteCommit(*published_, options_.sync, "commit"));

@@ -93,6 +93,10 @@ struct ShardOptions {
   uint32_t frequent_min_pages = 4;
   // The signature log is compacted when its dead bytes exceed both its live bytes and this.
   uint64_t log_compact_min_bytes = 64ull << 20;
+  // Open for reading only (Get, CompareBatch, Stats): the store must exist and its files stay as
+  // they are (an uncommitted tail is ignored, not cut; nothing is created or removed); a shared
+  // lock lets other readers in and keeps a writer out. Every write returns FailedPrecondition.
+  bool read_only = false;
   // Tests only: replaces UrlHash (common/url_hash_map.h) for the URL -> slot map, e.g. to make
   // URLs collide. Must never return 0.
   uint64_t (*url_hash)(std::string_view url) = nullptr;
@@ -111,6 +115,11 @@ struct ShardPage {
   // staged). The shard then skips that check, a pass over every hash; it still checks the
   // dimensions and k against its own.
   bool validated = false;
+  // CompareBatch meets this page with the batch's other pages only, not with the resident ones,
+  // and reports no pair of two such pages: a page whose place the caller has decided already (a
+  // changed page Tier 1 kept in its group), whose new version the batch's other pages must still
+  // be compared with.
+  bool join_only = false;
 };
 
 struct ResidentMatch {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -539,6 +540,56 @@ TEST(Shard, PublishedBatchIsSeenAtOnceAndKeptOnlyOnceCommitted) {
   check(dir.str(), 3, 3);             // and x/3, after the compaction
 }
 
+// A read-only open answers from the committed batches, ignores (and keeps) an uncommitted tail,
+// writes nothing, refuses every write, shares the store with other readers and not with a writer.
+TEST(Shard, ReadOnlyOpenChangesNoFile) {
+  TempDir dir;
+  ShardOptions o = Options(dir.str());
+  std::vector<uint64_t> a(40), b(40);
+  for (int i = 0; i < 40; ++i) { a[i] = 1000 + i; b[i] = 5000 + i; }
+  std::vector<pb::PageSignature> v1 = {MakeSig("http://x/1", a)}, v2 = {MakeSig("http://x/2", b)};
+  auto p1 = Pages(v1), p2 = Pages(v2);
+  {
+    auto shard = Shard::Open(o);
+    ASSERT_TRUE(shard.ok());
+    ASSERT_TRUE((*shard)->Apply(p1, {}, nullptr, 1).ok());
+    auto staged = (*shard)->Stage(p2);  // appended and synced past the committed end
+    ASSERT_TRUE(staged.ok());
+    ASSERT_TRUE((*shard)->Publish(std::move(*staged), {}, nullptr, 2).ok());  // never committed
+    ShardOptions ro = o;
+    ro.read_only = true;
+    EXPECT_FALSE(Shard::Open(ro).ok());  // the writer holds it
+  }
+  auto files = [&] {
+    std::map<std::string, std::string> out;
+    for (const auto& e : fs::directory_iterator(dir.str())) {
+      std::ifstream in(e.path(), std::ios::binary);
+      out[e.path().filename().string()] = std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    return out;
+  };
+  const auto before = files();
+  ShardOptions ro = o;
+  ro.read_only = true;
+  {
+    auto r1 = Shard::Open(ro), r2 = Shard::Open(ro);
+    ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+    ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+    EXPECT_EQ((*r1)->Get("http://x/1")->shingles(0), 1000u);
+    EXPECT_EQ((*r2)->Get("http://x/2").status().code(), StatusCode::kNotFound);  // not committed
+    EXPECT_EQ(*(*r1)->AppliedSequence(), 1u);
+    EXPECT_EQ((*r1)->Stage(p2).status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ((*r1)->Apply(p2, {}).code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ((*r1)->CommitPublished().code(), StatusCode::kFailedPrecondition);
+    EXPECT_FALSE(Shard::Open(o).ok());  // a writer waits for the readers
+  }
+  EXPECT_EQ(files(), before);
+  TempDir empty;
+  ro.path = empty.str();
+  EXPECT_EQ(Shard::Open(ro).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(fs::exists(empty.str()));
+}
+
 // The shard remembers which URLs it stored (so that a new URL costs no store read); after a
 // restart, pages stored before it are still replaced and removed, never stored twice, and a Get
 // of a URL stored by an Apply finds it.
@@ -876,6 +927,31 @@ TEST(Shard, NonHomePagesAreComparedButNotStored) {
   ASSERT_TRUE((*shard)->Apply(p, {}, &st).ok());
   EXPECT_EQ(st.not_home, 1u);
   EXPECT_EQ((*shard)->Stats().resident_pages, 0u);
+}
+
+// A join-only page meets the batch's other pages but not the residents, and two join-only pages
+// are not paired: the pipeline's pages Tier 1 kept, whose new versions the batch's new pages must
+// meet.
+TEST(Shard, JoinOnlyPagesMeetTheBatchButNotTheResidents) {
+  TempDir dir;
+  auto shard = Shard::Open(Options(dir.str()));
+  ASSERT_TRUE(shard.ok());
+  std::vector<uint64_t> a(40);
+  for (int i = 0; i < 40; ++i) a[i] = 300 + i * 7;
+  std::vector<pb::PageSignature> resident = {MakeSig("http://j/old", a)};
+  auto rp = Pages(resident);
+  ASSERT_TRUE((*shard)->Apply(rp, {}, nullptr, 1).ok());
+  std::vector<pb::PageSignature> batch = {MakeSig("http://j/kept", a), MakeSig("http://j/kept2", a),
+                                          MakeSig("http://j/new", a)};
+  auto bp = Pages(batch);
+  bp[0].join_only = bp[1].join_only = true;
+  CompareResult r;
+  ASSERT_TRUE((*shard)->CompareBatch(bp, 0.9, &r).ok());
+  ASSERT_EQ(r.resident.size(), 1u);  // the new page's, not the join-only pages'
+  EXPECT_EQ(r.resident[0].page, 2u);
+  std::set<std::pair<uint32_t, uint32_t>> pairs;
+  for (const auto& m : r.in_batch) pairs.emplace(m.a, m.b);
+  EXPECT_EQ(pairs, (std::set<std::pair<uint32_t, uint32_t>>{{0, 2}, {1, 2}}));
 }
 
 TEST(Shard, BadInputIsRefusedWithItsPlace) {

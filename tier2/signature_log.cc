@@ -26,8 +26,9 @@ Status TooLarge(size_t record, uint64_t bytes) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<SignatureLog>> SignatureLog::Open(const std::string& path, uint64_t committed_end) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+StatusOr<std::unique_ptr<SignatureLog>> SignatureLog::Open(const std::string& path, uint64_t committed_end,
+                                                           bool read_only) {
+  const int fd = read_only ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC) : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Errno("signature log: open " + path);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -41,7 +42,7 @@ StatusOr<std::unique_ptr<SignatureLog>> SignatureLog::Open(const std::string& pa
     return Corruption("signature log: " + path + " has " + std::to_string(size) + " bytes, the store refers to " +
                       std::to_string(committed_end));
   }
-  if (size > committed_end && ::ftruncate(fd, static_cast<off_t>(committed_end)) != 0) {
+  if (!read_only && size > committed_end && ::ftruncate(fd, static_cast<off_t>(committed_end)) != 0) {
     Status s = Errno("signature log: cut " + path + " to " + std::to_string(committed_end) + " bytes");
     ::close(fd);
     return s;

@@ -53,8 +53,10 @@ class SignatureLog {
   // Opens (or creates) the file at `path` and cuts it to `committed_end` bytes: whatever lies
   // beyond was appended by a write that never committed. Errors: IoError when the file cannot be
   // opened or cut; Corruption when it is shorter than committed_end (committed records are gone;
-  // the message gives both sizes).
-  static StatusOr<std::unique_ptr<SignatureLog>> Open(const std::string& path, uint64_t committed_end);
+  // the message gives both sizes). With read_only, the file must exist, is opened for reading and
+  // left as it is (what lies past committed_end is ignored, not cut); Append fails then.
+  static StatusOr<std::unique_ptr<SignatureLog>> Open(const std::string& path, uint64_t committed_end,
+                                                      bool read_only = false);
   ~SignatureLog();
   SignatureLog(const SignatureLog&) = delete;
   SignatureLog& operator=(const SignatureLog&) = delete;
