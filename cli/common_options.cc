@@ -15,10 +15,25 @@ void AddSharedOptions(CLI::App* cmd, SharedOptions* o) {
 
 StatusOr<ResolvedOptions> ResolveShared(const SharedOptions& o) {
   pb::NeardupConfig cfg = DefaultConfig();
+  pb::NeardupConfig written;
   if (!o.config.empty()) {
-    ASSIGN_OR_RETURN(cfg, LoadConfig(o.config));
+    ASSIGN_OR_RETURN(cfg, LoadConfig(o.config, &written));
   }
   ResolvedOptions r;
+  auto from_file = [&](const char* param, bool set, const char* field) {
+    if (set) r.given[param] = o.config + " " + field;
+  };
+  from_file("threshold", written.baseline().has_threshold(), "baseline.threshold");
+  from_file("shingle_k", written.shingle().has_k(), "shingle.k");
+  from_file("dims", written.shingle().has_dims(), "shingle.dims");
+  from_file("routing", written.pipeline().has_routing(), "pipeline.routing");
+  from_file("rho", written.pipeline().has_rho(), "pipeline.rho");
+  from_file("shards", written.pipeline().has_shards(), "pipeline.shards");
+  from_file("min_threshold", written.tier2().has_min_threshold(), "tier2.min_threshold");
+  from_file("prefix_overlap", written.tier2().has_prefix_overlap(), "tier2.prefix_overlap");
+  if (o.threshold) r.given["threshold"] = "--threshold";
+  if (o.shingle_k) r.given["shingle_k"] = "--shingle-k";
+  if (o.dims) r.given["dims"] = "--dims";
   r.threshold = o.threshold.value_or(cfg.baseline().threshold());
   if (!(r.threshold > 0 && r.threshold <= 1)) {
     return InvalidArgument("--threshold must be in (0, 1], got " + std::to_string(r.threshold));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -27,6 +28,9 @@ struct ResolvedOptions {
   CrawlReaderOptions reader;
   int threads;
   pb::NeardupConfig config;  // the whole file, defaults filled in (before the overrides above)
+  // The store parameters given explicitly, by a flag or a field set in the --config file, with
+  // where (tier1/store.h): a store built with other values refuses them; defaults yield to it.
+  std::map<std::string, std::string> given;
 };
 
 void AddSharedOptions(CLI::App* cmd, SharedOptions* o);

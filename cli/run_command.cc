@@ -14,6 +14,7 @@
 #include "experiments/accuracy.h"
 #include "partitioner/partition_map.h"
 #include "tier1/pipeline.h"
+#include "tier1/store.h"
 #include "tier1/tier1.h"
 #include "tier2/shard.h"
 
@@ -40,16 +41,27 @@ class StoreSignatures : public tier1::SignatureSource {
   std::vector<std::unique_ptr<tier2::Shard>> shards_;
 };
 
-StatusOr<std::unique_ptr<StoreSignatures>> OpenShards(const std::string& dir, const pb::NeardupConfig& cfg) {
-  ASSIGN_OR_RETURN(PartitionMap map, PartitionMap::Load(dir + "/map.pb"));
+// Opens a stopped run's store for reading only (nothing in it changes): its group store, map and
+// shards, with the store's own parameters applied to *opts (a parameter given otherwise is refused).
+struct ReadOnlyStore {
+  std::unique_ptr<tier1::GroupStore> groups;
+  std::unique_ptr<StoreSignatures> signatures;
+};
+StatusOr<ReadOnlyStore> OpenStoreForQueries(const std::string& dir, ResolvedOptions* opts) {
+  const tier1::StoreLayout layout{dir};
+  ASSIGN_OR_RETURN(tier1::OpenedStore opened,
+                   tier1::OpenStoreReadOnly(layout, opts->given, &opts->config, &opts->threshold, &opts->signer));
   std::vector<std::unique_ptr<tier2::Shard>> shards;
-  for (uint32_t m = 0; m < map.machines(); ++m) {
-    char name[32];
-    std::snprintf(name, sizeof name, "/shard-%03u", m);
-    ASSIGN_OR_RETURN(auto shard, tier2::Shard::Open(tier2::ShardOptionsFromConfig(cfg, dir + name)));
+  for (uint32_t m = 0; m < opened.map->machines(); ++m) {
+    tier2::ShardOptions so = tier2::ShardOptionsFromConfig(opts->config, layout.shard(m));
+    so.read_only = true;
+    ASSIGN_OR_RETURN(auto shard, tier2::Shard::Open(so));
     shards.push_back(std::move(shard));
   }
-  return std::make_unique<StoreSignatures>(std::move(map), std::move(shards));
+  ReadOnlyStore out;
+  out.groups = std::move(opened.groups);
+  out.signatures = std::make_unique<StoreSignatures>(std::move(*opened.map), std::move(shards));
+  return out;
 }
 
 void RegisterRunCommand(CLI::App& app, int* exit_code) {
@@ -59,6 +71,7 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
     std::optional<uint32_t> batch, shards;
     std::optional<std::string> routing;
     uint64_t max_records = 0;
+    bool abandon_interrupted = false;
     SharedOptions shared;
   };
   auto a = std::make_shared<Args>();
@@ -71,6 +84,8 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--shards", a->shards, "Tier 2 shards (default pipeline.shards)");
   cmd->add_option("--routing", a->routing, "exact or rho (default pipeline.routing)");
   cmd->add_option("--max-records", a->max_records, "stop after this many input records (0 = all)");
+  cmd->add_flag("--abandon-interrupted", a->abandon_interrupted,
+                "the store stopped in the middle of another input: leave its rest unread, take this one as the next crawl");
   AddSharedOptions(cmd, &a->shared);
   cmd->callback([a, exit_code] {
     auto opts = ResolveShared(a->shared);
@@ -87,14 +102,18 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
     o.reader = opts->reader;
     o.threads = opts->threads;
     o.max_records = a->max_records;
+    o.given = opts->given;
+    o.abandon_interrupted = a->abandon_interrupted;
     o.batch_pages = a->batch.value_or(o.config.tier2().batch_pages());
     if (a->shards) {
       if (*a->shards < 1 || *a->shards > 1024) { *exit_code = Fail(InvalidArgument("--shards must be in 1..1024"), 2); return; }
       o.config.mutable_pipeline()->set_shards(*a->shards);
+      o.given["shards"] = "--shards";
     }
     if (a->routing) {
       if (*a->routing != "exact" && *a->routing != "rho") { *exit_code = Fail(InvalidArgument("--routing must be exact or rho"), 2); return; }
       o.config.mutable_pipeline()->set_routing(*a->routing);
+      o.given["routing"] = "--routing";
     }
     if (o.batch_pages < 1 || o.batch_pages > o.config.tier2().max_batch_pages()) {
       *exit_code = Fail(InvalidArgument("--batch must be in 1..tier2.max_batch_pages"), 2);
@@ -120,7 +139,8 @@ void RegisterCheckCommand(CLI::App& app, int* exit_code) {
       return;
     }
     tier1::GroupStore::Options go;
-    go.path = *store + "/tier1";
+    go.path = tier1::StoreLayout{*store}.tier1();
+    go.read_only = true;  // a check changes nothing
     auto gs = tier1::GroupStore::Open(go);
     if (!gs.ok()) { *exit_code = Fail(gs.status()); return; }
     tier1::CheckReport r;
@@ -172,14 +192,14 @@ void RegisterStatusCommand(CLI::App& app, int* exit_code) {
     auto opts = ResolveShared(a->shared);
     if (!opts.ok()) { *exit_code = Fail(opts.status(), 2); return; }
     if (a->urls.empty() && a->input.empty()) { *exit_code = Fail(InvalidArgument("give --url or --input"), 2); return; }
-    tier1::GroupStore::Options go;
-    go.path = a->store + "/tier1";
-    if (!std::filesystem::exists(go.path)) { *exit_code = Fail(NotFound("no group store in " + a->store), 2); return; }
-    auto gs = tier1::GroupStore::Open(go);
-    if (!gs.ok()) { *exit_code = Fail(gs.status()); return; }
-    auto source = OpenShards(a->store, opts->config);
-    if (!source.ok()) { *exit_code = Fail(source.status()); return; }
-    tier1::Tier1 t1(gs->get(), source->get(), tier1::Tier1OptionsFromConfig(opts->config.tier1(), opts->threshold));
+    // Read-only: the store's files stay as they are, and its own parameters rule.
+    auto opened = OpenStoreForQueries(a->store, &*opts);
+    if (!opened.ok()) {
+      *exit_code = Fail(opened.status(), opened.status().code() == StatusCode::kNotFound ? 2 : 1);
+      return;
+    }
+    tier1::Tier1 t1(opened->groups.get(), opened->signatures.get(),
+                    tier1::Tier1OptionsFromConfig(opts->config.tier1(), opts->threshold));
     auto answer = [&](const std::string& url, const pb::PageSignature* current) -> Status {
       tier1::StatusAnswer ans;
       RETURN_IF_ERROR(t1.Query(url, current, &ans));
@@ -210,7 +230,6 @@ void RegisterStatusCommand(CLI::App& app, int* exit_code) {
       });
       if (!s.ok()) { *exit_code = Fail(s); return; }
     }
-    if (Status f = t1.Flush(); !f.ok()) { *exit_code = Fail(f); return; }
   });
 }
 
@@ -228,34 +247,33 @@ void AddBenchStatus(CLI::App* bench, int* exit_code) {
   struct Args {
     std::string store, config;
     uint64_t queries = 1000000;
-    double threshold = 0.9;
+    std::optional<double> threshold;
     std::optional<uint64_t> cache_records;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--store", a->store, "store directory of neardup run")->required();
   cmd->add_option("--queries", a->queries, "queries to time")->capture_default_str();
   cmd->add_option("--cache-records", a->cache_records, "Tier 1 record cache (default tier1.cache_records)");
-  cmd->add_option("--threshold", a->threshold, "the run's threshold")->capture_default_str();
+  cmd->add_option("--threshold", a->threshold, "the store's threshold (default: the store's own)");
   cmd->add_option("--config", a->config, "the run's configuration");
   cmd->callback([a, exit_code] {
     SharedOptions so;
     so.config = a->config;
+    so.threshold = a->threshold;
     auto opts = ResolveShared(so);
     if (!opts.ok()) { *exit_code = Fail(opts.status(), 2); return; }
-    tier1::GroupStore::Options go;
-    go.path = a->store + "/tier1";
-    go.cache_bytes = 256ull << 20;
-    auto gs = tier1::GroupStore::Open(go);
-    if (!gs.ok()) { *exit_code = Fail(gs.status()); return; }
-    auto source = OpenShards(a->store, opts->config);
-    if (!source.ok()) { *exit_code = Fail(source.status()); return; }
+    opts->config.mutable_tier1()->set_cache_mib(256);
+    auto opened = OpenStoreForQueries(a->store, &*opts);  // read-only: the store stays as it is
+    if (!opened.ok()) { *exit_code = Fail(opened.status()); return; }
+    auto* gs = &opened->groups;
+    auto* source = &opened->signatures;
     std::vector<std::string> urls;
     Status s = (*gs)->rows().ScanFamily((*gs)->page_family(), [&](std::string_view url, std::string_view, std::string_view) {
       urls.emplace_back(url);
       return true;
     });
     if (!s.ok() || urls.empty()) { *exit_code = Fail(s.ok() ? NotFound("the store has no pages") : s); return; }
-    tier1::Tier1Options t1o = tier1::Tier1OptionsFromConfig(opts->config.tier1(), a->threshold);
+    tier1::Tier1Options t1o = tier1::Tier1OptionsFromConfig(opts->config.tier1(), opts->threshold);
     if (a->cache_records) t1o.cache_records = *a->cache_records;
     uint64_t groups = 0;
     s = (*gs)->rows().ScanFamily((*gs)->group_family(), [&](std::string_view, std::string_view, std::string_view) {
@@ -276,11 +294,11 @@ void AddBenchStatus(CLI::App* bench, int* exit_code) {
     for (auto& i : order) i = static_cast<uint32_t>(rng() % urls.size());
     tier1::StatusAnswer ans;
     uint64_t counts[5] = {0, 0, 0, 0, 0};
-    // Warm-up: one pass over every page fills the caches and the verification results.
+    // Warm-up: one pass over every page fills the record cache. The queries are the crawler's,
+    // read-only: a loser whose verification the store has not cached is verified every time.
     for (const std::string& u : urls) {
       if (Status q = t1.Query(u, nullptr, &ans); !q.ok()) { *exit_code = Fail(q); return; }
     }
-    if (Status f = t1.Flush(); !f.ok()) { *exit_code = Fail(f); return; }
     const auto t0 = std::chrono::steady_clock::now();
     for (uint32_t i : order) {
       if (Status q = t1.Query(urls[i], nullptr, &ans); !q.ok()) { *exit_code = Fail(q); return; }

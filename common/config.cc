@@ -193,7 +193,7 @@ pb::NeardupConfig DefaultConfig() {
   return c;
 }
 
-StatusOr<pb::NeardupConfig> ParseConfig(std::string_view text, const std::string& name) {
+StatusOr<pb::NeardupConfig> ParseConfig(std::string_view text, const std::string& name, pb::NeardupConfig* as_written) {
   pb::NeardupConfig cfg;
   Collector collector(name);
   TextFormat::ParseInfoTree info;
@@ -264,16 +264,17 @@ StatusOr<pb::NeardupConfig> ParseConfig(std::string_view text, const std::string
     const auto* tree = info.GetTreeForNested(cfg.GetDescriptor()->FindFieldByName("pipeline"), -1);
     if (Status st = CheckPipeline(collector, name, tree, cfg.pipeline()); !st.ok()) return st;
   }
+  if (as_written != nullptr) *as_written = cfg;
   FillDefaults(&cfg);
   return cfg;
 }
 
-StatusOr<pb::NeardupConfig> LoadConfig(const std::string& path) {
+StatusOr<pb::NeardupConfig> LoadConfig(const std::string& path, pb::NeardupConfig* as_written) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return IoError("cannot read config " + path);
   std::stringstream ss;
   ss << in.rdbuf();
-  return ParseConfig(ss.str(), path);
+  return ParseConfig(ss.str(), path, as_written);
 }
 
 }  // namespace neardup

@@ -20,10 +20,13 @@ namespace neardup {
 
 // Reads and validates a config file. IoError if it cannot be read; InvalidArgument for syntax,
 // unknown fields, wrong types and out-of-range values.
-StatusOr<pb::NeardupConfig> LoadConfig(const std::string& path);
+// `as_written`, when given, receives the file's fields as set there, before the defaults (so a
+// caller can tell a value given in the file from a default).
+StatusOr<pb::NeardupConfig> LoadConfig(const std::string& path, pb::NeardupConfig* as_written = nullptr);
 
 // Parses config text; `name` is used in error messages in place of a file name.
-StatusOr<pb::NeardupConfig> ParseConfig(std::string_view text, const std::string& name);
+StatusOr<pb::NeardupConfig> ParseConfig(std::string_view text, const std::string& name,
+                                        pb::NeardupConfig* as_written = nullptr);
 
 // The configuration with every default filled in (what an empty file means).
 pb::NeardupConfig DefaultConfig();

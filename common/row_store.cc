@@ -632,8 +632,8 @@ Status RowStore::ScanFamily(
 int64_t RowStore::Counter(std::string_view name) const { return impl_->Counter(name); }
 
 Status RowStore::Write(const RowBatch& batch) {
-  if (impl_->options.read_only) return FailedPrecondition("RowStore " + impl_->options.path + " is open read-only");
   if (batch.empty()) return Status::Ok();
+  if (impl_->options.read_only) return FailedPrecondition("RowStore " + impl_->options.path + " is open read-only");
   const int64_t now = impl_->clock->NowMillis();
   std::unique_ptr<leveldb::WriteBatch> wb = impl_->TakeBatch();
   std::vector<uint64_t> rows;

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <thread>
@@ -86,6 +88,55 @@ class RowStoreTest : public ::testing::Test {
   std::unique_ptr<leveldb::Env> mem_env_{leveldb::NewMemEnv(leveldb::Env::Default())};
   FaultyEnv faulty_env_{mem_env_.get()};
 };
+
+// Every file of a directory, by name, with its bytes and modification time.
+std::map<std::string, std::pair<std::string, fs::file_time_type>> Snapshot(const fs::path& dir) {
+  std::map<std::string, std::pair<std::string, fs::file_time_type>> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    out[e.path().filename().string()] = {bytes, fs::last_write_time(e.path())};
+  }
+  return out;
+}
+
+// A read-only open reads what was written, the unflushed log included, refuses writes, and leaves
+// every file as it was (LevelDB's own open writes a table, a MANIFEST, CURRENT and LOG).
+TEST_F(RowStoreTest, ReadOnlyOpenLeavesEveryFileAsItWas) {
+  RowStoreOptions o = Options();
+  o.env = nullptr;  // on disk
+  {
+    auto store = OpenStore(o);
+    ASSERT_NE(store, nullptr);
+    RowBatch b;
+    for (int i = 0; i < 100; ++i) {
+      const std::string n = std::to_string(i);
+      b.Put(store->family("page"), std::string("row").append(n), "", std::string("v").append(n));
+    }
+    b.AddCounter("pages", 100);
+    ASSERT_TRUE(store->Write(b).ok());
+  }
+  const auto before = Snapshot(dir_);
+  ASSERT_FALSE(before.empty());
+  o.read_only = true;
+  for (int round = 0; round < 2; ++round) {
+    auto store = OpenStore(o);
+    ASSERT_NE(store, nullptr);
+    std::string v;
+    ASSERT_TRUE(store->Get(store->family("page"), "row42", "", &v).ok());
+    EXPECT_EQ(v, "v42");
+    EXPECT_EQ(store->Counter("pages"), 100);
+    RowBatch b;
+    b.Put(store->family("page"), "row1", "", "changed");
+    EXPECT_EQ(store->Write(b).code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ(store->PurgeExpired().status().code(), StatusCode::kFailedPrecondition);
+  }
+  EXPECT_EQ(Snapshot(dir_), before);
+  // A read-only open of a store that does not exist fails, and creates nothing.
+  o.path = (dir_ / "absent").string();
+  EXPECT_FALSE(RowStore::Open(o).ok());
+  EXPECT_FALSE(fs::exists(dir_ / "absent"));
+}
 
 TEST_F(RowStoreTest, PutGetDelete) {
   auto store = OpenStore();

@@ -42,6 +42,7 @@ StatusOr<std::unique_ptr<GroupStore>> GroupStore::Open(const Options& options) {
   o.async_writes = options.async_writes;
   o.clock = options.clock;
   o.env = options.env;
+  o.read_only = options.read_only;
   ASSIGN_OR_RETURN(std::unique_ptr<RowStore> rows, RowStore::Open(o));
   std::unique_ptr<GroupStore> store(new GroupStore(std::move(rows), options.url_hash));
   RETURN_IF_ERROR(store->LoadRedirectTargets());

@@ -51,6 +51,8 @@ class GroupStore {
     // The URL hash of the in-memory page index (default UrlHash). Tests pass a weak one to make
     // URLs collide.
     uint64_t (*url_hash)(std::string_view) = nullptr;
+    // RowStoreOptions::read_only: the store must exist; its files stay as they are; commits fail.
+    bool read_only = false;
   };
   // Opens or creates the store (errors as RowStore::Open).
   static StatusOr<std::unique_ptr<GroupStore>> Open(const Options& options);

@@ -1,9 +1,11 @@
 #include "tier1/pipeline.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -25,8 +27,10 @@
 #include "partitioner/crawl_sample.h"
 #include "partitioner/map_builder.h"
 #include "partitioner/partition_map.h"
+#include "tier1/store.h"
 #include "tier1/tier1.h"
 #include "tier2/prefix_filter.h"
+#include "tier2/commit_file.h"
 #include "tier2/shard.h"
 
 namespace neardup::tier1 {
@@ -80,7 +84,9 @@ class ShardSignatures : public SignatureSource {
 struct Batch {
   uint64_t number = 0;          // 1-based, as committed
   uint64_t first_record = 0;    // 0-based input record index
-  bool redo = false;            // only step 5 for shards that missed it
+  bool redo = false;            // only step 5 for shards that missed it, and its status lines
+  // Where its last record's line ends in the input, and the XXH3-128 of the input up to there.
+  uint64_t end_offset = 0, digest_lo = 0, digest_hi = 0;
   std::vector<CrawlRecord> records;
   std::vector<pb::PageSignature> signatures;  // per record (empty for redirects); a Signer made them
   std::vector<uint32_t> cell;                 // home cell per content record
@@ -208,9 +214,15 @@ class BackgroundJob {
 class Pipeline {
  public:
   explicit Pipeline(const PipelineOptions& o) : o_(o) {}
+  ~Pipeline() {
+    if (groups_file_ != nullptr) std::fclose(groups_file_);
+    if (status_file_ != nullptr) std::fclose(status_file_);
+  }
   StatusOr<PipelineSummary> Run();
 
  private:
+  // After the batches: --out, the store's totals, and everything closed.
+  StatusOr<PipelineSummary> Finish(SteadyClock::time_point start);
   Status Setup();
   Status OpenMap();
   Status Resume();
@@ -241,13 +253,30 @@ class Pipeline {
   void Retire(std::unique_ptr<Batch> b);
   void DropRetired();
   Status WriteStatus(const Batch& b, const std::vector<Route>& routes);
+  // fflush + fdatasync of the status file (when there is one).
+  Status SyncStatusFile();
   Status WriteGroups();
+  // Opens --status-out: anew for a new input; for a resumed one, appending after cutting a torn
+  // last line and the last committed batch's lines (Redo writes them again, whole).
   Status OpenStatusFile();
+  // Marks the input consumed whole (its identity moves from `current` to `consumed`).
+  Status RecordInputConsumed();
 
   const PipelineOptions& o_;
-  std::string input_;          // o_.input, absolute
+  // What the run computes with: the options', or the store's own parameters when it has them.
+  pb::NeardupConfig config_;
+  double threshold_ = 0;
+  SignerOptions signer_;
+  pb::StoreParams params_;
+  std::string input_;          // o_.input, absolute (for messages)
+  uint64_t input_size_ = 0;
+  // The input's bytes hashed so far (the signing thread advances it to each batch's end).
+  std::unique_ptr<PrefixDigest> digest_;
+  bool resuming_ = false;      // the input is the store's interrupted one, continued
   std::string dir_;
+  StoreLayout layout_;
   bool temporary_ = false;
+  std::FILE* groups_file_ = nullptr;  // --out, opened at Setup
   std::optional<PartitionMap> map_;
   std::vector<uint64_t> expected_postings_;  // per shard, estimated from the map's sample (when built here)
   std::vector<std::unique_ptr<tier2::Shard>> shards_;
@@ -297,13 +326,29 @@ void Pipeline::DropRetired() {
 
 Status Pipeline::Setup() {
   if (o_.input.empty()) return InvalidArgument("pipeline: an input crawl is required");
-  if (o_.batch_pages == 0) return InvalidArgument("pipeline: batch_pages must be at least 1");
-  if (!(o_.threshold >= o_.config.tier2().min_threshold() && o_.threshold <= 1)) {
-    return InvalidArgument(fmt::format("pipeline: threshold {} is outside the shards' range [tier2.min_threshold {}, 1]",
-                                       o_.threshold, o_.config.tier2().min_threshold()));
+  if (o_.input == "-") {
+    return InvalidArgument("pipeline: the input must be a file (a store recognises its inputs by their content)");
   }
-  // The store remembers its input by absolute, normalised path (./a.jsonl and a.jsonl are one file).
+  if (o_.batch_pages == 0) return InvalidArgument("pipeline: batch_pages must be at least 1");
+  config_ = o_.config;
+  threshold_ = o_.threshold;
+  signer_ = o_.signer;
+  // Outputs first: one that cannot be written is refused before any work is done.
+  if (!o_.groups_out.empty()) {
+    groups_file_ = std::fopen(o_.groups_out.c_str(), "wb");
+    if (groups_file_ == nullptr) {
+      return IoError("pipeline: cannot write --out " + o_.groups_out + ": " + std::strerror(errno));
+    }
+  }
+  if (!o_.status_out.empty()) {
+    std::FILE* f = std::fopen(o_.status_out.c_str(), "ab");
+    if (f == nullptr) return IoError("pipeline: cannot write --status-out " + o_.status_out + ": " + std::strerror(errno));
+    std::fclose(f);
+  }
   std::error_code path_ec;
+  input_size_ = fs::file_size(o_.input, path_ec);
+  if (path_ec) return IoError("pipeline: cannot read input " + o_.input + ": " + path_ec.message());
+  // Named by its absolute, normalised path in messages (the store knows it by its content).
   input_ = fs::weakly_canonical(fs::absolute(o_.input, path_ec), path_ec).string();
   if (path_ec || input_.empty()) input_ = o_.input;
   dir_ = o_.store;
@@ -312,15 +357,16 @@ Status Pipeline::Setup() {
                                                      SteadyClock::now().time_since_epoch().count())).string();
     temporary_ = true;
   }
+  layout_.dir = dir_;
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) return IoError("pipeline: cannot create store directory " + dir_ + ": " + ec.message());
 
   GroupStore::Options go;
-  go.path = dir_ + "/tier1";
-  go.sync = o_.config.tier1().sync();
-  go.cache_bytes = static_cast<uint64_t>(o_.config.tier1().cache_mib()) << 20;
-  go.compress = o_.config.tier1().compress();
+  go.path = layout_.tier1();
+  go.sync = config_.tier1().sync();
+  go.cache_bytes = static_cast<uint64_t>(config_.tier1().cache_mib()) << 20;
+  go.compress = config_.tier1().compress();
   // Tier 1's commit is inserted and synced by the store's writer thread while the tiers' thread
   // goes on with the batch's status queries (which see it); the status lines and the shards'
   // writes wait for it.
@@ -330,21 +376,53 @@ Status Pipeline::Setup() {
   Status s = store_->rows().Get(store_->meta_family(), "progress", "", &bytes);
   if (s.ok()) {
     if (!progress_.ParseFromString(bytes)) return Corruption("pipeline: " + go.path + ": unreadable progress record");
-    if (progress_.input() != input_) {
-      return FailedPrecondition("pipeline: store " + dir_ + " was filled from " + progress_.input() + ", not " +
-                                input_ + "; use a new --store");
-    }
-    if (progress_.threshold() != o_.threshold) {
-      return FailedPrecondition(fmt::format("pipeline: store {} was filled at threshold {}, not {}", dir_,
-                                            progress_.threshold(), o_.threshold));
-    }
   } else if (s.code() != StatusCode::kNotFound) {
     return s;
-  } else {
-    progress_.set_input(input_);
-    progress_.set_threshold(o_.threshold);
   }
-  RETURN_IF_ERROR(OpenMap());
+  const pb::StoreParams requested = ParamsFromConfig(config_, threshold_);
+  auto stored = ReadStoreParams(*store_);
+  if (stored.ok()) {
+    // The store's parameters rule; an explicit value that disagrees is refused.
+    params_ = *stored;
+    RETURN_IF_ERROR(CheckGivenParams(params_, requested, o_.given, dir_));
+    ApplyParams(params_, &config_, &threshold_, &signer_);
+    ASSIGN_OR_RETURN(map_, PartitionMap::Load(layout_.map()));
+    if (MapDigest(*map_) != params_.map_digest()) {
+      return Corruption("pipeline: " + layout_.map() + " is not the partition map store " + dir_ + " recorded");
+    }
+    if (!o_.map.empty()) {
+      ASSIGN_OR_RETURN(PartitionMap given, PartitionMap::Load(o_.map));
+      if (MapDigest(given) != params_.map_digest()) {
+        return FailedPrecondition(fmt::format("pipeline: store {} serves its own partition map (generation {}); --map {} "
+                                              "is another map, and a store's map changes only by a rebalance",
+                                              dir_, params_.map_generation(), o_.map));
+      }
+    }
+  } else if (stored.status().code() == StatusCode::kNotFound) {
+    if (progress_.batches_committed() > 0 || progress_.records_committed() > 0) {
+      return FailedPrecondition("pipeline: store " + dir_ +
+                                " was written by an earlier neardup (it records no parameters); build it again into "
+                                "a new --store");
+    }
+    params_ = requested;
+    if (!(threshold_ >= config_.tier2().min_threshold() && threshold_ <= 1)) {
+      return InvalidArgument(fmt::format("pipeline: threshold {} is outside the shards' range [tier2.min_threshold {}, 1]",
+                                         threshold_, config_.tier2().min_threshold()));
+    }
+    RETURN_IF_ERROR(OpenMap());
+    // The first commit: the map file (atomically), then the parameters naming it. A crash in
+    // between leaves a map with no parameters, which the next start checks or rebuilds.
+    params_.set_shards(map_->machines());
+    params_.set_map_generation(map_->proto().generation());
+    params_.set_map_digest(MapDigest(*map_));
+    std::string map_bytes;
+    map_->proto().SerializeToString(&map_bytes);
+    RETURN_IF_ERROR(tier2::WriteFileAtomically(layout_.map(), map_bytes, config_.tier1().sync()));
+    RETURN_IF_ERROR(WriteStoreParams(store_.get(), params_));
+    config_.mutable_pipeline()->set_shards(params_.shards());
+  } else {
+    return stored.status();
+  }
   // Shards open in parallel: each rebuilds its index from its signature log.
   shards_.resize(map_->machines());
   const int P = static_cast<int>(shards_.size());
@@ -352,7 +430,7 @@ Status Pipeline::Setup() {
   stage_pool_ = std::make_unique<WorkerPool>(P, "nd-stage");
   store_pool_ = std::make_unique<WorkerPool>(P, "nd-store");
   RETURN_IF_ERROR(ForEachShard(*compare_pool_, [&](size_t m) -> Status {
-    tier2::ShardOptions so = tier2::ShardOptionsFromConfig(o_.config, fmt::format("{}/shard-{:03}", dir_, m));
+    tier2::ShardOptions so = tier2::ShardOptionsFromConfig(config_, layout_.shard(static_cast<uint32_t>(m)));
     so.expected_pages = 1 << 16;
     if (m < expected_postings_.size()) so.expected_postings = expected_postings_[m];
     // The token order comes from the collection's first pages; a shard holds 1/P of them.
@@ -366,79 +444,146 @@ Status Pipeline::Setup() {
   sum_.shard_store_seconds.assign(shards_.size(), 0);
   sum_.cells = map_->cells();
   source_ = std::make_unique<ShardSignatures>(*map_, shards_);
-  tier1_ = std::make_unique<Tier1>(store_.get(), source_.get(),
-                                   Tier1OptionsFromConfig(o_.config.tier1(), o_.threshold));
+  tier1_ = std::make_unique<Tier1>(store_.get(), source_.get(), Tier1OptionsFromConfig(config_.tier1(), threshold_));
   return Resume();
 }
 
 Status Pipeline::OpenMap() {
-  const std::string kept = dir_ + "/map.pb";
-  if (fs::exists(kept)) {
-    ASSIGN_OR_RETURN(map_, PartitionMap::Load(kept));
-  } else if (!o_.map.empty()) {
+  const std::string kept = layout_.map();
+  auto fits = [&](const PartitionMap& m, const std::string& what) -> Status {
+    RETURN_IF_ERROR(CheckMapFits(m, params_, what));
+    if (o_.given.count("shards") && m.machines() != params_.shards()) {
+      return FailedPrecondition(fmt::format("partition map {} has {} shards, but {} asks for {}", what, m.machines(),
+                                            o_.given.at("shards"), params_.shards()));
+    }
+    return Status::Ok();
+  };
+  if (!o_.map.empty()) {
     ASSIGN_OR_RETURN(map_, PartitionMap::Load(o_.map));
-  } else {
-    const pb::PipelineConfig& pc = o_.config.pipeline();
-    CrawlSampleOptions so;
-    so.signer.signer = o_.signer;
-    so.signer.reader = o_.reader;
-    so.signer.threads = o_.threads;
-    so.sample_rate = pc.map_sample_rate();
-    ASSIGN_OR_RETURN(CrawlSample sample, SampleCrawl(o_.input, so));
-    MapBuildOptions mo;
-    mo.dims = static_cast<uint32_t>(o_.signer.dims);
-    mo.machines = pc.shards();
-    mo.threshold = o_.threshold;
-    mo.routing = pc.routing() == "rho" ? pb::PartitionMap::RHO_BOX : pb::PartitionMap::EXACT_L1;
-    mo.rho = pc.rho();
-    mo.cells_per_machine = pc.cells_per_shard();
-    mo.shingle_k = static_cast<uint32_t>(o_.signer.k);
-    mo.contiguous_machines = true;  // fewer shards per page
-    if (sample.sample.size() == 0) {
-      // Too small an input for the sample rate: one cell per shard over everything is still exact.
-      LengthSample one(mo.dims);
-      std::vector<uint32_t> v(mo.dims, 1);
-      one.Add(v, v);
-      sample.sample = std::move(one);
+    RETURN_IF_ERROR(fits(*map_, o_.map));
+  } else if (fs::exists(kept)) {
+    // Left by a start that committed nothing: used if it fits this run's parameters.
+    ASSIGN_OR_RETURN(map_, PartitionMap::Load(kept));
+    if (Status f = fits(*map_, kept); !f.ok() || map_->machines() != params_.shards()) {
+      spdlog::info("pipeline: {} was left by a start that committed nothing and fits other parameters: built anew", kept);
+      map_.reset();
     }
-    // Shards balanced by load, not pages: see PipelineConfig.shard_load_base.
-    std::vector<double> page_load(sample.sample.size());
-    for (size_t i = 0; i < page_load.size(); ++i) page_load[i] = pc.shard_load_base() + sample.sample.shingle_count(i);
-    ASSIGN_OR_RETURN(map_, BuildPartitionMap(sample.sample, mo, page_load));
-    // Each shard's index is sized for the prefix postings its sampled pages predict, so that it
-    // does not rebuild itself larger and larger as the crawl fills it.
-    expected_postings_.assign(map_->machines(), 0);
-    const double min_t = o_.config.tier2().min_threshold();
-    const uint32_t overlap = o_.config.tier2().prefix_overlap();
-    for (size_t i = 0; i < sample.sample.size(); ++i) {
-      const uint32_t machine = map_->MachineOf(map_->Home(sample.sample.Vector(i, map_->proto().feature())));
-      expected_postings_[machine] += tier2::PrefixLength(sample.sample.shingle_count(i), min_t, overlap);
+  }
+  if (map_) {
+    const SignerOptions want = map_->signer_options();
+    if (want.dims != signer_.dims || want.k != signer_.k) {
+      return FailedPrecondition(fmt::format("pipeline: the partition map expects dims {} and k {}, the signer has {} and {}",
+                                            want.dims, want.k, signer_.dims, signer_.k));
     }
-    for (uint64_t& p : expected_postings_) p = static_cast<uint64_t>(static_cast<double>(p) / so.sample_rate);
-    spdlog::info("pipeline: partition map from {} sampled pages: {} cells on {} shards", sample.sample.size(),
-                 map_->cells(), map_->machines());
+    return Status::Ok();
   }
-  const SignerOptions want = map_->signer_options();
-  if (want.dims != o_.signer.dims || want.k != o_.signer.k) {
-    return FailedPrecondition(fmt::format("pipeline: the partition map expects dims {} and k {}, the signer has {} and {}",
-                                          want.dims, want.k, o_.signer.dims, o_.signer.k));
+  const pb::PipelineConfig& pc = config_.pipeline();
+  CrawlSampleOptions so;
+  so.signer.signer = signer_;
+  so.signer.reader = o_.reader;
+  so.signer.reader.quiet_bad_lines = true;  // the run reports them, once
+  so.signer.threads = o_.threads;
+  so.sample_rate = pc.map_sample_rate();
+  ASSIGN_OR_RETURN(CrawlSample sample, SampleCrawl(o_.input, so));
+  MapBuildOptions mo;
+  mo.dims = static_cast<uint32_t>(signer_.dims);
+  mo.machines = pc.shards();
+  mo.threshold = threshold_;
+  mo.routing = pc.routing() == "rho" ? pb::PartitionMap::RHO_BOX : pb::PartitionMap::EXACT_L1;
+  mo.rho = pc.rho();
+  mo.cells_per_machine = pc.cells_per_shard();
+  mo.shingle_k = static_cast<uint32_t>(signer_.k);
+  mo.contiguous_machines = true;  // fewer shards per page
+  if (sample.sample.size() == 0) {
+    // Too small an input for the sample rate: one cell per shard over everything is still exact.
+    LengthSample one(mo.dims);
+    std::vector<uint32_t> v(mo.dims, 1);
+    one.Add(v, v);
+    sample.sample = std::move(one);
   }
-  if (!fs::exists(kept)) RETURN_IF_ERROR(map_->Save(kept));
+  // Shards balanced by load, not pages: see PipelineConfig.shard_load_base.
+  std::vector<double> page_load(sample.sample.size());
+  for (size_t i = 0; i < page_load.size(); ++i) page_load[i] = pc.shard_load_base() + sample.sample.shingle_count(i);
+  ASSIGN_OR_RETURN(map_, BuildPartitionMap(sample.sample, mo, page_load));
+  // Each shard's index is sized for the prefix postings its sampled pages predict, so that it
+  // does not rebuild itself larger and larger as the crawl fills it.
+  expected_postings_.assign(map_->machines(), 0);
+  const double min_t = config_.tier2().min_threshold();
+  const uint32_t overlap = config_.tier2().prefix_overlap();
+  for (size_t i = 0; i < sample.sample.size(); ++i) {
+    const uint32_t machine = map_->MachineOf(map_->Home(sample.sample.Vector(i, map_->proto().feature())));
+    expected_postings_[machine] += tier2::PrefixLength(sample.sample.shingle_count(i), min_t, overlap);
+  }
+  for (uint64_t& p : expected_postings_) p = static_cast<uint64_t>(static_cast<double>(p) / so.sample_rate);
+  spdlog::info("pipeline: partition map from {} sampled pages: {} cells on {} shards", sample.sample.size(),
+               map_->cells(), map_->machines());
   return Status::Ok();
 }
 
 Status Pipeline::Resume() {
-  skip_ = progress_.records_committed();
   lagging_.assign(shards_.size(), false);
-  if (progress_.batches_committed() == 0) return Status::Ok();
-  for (size_t s = 0; s < shards_.size(); ++s) {
+  for (size_t s = 0; s < shards_.size() && progress_.batches_committed() > 0; ++s) {
     ASSIGN_OR_RETURN(uint64_t seq, shards_[s]->AppliedSequence());
     if (seq < progress_.batches_committed()) lagging_[s] = true;
   }
-  redo_ = std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end();
-  redo_from_ = progress_.last_batch_first_record();
-  spdlog::info("pipeline: resuming {} after {} committed records ({} batches){}", dir_, skip_,
-               progress_.batches_committed(), redo_ ? "; redoing the last batch's shard writes" : "");
+  const bool lag = std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end();
+  ASSIGN_OR_RETURN(digest_, PrefixDigest::Open(o_.input));
+  auto same = [&](const pb::InputIdentity& id) {
+    uint64_t lo = 0, hi = 0;
+    digest_->Get(&lo, &hi);
+    return digest_->position() == id.bytes() && lo == id.digest_lo() && hi == id.digest_hi();
+  };
+  if (progress_.has_current()) {
+    const pb::InputIdentity& cur = progress_.current();
+    if (input_size_ >= cur.bytes()) RETURN_IF_ERROR(digest_->Advance(cur.bytes()));
+    if (input_size_ >= cur.bytes() && same(cur)) {
+      // The interrupted input again: go on after its last committed batch.
+      resuming_ = true;
+      skip_ = progress_.records_committed();
+      redo_from_ = progress_.last_batch_first_record();
+      spdlog::info("pipeline: resuming {} after {} committed records of {} ({} batches in the store){}", dir_, skip_,
+                   o_.input, progress_.batches_committed(), lag ? "; redoing the last batch's shard writes" : "");
+      return Status::Ok();
+    }
+    if (lag) {
+      return FailedPrecondition(fmt::format(
+          "pipeline: store {}'s last batch, from {}, is not on every shard yet; run neardup run --input {} --store {} "
+          "again first (it redoes that batch from that input)",
+          dir_, cur.name(), cur.name(), dir_));
+    }
+    if (!o_.abandon_interrupted) {
+      return FailedPrecondition(fmt::format(
+          "pipeline: store {} stopped in the middle of {} ({} of its records committed; {} is not that file); run it "
+          "again to finish it, or pass --abandon-interrupted to leave its rest unread and take {} as the next crawl",
+          dir_, cur.name(), progress_.records_committed(), o_.input, o_.input));
+    }
+    spdlog::warn("pipeline: the rest of {} after its {} committed records is left unread", cur.name(),
+                 progress_.records_committed());
+    ASSIGN_OR_RETURN(digest_, PrefixDigest::Open(o_.input));
+  }
+  for (const pb::InputIdentity& done : progress_.consumed()) {
+    if (done.bytes() != input_size_) continue;
+    if (digest_->position() != input_size_) RETURN_IF_ERROR(digest_->Advance(input_size_));
+    if (same(done)) {
+      sum_.already_consumed = done.name();
+      return Status::Ok();
+    }
+  }
+  if (digest_->position() != 0) {
+    ASSIGN_OR_RETURN(digest_, PrefixDigest::Open(o_.input));
+  }
+  // The next crawl: it adds to what the store holds.
+  pb::InputIdentity* cur = progress_.mutable_current();
+  cur->Clear();
+  cur->set_name(input_);
+  progress_.set_records_committed(0);
+  progress_.set_last_batch_first_record(0);
+  progress_.clear_last_batch_routes();
+  skip_ = 0;
+  if (progress_.batches_committed() > 0) {
+    spdlog::info("pipeline: {} is a new input for store {}, which holds {} batches", o_.input, dir_,
+                 progress_.batches_committed());
+  }
   return Status::Ok();
 }
 
@@ -480,20 +625,37 @@ Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::Repeated
 }
 
 Status Pipeline::Redo(Batch& b) {
-  // Tier 1 committed this batch; some shards did not. Their writes are idempotent.
+  // Tier 1 committed this batch; some shards may not have, and its status lines may be lost. The
+  // shards' writes are idempotent.
   RETURN_IF_ERROR(FinishShardWrites());
   std::vector<Route> routes(b.records.size(), Route::kTier2);
-  std::unordered_map<std::string_view, size_t> last;
-  for (size_t i = 0; i < b.records.size(); ++i) {
-    if (b.records[i].is_redirect()) routes[i] = Route::kRedirect;
-    else if (b.signatures[i].shingles_size() == 0) routes[i] = Route::kEmpty;
-    auto [it, fresh] = last.emplace(b.records[i].url, i);
-    if (!fresh) routes[it->second] = Route::kSuperseded, it->second = i;
+  const std::string& stored = progress_.last_batch_routes();
+  if (stored.size() == b.records.size()) {
+    for (size_t i = 0; i < routes.size(); ++i) routes[i] = static_cast<Route>(stored[i]);
+  } else {
+    std::unordered_map<std::string_view, size_t> last;
+    for (size_t i = 0; i < b.records.size(); ++i) {
+      if (b.records[i].is_redirect()) routes[i] = Route::kRedirect;
+      else if (b.signatures[i].shingles_size() == 0) routes[i] = Route::kEmpty;
+      auto [it, fresh] = last.emplace(b.records[i].url, i);
+      if (!fresh) routes[it->second] = Route::kSuperseded, it->second = i;
+    }
   }
-  RETURN_IF_ERROR(StageOnShards(HomePages(b, routes), lagging_));
-  RETURN_IF_ERROR(ApplyToShards(b.number, progress_.last_batch_removals()));
-  sum_.redone_shard_batches += static_cast<uint64_t>(std::count(lagging_.begin(), lagging_.end(), true));
-  return Status::Ok();
+  if (std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end()) {
+    RETURN_IF_ERROR(StageOnShards(HomePages(b, routes), lagging_));
+    RETURN_IF_ERROR(ApplyToShards(b.number, progress_.last_batch_removals()));
+    sum_.redone_shard_batches += static_cast<uint64_t>(std::count(lagging_.begin(), lagging_.end(), true));
+    lagging_.assign(lagging_.size(), false);
+  }
+  if (status_file_ == nullptr) return Status::Ok();
+  const uint64_t before = sum_.status_lines_rewritten;
+  RETURN_IF_ERROR(WriteStatus(b, routes));
+  for (Route r : routes) sum_.status_lines_rewritten += r != Route::kSuperseded;
+  if (sum_.status_lines_rewritten > before) {
+    spdlog::info("pipeline: wrote the status lines of batch {} again ({} lines)", b.number,
+                 sum_.status_lines_rewritten - before);
+  }
+  return SyncStatusFile();
 }
 
 void Pipeline::StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> routes) {
@@ -608,11 +770,21 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
       ++sum_.tier2_sends;
     }
   }
+  // Pages the fast path kept meet the batch's compared pages in their new versions (their
+  // resident versions are stale for this batch), on the shards that compare some of them.
+  for (size_t i = 0; i < n; ++i) {
+    if (routes[i] != Route::kFastPath) continue;
+    for (uint32_t m : b.machines[i]) {
+      if (pages[m].empty() || pages[m].front().join_only) continue;
+      index[m].push_back(static_cast<uint32_t>(i));
+      pages[m].push_back({&b.signatures[i], false, /*validated=*/true, /*join_only=*/true});
+    }
+  }
   std::vector<tier2::CompareResult> results(P);
   t0 = SteadyClock::now();
   RETURN_IF_ERROR(ForEachShard(*compare_pool_, [&](size_t m) -> Status {
     if (pages[m].empty()) return Status::Ok();
-    return shards_[m]->CompareBatch(pages[m], o_.threshold, &results[m]);
+    return shards_[m]->CompareBatch(pages[m], threshold_, &results[m]);
   }, &sum_.shard_compare_seconds));
   sum_.tier2_compare_seconds += Since(t0);
   Tier2Matches matches;
@@ -638,6 +810,9 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   // after that commit (which would wait for the staging): the commits followed Tier 1's of the
   // previous batch while this one was compared, so this is a short wait, as a rule.
   RETURN_IF_ERROR(FinishShardWrites());
+  // The previous batch's status lines are durable before this batch commits: after a crash only
+  // the last committed batch's can be missing, and a restart writes those again.
+  RETURN_IF_ERROR(SyncStatusFile());
   stager_.Start([this, home = HomePages(b, routes)] { return StageOnShards(home, {}); });
   for (size_t i = 0; i < n; ++i) {
     switch (routes[i]) {
@@ -656,6 +831,13 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   next.set_batches_committed(b.number);
   next.set_last_batch_first_record(b.first_record);
   next.clear_last_batch_removals();
+  next.mutable_current()->set_bytes(b.end_offset);
+  next.mutable_current()->set_digest_lo(b.digest_lo);
+  next.mutable_current()->set_digest_hi(b.digest_hi);
+  next.mutable_current()->set_records(b.first_record + n);
+  std::string route_bytes(n, '\0');
+  for (size_t i = 0; i < n; ++i) route_bytes[i] = static_cast<char>(routes[i]);
+  next.set_last_batch_routes(std::move(route_bytes));
   ApplyOutcome outcome;
   t0 = SteadyClock::now();
   cpu0 = ThreadCpuSeconds();
@@ -686,6 +868,14 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   return WriteStatus(*writing_, writing_routes_);
 }
 
+Status Pipeline::SyncStatusFile() {
+  if (status_file_ == nullptr) return Status::Ok();
+  if (std::fflush(status_file_) != 0 || ::fdatasync(fileno(status_file_)) != 0) {
+    return IoError("pipeline: cannot sync " + o_.status_out + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 Status Pipeline::WriteStatus(const Batch& b, const std::vector<Route>& routes) {
   const auto t0 = SteadyClock::now();
   const double cpu0 = ThreadCpuSeconds();
@@ -693,7 +883,7 @@ Status Pipeline::WriteStatus(const Batch& b, const std::vector<Route>& routes) {
   StatusAnswer a;
   for (size_t i = 0; i < b.records.size(); ++i) {
     if (routes[i] == Route::kSuperseded) continue;
-    RETURN_IF_ERROR(tier1_->Query(b.records[i].url, nullptr, &a));
+    RETURN_IF_ERROR(tier1_->QueryAndRecord(b.records[i].url, &a));
     if (status_file_ == nullptr) continue;
     out += "{\"url\":";
     AppendJsonString(&out, b.records[i].url);
@@ -706,7 +896,7 @@ Status Pipeline::WriteStatus(const Batch& b, const std::vector<Route>& routes) {
     if (a.redirect) out += ",\"redirect\":true";
     out += ",\"route\":\"";
     out += RouteName(routes[i]);
-    out += "\",\"line\":" + std::to_string(b.records[i].line) + "}\n";
+    out += "\",\"batch\":" + std::to_string(b.number) + ",\"line\":" + std::to_string(b.records[i].line) + "}\n";
   }
   if (status_file_ != nullptr && !out.empty()) {
     RETURN_IF_ERROR(store_->rows().WaitForWrites());  // the lines acknowledge the batch's commit
@@ -725,48 +915,96 @@ Status Pipeline::WriteStatus(const Batch& b, const std::vector<Route>& routes) {
   return Status::Ok();
 }
 
-// A resumed run appends; a line torn by a crash (no newline yet) is cut off first, so every
-// line of the file is whole.
+namespace {
+
+// The "batch" of a status line; false when it has none.
+bool StatusLineBatch(std::string_view line, uint64_t* batch) {
+  const size_t at = line.find("\"batch\":");
+  if (at == std::string_view::npos) return false;
+  *batch = std::strtoull(line.data() + at + 8, nullptr, 10);
+  return true;
+}
+
+// The length of the file's longest prefix of whole lines none of which belongs to batch `from` or
+// a later one (a line without a batch number ends the search), reading backwards in pieces.
+StatusOr<uint64_t> KeepBeforeBatch(std::FILE* f, uint64_t size, uint64_t from) {
+  std::string tail;  // the file's bytes [tail_start, size)
+  uint64_t tail_start = size;
+  uint64_t keep = size;  // lines after keep belong to batch >= from
+  for (;;) {
+    // Examine whole lines ending at keep, last first; a line is whole when a newline precedes it.
+    while (keep > tail_start) {
+      const size_t end = static_cast<size_t>(keep - tail_start);  // tail[end - 1] is '\n'
+      const size_t nl = end >= 2 ? tail.rfind('\n', end - 2) : std::string::npos;
+      if (nl == std::string::npos && tail_start > 0) break;  // its start is further back
+      const size_t begin = nl == std::string::npos ? 0 : nl + 1;
+      uint64_t batch = 0;
+      if (!StatusLineBatch(std::string_view(tail).substr(begin, end - begin), &batch) || batch < from) return keep;
+      keep = tail_start + begin;
+    }
+    if (keep == 0) return keep;
+    const uint64_t step = std::max<uint64_t>(1 << 20, tail.size());
+    const uint64_t new_start = tail_start > step ? tail_start - step : 0;
+    std::string piece(static_cast<size_t>(tail_start - new_start), '\0');
+    if (std::fseek(f, static_cast<long>(new_start), SEEK_SET) != 0 ||
+        std::fread(piece.data(), 1, piece.size(), f) != piece.size()) {
+      return IoError("cannot read the status file");
+    }
+    tail.insert(0, piece);
+    tail_start = new_start;
+  }
+}
+
+}  // namespace
+
 Status Pipeline::OpenStatusFile() {
   std::error_code ec;
-  if (skip_ > 0 && fs::exists(o_.status_out, ec)) {
+  if (resuming_ && fs::exists(o_.status_out, ec)) {
     std::FILE* f = std::fopen(o_.status_out.c_str(), "rb");
     if (f == nullptr) return IoError("pipeline: cannot read " + o_.status_out);
-    uint64_t size = fs::file_size(o_.status_out, ec), keep = 0;
+    const uint64_t size = fs::file_size(o_.status_out, ec);
+    // A line torn by a crash (no newline yet) goes first...
+    uint64_t whole = 0;
     char buf[4096];
-    for (uint64_t end = size; end > 0 && keep == 0;) {
+    for (uint64_t end = size; end > 0 && whole == 0;) {
       const uint64_t begin = end > sizeof buf ? end - sizeof buf : 0;
       std::fseek(f, static_cast<long>(begin), SEEK_SET);
       const size_t got = std::fread(buf, 1, end - begin, f);
       for (size_t k = got; k > 0; --k) {
-        if (buf[k - 1] == '\n') { keep = begin + k; break; }
+        if (buf[k - 1] == '\n') { whole = begin + k; break; }
       }
       end = begin;
     }
+    // ...then the last committed batch's lines, which Redo writes again whole.
+    StatusOr<uint64_t> keep = KeepBeforeBatch(f, whole, progress_.batches_committed());
     std::fclose(f);
-    if (keep < size) {
-      fs::resize_file(o_.status_out, keep, ec);
-      if (ec) return IoError("pipeline: cannot cut the torn last line of " + o_.status_out + ": " + ec.message());
-      spdlog::warn("pipeline: cut a torn last line ({} bytes) from {}", size - keep, o_.status_out);
+    RETURN_IF_ERROR(keep.status());
+    if (*keep < size) {
+      fs::resize_file(o_.status_out, *keep, ec);
+      if (ec) return IoError("pipeline: cannot cut " + o_.status_out + ": " + ec.message());
+      spdlog::info("pipeline: cut {} bytes (the last batch's status lines, or a torn line) from {}", size - *keep,
+                   o_.status_out);
     }
   }
-  status_file_ = std::fopen(o_.status_out.c_str(), skip_ > 0 ? "ab" : "wb");
+  status_file_ = std::fopen(o_.status_out.c_str(), resuming_ ? "ab" : "wb");
   if (status_file_ == nullptr) return IoError("pipeline: cannot write " + o_.status_out);
   return Status::Ok();
 }
 
+// Every page of the store as the run leaves it (every input's, not only this one's), from
+// read-only queries: writing it changes nothing in the store.
 Status Pipeline::WriteGroups() {
-  std::FILE* f = std::fopen(o_.groups_out.c_str(), "wb");
-  if (f == nullptr) return IoError("pipeline: cannot write " + o_.groups_out);
+  std::FILE* f = groups_file_;
+  groups_file_ = nullptr;
   std::vector<std::string> urls;
-  RETURN_IF_ERROR(store_->rows().ScanFamily(store_->page_family(), [&](std::string_view url, std::string_view, std::string_view) {
+  Status s = store_->rows().ScanFamily(store_->page_family(), [&](std::string_view url, std::string_view, std::string_view) {
     urls.emplace_back(url);
     return true;
-  }));
+  });
   std::string out;
   StatusAnswer a;
-  Status s;
-  for (const std::string& url : urls) {
+  for (size_t k = 0; k < urls.size() && s.ok(); ++k) {
+    const std::string& url = urls[k];
     s = tier1_->Query(url, nullptr, &a);
     if (!s.ok()) break;
     out += "{\"url\":";
@@ -785,15 +1023,42 @@ Status Pipeline::WriteGroups() {
   }
   if (s.ok() && std::fwrite(out.data(), 1, out.size(), f) != out.size()) s = IoError("pipeline: cannot write " + o_.groups_out);
   if (std::fclose(f) != 0 && s.ok()) s = IoError("pipeline: cannot write " + o_.groups_out);
-  RETURN_IF_ERROR(s);
-  return tier1_->Flush();
+  return s;
+}
+
+Status Pipeline::RecordInputConsumed() {
+  RETURN_IF_ERROR(digest_->Advance(input_size_));
+  pb::InputIdentity* done = progress_.add_consumed();
+  *done = progress_.current();
+  done->set_bytes(input_size_);
+  uint64_t lo = 0, hi = 0;
+  digest_->Get(&lo, &hi);
+  done->set_digest_lo(lo);
+  done->set_digest_hi(hi);
+  done->set_records(progress_.records_committed());
+  progress_.clear_current();
+  progress_.set_records_committed(0);
+  progress_.set_last_batch_first_record(0);
+  progress_.clear_last_batch_routes();
+  RowBatch b;
+  b.Put(store_->meta_family(), "progress", "", progress_.SerializeAsString());
+  RETURN_IF_ERROR(store_->rows().Write(b));
+  return store_->rows().WaitForWrites();
 }
 
 StatusOr<PipelineSummary> Pipeline::Run() {
   const auto start = SteadyClock::now();
   RETURN_IF_ERROR(Setup());
+  if (!sum_.already_consumed.empty()) {
+    spdlog::warn("pipeline: {} was consumed whole already (as {}): nothing to do", o_.input, sum_.already_consumed);
+    return Finish(start);
+  }
   if (!o_.status_out.empty()) RETURN_IF_ERROR(OpenStatusFile());
   sum_.skipped_records = skip_;
+  // The last committed batch of the interrupted input is read again when a shard missed it or
+  // its status lines are to be written again.
+  const bool lag = std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end();
+  redo_ = resuming_ && progress_.records_committed() > 0 && (lag || status_file_ != nullptr);
 
   // The tiers' thread: batches in order, as the reader hands them over. Two batches of room:
   // room for two signing rounds' worth (9 batches) was measured no faster (300k records, three
@@ -828,7 +1093,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   });
 
   CrawlSignerOptions so;
-  so.signer = o_.signer;
+  so.signer = signer_;
   so.reader = o_.reader;
   so.threads = o_.threads;
   so.progress_label = o_.progress ? "run" : "";
@@ -852,14 +1117,20 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   start_batch(first);
   auto hand_off = [&]() -> Status {
     if (batch->records.empty()) return Status::Ok();
-    if (!batch->redo) sum_.records += batch->records.size();
+    if (!batch->redo) {
+      sum_.records += batch->records.size();
+      // What the batch's commit says of the input: how far it is consumed, and its digest so far.
+      batch->end_offset = batch->records.back().end_offset;
+      RETURN_IF_ERROR(digest_->Advance(batch->end_offset));
+      digest_->Get(&batch->digest_lo, &batch->digest_hi);
+    }
     if (!queue.Push(std::move(batch))) return worker_status.ok() ? Internal("pipeline: queue closed") : worker_status;
     start_batch(next_record);
     return Status::Ok();
   };
   // Signing runs ahead of the tiers on a thread of its own (and its workers), at a lower
   // priority, as do LevelDB's compactions: on a busy machine the tiers' thread gets the cores.
-  const int nice = static_cast<int>(o_.config.pipeline().background_nice());
+  const int nice = static_cast<int>(config_.pipeline().background_nice());
   LowerLevelDbBackgroundPriority(nice);
   NameLevelDbBackgroundThread();
   CrawlReaderStats reader_stats;
@@ -875,7 +1146,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
         const auto v = map_->VectorOf(f);
         b.cell.back() = map_->Home(v);
         if (!f.shingles.empty()) map_->RouteMachines(v, &b.machines.back());
-        b.signatures.push_back(ToProto(r.url, f, o_.signer));
+        b.signatures.push_back(ToProto(r.url, f, signer_));
       } else {
         b.signatures.emplace_back();
       }
@@ -890,14 +1161,23 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   });
   signing.join();
   worker.join();
-  if (status_file_ != nullptr) std::fclose(status_file_);
   RETURN_IF_ERROR(worker_status);
   RETURN_IF_ERROR(read);
+  RETURN_IF_ERROR(SyncStatusFile());
+  // Read to its end (not cut short by max_records): the input is consumed.
+  if (o_.max_records == 0 || seen <= o_.max_records) {
+    RETURN_IF_ERROR(RecordInputConsumed());
+    sum_.input_complete = true;
+  }
+  return Finish(start);
+}
+
+StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
   sum_.seconds = Since(start);
   sum_.peak_rss_bytes = PeakRssBytes();
   sum_.tier1_page_reads = tier1_->page_reads();
   sum_.tier1_group_reads = tier1_->group_reads();
-  if (!o_.groups_out.empty()) {
+  if (groups_file_ != nullptr) {
     const auto t0 = SteadyClock::now();
     RETURN_IF_ERROR(WriteGroups());
     sum_.output_seconds = Since(t0);
@@ -944,10 +1224,17 @@ StatusOr<PipelineSummary> RunPipeline(const PipelineOptions& options) {
 
 std::string FormatSummary(const PipelineSummary& s) {
   std::string o;
+  if (!s.already_consumed.empty()) {
+    o += fmt::format("input              consumed whole already, as {}: nothing to do\n", s.already_consumed);
+  } else {
+    o += fmt::format("input              {}\n", s.input_complete ? "read to its end: recorded as consumed"
+                                                                  : "not read to its end: a later run continues it");
+  }
   o += fmt::format("records            {} in {:.2f} s: {:.0f} records/s ({} skipped: committed by an earlier run); "
                    "--out written in {:.2f} s more\n",
                    s.records, s.seconds, s.pages_per_second(), s.skipped_records, s.output_seconds);
-  o += fmt::format("batches            {} ({} shard batches redone after a crash)\n", s.batches, s.redone_shard_batches);
+  o += fmt::format("batches            {} ({} shard batches redone after a crash, {} status lines written again)\n",
+                   s.batches, s.redone_shard_batches, s.status_lines_rewritten);
   o += fmt::format("pages              {} new, {} unchanged, {} changed, {} redirects, {} empty, {} superseded in batch\n",
                    s.new_pages, s.unchanged, s.changed, s.redirects, s.empty, s.superseded);
   o += fmt::format("tier 1 fast path   {} of {} changed pages ({:.1f}%) kept without Tier 2\n", s.fast_path, s.changed,

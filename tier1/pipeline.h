@@ -21,11 +21,17 @@
 // A page's status line is written only after step 4 committed it: that is the acknowledgement.
 // Only the last committed batch can be missing from a shard, which is what a restart redoes.
 //
-// Restart: a store directory remembers the input it was filled from and the records committed.
-// Run again with the same store and input, the pipeline redoes step 5 of the last batch for any
-// shard that had not seen it, then goes on after the last committed record; the result is the
-// same as a run that never stopped. The partition map is built once (from a sample of the input,
-// or given) and kept in the store.
+// A store is a collection that inputs add to, one after another (tier1/store.h): its parameters
+// (threshold, k, dims, routing, map) are recorded in its first commit and rule every later run;
+// each input is known by its content. An input read to its end is recorded as consumed (run again,
+// it is reported and nothing is done); any other file is the next crawl, whose records join the
+// groups the store holds, as if the inputs had been one crawl.
+//
+// Restart: run again with the same store and the interrupted input (recognised by the bytes
+// committed of it), the pipeline redoes step 5 of the last batch for any shard that had not seen
+// it, writes that batch's status lines again (a crash may have lost them: the status file is
+// synced before the next batch commits, so only the last batch's can be missing), then goes on
+// after the last committed record; the result is the same as a run that never stopped.
 //
 // Thread safety: RunPipeline is reentrant; it owns everything it opens.
 #pragma once
@@ -39,6 +45,7 @@
 #include "common/status.h"
 #include "proto/config.pb.h"
 #include "tier1/group_store.h"
+#include "tier1/store.h"
 
 namespace neardup::tier1 {
 
@@ -56,9 +63,19 @@ struct PipelineOptions {
   uint32_t batch_pages = 2000; // B
   uint64_t max_records = 0;    // stop after this many input records (0 = all); for tests and crash drills
   bool progress = true;
+  // Store parameters given explicitly (a flag, or a field set in a configuration file), by name,
+  // with where they came from (tier1/store.h): a store built with other values refuses them.
+  GivenParams given;
+  // The store stopped in the middle of another input: leave that input's rest unread and take this
+  // one as the next crawl (refused while a shard still misses that input's last batch).
+  bool abandon_interrupted = false;
 };
 
 struct PipelineSummary {
+  // Non-empty: the input is one the store consumed whole before (under this name); nothing was
+  // done but --out.
+  std::string already_consumed;
+  bool input_complete = false;     // the input was read to its end and recorded as consumed
   uint64_t records = 0;            // input records processed in this run
   uint64_t skipped_records = 0;    // already committed by an earlier run of this store
   uint64_t batches = 0;
@@ -75,6 +92,7 @@ struct PipelineSummary {
   uint64_t merges = 0, moves = 0, new_groups = 0, redirect_cycles = 0;
   uint64_t verifications = 0, rejections = 0, repairs = 0, repair_splits = 0;
   uint64_t redone_shard_batches = 0;  // step 5 redone after a crash
+  uint64_t status_lines_rewritten = 0; // the last committed batch's status lines, written again after a crash
   uint64_t groups = 0, multi_groups = 0, pages = 0;  // store totals at the end
   uint32_t shards = 0, cells = 0;
   // seconds: from start to the last batch's status lines (what records/s is over); output_seconds:
@@ -108,9 +126,11 @@ struct PipelineSummary {
   double fast_path_share() const { return changed > 0 ? static_cast<double>(fast_path) / static_cast<double>(changed) : 0; }
 };
 
-// Errors: IoError for unreadable input or store; FailedPrecondition when the store was filled
-// from another input or with another threshold (both named), or its map does not fit the signer;
-// InvalidArgument for bad options; whatever the tiers return.
+// Errors: IoError for an unreadable input or store, or an output that cannot be written (before
+// any work); FailedPrecondition for a parameter given explicitly that the store's disagrees with
+// (named, tier1/store.h), a --map that is not the store's or does not fit the parameters, another
+// input while the store's interrupted one is unfinished (unless abandon_interrupted), or a store of
+// an earlier version; InvalidArgument for bad options; whatever the tiers return.
 StatusOr<PipelineSummary> RunPipeline(const PipelineOptions& options);
 
 // One line per field, for the command line.

@@ -339,18 +339,23 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
     resident[r.page].emplace_back(r.url, r.similarity);
   }
   for (const auto& m : matches.in_batch) {
-    if (m.a >= n || m.b >= n || routes[m.a] != Route::kTier2 || routes[m.b] != Route::kTier2) {
+    const auto compared = [&](uint32_t k) { return routes[k] == Route::kTier2 || routes[k] == Route::kFastPath; };
+    if (m.a >= n || m.b >= n || !compared(m.a) || !compared(m.b) ||
+        (routes[m.a] != Route::kTier2 && routes[m.b] != Route::kTier2)) {
       return InvalidArgument("in-batch match (" + std::to_string(m.a) + ", " + std::to_string(m.b) +
-                             ") between pages not sent to Tier 2");
+                             ") not between a page sent to Tier 2 and another sent to it or kept by the fast path");
     }
     partners[m.a].emplace_back(m.b, m.similarity);
     partners[m.b].emplace_back(m.a, m.similarity);
   }
-  // Resident versions of URLs whose new version is in this batch (and leaves or is re-compared)
-  // are stale: matches with them do not count.
+  // Resident versions of URLs whose new version is in this batch (re-compared, kept by the fast
+  // path with new content, emptied or turned into a redirect) are stale: matches with them do not
+  // count. The new versions of kTier2 and kFastPath pages meet the batch's kTier2 pages in the
+  // in-batch join instead.
   std::unordered_set<std::string_view> stale;
   for (size_t i = 0; i < n; ++i) {
-    if (routes[i] == Route::kTier2 || routes[i] == Route::kEmpty || routes[i] == Route::kRedirect) {
+    if (routes[i] == Route::kTier2 || routes[i] == Route::kFastPath || routes[i] == Route::kEmpty ||
+        routes[i] == Route::kRedirect) {
       stale.insert(batch[i].url);
     }
   }
@@ -408,8 +413,10 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
     txn.AddCounter(routes[i] == Route::kUnchanged ? "unchanged" : "fast_path", 1);
   }
 
-  // 2. Pages Tier 2 decided, in input order (Cases 1 and 2).
+  // 2. Pages Tier 2 decided, in input order (Cases 1 and 2). A page kept by the fast path is in
+  // its group already: a kTier2 page matching its new version joins that group.
   std::vector<bool> done(n, false);
+  for (size_t i = 0; i < n; ++i) done[i] = routes[i] == Route::kFastPath;
   std::vector<std::string> moving;
   for (size_t i = 0; i < n; ++i) {
     if (routes[i] != Route::kTier2 && routes[i] != Route::kEmpty) continue;
@@ -561,6 +568,14 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
 // ---- Queries -----------------------------------------------------------------------------------
 
 Status Tier1::Query(const std::string& url, const pb::PageSignature* current, StatusAnswer* out) {
+  return Answer(url, current, /*record=*/false, out);
+}
+
+Status Tier1::QueryAndRecord(const std::string& url, StatusAnswer* out) {
+  return Answer(url, nullptr, /*record=*/true, out);
+}
+
+Status Tier1::Answer(const std::string& url, const pb::PageSignature* current, bool record, StatusAnswer* out) {
   *out = StatusAnswer();
   if (txn_.cached() > options_.cache_records) {
     // Bound the working set: commit the verification results so far (which evicts the records
@@ -619,8 +634,8 @@ Status Tier1::Query(const std::string& url, const pb::PageSignature* current, St
       current = &own;
     }
     sim = Similarity(*current, wsig);
-    txn_.AddCounter("verifications", 1);
-    if (stored_version) {
+    if (record) txn_.AddCounter("verifications", 1);
+    if (record && stored_version) {
       const std::string wdigest = wp->content_digest();
       ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn_.MutablePage(url));
       rec->set_verified_winner(winner);
@@ -634,7 +649,7 @@ Status Tier1::Query(const std::string& url, const pb::PageSignature* current, St
   out->similarity_to_winner = sim;
   const bool ok = sim >= options_.threshold - 1e-9;
   out->status = ok ? StatusAnswer::kDuplicate : StatusAnswer::kUnique;
-  if (stored_version && ok == page->rejected()) {
+  if (record && stored_version && ok == page->rejected()) {
     // The verdict on this version changed: count (or uncount) it against the group.
     ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn_.MutablePage(url));
     ASSIGN_OR_RETURN(pb::Tier1Group * g, txn_.MutableGroup(rec->group()));

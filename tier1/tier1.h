@@ -26,8 +26,9 @@
 //   t1.Classify(batch, &routes);                 // fast path or Tier 2, per page
 //   ... Tier 2 compares the kTier2 pages ...
 //   t1.Apply(batch, routes, matches, progress, &outcome);   // cases 1-3, one atomic commit
-//   t1.Query(url, nullptr, &answer);             // the crawler's question
+//   t1.QueryAndRecord(url, &answer);             // each page's acknowledgement (records rejections)
 //   t1.Flush();                                  // verification results, repairs
+//   t1.Query(url, nullptr, &answer);             // the crawler's question: read-only
 //
 // Thread safety: none; one thread drives a Tier1 (the pipeline's). Errors: IoError/Corruption
 // from the store or the signature source, InvalidArgument for a bad batch (named).
@@ -96,7 +97,9 @@ inline const std::string& MarketWinnerUrl(const pb::Tier1Group& g, const pb::Mar
   return mw.url().empty() ? g.winner() : mw.url();
 }
 
-// Tier 2's answer for the kTier2 pages of a batch.
+// Tier 2's answer for the kTier2 pages of a batch. In-batch pairs join a kTier2 page with another
+// kTier2 page or with a kFastPath page (whose new version the batch's new pages must meet: it stays
+// in its group, and its resident, older version is stale for the batch).
 struct Tier2Matches {
   struct Resident { uint32_t page; std::string url; double similarity; };
   struct InBatch { uint32_t a, b; double similarity; };   // batch indices
@@ -159,10 +162,17 @@ class Tier1 {
   Status Apply(std::span<const PageUpdate> batch, std::span<const Route> routes, const Tier2Matches& matches,
                const pb::Tier1Progress* progress, ApplyOutcome* outcome);
 
-  // The crawler's question for a URL. `current`, when given, is the page's current content: the
-  // answer verifies it (not the stored version) against the winner. Verification results and
-  // rejections are cached and written by Flush(); `pending` URLs answer kPending.
+  // The crawler's question for a URL, read-only: the answer comes from the store as it is and
+  // changes nothing in it (a verification computed here is not kept, a loser below the threshold
+  // answers kUnique and is not counted against its group). `current`, when given, is the page's
+  // current content: the answer verifies it (not the stored version) against the winner.
+  // `pending` URLs answer kPending.
   Status Query(const std::string& url, const pb::PageSignature* current, StatusAnswer* out);
+  // The ingest path's acknowledgement of a stored page: Query, and records what it learnt: the
+  // verification result cached in the page record, the rejection counted in its group once per
+  // version, and the group queued for repair when its rejections pass the threshold. Written by
+  // Flush() (which also runs the repairs), or by the next Apply.
+  Status QueryAndRecord(const std::string& url, StatusAnswer* out);
   // Writes what queries learnt, and repairs the groups whose rejections passed the threshold.
   Status Flush(std::vector<RepairReport>* repairs = nullptr);
 
@@ -189,6 +199,8 @@ class Tier1 {
   // `members`, when given, is the group's whole member list (spares the store scan).
   Status RecomputeWinners(GroupStore::Txn& txn, uint64_t group, std::vector<std::string> members = {});
   StatusOr<pb::PageSignature> FetchSignature(const std::string& url, const pb::Tier1Page& page);
+  // Query (record false) and QueryAndRecord (record true).
+  Status Answer(const std::string& url, const pb::PageSignature* current, bool record, StatusAnswer* out);
   // Commits the working set and keeps it as a cache, evicting the records least recently used
   // when it holds more than cache_records.
   Status CommitWorkingSet(bool durable);

@@ -154,9 +154,12 @@ class World {
           m.resident.push_back({i, url, J(*batch[i].signature, sig)});
         }
       }
-      for (uint32_t j = i + 1; j < batch.size(); ++j) {
-        if (r.routes[j] == Route::kTier2 && F(*batch[i].signature, *batch[j].signature, t)) {
-          m.in_batch.push_back({i, j, J(*batch[i].signature, *batch[j].signature)});
+      // The new versions of the batch's other compared pages and of the pages the fast path kept,
+      // as the pipeline's in-batch join gives them.
+      for (uint32_t j = 0; j < batch.size(); ++j) {
+        const bool partner = (r.routes[j] == Route::kTier2 && j > i) || r.routes[j] == Route::kFastPath;
+        if (partner && F(*batch[i].signature, *batch[j].signature, t)) {
+          m.in_batch.push_back({std::min(i, j), std::max(i, j), J(*batch[i].signature, *batch[j].signature)});
         }
       }
     }
@@ -184,9 +187,18 @@ class World {
   }
   const CheckReport& last_check() const { return last_check_; }
 
+  // Without content: the pipeline's acknowledgement (QueryAndRecord: verification cached,
+  // rejections counted). With content: the crawler's read-only question about that content.
   StatusAnswer Query(const std::string& url, const pb::PageSignature* current = nullptr) {
     StatusAnswer a;
-    const Status s = t1_->Query(url, current, &a);
+    const Status s = current == nullptr ? t1_->QueryAndRecord(url, &a) : t1_->Query(url, current, &a);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return a;
+  }
+  // The crawler's read-only question about the stored version.
+  StatusAnswer ReadOnlyQuery(const std::string& url) {
+    StatusAnswer a;
+    const Status s = t1_->Query(url, nullptr, &a);
     EXPECT_TRUE(s.ok()) << s.ToString();
     return a;
   }
@@ -640,6 +652,58 @@ TEST(Tier1Split, KeptFalsePositiveRejectedThenRepaired) {
     EXPECT_EQ(w.Query("http://q3.com/").status, redirects ? StatusAnswer::kWinner : StatusAnswer::kUnique);
     EXPECT_TRUE(w.Flush().empty());
   }
+}
+
+// A page the fast path kept is seen by the batch's new pages in its new version only: a new page
+// similar to the new version joins its group, one similar only to the old version does not.
+TEST(Tier1FastPath, NewPagesMeetTheNewVersionOfAPageKeptInTheSameBatch) {
+  {
+    World w;
+    w.Run({Page("http://y.com/", R(0, 100), 10)});
+    // J(y new, y old) = 97/103: kept. J(x, y new) = 95/105 >= 0.9 > J(x, y old) = 92/108.
+    Result r = w.Run({Page("http://y.com/", R(3, 103), 10), Page("http://x.com/", R(8, 108), 1)});
+    EXPECT_EQ(r.routes[0], Route::kFastPath);
+    EXPECT_EQ(r.routes[1], Route::kTier2);
+    EXPECT_EQ(w.GroupOf("http://x.com/"), w.GroupOf("http://y.com/"));
+    EXPECT_EQ(w.Query("http://x.com/").status, StatusAnswer::kDuplicate);
+  }
+  {
+    World w;
+    w.Run({Page("http://y.com/", R(10, 110), 10)});
+    // J(x, y old) = 95/105 >= 0.9 > J(x, y new) = 92/108: the match is with a stale version.
+    Result r = w.Run({Page("http://y.com/", R(7, 107), 10), Page("http://x.com/", R(15, 115), 1)});
+    EXPECT_EQ(r.routes[0], Route::kFastPath);
+    EXPECT_NE(w.GroupOf("http://x.com/"), w.GroupOf("http://y.com/"));
+    EXPECT_EQ(w.Query("http://x.com/").status, StatusAnswer::kUnique);
+  }
+}
+
+// A read-only query answers as the recording one does and changes nothing: no verification cached,
+// no rejection counted, nothing to repair.
+TEST(Tier1Split, ReadOnlyQueryChangesNothing) {
+  Tier1Options o;
+  o.repair_min_rejections = 1;
+  o.repair_rejection_share = 0.1;
+  World w(o);
+  w.Run({Page("http://q1.com/", R(0, 100), 10), Page("http://q2.com/", R(5, 105), 100),
+         Page("http://q3.com/", R(10, 110), 1)});
+  w.Run({Page("http://q2.com/", R(7000, 7100), 100)});
+  const uint64_t g = w.GroupOf("http://q3.com/");
+  for (int i = 0; i < 2; ++i) {
+    const StatusAnswer a = w.ReadOnlyQuery("http://q3.com/");
+    EXPECT_EQ(a.status, StatusAnswer::kUnique);
+    EXPECT_TRUE(a.verified);
+    EXPECT_NEAR(a.similarity_to_winner, 90.0 / 110.0, 1e-12);
+  }
+  EXPECT_TRUE(w.Flush().empty());
+  EXPECT_EQ(w.Group(g).rejections(), 0u);
+  EXPECT_FALSE(w.PageRec("http://q3.com/").rejected());
+  EXPECT_TRUE(w.PageRec("http://q3.com/").verified_winner().empty());
+  EXPECT_EQ(w.GroupOf("http://q1.com/"), g);
+  // The acknowledgement records it, and the group is repaired.
+  EXPECT_EQ(w.Query("http://q3.com/").status, StatusAnswer::kUnique);
+  EXPECT_EQ(w.Flush().size(), 1u);
+  EXPECT_NE(w.GroupOf("http://q1.com/"), w.GroupOf("http://q3.com/"));
 }
 
 TEST(Tier1Split, RejectionsBelowTheShareDoNotRepair) {

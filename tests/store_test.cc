@@ -1,0 +1,236 @@
+// End-to-end tests of a store's life across commands: its own parameters rule every later
+// command, a status query changes no file, --out is the store as the run leaves it, one input after
+// another adds to it as if they had been one crawl, and a crash between a batch's commit and its
+// status lines loses no acknowledgement.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/binary_test.h"
+#include "tests/groups_file.h"
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class StoreTest : public BinaryTest {
+ protected:
+  // Every file under dir, by relative path, with its bytes.
+  static std::map<std::string, std::string> Files(const std::string& dir) {
+    std::map<std::string, std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      if (e.is_regular_file()) out[fs::relative(e.path(), dir).string()] = Read(e.path().string());
+    }
+    return out;
+  }
+  // The first `n` lines of `from` into `to`, the rest into `rest`.
+  void Split(const std::string& from, size_t n, const std::string& to, const std::string& rest) const {
+    std::ifstream in(Path(from));
+    std::ofstream a(Path(to)), b(Path(rest));
+    std::string line;
+    for (size_t i = 0; std::getline(in, line); ++i) (i < n ? a : b) << line << '\n';
+  }
+  // status line "url" -> its "status", "group", "winner" as one string.
+  static std::map<std::string, std::string> Answers(const std::string& jsonl) {
+    std::map<std::string, std::string> out;
+    simdjson::dom::parser parser;
+    std::istringstream in(jsonl);
+    std::string line;
+    while (std::getline(in, line)) {
+      simdjson::dom::element e;
+      if (parser.parse(line).get(e) != simdjson::SUCCESS) {
+        ADD_FAILURE() << "not JSON: " << line;
+        continue;
+      }
+      out[std::string(std::string_view(e["url"]))] = std::string(std::string_view(e["status"])) + " " +
+                                                     simdjson::minify(e["group"]) + " " +
+                                                     std::string(std::string_view(e["winner"]));
+    }
+    return out;
+  }
+};
+
+// A store built at threshold 0.8 answers every later command at 0.8: `status` gives each page the
+// status, group and winner the run's --out gave it, without changing one byte of the store; a
+// threshold, a configuration file or a map that disagree are refused, naming the parameter.
+TEST_F(StoreTest, TheStoresParametersRuleAndStatusChangesNoFile) {
+  ASSERT_EQ(Neardup("gen-crawl --pages 600 --seed 41 --out " + Path("crawl.jsonl")).code, 0);
+  const std::string store = Path("store");
+  Outcome r = Neardup("--log-level warn run --input " + Path("crawl.jsonl") + " --store " + store +
+                      " --threshold 0.8 --batch 100 --out " + Path("groups.jsonl"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto groups = Groups(Path("groups.jsonl"));
+  ASSERT_GT(groups.size(), 500u);
+  size_t duplicates = 0;
+  std::string urls;
+  std::map<std::string, std::string> expected;
+  for (const auto& [url, g] : groups) {
+    urls += " --url '" + url + "'";
+    expected[url] = g.status + " " + g.group + " " + g.winner;
+    duplicates += g.status == "duplicate";
+  }
+  ASSERT_GT(duplicates, 20u) << "the crawl should have duplicates";
+  const auto before = Files(store);
+  // No threshold given: the store's 0.8 rules, not the default 0.9.
+  r = Neardup("--log-level warn status --store " + store + urls);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto answers = Answers(r.out);
+  EXPECT_EQ(answers.size(), expected.size());
+  size_t differ = 0;
+  for (const auto& [url, want] : expected) {
+    const auto it = answers.find(url);
+    if (it == answers.end() || it->second != want) {
+      if (++differ <= 5) ADD_FAILURE() << url << ": run said " << want << ", status says " << (it == answers.end() ? "nothing" : it->second);
+    }
+  }
+  EXPECT_EQ(differ, 0u);
+  EXPECT_TRUE(Files(store) == before) << "neardup status changed the store's files";
+  r = Neardup("check --store " + store);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(Files(store) == before) << "neardup check changed the store's files";
+
+  // Values given explicitly that disagree with the store are refused, naming what and where.
+  r = Neardup("status --store " + store + " --threshold 0.9 --url x");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("threshold 0.8"));
+  EXPECT_THAT(r.err, HasSubstr("--threshold asks for 0.9"));
+  Write("t09.textproto", "baseline { threshold: 0.9 }\n");
+  r = Neardup("run --input " + Path("crawl.jsonl") + " --store " + store + " --config " + Path("t09.textproto"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("baseline.threshold asks for 0.9"));
+  r = Neardup("run --input " + Path("crawl.jsonl") + " --store " + store + " --shards 3");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("shards 4"));
+  // Defaults yield: a run without the threshold finds the input consumed, at the store's 0.8.
+  r = Neardup("--log-level warn run --input " + Path("crawl.jsonl") + " --store " + store);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("consumed whole already"));
+
+  // A map built for another threshold is refused for a new store, before it is used.
+  ASSERT_EQ(Neardup("partition build --input " + Path("crawl.jsonl") + " --dims 3 --machines 4 --threshold 0.9 --out " +
+                    Path("map09.pb") + " --report " + Path("report.json")).code, 0);
+  r = Neardup("run --input " + Path("crawl.jsonl") + " --store " + Path("other") + " --threshold 0.8 --map " +
+              Path("map09.pb"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("threshold 0.9"));
+  // ...and a store's own map is the only one it takes.
+  r = Neardup("run --input " + Path("crawl.jsonl") + " --store " + store + " --map " + Path("map09.pb"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("rebalance"));
+}
+
+// --out is every page of the store as the run leaves it, and writing it changes nothing: the same
+// crawl run with and without --out leaves stores that give the same --out afterwards. Outputs that
+// cannot be written are refused before any work; each bad input line is reported once.
+TEST_F(StoreTest, OutIsTheStoreAndChangesNothing) {
+  ASSERT_EQ(Neardup("gen-crawl --pages 1500 --seed 43 --out " + Path("crawl.jsonl")).code, 0);
+  {
+    std::ofstream(Path("crawl.jsonl"), std::ios::app) << "this line is not JSON\n";
+  }
+  Outcome r = Neardup("run --input " + Path("crawl.jsonl") + " --store " + Path("a") + " --batch 150 --out " +
+                      Path("a.jsonl"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The reader's warning names the line; the sample pass before the run does not repeat it.
+  size_t reports = 0;
+  for (size_t at = 0; (at = r.err.find("line 1501: malformed JSON", at)) != std::string::npos; ++at) ++reports;
+  EXPECT_EQ(reports, 1u) << r.err;
+  r = Neardup("--log-level warn run --input " + Path("crawl.jsonl") + " --store " + Path("b") + " --batch 150");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Asked again, each store writes its --out from what it holds (the input is consumed).
+  for (const char* s : {"a", "b"}) {
+    r = Neardup("--log-level warn run --input " + Path("crawl.jsonl") + " --store " + Path(s) + " --out " +
+                Path(std::string(s) + "2.jsonl"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("consumed whole already"));
+  }
+  EXPECT_TRUE(Read(Path("a.jsonl")) == Read(Path("a2.jsonl"))) << "--out is not the store as the run left it";
+  EXPECT_TRUE(Read(Path("a2.jsonl")) == Read(Path("b2.jsonl"))) << "--out changed the store";
+
+  const auto t0 = std::chrono::steady_clock::now();
+  r = Neardup("run --input " + Path("crawl.jsonl") + " --store " + Path("c") + " --out /proc/nonexistent/o.jsonl");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("/proc/nonexistent/o.jsonl"));
+  r = Neardup("run --input " + Path("crawl.jsonl") + " --store " + Path("c") + " --status-out /proc/nonexistent/s.jsonl");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("/proc/nonexistent/s.jsonl"));
+  EXPECT_FALSE(fs::exists(Path("c"))) << "a run refused for its outputs made a store";
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+}
+
+// A crawl split in two files, run into one store one after the other, ends with the same groups,
+// winners and statuses as one run over both; running the first file again says it was consumed.
+TEST_F(StoreTest, TwoInputsIntoOneStoreEqualOneRunOverBoth) {
+  ASSERT_EQ(Neardup("gen-crawl --pages 3000 --seed 45 --out " + Path("crawl.jsonl")).code, 0);
+  // Split at a batch boundary (batches of 200), so that both runs cut the same batches.
+  Split("crawl.jsonl", 1800, "day1.jsonl", "day2.jsonl");
+  Outcome r = Neardup("--log-level warn run --input " + Path("crawl.jsonl") + " --store " + Path("whole") +
+                      " --batch 200 --out " + Path("whole.jsonl"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The same partition map for both stores (a store's map comes from its first input's sample).
+  const std::string map = Path("whole") + "/map.pb";
+  r = Neardup("--log-level warn run --input " + Path("day1.jsonl") + " --store " + Path("days") + " --batch 200 --map " + map);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("recorded as consumed"));
+  r = Neardup("--log-level warn run --input " + Path("day2.jsonl") + " --store " + Path("days") + " --batch 200 --out " +
+              Path("days.jsonl"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("records            1200 in"));
+  const auto whole = Groups(Path("whole.jsonl")), days = Groups(Path("days.jsonl"));
+  ASSERT_EQ(whole.size(), days.size());
+  EXPECT_TRUE(Partition(whole) == Partition(days)) << "the two inputs grouped the pages differently";
+  size_t differ = 0;
+  for (const auto& [url, w] : whole) {
+    const PageGroup& d = days.at(url);
+    if ((w.winner != d.winner || w.status != d.status) && ++differ <= 5) {
+      ADD_FAILURE() << url << ": one run " << w.winner << " (" << w.status << "), two inputs " << d.winner << " ("
+                    << d.status << ")";
+    }
+  }
+  EXPECT_EQ(differ, 0u);
+  // The first input again, under another name: consumed; the store is as it was.
+  fs::copy_file(Path("day1.jsonl"), Path("day1-again.jsonl"));
+  r = Neardup("--log-level warn run --input " + Path("day1-again.jsonl") + " --store " + Path("days") + " --out " +
+              Path("again.jsonl"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("consumed whole already, as " + Path("day1.jsonl")));
+  EXPECT_TRUE(Read(Path("again.jsonl")) == Read(Path("days.jsonl")));
+}
+
+// A crash after a batch's commit and before its status lines: the restart writes that batch's
+// lines again, whole and once. (The lost lines are made by cutting them from the status file of a
+// run stopped at a batch boundary.)
+TEST_F(StoreTest, TheLastBatchsStatusLinesAreWrittenAgainAfterACrash) {
+  ASSERT_EQ(Neardup("gen-crawl --pages 1000 --seed 47 --out " + Path("crawl.jsonl")).code, 0);
+  const std::string common = "--log-level warn run --input " + Path("crawl.jsonl") + " --batch 100 --store ";
+  Outcome r = Neardup(common + Path("whole") + " --status-out " + Path("whole.status"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = Neardup(common + Path("cut") + " --status-out " + Path("cut.status") + " --max-records 400");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Lose most of batch 4's lines, the last one kept torn (batch 3's are whole: they were synced
+  // before batch 4 committed).
+  std::string status = Read(Path("cut.status"));
+  const size_t batch4 = status.find("\"batch\":4,");
+  ASSERT_NE(batch4, std::string::npos);
+  status.resize(status.find('\n', batch4) + 20);
+  Write("cut.status", status);
+  r = Neardup(common + Path("cut") + " --status-out " + Path("cut.status"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("status lines written again"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr(" 0 status lines written again")));
+  // Line for line as the run that never stopped (the batches and the answers are the same).
+  EXPECT_TRUE(Read(Path("cut.status")) == Read(Path("whole.status"))) << "the status lines differ";
+}
+
+}  // namespace
+}  // namespace neardup
