@@ -29,7 +29,7 @@ struct ResolvedOptions {
   int threads;
   pb::NeardupConfig config;  // the whole file, defaults filled in (before the overrides above)
   // The store parameters given explicitly, by a flag or a field set in the --config file, with
-  // where (tier1/store.h): a store built with other values refuses them; defaults yield to it.
+  // where (pipeline/store.h): a store built with other values refuses them; defaults yield to it.
   std::map<std::string, std::string> given;
 };
 

@@ -13,10 +13,10 @@
 #include "common/progress.h"
 #include "experiments/accuracy.h"
 #include "partitioner/partition_map.h"
-#include "tier1/pipeline.h"
-#include "tier1/store.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/shard_set.h"
+#include "pipeline/store.h"
 #include "tier1/tier1.h"
-#include "tier2/shard.h"
 
 namespace neardup::cli {
 namespace {
@@ -29,16 +29,16 @@ int Fail(const Status& s, int code = 1) {
 // Reads signatures from a stopped pipeline's shards (for status queries outside a run).
 class StoreSignatures : public tier1::SignatureSource {
  public:
-  StoreSignatures(PartitionMap map, std::vector<std::unique_ptr<tier2::Shard>> shards)
+  StoreSignatures(PartitionMap map, std::unique_ptr<pipeline::ShardSet> shards)
       : map_(std::move(map)), shards_(std::move(shards)) {}
   StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t cell) override {
     if (cell >= map_.cells()) return NotFound("cell out of range");
-    return shards_[map_.MachineOf(cell)]->Get(url);
+    return shards_->Get(map_.MachineOf(cell), url);
   }
 
  private:
   PartitionMap map_;
-  std::vector<std::unique_ptr<tier2::Shard>> shards_;
+  std::unique_ptr<pipeline::ShardSet> shards_;
 };
 
 // Opens a stopped run's store for reading only (nothing in it changes): its group store, map and
@@ -48,16 +48,14 @@ struct ReadOnlyStore {
   std::unique_ptr<StoreSignatures> signatures;
 };
 StatusOr<ReadOnlyStore> OpenStoreForQueries(const std::string& dir, ResolvedOptions* opts) {
-  const tier1::StoreLayout layout{dir};
-  ASSIGN_OR_RETURN(tier1::OpenedStore opened,
-                   tier1::OpenStoreReadOnly(layout, opts->given, &opts->config, &opts->threshold, &opts->signer));
-  std::vector<std::unique_ptr<tier2::Shard>> shards;
-  for (uint32_t m = 0; m < opened.map->machines(); ++m) {
-    tier2::ShardOptions so = tier2::ShardOptionsFromConfig(opts->config, layout.shard(m));
-    so.read_only = true;
-    ASSIGN_OR_RETURN(auto shard, tier2::Shard::Open(so));
-    shards.push_back(std::move(shard));
-  }
+  pipeline::LocalShardSetOptions so;
+  so.layout.dir = dir;
+  ASSIGN_OR_RETURN(pipeline::OpenedStore opened,
+                   pipeline::OpenStoreReadOnly(so.layout, opts->given, &opts->config, &opts->threshold, &opts->signer));
+  so.config = opts->config;
+  so.shards = opened.map->machines();
+  so.read_only = true;
+  ASSIGN_OR_RETURN(std::unique_ptr<pipeline::ShardSet> shards, pipeline::OpenLocalShardSet(so));
   ReadOnlyStore out;
   out.groups = std::move(opened.groups);
   out.signatures = std::make_unique<StoreSignatures>(std::move(*opened.map), std::move(shards));
@@ -90,7 +88,7 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
   cmd->callback([a, exit_code] {
     auto opts = ResolveShared(a->shared);
     if (!opts.ok()) { *exit_code = Fail(opts.status(), 2); return; }
-    tier1::PipelineOptions o;
+    pipeline::PipelineOptions o;
     o.input = a->input;
     o.groups_out = a->out;
     o.status_out = a->status_out;
@@ -119,13 +117,13 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
       *exit_code = Fail(InvalidArgument("--batch must be in 1..tier2.max_batch_pages"), 2);
       return;
     }
-    auto s = tier1::RunPipeline(o);
+    auto s = pipeline::RunPipeline(o);
     if (!s.ok()) {
       // A bad option is bad usage (2), like every command's; anything else failed while running (1).
       *exit_code = Fail(s.status(), s.status().code() == StatusCode::kInvalidArgument ? 2 : 1);
       return;
     }
-    std::fputs(tier1::FormatSummary(*s).c_str(), stdout);
+    std::fputs(pipeline::FormatSummary(*s).c_str(), stdout);
   });
 }
 
@@ -139,7 +137,7 @@ void RegisterCheckCommand(CLI::App& app, int* exit_code) {
       return;
     }
     tier1::GroupStore::Options go;
-    go.path = tier1::StoreLayout{*store}.tier1();
+    go.path = pipeline::StoreLayout{*store}.tier1();
     go.read_only = true;  // a check changes nothing
     auto gs = tier1::GroupStore::Open(go);
     if (!gs.ok()) { *exit_code = Fail(gs.status()); return; }

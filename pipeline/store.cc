@@ -1,4 +1,4 @@
-#include "tier1/store.h"
+#include "pipeline/store.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
-namespace neardup::tier1 {
+namespace neardup::pipeline {
 namespace {
 
 std::string Value(double v) { return fmt::format("{}", v); }
@@ -76,9 +76,9 @@ void ApplyParams(const pb::StoreParams& p, pb::NeardupConfig* config, double* th
 Status CheckMapFits(const PartitionMap& map, const pb::StoreParams& p, const std::string& what) {
   const pb::PartitionMap& m = map.proto();
   auto bad = [&](const char* name, const std::string& have, const std::string& want) {
-    return FailedPrecondition(fmt::format("partition map {} was built for {} {}, the store's is {}; build the map "
-                                          "with the same value, or give that value",
-                                          what, name, have, want));
+    return FailedPrecondition(fmt::format("partition map {} was built for {} {}, but the store's {} is {}; build the "
+                                          "map with the store's value, or give the map's",
+                                          what, name, have, name, want));
   };
   if (m.threshold() != p.threshold()) return bad("threshold", Value(m.threshold()), Value(p.threshold()));
   if (m.shingle_k() != p.shingle_k()) return bad("shingle_k", Value(m.shingle_k()), Value(p.shingle_k()));
@@ -100,7 +100,7 @@ uint64_t MapDigest(const PartitionMap& map) {
   return XXH3_64bits(bytes.data(), bytes.size());
 }
 
-StatusOr<pb::StoreParams> ReadStoreParams(const GroupStore& store) {
+StatusOr<pb::StoreParams> ReadStoreParams(const tier1::GroupStore& store) {
   std::string bytes;
   RETURN_IF_ERROR(store.rows().Get(store.meta_family(), "params", "", &bytes));
   pb::StoreParams p;
@@ -108,7 +108,7 @@ StatusOr<pb::StoreParams> ReadStoreParams(const GroupStore& store) {
   return p;
 }
 
-Status WriteStoreParams(GroupStore* store, const pb::StoreParams& p) {
+Status WriteStoreParams(tier1::GroupStore* store, const pb::StoreParams& p) {
   RowBatch b;
   b.Put(store->meta_family(), "params", "", p.SerializeAsString());
   RETURN_IF_ERROR(store->rows().Write(b));
@@ -122,11 +122,11 @@ StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenPa
     return NotFound("no store in " + layout.dir + " (expected its group store in " + layout.tier1() + ")");
   }
   OpenedStore out;
-  GroupStore::Options go;
+  tier1::GroupStore::Options go;
   go.path = layout.tier1();
   go.read_only = true;
   go.cache_bytes = static_cast<uint64_t>(config->tier1().cache_mib()) << 20;
-  ASSIGN_OR_RETURN(out.groups, GroupStore::Open(go));
+  ASSIGN_OR_RETURN(out.groups, tier1::GroupStore::Open(go));
   auto params = ReadStoreParams(*out.groups);
   if (params.status().code() == StatusCode::kNotFound) {
     return FailedPrecondition("store " + layout.dir +
@@ -204,4 +204,4 @@ StatusOr<pb::InputIdentity> IdentifyPrefix(const std::string& path, uint64_t byt
   return id;
 }
 
-}  // namespace neardup::tier1
+}  // namespace neardup::pipeline

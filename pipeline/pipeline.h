@@ -21,7 +21,7 @@
 // A page's status line is written only after step 4 committed it: that is the acknowledgement.
 // Only the last committed batch can be missing from a shard, which is what a restart redoes.
 //
-// A store is a collection that inputs add to, one after another (tier1/store.h): its parameters
+// A store is a collection that inputs add to, one after another (pipeline/store.h): its parameters
 // (threshold, k, dims, routing, map) are recorded in its first commit and rule every later run;
 // each input is known by its content. An input read to its end is recorded as consumed (run again,
 // it is reported and nothing is done); any other file is the next crawl, whose records join the
@@ -45,9 +45,9 @@
 #include "common/status.h"
 #include "proto/config.pb.h"
 #include "tier1/group_store.h"
-#include "tier1/store.h"
+#include "pipeline/store.h"
 
-namespace neardup::tier1 {
+namespace neardup::pipeline {
 
 struct PipelineOptions {
   std::string input;           // crawl JSON Lines
@@ -64,7 +64,7 @@ struct PipelineOptions {
   uint64_t max_records = 0;    // stop after this many input records (0 = all); for tests and crash drills
   bool progress = true;
   // Store parameters given explicitly (a flag, or a field set in a configuration file), by name,
-  // with where they came from (tier1/store.h): a store built with other values refuses them.
+  // with where they came from (pipeline/store.h): a store built with other values refuses them.
   GivenParams given;
   // The store stopped in the middle of another input: leave that input's rest unread and take this
   // one as the next crawl (refused while a shard still misses that input's last batch).
@@ -119,7 +119,7 @@ struct PipelineSummary {
   // read from the group store, known absent without a read, or (a Tier 2 match's group) answered
   // from the store's memory. Reads growing with the store mean tier1.cache_records is too small
   // for the working set.
-  GroupStore::Txn::ReadStats tier1_page_reads, tier1_group_reads;
+  tier1::GroupStore::Txn::ReadStats tier1_page_reads, tier1_group_reads;
   uint64_t peak_rss_bytes = 0;
   double pages_per_second() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }
   // The paper's Fig. 8: share of changed pages Tier 1 resolved without Tier 2.
@@ -128,7 +128,7 @@ struct PipelineSummary {
 
 // Errors: IoError for an unreadable input or store, or an output that cannot be written (before
 // any work); FailedPrecondition for a parameter given explicitly that the store's disagrees with
-// (named, tier1/store.h), a --map that is not the store's or does not fit the parameters, another
+// (named, pipeline/store.h), a --map that is not the store's or does not fit the parameters, another
 // input while the store's interrupted one is unfinished (unless abandon_interrupted), or a store of
 // an earlier version; InvalidArgument for bad options; whatever the tiers return.
 StatusOr<PipelineSummary> RunPipeline(const PipelineOptions& options);
@@ -136,4 +136,4 @@ StatusOr<PipelineSummary> RunPipeline(const PipelineOptions& options);
 // One line per field, for the command line.
 std::string FormatSummary(const PipelineSummary& s);
 
-}  // namespace neardup::tier1
+}  // namespace neardup::pipeline

@@ -1,4 +1,4 @@
-#include "tier1/pipeline.h"
+#include "pipeline/pipeline.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -27,14 +27,28 @@
 #include "partitioner/crawl_sample.h"
 #include "partitioner/map_builder.h"
 #include "partitioner/partition_map.h"
-#include "tier1/store.h"
+#include "pipeline/shard_set.h"
+#include "pipeline/store.h"
 #include "tier1/tier1.h"
 #include "tier2/prefix_filter.h"
 #include "tier2/commit_file.h"
 #include "tier2/shard.h"
 
-namespace neardup::tier1 {
+namespace neardup::pipeline {
 namespace {
+
+using tier1::ApplyOutcome;
+using tier1::GroupStore;
+using tier1::PageUpdate;
+using tier1::RepairReport;
+using tier1::Route;
+using tier1::RouteName;
+using tier1::SignatureSource;
+using tier1::StatusAnswer;
+using tier1::StatusName;
+using tier1::Tier1;
+using tier1::Tier1OptionsFromConfig;
+using tier1::Tier2Matches;
 
 namespace fs = std::filesystem;
 using SteadyClock = std::chrono::steady_clock;
@@ -57,15 +71,14 @@ double ThreadCpuSeconds() {
 // Used by the tiers' thread only.
 class ShardSignatures : public SignatureSource {
  public:
-  ShardSignatures(const PartitionMap& map, const std::vector<std::unique_ptr<tier2::Shard>>& shards)
-      : map_(map), shards_(shards) {}
+  ShardSignatures(const PartitionMap& map, const ShardSet& shards) : map_(map), shards_(shards) {}
   StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t home_cell) override {
     if (home_cell >= map_.cells()) return NotFound("cell " + std::to_string(home_cell) + " is not in the map");
     if (auto it = overlay_.find(url); it != overlay_.end() && it->second.cell == home_cell) {
       if (it->second.signature == nullptr) return NotFound("shard: " + url + " was removed from cell " + std::to_string(home_cell));
       return *it->second.signature;
     }
-    return shards_[map_.MachineOf(home_cell)]->Get(url);
+    return shards_.Get(map_.MachineOf(home_cell), url);
   }
   // What an in-flight shard write leaves for `url` in `cell` (signature not owned; null: removed).
   void Overlay(std::string_view url, uint32_t cell, const pb::PageSignature* signature) {
@@ -76,7 +89,7 @@ class ShardSignatures : public SignatureSource {
  private:
   struct Pending { uint32_t cell; const pb::PageSignature* signature; };
   const PartitionMap& map_;
-  const std::vector<std::unique_ptr<tier2::Shard>>& shards_;
+  const ShardSet& shards_;
   std::unordered_map<std::string_view, Pending> overlay_;  // keys point into the in-flight batch
 };
 
@@ -231,7 +244,7 @@ class Pipeline {
   // Per shard: the pages of the batch it stores (home pages Tier 1 kept or Tier 2 compared) or
   // removes (home pages that became empty).
   std::vector<std::vector<tier2::ShardPage>> HomePages(const Batch& b, const std::vector<Route>& routes) const;
-  // Step 5's first half: every shard in `only` (all when empty) stages its pages into staged_.
+  // Step 5's first half: every shard in `only` (all when empty) stages its pages.
   Status StageOnShards(const std::vector<std::vector<tier2::ShardPage>>& pages, const std::vector<bool>& only);
   // Step 5's second half: the shards with a staged batch apply it, with the removals; or, with
   // publish_only, publish it (tier2/shard.h: Shard::Publish), to be committed later.
@@ -279,7 +292,8 @@ class Pipeline {
   std::FILE* groups_file_ = nullptr;  // --out, opened at Setup
   std::optional<PartitionMap> map_;
   std::vector<uint64_t> expected_postings_;  // per shard, estimated from the map's sample (when built here)
-  std::vector<std::unique_ptr<tier2::Shard>> shards_;
+  std::unique_ptr<ShardSet> shards_;
+  size_t P() const { return shards_->size(); }
   std::unique_ptr<GroupStore> store_;
   std::unique_ptr<ShardSignatures> source_;
   std::unique_ptr<Tier1> tier1_;
@@ -294,8 +308,6 @@ class Pipeline {
   // the tiers' thread compares, the stager stages and the writer stores, at once. Declared before
   // the jobs that use them, so that they outlive them.
   std::unique_ptr<WorkerPool> compare_pool_, stage_pool_, store_pool_;
-  // Per shard: the batch it staged (step 5's first half), until it applies it.
-  std::vector<std::unique_ptr<tier2::StagedBatch>> staged_;
   BackgroundJob stager_{"nd-shard-stage"};
   // The batch the shards are storing in the background, and the thread doing it.
   std::unique_ptr<Batch> writing_;
@@ -424,26 +436,21 @@ Status Pipeline::Setup() {
     return stored.status();
   }
   // Shards open in parallel: each rebuilds its index from its signature log.
-  shards_.resize(map_->machines());
-  const int P = static_cast<int>(shards_.size());
+  LocalShardSetOptions so;
+  so.layout = layout_;
+  so.config = config_;
+  so.shards = map_->machines();
+  so.expected_postings = expected_postings_;
+  ASSIGN_OR_RETURN(shards_, OpenLocalShardSet(so));
+  const int P = static_cast<int>(shards_->size());
   compare_pool_ = std::make_unique<WorkerPool>(P, "nd-shard");
   stage_pool_ = std::make_unique<WorkerPool>(P, "nd-stage");
   store_pool_ = std::make_unique<WorkerPool>(P, "nd-store");
-  RETURN_IF_ERROR(ForEachShard(*compare_pool_, [&](size_t m) -> Status {
-    tier2::ShardOptions so = tier2::ShardOptionsFromConfig(config_, layout_.shard(static_cast<uint32_t>(m)));
-    so.expected_pages = 1 << 16;
-    if (m < expected_postings_.size()) so.expected_postings = expected_postings_[m];
-    // The token order comes from the collection's first pages; a shard holds 1/P of them.
-    if (so.order_sample_pages > 0) so.order_sample_pages = std::max<uint64_t>(1000, so.order_sample_pages / map_->machines());
-    ASSIGN_OR_RETURN(shards_[m], tier2::Shard::Open(so));
-    return Status::Ok();
-  }));
   sum_.shards = map_->machines();
-  staged_.resize(shards_.size());
-  sum_.shard_compare_seconds.assign(shards_.size(), 0);
-  sum_.shard_store_seconds.assign(shards_.size(), 0);
+  sum_.shard_compare_seconds.assign(P, 0);
+  sum_.shard_store_seconds.assign(P, 0);
   sum_.cells = map_->cells();
-  source_ = std::make_unique<ShardSignatures>(*map_, shards_);
+  source_ = std::make_unique<ShardSignatures>(*map_, *shards_);
   tier1_ = std::make_unique<Tier1>(store_.get(), source_.get(), Tier1OptionsFromConfig(config_.tier1(), threshold_));
   return Resume();
 }
@@ -521,9 +528,9 @@ Status Pipeline::OpenMap() {
 }
 
 Status Pipeline::Resume() {
-  lagging_.assign(shards_.size(), false);
-  for (size_t s = 0; s < shards_.size() && progress_.batches_committed() > 0; ++s) {
-    ASSIGN_OR_RETURN(uint64_t seq, shards_[s]->AppliedSequence());
+  lagging_.assign(P(), false);
+  for (uint32_t s = 0; s < P() && progress_.batches_committed() > 0; ++s) {
+    ASSIGN_OR_RETURN(uint64_t seq, shards_->CommittedBatch(s));
     if (seq < progress_.batches_committed()) lagging_[s] = true;
   }
   const bool lag = std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end();
@@ -588,7 +595,7 @@ Status Pipeline::Resume() {
 }
 
 std::vector<std::vector<tier2::ShardPage>> Pipeline::HomePages(const Batch& b, const std::vector<Route>& routes) const {
-  std::vector<std::vector<tier2::ShardPage>> pages(shards_.size());
+  std::vector<std::vector<tier2::ShardPage>> pages(P());
   for (size_t i = 0; i < b.records.size(); ++i) {
     const Route r = routes[i];
     if (r != Route::kFastPath && r != Route::kTier2 && r != Route::kEmpty) continue;
@@ -601,8 +608,7 @@ Status Pipeline::StageOnShards(const std::vector<std::vector<tier2::ShardPage>>&
   const auto t0 = SteadyClock::now();
   Status s = ForEachShard(*stage_pool_, [&](size_t m) -> Status {
     if (!only.empty() && !only[m]) return Status::Ok();
-    ASSIGN_OR_RETURN(staged_[m], shards_[m]->Stage(pages[m]));
-    return Status::Ok();
+    return shards_->Stage(static_cast<uint32_t>(m), pages[m]);
   }, &sum_.shard_store_seconds);
   sum_.tier2_stage_seconds += Since(t0);
   return s;
@@ -610,15 +616,14 @@ Status Pipeline::StageOnShards(const std::vector<std::vector<tier2::ShardPage>>&
 
 Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::RepeatedPtrField<pb::Tier2Removal>& removals,
                                bool publish_only) {
-  std::vector<std::vector<std::string>> removed(shards_.size());
+  std::vector<std::vector<std::string>> removed(P());
   for (const auto& rm : removals) {
     if (rm.cell() < map_->cells()) removed[map_->MachineOf(rm.cell())].push_back(rm.url());
   }
   const auto t0 = SteadyClock::now();
   Status s = ForEachShard(*store_pool_, [&](size_t m) -> Status {
-    if (staged_[m] == nullptr) return Status::Ok();
-    if (publish_only) return shards_[m]->Publish(std::move(staged_[m]), removed[m], nullptr, number);
-    return shards_[m]->ApplyStaged(std::move(staged_[m]), removed[m], nullptr, number);
+    const uint32_t shard = static_cast<uint32_t>(m);
+    return publish_only ? shards_->Publish(shard, removed[m], number) : shards_->Apply(shard, removed[m], number);
   }, &sum_.shard_store_seconds);
   sum_.tier2_apply_seconds += Since(t0);
   return s;
@@ -695,7 +700,7 @@ void Pipeline::StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> rou
     // compared; its Tier 1 commit comes after this one): a restart never finds a shard ahead of
     // Tier 1.
     RETURN_IF_ERROR(store_->rows().WaitForWrites());
-    return ForEachShard(*store_pool_, [&](size_t m) { return shards_[m]->CommitPublished(); });
+    return ForEachShard(*store_pool_, [&](size_t m) { return shards_->Commit(static_cast<uint32_t>(m)); });
   });
 }
 
@@ -756,7 +761,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   RETURN_IF_ERROR(AwaitShardsPublished());
 
   // Tier 2: each shard compares the pages routed to it.
-  const size_t P = shards_.size();
+  const size_t P = shards_->size();
   std::vector<std::vector<uint32_t>> index(P);
   std::vector<std::vector<tier2::ShardPage>> pages(P);
   for (size_t i = 0; i < n; ++i) {
@@ -784,7 +789,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   t0 = SteadyClock::now();
   RETURN_IF_ERROR(ForEachShard(*compare_pool_, [&](size_t m) -> Status {
     if (pages[m].empty()) return Status::Ok();
-    return shards_[m]->CompareBatch(pages[m], threshold_, &results[m]);
+    return shards_->Compare(static_cast<uint32_t>(m), pages[m], threshold_, &results[m]);
   }, &sum_.shard_compare_seconds));
   sum_.tier2_compare_seconds += Since(t0);
   Tier2Matches matches;
@@ -849,7 +854,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   sum_.tier2_stage_wait_seconds += Since(t0);
   if (applied.ok()) applied = staged;
   if (!applied.ok()) {
-    for (auto& st : staged_) st.reset();  // dropped: the shards cut their logs back
+    for (uint32_t m = 0; m < P; ++m) shards_->Drop(m);  // the shards cut their logs back
     return applied;
   }
   for (const auto& [url, cell] : outcome.tier2_removals) {
@@ -1196,8 +1201,8 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
     }
     return true;
   }));
-  for (const auto& shard : shards_) {
-    const tier2::ShardStats st = shard->Stats();
+  for (uint32_t m = 0; m < P(); ++m) {
+    const tier2::ShardStats st = shards_->Stats(m);
     sum_.shard_pages += st.resident_pages;
     sum_.shard_resident_pages.push_back(st.resident_pages);
     sum_.shard_ram_bytes += st.index_bytes + st.page_table_bytes;
@@ -1206,7 +1211,7 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
   }
   tier1_.reset();
   source_.reset();
-  shards_.clear();
+  shards_.reset();
   store_.reset();
   if (temporary_) {
     std::error_code ec;
@@ -1279,4 +1284,4 @@ std::string FormatSummary(const PipelineSummary& s) {
   return o;
 }
 
-}  // namespace neardup::tier1
+}  // namespace neardup::pipeline

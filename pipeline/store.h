@@ -31,7 +31,7 @@
 #include "proto/tier1.pb.h"
 #include "tier1/group_store.h"
 
-namespace neardup::tier1 {
+namespace neardup::pipeline {
 
 struct StoreLayout {
   std::string dir;
@@ -65,16 +65,16 @@ Status CheckMapFits(const PartitionMap& map, const pb::StoreParams& p, const std
 uint64_t MapDigest(const PartitionMap& map);
 
 // Reads the store's parameters. NotFound when the store has none (nothing was ever committed).
-StatusOr<pb::StoreParams> ReadStoreParams(const GroupStore& store);
+StatusOr<pb::StoreParams> ReadStoreParams(const tier1::GroupStore& store);
 // Writes them (meta row "params") and waits until they are durable.
-Status WriteStoreParams(GroupStore* store, const pb::StoreParams& p);
+Status WriteStoreParams(tier1::GroupStore* store, const pb::StoreParams& p);
 
 // Opens a store's group store and map for reading only (nothing in DIR changes), checks the given
 // parameters against the store's, and applies the store's to *config, *threshold and *signer.
 // NotFound when DIR holds no store; FailedPrecondition for a parameter given otherwise, or a store
 // with no recorded parameters; Corruption when map.pb is not the map the store recorded.
 struct OpenedStore {
-  std::unique_ptr<GroupStore> groups;
+  std::unique_ptr<tier1::GroupStore> groups;
   std::optional<PartitionMap> map;
   pb::StoreParams params;
 };
@@ -107,4 +107,4 @@ class PrefixDigest {
 // The identity of a file's first `bytes` bytes (all of it when bytes is UINT64_MAX), with `name`.
 StatusOr<pb::InputIdentity> IdentifyPrefix(const std::string& path, uint64_t bytes, const std::string& name);
 
-}  // namespace neardup::tier1
+}  // namespace neardup::pipeline

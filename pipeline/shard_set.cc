@@ -1,0 +1,90 @@
+#include "pipeline/shard_set.h"
+
+#include <algorithm>
+
+#include "common/run_on_threads.h"
+
+namespace neardup::pipeline {
+namespace {
+
+class LocalShardSet : public ShardSet {
+ public:
+  explicit LocalShardSet(std::vector<std::unique_ptr<tier2::Shard>> shards)
+      : shards_(std::move(shards)), staged_(shards_.size()) {}
+
+  uint32_t size() const override { return static_cast<uint32_t>(shards_.size()); }
+
+  Status Compare(uint32_t shard, std::span<const tier2::ShardPage> pages, double threshold,
+                 tier2::CompareResult* out) const override {
+    RETURN_IF_ERROR(Check(shard));
+    return shards_[shard]->CompareBatch(pages, threshold, out);
+  }
+  Status Stage(uint32_t shard, std::span<const tier2::ShardPage> pages) override {
+    RETURN_IF_ERROR(Check(shard));
+    ASSIGN_OR_RETURN(staged_[shard], shards_[shard]->Stage(pages));
+    return Status::Ok();
+  }
+  void Drop(uint32_t shard) override {
+    if (shard < staged_.size()) staged_[shard].reset();  // the shard cuts its log back
+  }
+  Status Publish(uint32_t shard, std::span<const std::string> removed, uint64_t batch) override {
+    RETURN_IF_ERROR(Check(shard));
+    if (staged_[shard] == nullptr) return Status::Ok();
+    return shards_[shard]->Publish(std::move(staged_[shard]), removed, nullptr, batch);
+  }
+  Status Apply(uint32_t shard, std::span<const std::string> removed, uint64_t batch) override {
+    RETURN_IF_ERROR(Check(shard));
+    if (staged_[shard] == nullptr) return Status::Ok();
+    return shards_[shard]->ApplyStaged(std::move(staged_[shard]), removed, nullptr, batch);
+  }
+  Status Commit(uint32_t shard) override {
+    RETURN_IF_ERROR(Check(shard));
+    return shards_[shard]->CommitPublished();
+  }
+  StatusOr<uint64_t> CommittedBatch(uint32_t shard) const override {
+    RETURN_IF_ERROR(Check(shard));
+    return shards_[shard]->AppliedSequence();
+  }
+  StatusOr<pb::PageSignature> Get(uint32_t shard, const std::string& url) const override {
+    RETURN_IF_ERROR(Check(shard));
+    return shards_[shard]->Get(url);
+  }
+  tier2::ShardStats Stats(uint32_t shard) const override {
+    return shard < shards_.size() ? shards_[shard]->Stats() : tier2::ShardStats{};
+  }
+
+ private:
+  Status Check(uint32_t shard) const {
+    if (shard >= shards_.size()) {
+      return InvalidArgument("shard " + std::to_string(shard) + " is not one of the " + std::to_string(shards_.size()));
+    }
+    return Status::Ok();
+  }
+
+  std::vector<std::unique_ptr<tier2::Shard>> shards_;
+  std::vector<std::unique_ptr<tier2::StagedBatch>> staged_;  // per shard, the batch staged and not yet written
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const LocalShardSetOptions& o) {
+  if (o.shards == 0) return InvalidArgument("shard set: no shards");
+  std::vector<std::unique_ptr<tier2::Shard>> shards(o.shards);
+  std::vector<Status> st(o.shards);
+  RunOnThreads(static_cast<int>(o.shards), "nd-shard-open", [&](int w) {
+    const uint32_t m = static_cast<uint32_t>(w);
+    tier2::ShardOptions so = tier2::ShardOptionsFromConfig(o.config, o.layout.shard(m));
+    so.read_only = o.read_only;
+    so.expected_pages = 1 << 16;
+    if (m < o.expected_postings.size()) so.expected_postings = o.expected_postings[m];
+    // The token order comes from the collection's first pages; a shard holds 1/P of them.
+    if (so.order_sample_pages > 0) so.order_sample_pages = std::max<uint64_t>(1000, so.order_sample_pages / o.shards);
+    auto shard = tier2::Shard::Open(so);
+    if (shard.ok()) shards[m] = std::move(*shard);
+    else st[m] = shard.status();
+  });
+  for (const Status& s : st) RETURN_IF_ERROR(s);
+  return std::unique_ptr<ShardSet>(new LocalShardSet(std::move(shards)));
+}
+
+}  // namespace neardup::pipeline
