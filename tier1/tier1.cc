@@ -642,9 +642,8 @@ Status Tier1::Query(const std::string& url, const pb::PageSignature* current, St
     if (!ok) {
       g->set_rejections(g->rejections() + 1);
       txn_.AddCounter("rejections", 1);
-      const double need = std::max<double>(options_.repair_min_rejections,
-                                           options_.repair_rejection_share * static_cast<double>(g->members()));
-      if (static_cast<double>(g->rejections()) >= need) repair_queue_.push_back(rec->group());
+      // A candidate: whether it is due depends on its content members, which Flush counts.
+      repair_queue_.push_back(rec->group());
     } else {
       g->set_rejections(g->rejections() > 0 ? g->rejections() - 1 : 0);
     }
@@ -656,6 +655,8 @@ Status Tier1::Flush(std::vector<RepairReport>* repairs) {
   std::sort(repair_queue_.begin(), repair_queue_.end());
   repair_queue_.erase(std::unique(repair_queue_.begin(), repair_queue_.end()), repair_queue_.end());
   for (uint64_t gid : repair_queue_) {
+    ASSIGN_OR_RETURN(const bool due, RepairDue(txn_, gid));
+    if (!due) continue;
     RepairReport r;
     Status s = RepairIn(txn_, gid, &r);
     if (s.code() == StatusCode::kNotFound) continue;
@@ -673,6 +674,29 @@ Status Tier1::CommitWorkingSet(bool durable) {
   // the scan over it is paid once every so many records read.
   if (txn_.cached() > options_.cache_records) return txn_.Evict(options_.cache_records / 4 * 3);
   return Status::Ok();
+}
+
+StatusOr<bool> Tier1::RepairDue(GroupStore::Txn& txn, uint64_t group) {
+  ASSIGN_OR_RETURN(const pb::Tier1Group* g, txn.FindGroup(group));
+  if (g == nullptr || g->rejections() == 0) return false;
+  const double rejections = static_cast<double>(g->rejections());
+  // The threshold for c content members: min(max(repair_min_rejections, share * c), max(c - 1, 1)).
+  // It never decreases with c, so once it passes the rejections for the members counted so far,
+  // the rest need not be read.
+  auto threshold = [&](uint64_t c) {
+    const double share = std::max<double>(options_.repair_min_rejections,
+                                          options_.repair_rejection_share * static_cast<double>(c));
+    return std::min(share, static_cast<double>(std::max<uint64_t>(c, 2) - 1));
+  };
+  std::vector<std::string> members;
+  RETURN_IF_ERROR(txn.Members(group, &members));
+  uint64_t content = 0;
+  for (const std::string& url : members) {
+    ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(url));
+    if (p == nullptr || !p->has_signature()) continue;
+    if (threshold(++content) > rejections) return false;
+  }
+  return rejections >= threshold(content);
 }
 
 Status Tier1::Repair(uint64_t group, RepairReport* report) {

@@ -16,8 +16,8 @@
 //      crawled gets a placeholder page; a cycle is counted and the walk stops where it closes.
 //  - Status queries verify a loser against its winner before calling it a duplicate; a loser
 //    below the threshold is reported unique and counted as a rejection against its group; a group
-//    whose rejections pass the configured share is repaired: its membership is recomputed exactly
-//    (all pairs inside the group) and it splits into the connected components.
+//    whose rejections reach the repair threshold (Flush) is repaired: its membership is recomputed
+//    exactly (all pairs inside the group) and it splits into the connected components.
 //
 // Signatures are not kept in Tier 1: a page record references the partition cell whose Tier 2
 // shard stores it, and Tier1 reads them through a SignatureSource.
@@ -163,7 +163,10 @@ class Tier1 {
   // answer verifies it (not the stored version) against the winner. Verification results and
   // rejections are cached and written by Flush(); `pending` URLs answer kPending.
   Status Query(const std::string& url, const pb::PageSignature* current, StatusAnswer* out);
-  // Writes what queries learnt, and repairs the groups whose rejections passed the threshold.
+  // Writes what queries learnt, and repairs the groups whose rejections (loser versions rejected
+  // by verification) reach min(max(repair_min_rejections, repair_rejection_share * c),
+  // max(c - 1, 1)), c being the group's content members (pages with a signature; redirects and
+  // never-crawled targets do not count): c - 1 losers at most can be rejected.
   Status Flush(std::vector<RepairReport>* repairs = nullptr);
 
   // Recomputes a group's membership exactly and splits it into connected components (the largest
@@ -193,6 +196,9 @@ class Tier1 {
   // when it holds more than cache_records.
   Status CommitWorkingSet(bool durable);
   Status RepairIn(GroupStore::Txn& txn, uint64_t group, RepairReport* report);
+  // True when the group's rejections reach the repair threshold, counted over its content members
+  // (Tier1Config.repair_rejection_share); false for a group that no longer exists.
+  StatusOr<bool> RepairDue(GroupStore::Txn& txn, uint64_t group);
 
   GroupStore* store_;
   SignatureSource* source_;

@@ -643,9 +643,10 @@ TEST(Tier1Split, KeptFalsePositiveRejectedThenRepaired) {
 }
 
 TEST(Tier1Split, RejectionsBelowTheShareDoNotRepair) {
-  World w;  // defaults: at least 2 rejections and 20% of the members
+  World w;  // defaults: at least 2 rejections and 20% of the content members
+  // e stays with q1 (similar to it, not to q3), so the one rejectable loser q3 is not all of them.
   w.Run({Page("http://q1.com/", R(0, 100), 10), Page("http://q2.com/", R(5, 105), 100),
-         Page("http://q3.com/", R(10, 110), 1)});
+         Page("http://q3.com/", R(10, 110), 1), Page("http://e.com/", R(1, 101), 5)});
   w.Run({Page("http://q2.com/", R(7000, 7100), 100)});
   const uint64_t g = w.GroupOf("http://q1.com/");
   EXPECT_EQ(w.Query("http://q3.com/").status, StatusAnswer::kUnique);
@@ -663,9 +664,70 @@ TEST(Tier1Split, RejectionsBelowTheShareDoNotRepair) {
   RepairReport rep;
   ASSERT_TRUE(w.t1().Repair(g, &rep).ok());
   EXPECT_EQ(rep.components, 1u);
-  EXPECT_EQ(rep.members, 2u);
+  EXPECT_EQ(rep.members, 3u);
   w.Check();
   EXPECT_EQ(w.t1().Repair(987654, &rep).code(), StatusCode::kNotFound);
+}
+
+// The winner w rewritten a little (the fast path keeps it: similar to its previous version) is no
+// longer similar to its losers, which verification then rejects. W1 against L1 = [5,105):
+// 90/110; against L2 = [4,104): 91/109.
+const std::vector<uint64_t> kW0 = R(0, 100);
+std::vector<uint64_t> W1() {
+  std::vector<uint64_t> v = R(0, 95);
+  for (uint64_t x = 200; x < 205; ++x) v.push_back(x);
+  return v;
+}
+
+// With repair_min_rejections = 2, a group of two content pages has one loser to reject: its
+// threshold is capped at that one. Redirecting members do not count.
+TEST(Tier1Split, TwoContentGroupIsRepairedAfterItsOneLoser) {
+  for (int redirects : {0, 20}) {
+    SCOPED_TRACE(std::to_string(redirects) + " redirects");
+    World w;  // defaults: repair_min_rejections 2, repair_rejection_share 0.2
+    w.Run({Page("http://w.com/", kW0, 100), Page("http://l.com/", R(5, 105), 1)});
+    std::vector<In> rs;
+    for (int k = 0; k < redirects; ++k) rs.push_back(Redirect("http://r" + std::to_string(k) + ".com/", "http://l.com/"));
+    if (!rs.empty()) w.Run(rs);
+    const uint64_t g = w.GroupOf("http://w.com/");
+    ASSERT_EQ(w.Group(g).members(), 2u + redirects);
+    ASSERT_EQ(w.Run({Page("http://w.com/", W1(), 100)}).routes[0], Route::kFastPath);
+    EXPECT_EQ(w.Query("http://l.com/").status, StatusAnswer::kUnique);
+    std::vector<RepairReport> repairs = w.Flush();
+    ASSERT_EQ(repairs.size(), 1u);
+    EXPECT_EQ(repairs[0].group, g);
+    EXPECT_EQ(repairs[0].components, 2u);
+    EXPECT_EQ(w.Members(w.GroupOf("http://w.com/")), Urls{"http://w.com/"});
+    EXPECT_EQ(w.Group(w.GroupOf("http://l.com/")).members(), 1u + redirects);
+    EXPECT_EQ(w.store().rows().Counter("repairs"), 1);
+  }
+}
+
+// Three content pages and 20 redirectors: 2 rejections (both losers) repair it, 1 does not; a
+// candidate not yet due is neither repaired nor counted.
+TEST(Tier1Split, RepairThresholdCountsContentMembersOnly) {
+  World w;
+  w.Run({Page("http://w.com/", kW0, 100), Page("http://l1.com/", R(5, 105), 1),
+         Page("http://l2.com/", R(4, 104), 1)});
+  std::vector<In> rs;
+  for (int k = 0; k < 20; ++k) rs.push_back(Redirect("http://r" + std::to_string(k) + ".com/", "http://w.com/"));
+  w.Run(rs);
+  const uint64_t g = w.GroupOf("http://w.com/");
+  ASSERT_EQ(w.Group(g).members(), 23u);
+  ASSERT_EQ(w.Run({Page("http://w.com/", W1(), 100)}).routes[0], Route::kFastPath);
+  EXPECT_EQ(w.Query("http://l1.com/").status, StatusAnswer::kUnique);
+  EXPECT_TRUE(w.Flush().empty());
+  EXPECT_EQ(w.Group(g).rejections(), 1u);
+  EXPECT_EQ(w.Group(g).repairs(), 0u);
+  EXPECT_EQ(w.store().rows().Counter("repairs"), 0);
+  EXPECT_EQ(w.Query("http://l2.com/").status, StatusAnswer::kUnique);
+  std::vector<RepairReport> repairs = w.Flush();
+  ASSERT_EQ(repairs.size(), 1u);
+  EXPECT_EQ(repairs[0].members, 23u);
+  EXPECT_EQ(repairs[0].components, 2u);
+  EXPECT_EQ(w.Group(w.GroupOf("http://w.com/")).members(), 21u);
+  EXPECT_EQ(w.MembersOf("http://l1.com/"), (Urls{"http://l1.com/", "http://l2.com/"}));
+  EXPECT_EQ(w.store().rows().Counter("repairs"), 1);
 }
 
 // ---- 7. Case 3 ---------------------------------------------------------------------------------
