@@ -52,10 +52,10 @@ TEST(Config, Tier1AndPipelineDefaults) {
   ASSERT_TRUE(c.ok()) << c.status().message();
   const pb::Tier1Config& t1 = c->tier1();
   ASSERT_EQ(t1.winner_rules_size(), 4);
-  EXPECT_EQ(t1.winner_rules(0), pb::POPULARITY);
-  EXPECT_EQ(t1.winner_rules(1), pb::STATIC);
-  EXPECT_EQ(t1.winner_rules(2), pb::SHORTER);
-  EXPECT_EQ(t1.winner_rules(3), pb::MARKET);
+  EXPECT_EQ(t1.winner_rules(0), pb::MARKET);
+  EXPECT_EQ(t1.winner_rules(1), pb::POPULARITY);
+  EXPECT_EQ(t1.winner_rules(2), pb::STATIC);
+  EXPECT_EQ(t1.winner_rules(3), pb::SHORTER);
   EXPECT_DOUBLE_EQ(t1.popularity_buckets_per_doubling(), 4);
   EXPECT_EQ(t1.market_suffix_size(), 0);
   EXPECT_DOUBLE_EQ(t1.repair_rejection_share(), 0.2);

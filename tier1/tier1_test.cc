@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/config.h"
 #include "common/shingle.h"
 
 namespace neardup::tier1 {
@@ -1028,20 +1029,49 @@ TEST(Tier1Market, MarketWinnerAndDefaultWinner) {
     a = w.Query(ab);
     EXPECT_EQ(a.status, StatusAnswer::kWinner);
     EXPECT_EQ(a.winner_url, ab);
-    // Popularity comes before MARKET: a more popular .com page wins the uk market too.
+    // MARKET comes before POPULARITY: a more popular .com page wins the default winner only.
     w.Run({Page(com, R(2, 102), 1000, "uk")});
     const pb::Tier1Group after = w.GroupOfUrl(uk);
     EXPECT_EQ(after.winner(), com);
     ASSERT_EQ(after.market_winners_size(), 1);
-    EXPECT_EQ(MarketWinnerUrl(after, after.market_winners(0)), com);
-    EXPECT_EQ(after.market_winners(0).url(), "");  // the winner's URL is not repeated
-    EXPECT_EQ(w.Query(uk).status, StatusAnswer::kDuplicate);
-    EXPECT_EQ(w.Query(uk).winner_url, com);
-    // And back: the uk winner returns to the .uk host.
+    EXPECT_EQ(after.market_winners(0).url(), uk);
+    EXPECT_EQ(w.Query(uk).status, StatusAnswer::kWinner);
+    EXPECT_EQ(w.Query(com).winner_url, uk);
+    EXPECT_EQ(w.Query(ab).winner_url, com);
+    // And back: the default winner returns to abc.co.ab.
     w.Run({Page(com, R(2, 102), 5, "uk")});
     EXPECT_EQ(w.GroupOfUrl(uk).winner(), ab);
     EXPECT_EQ(w.GroupOfUrl(uk).market_winners(0).url(), uk);
+    // Popularity before MARKET (configured): the popular .com page wins the uk market too, and the
+    // winner's URL is not repeated in the market's record.
+    Tier1Options popularity_first;
+    popularity_first.rules.order = {Rule::kPopularity, Rule::kStatic, Rule::kShorter, Rule::kMarket};
+    World v(popularity_first);
+    v.Run({Page(uk, R(0, 100), 5, "uk"), Page(ab, R(1, 101), 5, ""), Page(com, R(2, 102), 1000, "uk")});
+    const pb::Tier1Group pg = v.GroupOfUrl(uk);
+    EXPECT_EQ(pg.winner(), com);
+    ASSERT_EQ(pg.market_winners_size(), 1);
+    EXPECT_EQ(MarketWinnerUrl(pg, pg.market_winners(0)), com);
+    EXPECT_EQ(pg.market_winners(0).url(), "");
+    EXPECT_EQ(v.Query(uk).status, StatusAnswer::kDuplicate);
+    EXPECT_EQ(v.Query(uk).winner_url, com);
   }
+}
+
+// With the default configuration MARKET decides first for a market's winner: the market's host
+// wins it although longer; the default winner ignores markets and SHORTER picks the .com page.
+TEST(Tier1Market, DefaultConfigPrefersTheMarketsHost) {
+  World w(Tier1OptionsFromConfig(DefaultConfig().tier1(), 0.9));
+  const std::string com = "http://bbc.com/x", uk = "http://bbc.co.uk/x";
+  w.Run({Page(com, R(0, 100), 5, "uk"), Page(uk, R(1, 101), 5, "uk")});
+  const pb::Tier1Group g = w.GroupOfUrl(com);
+  ASSERT_EQ(w.GroupOf(uk), w.GroupOf(com));
+  EXPECT_EQ(g.winner(), com);
+  ASSERT_EQ(g.market_winners_size(), 1);
+  EXPECT_EQ(g.market_winners(0).market(), "uk");
+  EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), uk);
+  EXPECT_EQ(w.Query(com).winner_url, uk);
+  EXPECT_EQ(w.Query(uk).status, StatusAnswer::kWinner);
 }
 
 TEST(Tier1Market, ArrivalOrderGivesSameMarketWinners) {

@@ -1,16 +1,18 @@
 // Winner selection: which page of a duplicate group is kept (the paper's Section 5).
 //
 // Pages are ranked by a total order built from configurable rules, applied in the configured
-// sequence until one decides (the default sequence is the paper's):
+// sequence until one decides (the default sequence is the one below; MARKET is ignored for the
+// default winner, which POPULARITY, STATIC, SHORTER rank as in the paper, while a market's winner
+// is a host of that market whenever the group has one with content):
 //   CONTENT     a crawled page with content beats a redirect or a never-crawled redirect target
 //               (always first; not configurable: a redirect cannot represent a group);
+//   MARKET      for a market m: a page whose host ends in one of m's suffixes wins (by default the
+//               suffix ".m", so "bbc.co.uk" for market "uk"); ignored for the default winner;
 //   POPULARITY  higher popularity, compared by bucket: log2(1 + popularity) * buckets_per_doubling,
 //               floored, so pages of "about the same" popularity tie and the next rule decides;
 //   STATIC      a static URL beats a dynamic one (a query string, or a session-like parameter
 //               anywhere: ;jsessionid=, sid=, sessionid=, phpsessid=, ...; see IsDynamicUrl);
 //   SHORTER     the shorter URL (in bytes) wins;
-//   MARKET      for a market m: a page whose host ends in one of m's suffixes wins (by default the
-//               suffix ".m", so "bbc.co.uk" for market "uk"); ignored for the default winner;
 //   then a deterministic tie-break: the smaller URL bytewise.
 // Because the order is total and depends only on the pages' own attributes, a group's winner is
 // stable when nothing relevant changed: adding a page can only replace the winner by the new page,
@@ -36,7 +38,7 @@ namespace neardup::tier1 {
 enum class Rule { kPopularity, kStatic, kShorter, kMarket };
 
 struct WinnerRules {
-  std::vector<Rule> order = {Rule::kPopularity, Rule::kStatic, Rule::kShorter, Rule::kMarket};
+  std::vector<Rule> order = {Rule::kMarket, Rule::kPopularity, Rule::kStatic, Rule::kShorter};
   double buckets_per_doubling = 4;  // > 0; popularity buckets per doubling of (1 + popularity)
   // market -> host suffixes preferred for it; a market absent here prefers ".<market>".
   std::vector<std::pair<std::string, std::vector<std::string>>> market_suffixes;

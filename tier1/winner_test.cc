@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
+
 namespace neardup::tier1 {
 namespace {
 
@@ -119,16 +121,24 @@ TEST(Winner, MarketPreferenceOnlyForTheMarketsWinner) {
   EXPECT_EQ(Winner(r, de, uk, "uk"), uk.url);
   EXPECT_EQ(Winner(r, de, uk, "de"), de.url);
   EXPECT_EQ(Winner(r, de, uk, "fr"), de.url);
-  // MARKET comes after POPULARITY, STATIC and SHORTER in the default order.
-  EXPECT_EQ(Winner(r, C("http://bbc.co.de/n", 100), uk, "uk"), "http://bbc.co.de/n");
-  EXPECT_EQ(Winner(r, C("http://bbc.co.de/n?x", 7), C("http://bbc.co.uk/n?x", 7), "uk"), "http://bbc.co.uk/n?x");
-  EXPECT_EQ(Winner(r, C("http://bbc.co.de/n", 7), C("http://bbc.co.uk/n?x", 7), "uk"), "http://bbc.co.de/n");
-  EXPECT_EQ(Winner(r, C("http://x.com/n", 7), uk, "uk"), "http://x.com/n");
-  // MARKET first: the market's page wins even against a more popular, shorter one.
-  WinnerRules market_first;
-  market_first.order = {Rule::kMarket, Rule::kPopularity, Rule::kStatic, Rule::kShorter};
-  EXPECT_EQ(Winner(market_first, C("http://x.com/n", 100), uk, "uk"), uk.url);
-  EXPECT_EQ(Winner(market_first, C("http://x.com/n", 100), uk, ""), "http://x.com/n");
+  // MARKET comes first in the default order: the market's page wins even against a more popular,
+  // static or shorter one; for the default winner those decide.
+  EXPECT_EQ(Winner(r, C("http://x.com/n", 100), uk, "uk"), uk.url);
+  EXPECT_EQ(Winner(r, C("http://x.com/n", 100), uk, ""), "http://x.com/n");
+  EXPECT_EQ(Winner(r, C("http://bbc.co.de/n", 7), C("http://bbc.co.uk/n?x", 7), "uk"), "http://bbc.co.uk/n?x");
+  EXPECT_EQ(Winner(r, C("http://x.com/n", 7), uk, "uk"), uk.url);
+  EXPECT_EQ(Winner(r, C("http://bbc.com/x", 7), C("http://bbc.co.uk/x", 7), "uk"), "http://bbc.co.uk/x");
+  EXPECT_EQ(Winner(r, C("http://bbc.com/x", 7), C("http://bbc.co.uk/x", 7), ""), "http://bbc.com/x");
+  // Between two pages of the market, the next rules decide.
+  EXPECT_EQ(Winner(r, C("http://bbc.co.uk/n?x", 7), C("http://a.co.uk/long", 7), "uk"), "http://a.co.uk/long");
+  // MARKET last: POPULARITY, STATIC and SHORTER decide first.
+  WinnerRules market_last;
+  market_last.order = {Rule::kPopularity, Rule::kStatic, Rule::kShorter, Rule::kMarket};
+  EXPECT_EQ(Winner(market_last, C("http://bbc.co.de/n", 100), uk, "uk"), "http://bbc.co.de/n");
+  EXPECT_EQ(Winner(market_last, C("http://bbc.co.de/n?x", 7), C("http://bbc.co.uk/n?x", 7), "uk"),
+            "http://bbc.co.uk/n?x");
+  EXPECT_EQ(Winner(market_last, C("http://bbc.co.de/n", 7), C("http://bbc.co.uk/n?x", 7), "uk"), "http://bbc.co.de/n");
+  EXPECT_EQ(Winner(market_last, C("http://x.com/n", 7), uk, "uk"), "http://x.com/n");
 }
 
 TEST(Winner, PreferredForMarket) {
@@ -176,7 +186,7 @@ TEST(Winner, ConfiguredOrderChangesTheWinner) {
 TEST(Winner, RulesFromConfig) {
   pb::Tier1Config cfg;
   WinnerRules r = WinnerRulesFromConfig(cfg);
-  EXPECT_EQ(r.order, (std::vector<Rule>{Rule::kPopularity, Rule::kStatic, Rule::kShorter, Rule::kMarket}));
+  EXPECT_EQ(r.order, (std::vector<Rule>{Rule::kMarket, Rule::kPopularity, Rule::kStatic, Rule::kShorter}));
   EXPECT_DOUBLE_EQ(r.buckets_per_doubling, 4);
   EXPECT_TRUE(r.market_suffixes.empty());
   cfg.add_winner_rules(pb::SHORTER);
@@ -194,6 +204,15 @@ TEST(Winner, RulesFromConfig) {
   EXPECT_EQ(r.market_suffixes[0].second, (std::vector<std::string>{".co.uk", ".ac.uk"}));
   cfg.set_popularity_buckets_per_doubling(0);  // unset-like: the default
   EXPECT_DOUBLE_EQ(WinnerRulesFromConfig(cfg).buckets_per_doubling, 4);
+}
+
+// WinnerRules' own defaults are the configuration's (a Tier1Options built without a config uses them).
+TEST(Winner, DefaultsAreTheConfigurationsDefaults) {
+  const WinnerRules plain;
+  const WinnerRules configured = WinnerRulesFromConfig(DefaultConfig().tier1());
+  EXPECT_EQ(plain.order, configured.order);
+  EXPECT_EQ(plain.order, (std::vector<Rule>{Rule::kMarket, Rule::kPopularity, Rule::kStatic, Rule::kShorter}));
+  EXPECT_DOUBLE_EQ(plain.buckets_per_doubling, configured.buckets_per_doubling);
 }
 
 // The paper's example of why pair-wise winners are unstable: if each arriving page were only
