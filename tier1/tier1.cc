@@ -247,14 +247,28 @@ Status Tier1::RecomputeWinners(GroupStore::Txn& txn, uint64_t group, std::vector
   }
   std::sort(markets.begin(), markets.end());
   markets.erase(std::unique(markets.begin(), markets.end()), markets.end());
+  // The best for a market, the incumbent (a member with content) raised by the hysteresis margin.
+  auto best_of = [&](std::string_view market, const std::string& incumbent) -> const std::string& {
+    size_t i = incumbent.empty() ? members.size() : 0;
+    while (i < members.size() && members[i] != incumbent) ++i;
+    if (i == members.size() || !cands[i].has_content) return members[BestOf(options_.rules, cands, market)];
+    const Candidate plain = cands[i];
+    cands[i] = Incumbent(options_.rules, plain);
+    const size_t best = BestOf(options_.rules, cands, market);
+    cands[i] = plain;
+    return members[best];
+  };
+  std::vector<std::pair<std::string, std::string>> incumbents;  // market -> its winner
+  for (const auto& mw : g->market_winners()) incumbents.emplace_back(mw.market(), MarketWinnerUrl(*g, mw));
   const std::string old = g->winner();
-  g->set_winner(members[BestOf(options_.rules, cands, "")]);
+  g->set_winner(best_of("", old));
   g->set_members(members.size());
   g->clear_market_winners();
   for (const std::string& m : markets) {
     auto* mw = g->add_market_winners();
     mw->set_market(m);
-    const std::string& best = members[BestOf(options_.rules, cands, m)];
+    auto inc = std::find_if(incumbents.begin(), incumbents.end(), [&](const auto& e) { return e.first == m; });
+    const std::string& best = best_of(m, inc == incumbents.end() ? std::string() : inc->second);
     if (best != g->winner()) mw->set_url(best);
   }
   if (!old.empty() && old != g->winner()) txn.AddCounter("winner_changes", 1);
@@ -299,6 +313,7 @@ Status Tier1::UpdateWinners(GroupStore::Txn& txn, Touched* touched) {
       ASSIGN_OR_RETURN(const pb::Tier1Page* cp, txn.FindPage(current));
       std::string win = current;
       Candidate wc = cp != nullptr ? CandidateOf(current, *cp) : Candidate{current, 0, false};
+      if (cp != nullptr && cp->group() == gid && wc.has_content) wc = Incumbent(options_.rules, wc);
       for (const auto& [url, p] : added) {
         const Candidate c = CandidateOf(url, *p);
         if (Better(options_.rules, c, wc, market)) {

@@ -277,8 +277,11 @@ TEST(Tier1Case2, DuplicateJoinsGroupAndPopularityDecides) {
   EXPECT_NEAR(a.similarity_to_winner, 98.0 / 102.0, 1e-12);
 }
 
+// Without hysteresis: with it, a page keeps the group it won against later pages of its bucket.
 TEST(Tier1Case2, SamePopularityStaticThenShorterDecides) {
-  World w;
+  Tier1Options o;
+  o.rules.hysteresis_buckets = 0;
+  World w(o);
   // Same popularity bucket: the static URL beats the dynamic one although it is longer.
   w.Run({Page("http://a.com/p?id=1", R(0, 100), 10)});
   w.Run({Page("http://a.com/a/much/longer/static/path", R(1, 101), 10)});
@@ -289,11 +292,20 @@ TEST(Tier1Case2, SamePopularityStaticThenShorterDecides) {
   EXPECT_EQ(g.members(), 3u);
   EXPECT_EQ(g.winner(), "http://a.com/short");
   // Arrival order does not matter: the same pages in reverse order give the same winner.
-  World v;
+  World v(o);
   v.Run({Page("http://a.com/short", R(2, 102), 10)});
   v.Run({Page("http://a.com/a/much/longer/static/path", R(1, 101), 10)});
   v.Run({Page("http://a.com/p?id=1", R(0, 100), 10)});
   EXPECT_EQ(v.GroupOfUrl("http://a.com/p?id=1").winner(), "http://a.com/short");
+  // With the default margin the dynamic page, the winner first, keeps the group; arriving in one
+  // batch (no incumbent), the static page wins.
+  World h;
+  h.Run({Page("http://a.com/p?id=1", R(0, 100), 10)});
+  h.Run({Page("http://a.com/a/much/longer/static/path", R(1, 101), 10)});
+  EXPECT_EQ(h.GroupOfUrl("http://a.com/p?id=1").winner(), "http://a.com/p?id=1");
+  World n;
+  n.Run({Page("http://a.com/p?id=1", R(0, 100), 10), Page("http://a.com/a/much/longer/static/path", R(1, 101), 10)});
+  EXPECT_EQ(n.GroupOfUrl("http://a.com/p?id=1").winner(), "http://a.com/a/much/longer/static/path");
 }
 
 TEST(Tier1Case2, InBatchDuplicatesAndRedirects) {
@@ -1038,8 +1050,11 @@ TEST(Tier1Market, MarketWinnerAndDefaultWinner) {
     EXPECT_EQ(w.Query(uk).status, StatusAnswer::kWinner);
     EXPECT_EQ(w.Query(com).winner_url, uk);
     EXPECT_EQ(w.Query(ab).winner_url, com);
-    // And back: the default winner returns to abc.co.ab.
+    // Back in abc.co.ab's bucket, com keeps the default winner (hysteresis); below it, abc.co.ab
+    // wins again.
     w.Run({Page(com, R(2, 102), 5, "uk")});
+    EXPECT_EQ(w.GroupOfUrl(uk).winner(), com);
+    w.Run({Page(com, R(2, 102), 1, "uk")});
     EXPECT_EQ(w.GroupOfUrl(uk).winner(), ab);
     EXPECT_EQ(w.GroupOfUrl(uk).market_winners(0).url(), uk);
     // Popularity before MARKET (configured): the popular .com page wins the uk market too, and the
@@ -1074,11 +1089,14 @@ TEST(Tier1Market, DefaultConfigPrefersTheMarketsHost) {
   EXPECT_EQ(w.Query(uk).status, StatusAnswer::kWinner);
 }
 
+// Without hysteresis (with it, the first of pages in one bucket keeps the default winner).
 TEST(Tier1Market, ArrivalOrderGivesSameMarketWinners) {
   const std::string ab = "http://abc.co.ab/x", uk = "http://abc.co.uk/x", com = "http://abc.com/xyz";
   const In pab = Page(ab, R(1, 101), 5, ""), puk = Page(uk, R(0, 100), 5, "uk"), pcom = Page(com, R(2, 102), 5, "uk");
+  Tier1Options o;
+  o.rules.hysteresis_buckets = 0;
   for (const auto& order : std::vector<std::vector<In>>{{pab, puk, pcom}, {pcom, puk, pab}, {puk, pab, pcom}, {pab, pcom, puk}}) {
-    World w;
+    World w(o);
     for (const In& in : order) w.Run({in});
     const pb::Tier1Group g = w.GroupOfUrl(uk);
     EXPECT_EQ(g.winner(), ab);
@@ -1108,13 +1126,100 @@ TEST(Tier1Market, NewMarketRanksEveryMember) {
   v.Run({Page(uk, R(0, 100), 5, "uk"), Page("http://abc.co.de/x", R(1, 101), 5, "de")});
   const pb::Tier1Group h = v.GroupOfUrl(com);
   EXPECT_EQ(h.members(), 3u);
-  EXPECT_EQ(h.winner(), "http://abc.co.de/x");  // shortest URLs tie; bytewise smallest
+  // com, the incumbent, keeps the default winner against pages of its bucket (hysteresis); the
+  // new markets have no incumbent and go to their hosts.
+  EXPECT_EQ(h.winner(), com);
   ASSERT_EQ(h.market_winners_size(), 2);
   EXPECT_EQ(h.market_winners(0).market(), "de");
-  EXPECT_EQ(MarketWinnerUrl(h, h.market_winners(0)), "http://abc.co.de/x");
-  EXPECT_EQ(h.market_winners(0).url(), "");
+  EXPECT_EQ(h.market_winners(0).url(), "http://abc.co.de/x");
   EXPECT_EQ(h.market_winners(1).market(), "uk");
   EXPECT_EQ(h.market_winners(1).url(), uk);
+  // Without hysteresis the shortest URLs tie and the bytewise smallest wins; the de winner is then
+  // the default winner, whose URL is not repeated.
+  Tier1Options o;
+  o.rules.hysteresis_buckets = 0;
+  World x(o);
+  x.Run({Page(com, R(2, 102), 5, "")});
+  x.Run({Page(uk, R(0, 100), 5, "uk"), Page("http://abc.co.de/x", R(1, 101), 5, "de")});
+  const pb::Tier1Group k = x.GroupOfUrl(com);
+  EXPECT_EQ(k.winner(), "http://abc.co.de/x");
+  ASSERT_EQ(k.market_winners_size(), 2);
+  EXPECT_EQ(MarketWinnerUrl(k, k.market_winners(0)), "http://abc.co.de/x");
+  EXPECT_EQ(k.market_winners(0).url(), "");
+  EXPECT_EQ(k.market_winners(1).url(), uk);
+}
+
+// ---- Winner hysteresis --------------------------------------------------------------------------
+
+// Popularity 30 and 31 sit on either side of a bucket edge (buckets 19 and 20 at 4 per doubling).
+// With the default margin of one bucket, the incumbent keeps the group while a page's popularity
+// oscillates across the edge; a challenger more than a bucket above takes over.
+TEST(Tier1Hysteresis, WinnerKeepsItsPlaceWhilePopularityOscillates) {
+  ASSERT_EQ(PopularityBucket(30, 4), 19);
+  ASSERT_EQ(PopularityBucket(31, 4), 20);
+  const std::string w = "http://www.example.com/winner", c = "http://c.com/";  // c is shorter
+  {
+    SCOPED_TRACE("the winner's popularity oscillates");
+    World t;
+    t.Run({Page(w, R(0, 100), 31, "uk"), Page(c, R(1, 101), 30, "uk")});
+    ASSERT_EQ(t.GroupOfUrl(w).winner(), w);
+    const int64_t changes = t.store().rows().Counter("winner_changes");
+    for (int k = 0; k < 6; ++k) {
+      t.Run({Page(w, R(0, 100), k % 2 == 0 ? 30 : 31, "uk")});
+      const pb::Tier1Group g = t.GroupOfUrl(w);
+      EXPECT_EQ(g.winner(), w) << "batch " << k;
+      ASSERT_EQ(g.market_winners_size(), 1);
+      EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), w) << "batch " << k;
+    }
+    EXPECT_EQ(t.store().rows().Counter("winner_changes"), changes);
+    t.Run({Page(c, R(1, 101), 1000, "uk")});
+    const pb::Tier1Group g = t.GroupOfUrl(w);
+    EXPECT_EQ(g.winner(), c);
+    EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), c);
+  }
+  {
+    SCOPED_TRACE("a challenger's popularity oscillates");
+    World t;
+    t.Run({Page(c, R(1, 101), 30, "uk"), Page(w, R(0, 100), 30, "uk")});
+    ASSERT_EQ(t.GroupOfUrl(w).winner(), c);
+    const int64_t changes = t.store().rows().Counter("winner_changes");
+    for (int k = 0; k < 6; ++k) {
+      t.Run({Page(w, R(0, 100), k % 2 == 0 ? 31 : 30, "uk")});
+      const pb::Tier1Group g = t.GroupOfUrl(w);
+      EXPECT_EQ(g.winner(), c) << "batch " << k;
+      ASSERT_EQ(g.market_winners_size(), 1);
+      EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), c) << "batch " << k;
+    }
+    EXPECT_EQ(t.store().rows().Counter("winner_changes"), changes);
+    t.Run({Page(w, R(0, 100), 1000, "uk")});
+    const pb::Tier1Group g = t.GroupOfUrl(w);
+    EXPECT_EQ(g.winner(), w);
+    EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), w);
+  }
+}
+
+// A repair recomputes the winners of the part that keeps the group: its winner stays although a
+// member is one bucket more popular.
+TEST(Tier1Hysteresis, RepairKeepsTheIncumbent) {
+  const std::string w = "http://w.com/", m = "http://www.example.com/member";
+  World t;
+  t.Run({Page(w, R(0, 100), 30)});
+  t.Run({Page(m, R(1, 101), 31)});
+  const uint64_t g = t.GroupOf(w);
+  ASSERT_EQ(t.GroupOf(m), g);
+  EXPECT_EQ(t.Group(g).winner(), w);
+  RepairReport rep;
+  ASSERT_TRUE(t.t1().Repair(g, &rep).ok());
+  EXPECT_EQ(rep.components, 1u);
+  EXPECT_EQ(t.Group(g).winner(), w);
+  t.Check();
+  // Without a margin the more popular member wins.
+  Tier1Options o;
+  o.rules.hysteresis_buckets = 0;
+  World u(o);
+  u.Run({Page(w, R(0, 100), 30)});
+  u.Run({Page(m, R(1, 101), 31)});
+  EXPECT_EQ(u.GroupOfUrl(w).winner(), m);
 }
 
 // ---- 10. Superseded ----------------------------------------------------------------------------

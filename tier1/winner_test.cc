@@ -141,6 +141,39 @@ TEST(Winner, MarketPreferenceOnlyForTheMarketsWinner) {
   EXPECT_EQ(Winner(market_last, C("http://x.com/n", 7), uk, "uk"), "http://x.com/n");
 }
 
+// Buckets at 4 per doubling: popularity 30 -> 19, 31 -> 20, 38 -> 21, 48 -> 22, 57 -> 23.
+TEST(Winner, IncumbentBonusNeedsAChallengerAboveTheMargin) {
+  const WinnerRules r;
+  ASSERT_EQ(r.hysteresis_buckets, 1u);
+  ASSERT_EQ(PopularityBucket(38, 4), 21);
+  const Candidate plain = C("http://a.com/", 30);  // shorter than the challengers
+  const Candidate incumbent = Incumbent(r, plain);
+  EXPECT_EQ(incumbent.bucket_bonus, 1);
+  const Candidate one_above = C("http://b.com/longer", 31), two_above = C("http://b.com/longer", 38);
+  EXPECT_EQ(Winner(r, plain, one_above), one_above.url);  // without the bonus, popularity decides
+  EXPECT_EQ(Winner(r, incumbent, one_above), incumbent.url);  // a tie at 20: SHORTER decides
+  EXPECT_EQ(Winner(r, incumbent, two_above), two_above.url);  // more than the margin above
+  for (const std::string_view market : {"", "uk"}) {
+    // In its own bucket the incumbent wins on popularity, although dynamic and longer; one bucket
+    // above ties and the later rules decide.
+    const Candidate dynamic = Incumbent(r, C("http://a.com/long/page?x=1", 30));
+    EXPECT_EQ(Winner(r, dynamic, C("http://b.com/", 30), market), dynamic.url);
+    EXPECT_EQ(Winner(r, dynamic, C("http://b.com/", 31), market), "http://b.com/");
+  }
+  // MARKET comes first for a market's winner: the market's host wins whatever the bonus.
+  EXPECT_EQ(Winner(r, incumbent, C("http://b.co.uk/", 0), "uk"), "http://b.co.uk/");
+  // A margin of 3: three buckets above ties, four above wins; a margin of 0 is no bonus.
+  WinnerRules three;
+  three.hysteresis_buckets = 3;
+  EXPECT_EQ(Winner(three, Incumbent(three, plain), C("http://b.com/longer", 48)), plain.url);
+  EXPECT_EQ(Winner(three, Incumbent(three, plain), C("http://b.com/longer", 57)), "http://b.com/longer");
+  WinnerRules none;
+  none.hysteresis_buckets = 0;
+  EXPECT_EQ(Winner(none, Incumbent(none, plain), one_above), one_above.url);
+  // A redirect cannot win, bonus or not.
+  EXPECT_EQ(Winner(r, Incumbent(r, C("http://a.com/", 1e6, false)), C("http://b.com/longer", 0)), "http://b.com/longer");
+}
+
 TEST(Winner, PreferredForMarket) {
   WinnerRules r;
   EXPECT_TRUE(PreferredForMarket(r, "http://bbc.co.uk/", "uk"));
@@ -188,10 +221,12 @@ TEST(Winner, RulesFromConfig) {
   WinnerRules r = WinnerRulesFromConfig(cfg);
   EXPECT_EQ(r.order, (std::vector<Rule>{Rule::kMarket, Rule::kPopularity, Rule::kStatic, Rule::kShorter}));
   EXPECT_DOUBLE_EQ(r.buckets_per_doubling, 4);
+  EXPECT_EQ(r.hysteresis_buckets, 1u);
   EXPECT_TRUE(r.market_suffixes.empty());
   cfg.add_winner_rules(pb::SHORTER);
   cfg.add_winner_rules(pb::MARKET);
   cfg.set_popularity_buckets_per_doubling(2.5);
+  cfg.set_winner_hysteresis_buckets(0);
   auto* ms = cfg.add_market_suffix();
   ms->set_market("uk");
   ms->add_suffix(".co.uk");
@@ -199,6 +234,7 @@ TEST(Winner, RulesFromConfig) {
   r = WinnerRulesFromConfig(cfg);
   EXPECT_EQ(r.order, (std::vector<Rule>{Rule::kShorter, Rule::kMarket}));
   EXPECT_DOUBLE_EQ(r.buckets_per_doubling, 2.5);
+  EXPECT_EQ(r.hysteresis_buckets, 0u);
   ASSERT_EQ(r.market_suffixes.size(), 1u);
   EXPECT_EQ(r.market_suffixes[0].first, "uk");
   EXPECT_EQ(r.market_suffixes[0].second, (std::vector<std::string>{".co.uk", ".ac.uk"}));
@@ -213,6 +249,8 @@ TEST(Winner, DefaultsAreTheConfigurationsDefaults) {
   EXPECT_EQ(plain.order, configured.order);
   EXPECT_EQ(plain.order, (std::vector<Rule>{Rule::kMarket, Rule::kPopularity, Rule::kStatic, Rule::kShorter}));
   EXPECT_DOUBLE_EQ(plain.buckets_per_doubling, configured.buckets_per_doubling);
+  EXPECT_EQ(plain.hysteresis_buckets, configured.hysteresis_buckets);
+  EXPECT_EQ(plain.hysteresis_buckets, 1u);
 }
 
 // The paper's example of why pair-wise winners are unstable: if each arriving page were only
@@ -273,6 +311,8 @@ TEST(Winner, TotalOrderOnRandomCandidates) {
   for (const std::string& u : url_list) {
     cands.push_back(C(u, kPopularities[rng() % 7], rng() % 4 != 0));
   }
+  // Incumbents' bonuses are attributes like the others: the order stays total.
+  for (size_t i = 0; i < 10; ++i) cands[i].bucket_bonus = 1 + static_cast<int64_t>(i % 3);
   WinnerRules custom;
   custom.order = {Rule::kMarket, Rule::kShorter, Rule::kStatic, Rule::kPopularity};
   custom.market_suffixes = {{"uk", {".co.uk"}}};
