@@ -215,7 +215,8 @@ class Tier1 {
 
 // Checks every invariant of the store: each page in exactly one group and listed there; member
 // lists, member counts and page records agree; each group's winner is a member; the redirect
-// index matches the pages' redirect targets; every redirect chain ends or closes a cycle (counted).
+// index matches the pages' redirect targets; every redirecting page's target has a record in the
+// same group; every redirect chain ends or closes a cycle (counted).
 Status CheckStore(const GroupStore& store, CheckReport* report);
 
 }  // namespace neardup::tier1
