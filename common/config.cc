@@ -84,6 +84,9 @@ Status CheckTier1(const Collector& collector, const std::string& name, const Tex
   if (t1.has_repair_min_rejections() && t1.repair_min_rejections() < 1) {
     return bad("repair_min_rejections", "must be at least 1", std::to_string(t1.repair_min_rejections()));
   }
+  if (t1.has_winner_hysteresis_buckets() && t1.winner_hysteresis_buckets() > 1000) {
+    return bad("winner_hysteresis_buckets", "must be in 0..1000", std::to_string(t1.winner_hysteresis_buckets()));
+  }
   if (t1.has_repair_max_members() && t1.repair_max_members() < 2) {
     return bad("repair_max_members", "must be at least 2", std::to_string(t1.repair_max_members()));
   }
@@ -164,9 +167,10 @@ void FillDefaults(pb::NeardupConfig* c) {
   if (!t->has_frequent_min_pages()) t->set_frequent_min_pages(4);
   auto* t1 = c->mutable_tier1();
   if (t1->winner_rules_size() == 0) {
-    for (const auto r : {pb::POPULARITY, pb::STATIC, pb::SHORTER, pb::MARKET}) t1->add_winner_rules(r);
+    for (const auto r : {pb::MARKET, pb::POPULARITY, pb::STATIC, pb::SHORTER}) t1->add_winner_rules(r);
   }
   if (!t1->has_popularity_buckets_per_doubling()) t1->set_popularity_buckets_per_doubling(4);
+  if (!t1->has_winner_hysteresis_buckets()) t1->set_winner_hysteresis_buckets(1);
   if (!t1->has_repair_rejection_share()) t1->set_repair_rejection_share(0.2);
   if (!t1->has_repair_min_rejections()) t1->set_repair_min_rejections(2);
   if (!t1->has_repair_max_members()) t1->set_repair_max_members(5000);

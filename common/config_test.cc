@@ -52,11 +52,12 @@ TEST(Config, Tier1AndPipelineDefaults) {
   ASSERT_TRUE(c.ok()) << c.status().message();
   const pb::Tier1Config& t1 = c->tier1();
   ASSERT_EQ(t1.winner_rules_size(), 4);
-  EXPECT_EQ(t1.winner_rules(0), pb::POPULARITY);
-  EXPECT_EQ(t1.winner_rules(1), pb::STATIC);
-  EXPECT_EQ(t1.winner_rules(2), pb::SHORTER);
-  EXPECT_EQ(t1.winner_rules(3), pb::MARKET);
+  EXPECT_EQ(t1.winner_rules(0), pb::MARKET);
+  EXPECT_EQ(t1.winner_rules(1), pb::POPULARITY);
+  EXPECT_EQ(t1.winner_rules(2), pb::STATIC);
+  EXPECT_EQ(t1.winner_rules(3), pb::SHORTER);
   EXPECT_DOUBLE_EQ(t1.popularity_buckets_per_doubling(), 4);
+  EXPECT_EQ(t1.winner_hysteresis_buckets(), 1u);
   EXPECT_EQ(t1.market_suffix_size(), 0);
   EXPECT_DOUBLE_EQ(t1.repair_rejection_share(), 0.2);
   EXPECT_EQ(t1.repair_min_rejections(), 2u);
@@ -81,6 +82,7 @@ TEST(Config, Tier1AndPipelineValuesAreKept) {
       "tier1 {\n"
       "  winner_rules: [SHORTER, POPULARITY]\n"
       "  popularity_buckets_per_doubling: 1000\n"
+      "  winner_hysteresis_buckets: 0\n"
       "  market_suffix { market: \"uk\" suffix: [\".co.uk\", \".ac.uk\"] }\n"
       "  market_suffix { market: \"gb\" suffix: \".uk\" }\n"
       "  repair_rejection_share: 1\n"
@@ -99,6 +101,8 @@ TEST(Config, Tier1AndPipelineValuesAreKept) {
   EXPECT_EQ(t1.winner_rules(0), pb::SHORTER);
   EXPECT_EQ(t1.winner_rules(1), pb::POPULARITY);
   EXPECT_DOUBLE_EQ(t1.popularity_buckets_per_doubling(), 1000);
+  EXPECT_TRUE(t1.has_winner_hysteresis_buckets());  // 0 (no hysteresis) is kept, not defaulted
+  EXPECT_EQ(t1.winner_hysteresis_buckets(), 0u);
   ASSERT_EQ(t1.market_suffix_size(), 2);
   EXPECT_EQ(t1.market_suffix(0).suffix_size(), 2);
   EXPECT_DOUBLE_EQ(t1.repair_rejection_share(), 1);
@@ -133,6 +137,13 @@ TEST(Config, Tier1RangesNameTheFieldAndItsPosition) {
   c = ParseConfig("tier1 {\n  repair_max_members: 1\n}", "t");
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), StartsWith("t:2:3: tier1.repair_max_members: must be at least 2"));
+  c = ParseConfig("tier1 {\n  fast_path: true\n  winner_hysteresis_buckets: 1001\n}", "t");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "t:3:3: tier1.winner_hysteresis_buckets: must be in 0..1000 (got 1001)");
+  c = ParseConfig("tier1 { winner_hysteresis_buckets: 1000 }", "t");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->tier1().winner_hysteresis_buckets(), 1000u);
+  EXPECT_FALSE(ParseConfig("tier1 { winner_hysteresis_buckets: -1 }", "t").ok());  // not a uint32
 }
 
 TEST(Config, WinnerRulesAreCheckedElementByElement) {

@@ -107,8 +107,15 @@ Status CheckStore(const GroupStore& store, CheckReport* report) {
     c.Violation("redirect index has " + std::to_string(index_cells) + " entries for " +
                 std::to_string(redirect_of.size()) + " redirecting pages");
   }
+  // A redirecting page shares its target's group (Tier 1 moves redirectors with their targets).
   for (const auto& [url, target] : redirect_of) {
-    if (page_group.count(target) == 0) c.Violation("page " + url + " redirects to " + target + ", which has no record");
+    auto it = page_group.find(target);
+    if (it == page_group.end()) {
+      c.Violation("page " + url + " redirects to " + target + ", which has no record");
+    } else if (const uint64_t g = page_group.at(url); it->second != g) {
+      c.Violation("page " + url + " (group " + std::to_string(g) + ") redirects to " + target + ", which is in group " +
+                  std::to_string(it->second));
+    }
   }
   // Chains end or close a cycle: count the cycles of the functional graph (each walked once).
   std::unordered_map<std::string, uint32_t> walk_of;

@@ -671,5 +671,51 @@ TEST_F(GroupStoreTest, FailedTier1ApplyLeavesThePreviousState) {
   EXPECT_EQ(r.groups, 1u);
 }
 
+// Tier 1's keep rule assumes a redirecting page shares its target's group: CheckStore names a
+// redirector in another group, with both URLs and both groups.
+TEST_F(GroupStoreTest, CheckFindsARedirectorOutsideItsTargetsGroup) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::string t = "http://t.com/", r = "http://r.com/", s = "http://s.com/";
+  uint64_t g1 = 0, g2 = 0;
+  {
+    GroupStore::Txn txn(store.get());
+    g1 = txn.NewGroupId();
+    g2 = txn.NewGroupId();
+    AddPage(txn, g1, t);
+    AddPage(txn, g1, s);
+    AddPage(txn, g2, r);
+    for (const std::string& source : {r, s}) {
+      auto page = txn.MutablePage(source);
+      ASSERT_TRUE(page.ok());
+      (*page)->set_redirect_to(t);
+      txn.AddRedirect(t, source);
+    }
+    ASSERT_TRUE(txn.Commit().ok());
+  }
+  CheckReport report;
+  ASSERT_TRUE(CheckStore(*store, &report).ok());
+  EXPECT_EQ(report.redirects, 2u);
+  ASSERT_EQ(report.violation_count, 1u);
+  ASSERT_EQ(report.violations.size(), 1u);
+  EXPECT_EQ(report.violations[0], "page " + r + " (group " + std::to_string(g2) + ") redirects to " + t +
+                                      ", which is in group " + std::to_string(g1));
+  // In its target's group, it passes.
+  {
+    GroupStore::Txn txn(store.get());
+    auto page = txn.MutablePage(r);
+    ASSERT_TRUE(page.ok());
+    (*page)->set_group(g1);
+    txn.RemoveMember(g2, r);
+    txn.DeleteGroup(g2);
+    txn.AddMember(g1, r);
+    auto group = txn.MutableGroup(g1);
+    ASSERT_TRUE(group.ok());
+    (*group)->set_members(3);
+    ASSERT_TRUE(txn.Commit().ok());
+  }
+  ExpectConsistent(*store);
+}
+
 }  // namespace
 }  // namespace neardup::tier1

@@ -247,14 +247,28 @@ Status Tier1::RecomputeWinners(GroupStore::Txn& txn, uint64_t group, std::vector
   }
   std::sort(markets.begin(), markets.end());
   markets.erase(std::unique(markets.begin(), markets.end()), markets.end());
+  // The best for a market, the incumbent (a member with content) raised by the hysteresis margin.
+  auto best_of = [&](std::string_view market, const std::string& incumbent) -> const std::string& {
+    size_t i = incumbent.empty() ? members.size() : 0;
+    while (i < members.size() && members[i] != incumbent) ++i;
+    if (i == members.size() || !cands[i].has_content) return members[BestOf(options_.rules, cands, market)];
+    const Candidate plain = cands[i];
+    cands[i] = Incumbent(options_.rules, plain);
+    const size_t best = BestOf(options_.rules, cands, market);
+    cands[i] = plain;
+    return members[best];
+  };
+  std::vector<std::pair<std::string, std::string>> incumbents;  // market -> its winner
+  for (const auto& mw : g->market_winners()) incumbents.emplace_back(mw.market(), MarketWinnerUrl(*g, mw));
   const std::string old = g->winner();
-  g->set_winner(members[BestOf(options_.rules, cands, "")]);
+  g->set_winner(best_of("", old));
   g->set_members(members.size());
   g->clear_market_winners();
   for (const std::string& m : markets) {
     auto* mw = g->add_market_winners();
     mw->set_market(m);
-    const std::string& best = members[BestOf(options_.rules, cands, m)];
+    auto inc = std::find_if(incumbents.begin(), incumbents.end(), [&](const auto& e) { return e.first == m; });
+    const std::string& best = best_of(m, inc == incumbents.end() ? std::string() : inc->second);
     if (best != g->winner()) mw->set_url(best);
   }
   if (!old.empty() && old != g->winner()) txn.AddCounter("winner_changes", 1);
@@ -299,6 +313,7 @@ Status Tier1::UpdateWinners(GroupStore::Txn& txn, Touched* touched) {
       ASSIGN_OR_RETURN(const pb::Tier1Page* cp, txn.FindPage(current));
       std::string win = current;
       Candidate wc = cp != nullptr ? CandidateOf(current, *cp) : Candidate{current, 0, false};
+      if (cp != nullptr && cp->group() == gid && wc.has_content) wc = Incumbent(options_.rules, wc);
       for (const auto& [url, p] : added) {
         const Candidate c = CandidateOf(url, *p);
         if (Better(options_.rules, c, wc, market)) {
@@ -657,9 +672,8 @@ Status Tier1::Answer(const std::string& url, const pb::PageSignature* current, b
     if (!ok) {
       g->set_rejections(g->rejections() + 1);
       txn_.AddCounter("rejections", 1);
-      const double need = std::max<double>(options_.repair_min_rejections,
-                                           options_.repair_rejection_share * static_cast<double>(g->members()));
-      if (static_cast<double>(g->rejections()) >= need) repair_queue_.push_back(rec->group());
+      // A candidate: whether it is due depends on its content members, which Flush counts.
+      repair_queue_.push_back(rec->group());
     } else {
       g->set_rejections(g->rejections() > 0 ? g->rejections() - 1 : 0);
     }
@@ -671,6 +685,8 @@ Status Tier1::Flush(std::vector<RepairReport>* repairs) {
   std::sort(repair_queue_.begin(), repair_queue_.end());
   repair_queue_.erase(std::unique(repair_queue_.begin(), repair_queue_.end()), repair_queue_.end());
   for (uint64_t gid : repair_queue_) {
+    ASSIGN_OR_RETURN(const bool due, RepairDue(txn_, gid));
+    if (!due) continue;
     RepairReport r;
     Status s = RepairIn(txn_, gid, &r);
     if (s.code() == StatusCode::kNotFound) continue;
@@ -688,6 +704,29 @@ Status Tier1::CommitWorkingSet(bool durable) {
   // the scan over it is paid once every so many records read.
   if (txn_.cached() > options_.cache_records) return txn_.Evict(options_.cache_records / 4 * 3);
   return Status::Ok();
+}
+
+StatusOr<bool> Tier1::RepairDue(GroupStore::Txn& txn, uint64_t group) {
+  ASSIGN_OR_RETURN(const pb::Tier1Group* g, txn.FindGroup(group));
+  if (g == nullptr || g->rejections() == 0) return false;
+  const double rejections = static_cast<double>(g->rejections());
+  // The threshold for c content members: min(max(repair_min_rejections, share * c), max(c - 1, 1)).
+  // It never decreases with c, so once it passes the rejections for the members counted so far,
+  // the rest need not be read.
+  auto threshold = [&](uint64_t c) {
+    const double share = std::max<double>(options_.repair_min_rejections,
+                                          options_.repair_rejection_share * static_cast<double>(c));
+    return std::min(share, static_cast<double>(std::max<uint64_t>(c, 2) - 1));
+  };
+  std::vector<std::string> members;
+  RETURN_IF_ERROR(txn.Members(group, &members));
+  uint64_t content = 0;
+  for (const std::string& url : members) {
+    ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(url));
+    if (p == nullptr || !p->has_signature()) continue;
+    if (threshold(++content) > rejections) return false;
+  }
+  return rejections >= threshold(content);
 }
 
 Status Tier1::Repair(uint64_t group, RepairReport* report) {

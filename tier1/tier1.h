@@ -16,8 +16,8 @@
 //      crawled gets a placeholder page; a cycle is counted and the walk stops where it closes.
 //  - Status queries verify a loser against its winner before calling it a duplicate; a loser
 //    below the threshold is reported unique and counted as a rejection against its group; a group
-//    whose rejections pass the configured share is repaired: its membership is recomputed exactly
-//    (all pairs inside the group) and it splits into the connected components.
+//    whose rejections reach the repair threshold (Flush) is repaired: its membership is recomputed
+//    exactly (all pairs inside the group) and it splits into the connected components.
 //
 // Signatures are not kept in Tier 1: a page record references the partition cell whose Tier 2
 // shard stores it, and Tier1 reads them through a SignatureSource.
@@ -170,10 +170,13 @@ class Tier1 {
   Status Query(const std::string& url, const pb::PageSignature* current, StatusAnswer* out);
   // The ingest path's acknowledgement of a stored page: Query, and records what it learnt: the
   // verification result cached in the page record, the rejection counted in its group once per
-  // version, and the group queued for repair when its rejections pass the threshold. Written by
-  // Flush() (which also runs the repairs), or by the next Apply.
+  // version, and the group queued as a repair candidate. Written by Flush() (which also repairs
+  // the candidates that are due), or by the next Apply.
   Status QueryAndRecord(const std::string& url, StatusAnswer* out);
-  // Writes what queries learnt, and repairs the groups whose rejections passed the threshold.
+  // Writes what queries learnt, and repairs the groups whose rejections (loser versions rejected
+  // by verification) reach min(max(repair_min_rejections, repair_rejection_share * c),
+  // max(c - 1, 1)), c being the group's content members (pages with a signature; redirects and
+  // never-crawled targets do not count): c - 1 losers at most can be rejected.
   Status Flush(std::vector<RepairReport>* repairs = nullptr);
 
   // Recomputes a group's membership exactly and splits it into connected components (the largest
@@ -205,6 +208,9 @@ class Tier1 {
   // when it holds more than cache_records.
   Status CommitWorkingSet(bool durable);
   Status RepairIn(GroupStore::Txn& txn, uint64_t group, RepairReport* report);
+  // True when the group's rejections reach the repair threshold, counted over its content members
+  // (Tier1Config.repair_rejection_share); false for a group that no longer exists.
+  StatusOr<bool> RepairDue(GroupStore::Txn& txn, uint64_t group);
 
   GroupStore* store_;
   SignatureSource* source_;
@@ -221,7 +227,8 @@ class Tier1 {
 
 // Checks every invariant of the store: each page in exactly one group and listed there; member
 // lists, member counts and page records agree; each group's winner is a member; the redirect
-// index matches the pages' redirect targets; every redirect chain ends or closes a cycle (counted).
+// index matches the pages' redirect targets; every redirecting page's target has a record in the
+// same group; every redirect chain ends or closes a cycle (counted).
 Status CheckStore(const GroupStore& store, CheckReport* report);
 
 }  // namespace neardup::tier1

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/config.h"
 #include "common/shingle.h"
 
 namespace neardup::tier1 {
@@ -288,8 +289,11 @@ TEST(Tier1Case2, DuplicateJoinsGroupAndPopularityDecides) {
   EXPECT_NEAR(a.similarity_to_winner, 98.0 / 102.0, 1e-12);
 }
 
+// Without hysteresis: with it, a page keeps the group it won against later pages of its bucket.
 TEST(Tier1Case2, SamePopularityStaticThenShorterDecides) {
-  World w;
+  Tier1Options o;
+  o.rules.hysteresis_buckets = 0;
+  World w(o);
   // Same popularity bucket: the static URL beats the dynamic one although it is longer.
   w.Run({Page("http://a.com/p?id=1", R(0, 100), 10)});
   w.Run({Page("http://a.com/a/much/longer/static/path", R(1, 101), 10)});
@@ -300,11 +304,20 @@ TEST(Tier1Case2, SamePopularityStaticThenShorterDecides) {
   EXPECT_EQ(g.members(), 3u);
   EXPECT_EQ(g.winner(), "http://a.com/short");
   // Arrival order does not matter: the same pages in reverse order give the same winner.
-  World v;
+  World v(o);
   v.Run({Page("http://a.com/short", R(2, 102), 10)});
   v.Run({Page("http://a.com/a/much/longer/static/path", R(1, 101), 10)});
   v.Run({Page("http://a.com/p?id=1", R(0, 100), 10)});
   EXPECT_EQ(v.GroupOfUrl("http://a.com/p?id=1").winner(), "http://a.com/short");
+  // With the default margin the dynamic page, the winner first, keeps the group; arriving in one
+  // batch (no incumbent), the static page wins.
+  World h;
+  h.Run({Page("http://a.com/p?id=1", R(0, 100), 10)});
+  h.Run({Page("http://a.com/a/much/longer/static/path", R(1, 101), 10)});
+  EXPECT_EQ(h.GroupOfUrl("http://a.com/p?id=1").winner(), "http://a.com/p?id=1");
+  World n;
+  n.Run({Page("http://a.com/p?id=1", R(0, 100), 10), Page("http://a.com/a/much/longer/static/path", R(1, 101), 10)});
+  EXPECT_EQ(n.GroupOfUrl("http://a.com/p?id=1").winner(), "http://a.com/a/much/longer/static/path");
 }
 
 TEST(Tier1Case2, InBatchDuplicatesAndRedirects) {
@@ -707,9 +720,10 @@ TEST(Tier1Split, ReadOnlyQueryChangesNothing) {
 }
 
 TEST(Tier1Split, RejectionsBelowTheShareDoNotRepair) {
-  World w;  // defaults: at least 2 rejections and 20% of the members
+  World w;  // defaults: at least 2 rejections and 20% of the content members
+  // e stays with q1 (similar to it, not to q3), so the one rejectable loser q3 is not all of them.
   w.Run({Page("http://q1.com/", R(0, 100), 10), Page("http://q2.com/", R(5, 105), 100),
-         Page("http://q3.com/", R(10, 110), 1)});
+         Page("http://q3.com/", R(10, 110), 1), Page("http://e.com/", R(1, 101), 5)});
   w.Run({Page("http://q2.com/", R(7000, 7100), 100)});
   const uint64_t g = w.GroupOf("http://q1.com/");
   EXPECT_EQ(w.Query("http://q3.com/").status, StatusAnswer::kUnique);
@@ -727,9 +741,70 @@ TEST(Tier1Split, RejectionsBelowTheShareDoNotRepair) {
   RepairReport rep;
   ASSERT_TRUE(w.t1().Repair(g, &rep).ok());
   EXPECT_EQ(rep.components, 1u);
-  EXPECT_EQ(rep.members, 2u);
+  EXPECT_EQ(rep.members, 3u);
   w.Check();
   EXPECT_EQ(w.t1().Repair(987654, &rep).code(), StatusCode::kNotFound);
+}
+
+// The winner w rewritten a little (the fast path keeps it: similar to its previous version) is no
+// longer similar to its losers, which verification then rejects. W1 against L1 = [5,105):
+// 90/110; against L2 = [4,104): 91/109.
+const std::vector<uint64_t> kW0 = R(0, 100);
+std::vector<uint64_t> W1() {
+  std::vector<uint64_t> v = R(0, 95);
+  for (uint64_t x = 200; x < 205; ++x) v.push_back(x);
+  return v;
+}
+
+// With repair_min_rejections = 2, a group of two content pages has one loser to reject: its
+// threshold is capped at that one. Redirecting members do not count.
+TEST(Tier1Split, TwoContentGroupIsRepairedAfterItsOneLoser) {
+  for (int redirects : {0, 20}) {
+    SCOPED_TRACE(std::to_string(redirects) + " redirects");
+    World w;  // defaults: repair_min_rejections 2, repair_rejection_share 0.2
+    w.Run({Page("http://w.com/", kW0, 100), Page("http://l.com/", R(5, 105), 1)});
+    std::vector<In> rs;
+    for (int k = 0; k < redirects; ++k) rs.push_back(Redirect("http://r" + std::to_string(k) + ".com/", "http://l.com/"));
+    if (!rs.empty()) w.Run(rs);
+    const uint64_t g = w.GroupOf("http://w.com/");
+    ASSERT_EQ(w.Group(g).members(), 2u + redirects);
+    ASSERT_EQ(w.Run({Page("http://w.com/", W1(), 100)}).routes[0], Route::kFastPath);
+    EXPECT_EQ(w.Query("http://l.com/").status, StatusAnswer::kUnique);
+    std::vector<RepairReport> repairs = w.Flush();
+    ASSERT_EQ(repairs.size(), 1u);
+    EXPECT_EQ(repairs[0].group, g);
+    EXPECT_EQ(repairs[0].components, 2u);
+    EXPECT_EQ(w.Members(w.GroupOf("http://w.com/")), Urls{"http://w.com/"});
+    EXPECT_EQ(w.Group(w.GroupOf("http://l.com/")).members(), 1u + redirects);
+    EXPECT_EQ(w.store().rows().Counter("repairs"), 1);
+  }
+}
+
+// Three content pages and 20 redirectors: 2 rejections (both losers) repair it, 1 does not; a
+// candidate not yet due is neither repaired nor counted.
+TEST(Tier1Split, RepairThresholdCountsContentMembersOnly) {
+  World w;
+  w.Run({Page("http://w.com/", kW0, 100), Page("http://l1.com/", R(5, 105), 1),
+         Page("http://l2.com/", R(4, 104), 1)});
+  std::vector<In> rs;
+  for (int k = 0; k < 20; ++k) rs.push_back(Redirect("http://r" + std::to_string(k) + ".com/", "http://w.com/"));
+  w.Run(rs);
+  const uint64_t g = w.GroupOf("http://w.com/");
+  ASSERT_EQ(w.Group(g).members(), 23u);
+  ASSERT_EQ(w.Run({Page("http://w.com/", W1(), 100)}).routes[0], Route::kFastPath);
+  EXPECT_EQ(w.Query("http://l1.com/").status, StatusAnswer::kUnique);
+  EXPECT_TRUE(w.Flush().empty());
+  EXPECT_EQ(w.Group(g).rejections(), 1u);
+  EXPECT_EQ(w.Group(g).repairs(), 0u);
+  EXPECT_EQ(w.store().rows().Counter("repairs"), 0);
+  EXPECT_EQ(w.Query("http://l2.com/").status, StatusAnswer::kUnique);
+  std::vector<RepairReport> repairs = w.Flush();
+  ASSERT_EQ(repairs.size(), 1u);
+  EXPECT_EQ(repairs[0].members, 23u);
+  EXPECT_EQ(repairs[0].components, 2u);
+  EXPECT_EQ(w.Group(w.GroupOf("http://w.com/")).members(), 21u);
+  EXPECT_EQ(w.MembersOf("http://l1.com/"), (Urls{"http://l1.com/", "http://l2.com/"}));
+  EXPECT_EQ(w.store().rows().Counter("repairs"), 1);
 }
 
 // ---- 7. Case 3 ---------------------------------------------------------------------------------
@@ -1030,27 +1105,62 @@ TEST(Tier1Market, MarketWinnerAndDefaultWinner) {
     a = w.Query(ab);
     EXPECT_EQ(a.status, StatusAnswer::kWinner);
     EXPECT_EQ(a.winner_url, ab);
-    // Popularity comes before MARKET: a more popular .com page wins the uk market too.
+    // MARKET comes before POPULARITY: a more popular .com page wins the default winner only.
     w.Run({Page(com, R(2, 102), 1000, "uk")});
     const pb::Tier1Group after = w.GroupOfUrl(uk);
     EXPECT_EQ(after.winner(), com);
     ASSERT_EQ(after.market_winners_size(), 1);
-    EXPECT_EQ(MarketWinnerUrl(after, after.market_winners(0)), com);
-    EXPECT_EQ(after.market_winners(0).url(), "");  // the winner's URL is not repeated
-    EXPECT_EQ(w.Query(uk).status, StatusAnswer::kDuplicate);
-    EXPECT_EQ(w.Query(uk).winner_url, com);
-    // And back: the uk winner returns to the .uk host.
+    EXPECT_EQ(after.market_winners(0).url(), uk);
+    EXPECT_EQ(w.Query(uk).status, StatusAnswer::kWinner);
+    EXPECT_EQ(w.Query(com).winner_url, uk);
+    EXPECT_EQ(w.Query(ab).winner_url, com);
+    // Back in abc.co.ab's bucket, com keeps the default winner (hysteresis); below it, abc.co.ab
+    // wins again.
     w.Run({Page(com, R(2, 102), 5, "uk")});
+    EXPECT_EQ(w.GroupOfUrl(uk).winner(), com);
+    w.Run({Page(com, R(2, 102), 1, "uk")});
     EXPECT_EQ(w.GroupOfUrl(uk).winner(), ab);
     EXPECT_EQ(w.GroupOfUrl(uk).market_winners(0).url(), uk);
+    // Popularity before MARKET (configured): the popular .com page wins the uk market too, and the
+    // winner's URL is not repeated in the market's record.
+    Tier1Options popularity_first;
+    popularity_first.rules.order = {Rule::kPopularity, Rule::kStatic, Rule::kShorter, Rule::kMarket};
+    World v(popularity_first);
+    v.Run({Page(uk, R(0, 100), 5, "uk"), Page(ab, R(1, 101), 5, ""), Page(com, R(2, 102), 1000, "uk")});
+    const pb::Tier1Group pg = v.GroupOfUrl(uk);
+    EXPECT_EQ(pg.winner(), com);
+    ASSERT_EQ(pg.market_winners_size(), 1);
+    EXPECT_EQ(MarketWinnerUrl(pg, pg.market_winners(0)), com);
+    EXPECT_EQ(pg.market_winners(0).url(), "");
+    EXPECT_EQ(v.Query(uk).status, StatusAnswer::kDuplicate);
+    EXPECT_EQ(v.Query(uk).winner_url, com);
   }
 }
 
+// With the default configuration MARKET decides first for a market's winner: the market's host
+// wins it although longer; the default winner ignores markets and SHORTER picks the .com page.
+TEST(Tier1Market, DefaultConfigPrefersTheMarketsHost) {
+  World w(Tier1OptionsFromConfig(DefaultConfig().tier1(), 0.9));
+  const std::string com = "http://bbc.com/x", uk = "http://bbc.co.uk/x";
+  w.Run({Page(com, R(0, 100), 5, "uk"), Page(uk, R(1, 101), 5, "uk")});
+  const pb::Tier1Group g = w.GroupOfUrl(com);
+  ASSERT_EQ(w.GroupOf(uk), w.GroupOf(com));
+  EXPECT_EQ(g.winner(), com);
+  ASSERT_EQ(g.market_winners_size(), 1);
+  EXPECT_EQ(g.market_winners(0).market(), "uk");
+  EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), uk);
+  EXPECT_EQ(w.Query(com).winner_url, uk);
+  EXPECT_EQ(w.Query(uk).status, StatusAnswer::kWinner);
+}
+
+// Without hysteresis (with it, the first of pages in one bucket keeps the default winner).
 TEST(Tier1Market, ArrivalOrderGivesSameMarketWinners) {
   const std::string ab = "http://abc.co.ab/x", uk = "http://abc.co.uk/x", com = "http://abc.com/xyz";
   const In pab = Page(ab, R(1, 101), 5, ""), puk = Page(uk, R(0, 100), 5, "uk"), pcom = Page(com, R(2, 102), 5, "uk");
+  Tier1Options o;
+  o.rules.hysteresis_buckets = 0;
   for (const auto& order : std::vector<std::vector<In>>{{pab, puk, pcom}, {pcom, puk, pab}, {puk, pab, pcom}, {pab, pcom, puk}}) {
-    World w;
+    World w(o);
     for (const In& in : order) w.Run({in});
     const pb::Tier1Group g = w.GroupOfUrl(uk);
     EXPECT_EQ(g.winner(), ab);
@@ -1080,13 +1190,100 @@ TEST(Tier1Market, NewMarketRanksEveryMember) {
   v.Run({Page(uk, R(0, 100), 5, "uk"), Page("http://abc.co.de/x", R(1, 101), 5, "de")});
   const pb::Tier1Group h = v.GroupOfUrl(com);
   EXPECT_EQ(h.members(), 3u);
-  EXPECT_EQ(h.winner(), "http://abc.co.de/x");  // shortest URLs tie; bytewise smallest
+  // com, the incumbent, keeps the default winner against pages of its bucket (hysteresis); the
+  // new markets have no incumbent and go to their hosts.
+  EXPECT_EQ(h.winner(), com);
   ASSERT_EQ(h.market_winners_size(), 2);
   EXPECT_EQ(h.market_winners(0).market(), "de");
-  EXPECT_EQ(MarketWinnerUrl(h, h.market_winners(0)), "http://abc.co.de/x");
-  EXPECT_EQ(h.market_winners(0).url(), "");
+  EXPECT_EQ(h.market_winners(0).url(), "http://abc.co.de/x");
   EXPECT_EQ(h.market_winners(1).market(), "uk");
   EXPECT_EQ(h.market_winners(1).url(), uk);
+  // Without hysteresis the shortest URLs tie and the bytewise smallest wins; the de winner is then
+  // the default winner, whose URL is not repeated.
+  Tier1Options o;
+  o.rules.hysteresis_buckets = 0;
+  World x(o);
+  x.Run({Page(com, R(2, 102), 5, "")});
+  x.Run({Page(uk, R(0, 100), 5, "uk"), Page("http://abc.co.de/x", R(1, 101), 5, "de")});
+  const pb::Tier1Group k = x.GroupOfUrl(com);
+  EXPECT_EQ(k.winner(), "http://abc.co.de/x");
+  ASSERT_EQ(k.market_winners_size(), 2);
+  EXPECT_EQ(MarketWinnerUrl(k, k.market_winners(0)), "http://abc.co.de/x");
+  EXPECT_EQ(k.market_winners(0).url(), "");
+  EXPECT_EQ(k.market_winners(1).url(), uk);
+}
+
+// ---- Winner hysteresis --------------------------------------------------------------------------
+
+// Popularity 30 and 31 sit on either side of a bucket edge (buckets 19 and 20 at 4 per doubling).
+// With the default margin of one bucket, the incumbent keeps the group while a page's popularity
+// oscillates across the edge; a challenger more than a bucket above takes over.
+TEST(Tier1Hysteresis, WinnerKeepsItsPlaceWhilePopularityOscillates) {
+  ASSERT_EQ(PopularityBucket(30, 4), 19);
+  ASSERT_EQ(PopularityBucket(31, 4), 20);
+  const std::string w = "http://www.example.com/winner", c = "http://c.com/";  // c is shorter
+  {
+    SCOPED_TRACE("the winner's popularity oscillates");
+    World t;
+    t.Run({Page(w, R(0, 100), 31, "uk"), Page(c, R(1, 101), 30, "uk")});
+    ASSERT_EQ(t.GroupOfUrl(w).winner(), w);
+    const int64_t changes = t.store().rows().Counter("winner_changes");
+    for (int k = 0; k < 6; ++k) {
+      t.Run({Page(w, R(0, 100), k % 2 == 0 ? 30 : 31, "uk")});
+      const pb::Tier1Group g = t.GroupOfUrl(w);
+      EXPECT_EQ(g.winner(), w) << "batch " << k;
+      ASSERT_EQ(g.market_winners_size(), 1);
+      EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), w) << "batch " << k;
+    }
+    EXPECT_EQ(t.store().rows().Counter("winner_changes"), changes);
+    t.Run({Page(c, R(1, 101), 1000, "uk")});
+    const pb::Tier1Group g = t.GroupOfUrl(w);
+    EXPECT_EQ(g.winner(), c);
+    EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), c);
+  }
+  {
+    SCOPED_TRACE("a challenger's popularity oscillates");
+    World t;
+    t.Run({Page(c, R(1, 101), 30, "uk"), Page(w, R(0, 100), 30, "uk")});
+    ASSERT_EQ(t.GroupOfUrl(w).winner(), c);
+    const int64_t changes = t.store().rows().Counter("winner_changes");
+    for (int k = 0; k < 6; ++k) {
+      t.Run({Page(w, R(0, 100), k % 2 == 0 ? 31 : 30, "uk")});
+      const pb::Tier1Group g = t.GroupOfUrl(w);
+      EXPECT_EQ(g.winner(), c) << "batch " << k;
+      ASSERT_EQ(g.market_winners_size(), 1);
+      EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), c) << "batch " << k;
+    }
+    EXPECT_EQ(t.store().rows().Counter("winner_changes"), changes);
+    t.Run({Page(w, R(0, 100), 1000, "uk")});
+    const pb::Tier1Group g = t.GroupOfUrl(w);
+    EXPECT_EQ(g.winner(), w);
+    EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), w);
+  }
+}
+
+// A repair recomputes the winners of the part that keeps the group: its winner stays although a
+// member is one bucket more popular.
+TEST(Tier1Hysteresis, RepairKeepsTheIncumbent) {
+  const std::string w = "http://w.com/", m = "http://www.example.com/member";
+  World t;
+  t.Run({Page(w, R(0, 100), 30)});
+  t.Run({Page(m, R(1, 101), 31)});
+  const uint64_t g = t.GroupOf(w);
+  ASSERT_EQ(t.GroupOf(m), g);
+  EXPECT_EQ(t.Group(g).winner(), w);
+  RepairReport rep;
+  ASSERT_TRUE(t.t1().Repair(g, &rep).ok());
+  EXPECT_EQ(rep.components, 1u);
+  EXPECT_EQ(t.Group(g).winner(), w);
+  t.Check();
+  // Without a margin the more popular member wins.
+  Tier1Options o;
+  o.rules.hysteresis_buckets = 0;
+  World u(o);
+  u.Run({Page(w, R(0, 100), 30)});
+  u.Run({Page(m, R(1, 101), 31)});
+  EXPECT_EQ(u.GroupOfUrl(w).winner(), m);
 }
 
 // ---- 10. Superseded ----------------------------------------------------------------------------

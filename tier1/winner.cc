@@ -95,6 +95,7 @@ WinnerRules WinnerRulesFromConfig(const pb::Tier1Config& config) {
   if (config.has_popularity_buckets_per_doubling() && config.popularity_buckets_per_doubling() > 0) {
     rules.buckets_per_doubling = config.popularity_buckets_per_doubling();
   }
+  if (config.has_winner_hysteresis_buckets()) rules.hysteresis_buckets = config.winner_hysteresis_buckets();
   for (const pb::MarketSuffix& ms : config.market_suffix()) {
     rules.market_suffixes.emplace_back(ms.market(),
                                        std::vector<std::string>(ms.suffix().begin(), ms.suffix().end()));
@@ -136,8 +137,8 @@ bool Better(const WinnerRules& rules, const Candidate& a, const Candidate& b, st
   for (const Rule rule : rules.order) {
     switch (rule) {
       case Rule::kPopularity: {
-        const int64_t pa = PopularityBucket(a.popularity, rules.buckets_per_doubling);
-        const int64_t pb = PopularityBucket(b.popularity, rules.buckets_per_doubling);
+        const int64_t pa = PopularityBucket(a.popularity, rules.buckets_per_doubling) + a.bucket_bonus;
+        const int64_t pb = PopularityBucket(b.popularity, rules.buckets_per_doubling) + b.bucket_bonus;
         if (pa != pb) return pa > pb;
         break;
       }
@@ -160,6 +161,11 @@ bool Better(const WinnerRules& rules, const Candidate& a, const Candidate& b, st
     }
   }
   return a.url < b.url;  // bytewise; identical URLs: neither is better
+}
+
+Candidate Incumbent(const WinnerRules& rules, Candidate c) {
+  c.bucket_bonus = rules.hysteresis_buckets;
+  return c;
 }
 
 size_t BestOf(const WinnerRules& rules, const std::vector<Candidate>& candidates, std::string_view market) {

@@ -1,20 +1,29 @@
 // Winner selection: which page of a duplicate group is kept (the paper's Section 5).
 //
 // Pages are ranked by a total order built from configurable rules, applied in the configured
-// sequence until one decides (the default sequence is the paper's):
+// sequence until one decides (the default sequence is the one below; MARKET is ignored for the
+// default winner, which POPULARITY, STATIC, SHORTER rank as in the paper, while a market's winner
+// is a host of that market whenever the group has one with content):
 //   CONTENT     a crawled page with content beats a redirect or a never-crawled redirect target
 //               (always first; not configurable: a redirect cannot represent a group);
+//   MARKET      for a market m: a page whose host ends in one of m's suffixes wins (by default the
+//               suffix ".m", so "bbc.co.uk" for market "uk"); ignored for the default winner;
 //   POPULARITY  higher popularity, compared by bucket: log2(1 + popularity) * buckets_per_doubling,
 //               floored, so pages of "about the same" popularity tie and the next rule decides;
+//               the incumbent winner's bucket is raised by hysteresis_buckets (Incumbent);
 //   STATIC      a static URL beats a dynamic one (a query string, or a session-like parameter
 //               anywhere: ;jsessionid=, sid=, sessionid=, phpsessid=, ...; see IsDynamicUrl);
 //   SHORTER     the shorter URL (in bytes) wins;
-//   MARKET      for a market m: a page whose host ends in one of m's suffixes wins (by default the
-//               suffix ".m", so "bbc.co.uk" for market "uk"); ignored for the default winner;
 //   then a deterministic tie-break: the smaller URL bytewise.
-// Because the order is total and depends only on the pages' own attributes, a group's winner is
-// stable when nothing relevant changed: adding a page can only replace the winner by the new page,
-// and a group's winner is the best of its members whatever order they arrived in.
+// Because the order is total and depends only on the candidates' own attributes, a group's winner
+// is stable when nothing relevant changed: adding a page can only replace the winner by the new
+// page. Hysteresis: Tier 1 ranks a group's current winner (while it is a member with content) with
+// its bucket raised by hysteresis_buckets, so a page whose popularity oscillates around a bucket
+// edge does not make the winner flip. A group's winner is therefore the best of its members with
+// the incumbent so raised; it depends on which member won before (among pages within the margin,
+// on the order they arrived in). A group without an incumbent (new, or its winner left) gets the
+// best of its members by the plain order, and with hysteresis_buckets = 0 a group's winner is the
+// best of its members whatever order they arrived in.
 //
 //   WinnerRules rules = WinnerRulesFromConfig(cfg.tier1());
 //   Candidate a{.url = "http://x.com/a", .popularity = 3, .has_content = true};
@@ -36,14 +45,18 @@ namespace neardup::tier1 {
 enum class Rule { kPopularity, kStatic, kShorter, kMarket };
 
 struct WinnerRules {
-  std::vector<Rule> order = {Rule::kPopularity, Rule::kStatic, Rule::kShorter, Rule::kMarket};
+  std::vector<Rule> order = {Rule::kMarket, Rule::kPopularity, Rule::kStatic, Rule::kShorter};
   double buckets_per_doubling = 4;  // > 0; popularity buckets per doubling of (1 + popularity)
+  // The incumbent winner's margin: Incumbent() raises its popularity bucket by this many, so a
+  // challenger wins on POPULARITY only from more than this many buckets above it. 0 = none.
+  uint32_t hysteresis_buckets = 1;
   // market -> host suffixes preferred for it; a market absent here prefers ".<market>".
   std::vector<std::pair<std::string, std::vector<std::string>>> market_suffixes;
 };
 
 // From the configuration's tier1 section (config.proto Tier1Config: winner_rules,
-// popularity_buckets_per_doubling, market_suffix). The config loader has already validated it.
+// popularity_buckets_per_doubling, market_suffix, winner_hysteresis_buckets). The config loader
+// has already validated it.
 WinnerRules WinnerRulesFromConfig(const pb::Tier1Config& config);
 
 // What winner selection looks at of a page.
@@ -51,10 +64,15 @@ struct Candidate {
   std::string_view url;
   double popularity = 0;
   bool has_content = false;  // crawled, not a redirect
+  int64_t bucket_bonus = 0;  // added to its popularity bucket (>= 0; see Incumbent)
 };
 
+// `c` as the group's incumbent winner: its bucket_bonus set to rules.hysteresis_buckets.
+Candidate Incumbent(const WinnerRules& rules, Candidate c);
+
 // True when `a` ranks strictly before `b` for `market` ("" = the default winner). Irreflexive,
-// asymmetric and transitive (a strict total order over distinct URLs).
+// asymmetric and transitive (a strict total order over distinct URLs), the bucket_bonus of each
+// candidate being part of its attributes.
 bool Better(const WinnerRules& rules, const Candidate& a, const Candidate& b, std::string_view market);
 
 // Index of the best candidate for `market`; candidates must not be empty.

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
+
 namespace neardup::tier1 {
 namespace {
 
@@ -119,16 +121,57 @@ TEST(Winner, MarketPreferenceOnlyForTheMarketsWinner) {
   EXPECT_EQ(Winner(r, de, uk, "uk"), uk.url);
   EXPECT_EQ(Winner(r, de, uk, "de"), de.url);
   EXPECT_EQ(Winner(r, de, uk, "fr"), de.url);
-  // MARKET comes after POPULARITY, STATIC and SHORTER in the default order.
-  EXPECT_EQ(Winner(r, C("http://bbc.co.de/n", 100), uk, "uk"), "http://bbc.co.de/n");
-  EXPECT_EQ(Winner(r, C("http://bbc.co.de/n?x", 7), C("http://bbc.co.uk/n?x", 7), "uk"), "http://bbc.co.uk/n?x");
-  EXPECT_EQ(Winner(r, C("http://bbc.co.de/n", 7), C("http://bbc.co.uk/n?x", 7), "uk"), "http://bbc.co.de/n");
-  EXPECT_EQ(Winner(r, C("http://x.com/n", 7), uk, "uk"), "http://x.com/n");
-  // MARKET first: the market's page wins even against a more popular, shorter one.
-  WinnerRules market_first;
-  market_first.order = {Rule::kMarket, Rule::kPopularity, Rule::kStatic, Rule::kShorter};
-  EXPECT_EQ(Winner(market_first, C("http://x.com/n", 100), uk, "uk"), uk.url);
-  EXPECT_EQ(Winner(market_first, C("http://x.com/n", 100), uk, ""), "http://x.com/n");
+  // MARKET comes first in the default order: the market's page wins even against a more popular,
+  // static or shorter one; for the default winner those decide.
+  EXPECT_EQ(Winner(r, C("http://x.com/n", 100), uk, "uk"), uk.url);
+  EXPECT_EQ(Winner(r, C("http://x.com/n", 100), uk, ""), "http://x.com/n");
+  EXPECT_EQ(Winner(r, C("http://bbc.co.de/n", 7), C("http://bbc.co.uk/n?x", 7), "uk"), "http://bbc.co.uk/n?x");
+  EXPECT_EQ(Winner(r, C("http://x.com/n", 7), uk, "uk"), uk.url);
+  EXPECT_EQ(Winner(r, C("http://bbc.com/x", 7), C("http://bbc.co.uk/x", 7), "uk"), "http://bbc.co.uk/x");
+  EXPECT_EQ(Winner(r, C("http://bbc.com/x", 7), C("http://bbc.co.uk/x", 7), ""), "http://bbc.com/x");
+  // Between two pages of the market, the next rules decide.
+  EXPECT_EQ(Winner(r, C("http://bbc.co.uk/n?x", 7), C("http://a.co.uk/long", 7), "uk"), "http://a.co.uk/long");
+  // MARKET last: POPULARITY, STATIC and SHORTER decide first.
+  WinnerRules market_last;
+  market_last.order = {Rule::kPopularity, Rule::kStatic, Rule::kShorter, Rule::kMarket};
+  EXPECT_EQ(Winner(market_last, C("http://bbc.co.de/n", 100), uk, "uk"), "http://bbc.co.de/n");
+  EXPECT_EQ(Winner(market_last, C("http://bbc.co.de/n?x", 7), C("http://bbc.co.uk/n?x", 7), "uk"),
+            "http://bbc.co.uk/n?x");
+  EXPECT_EQ(Winner(market_last, C("http://bbc.co.de/n", 7), C("http://bbc.co.uk/n?x", 7), "uk"), "http://bbc.co.de/n");
+  EXPECT_EQ(Winner(market_last, C("http://x.com/n", 7), uk, "uk"), "http://x.com/n");
+}
+
+// Buckets at 4 per doubling: popularity 30 -> 19, 31 -> 20, 38 -> 21, 48 -> 22, 57 -> 23.
+TEST(Winner, IncumbentBonusNeedsAChallengerAboveTheMargin) {
+  const WinnerRules r;
+  ASSERT_EQ(r.hysteresis_buckets, 1u);
+  ASSERT_EQ(PopularityBucket(38, 4), 21);
+  const Candidate plain = C("http://a.com/", 30);  // shorter than the challengers
+  const Candidate incumbent = Incumbent(r, plain);
+  EXPECT_EQ(incumbent.bucket_bonus, 1);
+  const Candidate one_above = C("http://b.com/longer", 31), two_above = C("http://b.com/longer", 38);
+  EXPECT_EQ(Winner(r, plain, one_above), one_above.url);  // without the bonus, popularity decides
+  EXPECT_EQ(Winner(r, incumbent, one_above), incumbent.url);  // a tie at 20: SHORTER decides
+  EXPECT_EQ(Winner(r, incumbent, two_above), two_above.url);  // more than the margin above
+  for (const std::string_view market : {"", "uk"}) {
+    // In its own bucket the incumbent wins on popularity, although dynamic and longer; one bucket
+    // above ties and the later rules decide.
+    const Candidate dynamic = Incumbent(r, C("http://a.com/long/page?x=1", 30));
+    EXPECT_EQ(Winner(r, dynamic, C("http://b.com/", 30), market), dynamic.url);
+    EXPECT_EQ(Winner(r, dynamic, C("http://b.com/", 31), market), "http://b.com/");
+  }
+  // MARKET comes first for a market's winner: the market's host wins whatever the bonus.
+  EXPECT_EQ(Winner(r, incumbent, C("http://b.co.uk/", 0), "uk"), "http://b.co.uk/");
+  // A margin of 3: three buckets above ties, four above wins; a margin of 0 is no bonus.
+  WinnerRules three;
+  three.hysteresis_buckets = 3;
+  EXPECT_EQ(Winner(three, Incumbent(three, plain), C("http://b.com/longer", 48)), plain.url);
+  EXPECT_EQ(Winner(three, Incumbent(three, plain), C("http://b.com/longer", 57)), "http://b.com/longer");
+  WinnerRules none;
+  none.hysteresis_buckets = 0;
+  EXPECT_EQ(Winner(none, Incumbent(none, plain), one_above), one_above.url);
+  // A redirect cannot win, bonus or not.
+  EXPECT_EQ(Winner(r, Incumbent(r, C("http://a.com/", 1e6, false)), C("http://b.com/longer", 0)), "http://b.com/longer");
 }
 
 TEST(Winner, PreferredForMarket) {
@@ -176,12 +219,14 @@ TEST(Winner, ConfiguredOrderChangesTheWinner) {
 TEST(Winner, RulesFromConfig) {
   pb::Tier1Config cfg;
   WinnerRules r = WinnerRulesFromConfig(cfg);
-  EXPECT_EQ(r.order, (std::vector<Rule>{Rule::kPopularity, Rule::kStatic, Rule::kShorter, Rule::kMarket}));
+  EXPECT_EQ(r.order, (std::vector<Rule>{Rule::kMarket, Rule::kPopularity, Rule::kStatic, Rule::kShorter}));
   EXPECT_DOUBLE_EQ(r.buckets_per_doubling, 4);
+  EXPECT_EQ(r.hysteresis_buckets, 1u);
   EXPECT_TRUE(r.market_suffixes.empty());
   cfg.add_winner_rules(pb::SHORTER);
   cfg.add_winner_rules(pb::MARKET);
   cfg.set_popularity_buckets_per_doubling(2.5);
+  cfg.set_winner_hysteresis_buckets(0);
   auto* ms = cfg.add_market_suffix();
   ms->set_market("uk");
   ms->add_suffix(".co.uk");
@@ -189,11 +234,23 @@ TEST(Winner, RulesFromConfig) {
   r = WinnerRulesFromConfig(cfg);
   EXPECT_EQ(r.order, (std::vector<Rule>{Rule::kShorter, Rule::kMarket}));
   EXPECT_DOUBLE_EQ(r.buckets_per_doubling, 2.5);
+  EXPECT_EQ(r.hysteresis_buckets, 0u);
   ASSERT_EQ(r.market_suffixes.size(), 1u);
   EXPECT_EQ(r.market_suffixes[0].first, "uk");
   EXPECT_EQ(r.market_suffixes[0].second, (std::vector<std::string>{".co.uk", ".ac.uk"}));
   cfg.set_popularity_buckets_per_doubling(0);  // unset-like: the default
   EXPECT_DOUBLE_EQ(WinnerRulesFromConfig(cfg).buckets_per_doubling, 4);
+}
+
+// WinnerRules' own defaults are the configuration's (a Tier1Options built without a config uses them).
+TEST(Winner, DefaultsAreTheConfigurationsDefaults) {
+  const WinnerRules plain;
+  const WinnerRules configured = WinnerRulesFromConfig(DefaultConfig().tier1());
+  EXPECT_EQ(plain.order, configured.order);
+  EXPECT_EQ(plain.order, (std::vector<Rule>{Rule::kMarket, Rule::kPopularity, Rule::kStatic, Rule::kShorter}));
+  EXPECT_DOUBLE_EQ(plain.buckets_per_doubling, configured.buckets_per_doubling);
+  EXPECT_EQ(plain.hysteresis_buckets, configured.hysteresis_buckets);
+  EXPECT_EQ(plain.hysteresis_buckets, 1u);
 }
 
 // The paper's example of why pair-wise winners are unstable: if each arriving page were only
@@ -254,6 +311,8 @@ TEST(Winner, TotalOrderOnRandomCandidates) {
   for (const std::string& u : url_list) {
     cands.push_back(C(u, kPopularities[rng() % 7], rng() % 4 != 0));
   }
+  // Incumbents' bonuses are attributes like the others: the order stays total.
+  for (size_t i = 0; i < 10; ++i) cands[i].bucket_bonus = 1 + static_cast<int64_t>(i % 3);
   WinnerRules custom;
   custom.order = {Rule::kMarket, Rule::kShorter, Rule::kStatic, Rule::kPopularity};
   custom.market_suffixes = {{"uk", {".co.uk"}}};
