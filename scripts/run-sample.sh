@@ -5,7 +5,7 @@
 # out/sample-status.jsonl (each page's status as its batch committed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh release
+bash scripts/build.sh release neardup   # the binary only, not the tests
 mkdir -p out
 rm -rf out/sample-store
 ./build/bin/neardup run --input data/sample-crawl.jsonl --config configs/embedded.textproto \
