@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: release build + ctest, then the same suite under ASan+UBSan.
+# The whole test suite: release build + ctest, the same suite under ASan+UBSan, then the concurrent
+# code's tests (row store, worker pools, shards, the pipeline end to end) under ThreadSanitizer.
 # Set NEARDUP_SKIP_SANITIZE=1 to run only the release suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,5 +11,10 @@ if [ "${NEARDUP_SKIP_SANITIZE:-0}" != "1" ]; then
   bash scripts/build.sh sanitize
   (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j2 --timeout 900)
+  concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_test store_test)
+  bash scripts/build.sh tsan "${concurrent[@]}"
+  # LevelDB is not built with ThreadSanitizer: what it does inside its own library is not checked.
+  (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \
+     ctest --output-on-failure -j2 --timeout 900 -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|StoreTest)\.')
 fi
 echo "test.sh: suite finished in $(( $(date +%s) - start ))s"
