@@ -114,7 +114,17 @@ class MappedArray {
     if (data_ == nullptr) {
       p = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     } else {
+#if defined(__SANITIZE_THREAD__)
+      // ThreadSanitizer does not follow mremap: the range left behind would keep its access
+      // history, and a later mapping there would look like a race. Moved by hand instead.
+      p = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p != MAP_FAILED) {
+        std::memcpy(p, static_cast<const void*>(data_), std::min(Bytes(capacity_), want));
+        munmap(static_cast<void*>(data_), Bytes(capacity_));
+      }
+#else
       p = mremap(static_cast<void*>(data_), Bytes(capacity_), want, MREMAP_MAYMOVE);
+#endif
     }
     if (p == MAP_FAILED) throw std::bad_alloc();
     data_ = static_cast<T*>(p);
