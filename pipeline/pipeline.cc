@@ -228,7 +228,6 @@ class Pipeline {
  public:
   explicit Pipeline(const PipelineOptions& o) : o_(o) {}
   ~Pipeline() {
-    if (groups_file_ != nullptr) std::fclose(groups_file_);
     if (status_file_ != nullptr) std::fclose(status_file_);
   }
   StatusOr<PipelineSummary> Run();
@@ -289,7 +288,6 @@ class Pipeline {
   std::string dir_;
   StoreLayout layout_;
   bool temporary_ = false;
-  std::FILE* groups_file_ = nullptr;  // --out, opened at Setup
   std::optional<PartitionMap> map_;
   std::vector<uint64_t> expected_postings_;  // per shard, estimated from the map's sample (when built here)
   std::unique_ptr<ShardSet> shards_;
@@ -345,16 +343,13 @@ Status Pipeline::Setup() {
   config_ = o_.config;
   threshold_ = o_.threshold;
   signer_ = o_.signer;
-  // Outputs first: one that cannot be written is refused before any work is done.
-  if (!o_.groups_out.empty()) {
-    groups_file_ = std::fopen(o_.groups_out.c_str(), "wb");
-    if (groups_file_ == nullptr) {
-      return IoError("pipeline: cannot write --out " + o_.groups_out + ": " + std::strerror(errno));
-    }
-  }
-  if (!o_.status_out.empty()) {
-    std::FILE* f = std::fopen(o_.status_out.c_str(), "ab");
-    if (f == nullptr) return IoError("pipeline: cannot write --status-out " + o_.status_out + ": " + std::strerror(errno));
+  // Outputs first: one that cannot be written is refused before any work is done (opened to
+  // append, so that a run refused later leaves an earlier run's file as it was).
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--out", o_.groups_out},
+                                   std::pair<const char*, const std::string&>{"--status-out", o_.status_out}}) {
+    if (path.empty()) continue;
+    std::FILE* f = std::fopen(path.c_str(), "ab");
+    if (f == nullptr) return IoError(fmt::format("pipeline: cannot write {} {}: {}", flag, path, std::strerror(errno)));
     std::fclose(f);
   }
   std::error_code path_ec;
@@ -999,8 +994,8 @@ Status Pipeline::OpenStatusFile() {
 // Every page of the store as the run leaves it (every input's, not only this one's), from
 // read-only queries: writing it changes nothing in the store.
 Status Pipeline::WriteGroups() {
-  std::FILE* f = groups_file_;
-  groups_file_ = nullptr;
+  std::FILE* f = std::fopen(o_.groups_out.c_str(), "wb");
+  if (f == nullptr) return IoError("pipeline: cannot write --out " + o_.groups_out + ": " + std::strerror(errno));
   std::vector<std::string> urls;
   Status s = store_->rows().ScanFamily(store_->page_family(), [&](std::string_view url, std::string_view, std::string_view) {
     urls.emplace_back(url);
@@ -1182,7 +1177,7 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
   sum_.peak_rss_bytes = PeakRssBytes();
   sum_.tier1_page_reads = tier1_->page_reads();
   sum_.tier1_group_reads = tier1_->group_reads();
-  if (groups_file_ != nullptr) {
+  if (!o_.groups_out.empty()) {
     const auto t0 = SteadyClock::now();
     RETURN_IF_ERROR(WriteGroups());
     sum_.output_seconds = Since(t0);

@@ -109,9 +109,11 @@ TEST_F(StoreTest, TheStoresParametersRuleAndStatusChangesNoFile) {
   r = Neardup("run --input " + Path("crawl.jsonl") + " --store " + store + " --config " + Path("t09.textproto"));
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("baseline.threshold asks for 0.9"));
-  r = Neardup("run --input " + Path("crawl.jsonl") + " --store " + store + " --shards 3");
+  const std::string out_before = Read(Path("groups.jsonl"));
+  r = Neardup("run --input " + Path("crawl.jsonl") + " --store " + store + " --shards 3 --out " + Path("groups.jsonl"));
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("shards 4"));
+  EXPECT_TRUE(Read(Path("groups.jsonl")) == out_before) << "a refused run changed the earlier run's --out";
   // Defaults yield: a run without the threshold finds the input consumed, at the store's 0.8.
   r = Neardup("--log-level warn run --input " + Path("crawl.jsonl") + " --store " + store);
   EXPECT_EQ(r.code, 0) << r.err;
