@@ -392,8 +392,8 @@ void AddBenchTier2(CLI::App* bench, int* exit_code) {
   cmd->callback([a, exit_code] {
     auto r = ResolveShared(a->shared);
     if (!r.ok()) { spdlog::error("{}", r.status().message()); *exit_code = 2; return; }
-    Tier2Bench bench(*a, *r);
-    *exit_code = bench.Run();
+    Tier2Bench workload(*a, *r);
+    *exit_code = workload.Run();
   });
 }
 

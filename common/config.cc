@@ -167,7 +167,7 @@ void FillDefaults(pb::NeardupConfig* c) {
   if (!t->has_frequent_min_pages()) t->set_frequent_min_pages(4);
   auto* t1 = c->mutable_tier1();
   if (t1->winner_rules_size() == 0) {
-    for (const auto r : {pb::MARKET, pb::POPULARITY, pb::STATIC, pb::SHORTER}) t1->add_winner_rules(r);
+    for (const auto rule : {pb::MARKET, pb::POPULARITY, pb::STATIC, pb::SHORTER}) t1->add_winner_rules(rule);
   }
   if (!t1->has_popularity_buckets_per_doubling()) t1->set_popularity_buckets_per_doubling(4);
   if (!t1->has_winner_hysteresis_buckets()) t1->set_winner_hysteresis_buckets(1);
