@@ -26,19 +26,18 @@ int Fail(const Status& s, int code = 1) {
   return code;
 }
 
-// Reads signatures from a stopped pipeline's shards (for status queries outside a run).
+// Reads signatures from a stopped pipeline's shards (for status queries outside a run); owns the
+// map and the shards it reads.
 class StoreSignatures : public tier1::SignatureSource {
  public:
   StoreSignatures(PartitionMap map, std::unique_ptr<pipeline::ShardSet> shards)
-      : map_(std::move(map)), shards_(std::move(shards)) {}
-  StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t cell) override {
-    if (cell >= map_.cells()) return NotFound("cell out of range");
-    return shards_->Get(map_.MachineOf(cell), url);
-  }
+      : map_(std::move(map)), shards_(std::move(shards)), read_(map_, *shards_) {}
+  StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t cell) override { return read_.Fetch(url, cell); }
 
  private:
   PartitionMap map_;
   std::unique_ptr<pipeline::ShardSet> shards_;
+  pipeline::ShardSetSignatures read_;
 };
 
 // Opens a stopped run's store for reading only (nothing in it changes): its group store, map and

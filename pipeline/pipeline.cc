@@ -43,7 +43,6 @@ using tier1::PageUpdate;
 using tier1::RepairReport;
 using tier1::Route;
 using tier1::RouteName;
-using tier1::SignatureSource;
 using tier1::StatusAnswer;
 using tier1::StatusName;
 using tier1::Tier1;
@@ -69,16 +68,15 @@ double ThreadCpuSeconds() {
 // that batch as stored: its writes are an overlay, consulted first, with what each shard will
 // hold for those URLs once it is done (a signature, or nothing when the page was removed).
 // Used by the tiers' thread only.
-class ShardSignatures : public SignatureSource {
+class ShardSignatures : public ShardSetSignatures {
  public:
-  ShardSignatures(const PartitionMap& map, const ShardSet& shards) : map_(map), shards_(shards) {}
+  using ShardSetSignatures::ShardSetSignatures;
   StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t home_cell) override {
-    if (home_cell >= map_.cells()) return NotFound("cell " + std::to_string(home_cell) + " is not in the map");
     if (auto it = overlay_.find(url); it != overlay_.end() && it->second.cell == home_cell) {
       if (it->second.signature == nullptr) return NotFound("shard: " + url + " was removed from cell " + std::to_string(home_cell));
       return *it->second.signature;
     }
-    return shards_.Get(map_.MachineOf(home_cell), url);
+    return ShardSetSignatures::Fetch(url, home_cell);
   }
   // What an in-flight shard write leaves for `url` in `cell` (signature not owned; null: removed).
   void Overlay(std::string_view url, uint32_t cell, const pb::PageSignature* signature) {
@@ -88,8 +86,6 @@ class ShardSignatures : public SignatureSource {
 
  private:
   struct Pending { uint32_t cell; const pb::PageSignature* signature; };
-  const PartitionMap& map_;
-  const ShardSet& shards_;
   std::unordered_map<std::string_view, Pending> overlay_;  // keys point into the in-flight batch
 };
 
@@ -926,23 +922,28 @@ bool StatusLineBatch(std::string_view line, uint64_t* batch) {
 }
 
 // The length of the file's longest prefix of whole lines none of which belongs to batch `from` or
-// a later one (a line without a batch number ends the search), reading backwards in pieces.
+// a later one (a line without a batch number ends the search); a torn last line (no newline yet)
+// is never kept. Reads backwards in pieces.
 StatusOr<uint64_t> KeepBeforeBatch(std::FILE* f, uint64_t size, uint64_t from) {
   std::string tail;  // the file's bytes [tail_start, size)
   uint64_t tail_start = size;
-  uint64_t keep = size;  // lines after keep belong to batch >= from
+  std::optional<uint64_t> keep;  // lines after *keep are torn or belong to batch >= from
   for (;;) {
-    // Examine whole lines ending at keep, last first; a line is whole when a newline precedes it.
-    while (keep > tail_start) {
-      const size_t end = static_cast<size_t>(keep - tail_start);  // tail[end - 1] is '\n'
+    if (!keep) {
+      if (const size_t nl = tail.rfind('\n'); nl != std::string::npos) keep = tail_start + nl + 1;
+      else if (tail_start == 0) return 0;  // not one whole line
+    }
+    // Examine whole lines ending at *keep, last first; a line is whole when a newline precedes it.
+    while (keep && *keep > tail_start) {
+      const size_t end = static_cast<size_t>(*keep - tail_start);  // tail[end - 1] is '\n'
       const size_t nl = end >= 2 ? tail.rfind('\n', end - 2) : std::string::npos;
       if (nl == std::string::npos && tail_start > 0) break;  // its start is further back
       const size_t begin = nl == std::string::npos ? 0 : nl + 1;
       uint64_t batch = 0;
-      if (!StatusLineBatch(std::string_view(tail).substr(begin, end - begin), &batch) || batch < from) return keep;
+      if (!StatusLineBatch(std::string_view(tail).substr(begin, end - begin), &batch) || batch < from) return *keep;
       keep = tail_start + begin;
     }
-    if (keep == 0) return keep;
+    if (keep == 0) return 0;
     const uint64_t step = std::max<uint64_t>(1 << 20, tail.size());
     const uint64_t new_start = tail_start > step ? tail_start - step : 0;
     std::string piece(static_cast<size_t>(tail_start - new_start), '\0');
@@ -963,20 +964,9 @@ Status Pipeline::OpenStatusFile() {
     std::FILE* f = std::fopen(o_.status_out.c_str(), "rb");
     if (f == nullptr) return IoError("pipeline: cannot read " + o_.status_out);
     const uint64_t size = fs::file_size(o_.status_out, ec);
-    // A line torn by a crash (no newline yet) goes first...
-    uint64_t whole = 0;
-    char buf[4096];
-    for (uint64_t end = size; end > 0 && whole == 0;) {
-      const uint64_t begin = end > sizeof buf ? end - sizeof buf : 0;
-      std::fseek(f, static_cast<long>(begin), SEEK_SET);
-      const size_t got = std::fread(buf, 1, end - begin, f);
-      for (size_t k = got; k > 0; --k) {
-        if (buf[k - 1] == '\n') { whole = begin + k; break; }
-      }
-      end = begin;
-    }
-    // ...then the last committed batch's lines, which Redo writes again whole.
-    StatusOr<uint64_t> keep = KeepBeforeBatch(f, whole, progress_.batches_committed());
+    // A line torn by a crash goes, and so do the last committed batch's lines, which Redo writes
+    // again whole.
+    StatusOr<uint64_t> keep = KeepBeforeBatch(f, size, progress_.batches_committed());
     std::fclose(f);
     RETURN_IF_ERROR(keep.status());
     if (*keep < size) {

@@ -67,6 +67,11 @@ class LocalShardSet : public ShardSet {
 
 }  // namespace
 
+StatusOr<pb::PageSignature> ShardSetSignatures::Fetch(const std::string& url, uint32_t home_cell) {
+  if (home_cell >= map_.cells()) return NotFound("cell " + std::to_string(home_cell) + " is not in the map");
+  return shards_.Get(map_.MachineOf(home_cell), url);
+}
+
 StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const LocalShardSetOptions& o) {
   if (o.shards == 0) return InvalidArgument("shard set: no shards");
   std::vector<std::unique_ptr<tier2::Shard>> shards(o.shards);

@@ -35,6 +35,7 @@
 #include "pipeline/store.h"
 #include "proto/config.pb.h"
 #include "proto/neardup.pb.h"
+#include "tier1/tier1.h"
 #include "tier2/shard.h"
 
 namespace neardup::pipeline {
@@ -60,6 +61,19 @@ class ShardSet {
   // The signature the shard holds for `url`; NotFound when it holds none.
   virtual StatusOr<pb::PageSignature> Get(uint32_t shard, const std::string& url) const = 0;
   virtual tier2::ShardStats Stats(uint32_t shard) const = 0;
+};
+
+// Tier 1's signatures (tier1::SignatureSource) from the shard that owns a page's home cell.
+// Neither the map nor the set is owned. Fetch: NotFound for a cell outside the map or a page the
+// shard does not hold, else what ShardSet::Get returns. Thread safety: as ShardSet::Get.
+class ShardSetSignatures : public tier1::SignatureSource {
+ public:
+  ShardSetSignatures(const PartitionMap& map, const ShardSet& shards) : map_(map), shards_(shards) {}
+  StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t home_cell) override;
+
+ private:
+  const PartitionMap& map_;
+  const ShardSet& shards_;
 };
 
 struct LocalShardSetOptions {

@@ -186,22 +186,4 @@ void PrefixDigest::Get(uint64_t* lo, uint64_t* hi) const {
   *hi = h.high64;
 }
 
-StatusOr<pb::InputIdentity> IdentifyPrefix(const std::string& path, uint64_t bytes, const std::string& name) {
-  std::error_code ec;
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) return IoError("cannot read " + path + ": " + ec.message());
-  if (bytes == UINT64_MAX) bytes = size;
-  if (bytes > size) return NotFound(fmt::format("{} has {} bytes, fewer than {}", path, size, bytes));
-  ASSIGN_OR_RETURN(auto digest, PrefixDigest::Open(path));
-  RETURN_IF_ERROR(digest->Advance(bytes));
-  pb::InputIdentity id;
-  id.set_name(name);
-  id.set_bytes(bytes);
-  uint64_t lo = 0, hi = 0;
-  digest->Get(&lo, &hi);
-  id.set_digest_lo(lo);
-  id.set_digest_hi(hi);
-  return id;
-}
-
 }  // namespace neardup::pipeline

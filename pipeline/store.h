@@ -104,7 +104,4 @@ class PrefixDigest {
   void* state_;  // XXH3_state_t
 };
 
-// The identity of a file's first `bytes` bytes (all of it when bytes is UINT64_MAX), with `name`.
-StatusOr<pb::InputIdentity> IdentifyPrefix(const std::string& path, uint64_t bytes, const std::string& name);
-
 }  // namespace neardup::pipeline
