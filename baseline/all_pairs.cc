@@ -6,8 +6,8 @@
 #include <cmath>
 #include <thread>
 
-#include "common/shingle.h"
 #include "common/run_on_threads.h"
+#include "document/shingle.h"
 
 namespace neardup {
 namespace {

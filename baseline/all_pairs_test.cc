@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <random>
 
-#include "common/shingle.h"
-#include "common/tokenizer.h"
+#include "document/shingle.h"
+#include "document/tokenizer.h"
 
 namespace neardup {
 namespace {

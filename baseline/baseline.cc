@@ -8,8 +8,8 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "common/crawl_signer.h"
 #include "common/json_write.h"
+#include "document/crawl_signer.h"
 
 namespace neardup {
 namespace {

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "baseline/all_pairs.h"
-#include "common/crawl_reader.h"
-#include "common/signature.h"
 #include "common/status.h"
+#include "document/crawl_reader.h"
+#include "document/signature.h"
 
 namespace neardup {
 

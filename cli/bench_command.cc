@@ -14,10 +14,10 @@
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "common/crawl_reader.h"
-#include "common/html_text.h"
-#include "common/signature.h"
-#include "common/tokenizer.h"
+#include "document/crawl_reader.h"
+#include "document/html_text.h"
+#include "document/signature.h"
+#include "document/tokenizer.h"
 #include "partitioner/crawl_sample.h"
 #include "partitioner/partition_map.h"
 

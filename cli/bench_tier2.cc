@@ -29,10 +29,10 @@
 #include "baseline/all_pairs.h"
 #include "cli/commands.h"
 #include "cli/common_options.h"
-#include "common/crawl_signer.h"
 #include "common/json_write.h"
 #include "common/progress.h"
-#include "common/shingle.h"
+#include "document/crawl_signer.h"
+#include "document/shingle.h"
 #include "gencrawl/crawl_generator.h"
 #include "tier2/shard.h"
 

@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-#include "common/crawl_reader.h"
-#include "common/signature.h"
 #include "common/status.h"
+#include "document/crawl_reader.h"
+#include "document/signature.h"
 #include "proto/config.pb.h"
 
 namespace neardup::cli {

@@ -6,8 +6,8 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
-#include "common/crawl_signer.h"
 #include "common/json_write.h"
+#include "document/crawl_signer.h"
 #include "partitioner/crawl_sample.h"
 #include "partitioner/map_builder.h"
 #include "partitioner/rebalance.h"

@@ -8,9 +8,9 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
-#include "common/crawl_signer.h"
 #include "common/json_write.h"
 #include "common/progress.h"
+#include "document/crawl_signer.h"
 #include "experiments/accuracy.h"
 #include "partitioner/partition_map.h"
 #include "pipeline/pipeline.h"

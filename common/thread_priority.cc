@@ -8,10 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <string>
 
-#include <leveldb/env.h>
 #include <spdlog/spdlog.h>
 
 namespace neardup {
@@ -40,33 +38,10 @@ Status LowerThreadPriority(int delta) {
   return Status::Ok();
 }
 
-// Once per process: a function-local static's initialisation (thread-safe, and plain to
-// ThreadSanitizer, which misreads libstdc++'s std::call_once as unlocking a mutex it never locked).
-void LowerLevelDbBackgroundPriority(int delta) {
-  if (delta <= 0) return;
-  static int chosen = 0;
-  [[maybe_unused]] static const bool scheduled = [delta] {
-    chosen = std::min(delta, 19);
-    leveldb::Env::Default()->Schedule(
-        [](void*) {
-          if (Status s = LowerThreadPriority(chosen); !s.ok()) spdlog::debug("{}", s.ToString());
-        },
-        nullptr);
-    return true;
-  }();
-}
-
 void NameThisThread(std::string_view name) {
   char buf[16] = {};
   name.copy(buf, sizeof buf - 1);
   (void)pthread_setname_np(pthread_self(), buf);
-}
-
-void NameLevelDbBackgroundThread() {
-  [[maybe_unused]] static const bool scheduled = [] {
-    leveldb::Env::Default()->Schedule([](void*) { NameThisThread("nd-leveldb"); }, nullptr);
-    return true;
-  }();
 }
 
 std::string ThisThreadName() {

@@ -1,6 +1,6 @@
 // Thread priorities: the embedded pipeline's critical path is one thread (the tiers'), and on a
 // small machine the work that runs ahead of it (signing) or behind it (LevelDB's compactions) takes
-// cores it waits for. Lowering those threads' priority gives the cores to the critical path when
+// cores it waits for (storage/leveldb_threads.h does the same for LevelDB's thread). Lowering those threads' priority gives the cores to the critical path when
 // they are contended and costs nothing when they are idle.
 //
 // Linux schedules threads individually: a thread's nice value is its own, and threads it creates
@@ -24,15 +24,6 @@ namespace neardup {
 // 19. delta <= 0 does nothing. Errors: InvalidArgument for delta > 19; IoError when the system
 // refuses (named).
 Status LowerThreadPriority(int delta);
-
-// The same for LevelDB's background thread (Env::Default(): the compactions of every LevelDB
-// database in the process), done on that thread by its next scheduled task; the first call with
-// delta > 0 in the process decides, later ones do nothing (the thread lives as long as the
-// process). Failures are logged at debug level: the thread runs on at its priority.
-void LowerLevelDbBackgroundPriority(int delta);
-
-// Names LevelDB's background thread "nd-leveldb" (once per process, like the above).
-void NameLevelDbBackgroundThread();
 
 // The calling thread's nice value (for tests and logs).
 int ThreadNiceValue();

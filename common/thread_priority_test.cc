@@ -8,8 +8,6 @@
 #include <future>
 #include <thread>
 
-#include <leveldb/env.h>
-
 namespace neardup {
 namespace {
 
@@ -53,17 +51,6 @@ TEST(ThreadPriority, BadDeltaIsRefusedAndZeroDoesNothing) {
   EXPECT_EQ(ThreadNiceValue(), ProcessNice());
 }
 
-TEST(ThreadPriority, LevelDbBackgroundThreadIsLoweredOnce) {
-  const int base = ProcessNice();
-  LowerLevelDbBackgroundPriority(4);
-  LowerLevelDbBackgroundPriority(9);  // the first call decided
-  // Tasks run in order on the one background thread: this one sees the lowered priority.
-  std::promise<int> seen;
-  leveldb::Env::Default()->Schedule([](void* p) { static_cast<std::promise<int>*>(p)->set_value(ThreadNiceValue()); }, &seen);
-  EXPECT_EQ(seen.get_future().get(), std::min(19, base + 4));
-  EXPECT_EQ(ThreadNiceValue(), base);
-}
-
 TEST(ThreadName, NamesOnlyTheCallingThreadAndCutsLongNames) {
   const std::string before = ThisThreadName();
   std::string named, cut;
@@ -76,14 +63,6 @@ TEST(ThreadName, NamesOnlyTheCallingThreadAndCutsLongNames) {
   EXPECT_EQ(named, "nd-test");
   EXPECT_EQ(cut, "a-name-longer-t");
   EXPECT_EQ(ThisThreadName(), before);
-}
-
-TEST(ThreadName, LevelDbBackgroundThreadIsNamed) {
-  NameLevelDbBackgroundThread();
-  std::promise<std::string> seen;
-  leveldb::Env::Default()->Schedule([](void* p) { static_cast<std::promise<std::string>*>(p)->set_value(ThisThreadName()); },
-                                    &seen);
-  EXPECT_EQ(seen.get_future().get(), "nd-leveldb");
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "common/crawl_signer.h"
 #include "common/status.h"
+#include "document/crawl_signer.h"
 
 namespace neardup {
 

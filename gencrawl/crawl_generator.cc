@@ -13,8 +13,8 @@
 
 #include "common/json_write.h"
 #include "common/rfc3339.h"
-#include "common/shingle.h"
-#include "common/tokenizer.h"
+#include "document/shingle.h"
+#include "document/tokenizer.h"
 
 namespace neardup {
 namespace {

@@ -14,11 +14,11 @@
 #include <string_view>
 #include <vector>
 
-#include "common/crawl_reader.h"
 #include "common/rfc3339.h"
-#include "common/html_text.h"
-#include "common/shingle.h"
-#include "common/tokenizer.h"
+#include "document/crawl_reader.h"
+#include "document/html_text.h"
+#include "document/shingle.h"
+#include "document/tokenizer.h"
 
 namespace neardup {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/crawl_signer.h"
+#include "document/crawl_signer.h"
 #include "partitioner/length_sample.h"
 
 namespace neardup {

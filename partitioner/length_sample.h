@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "common/signature.h"
+#include "document/signature.h"
 #include "proto/partition.pb.h"
 
 namespace neardup {

@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "common/signature.h"
 #include "common/status.h"
+#include "document/signature.h"
 #include "proto/partition.pb.h"
 
 namespace neardup {

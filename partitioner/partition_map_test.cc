@@ -7,8 +7,8 @@
 #include <fstream>
 #include <random>
 
-#include "common/shingle.h"
-#include "common/signature.h"
+#include "document/shingle.h"
+#include "document/signature.h"
 #include "partitioner/map_builder.h"
 
 namespace neardup {

@@ -19,19 +19,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/crawl_signer.h"
 #include "common/json_write.h"
 #include "common/progress.h"
 #include "common/thread_priority.h"
 #include "common/worker_pool.h"
+#include "document/crawl_signer.h"
 #include "partitioner/crawl_sample.h"
 #include "partitioner/map_builder.h"
 #include "partitioner/partition_map.h"
 #include "pipeline/shard_set.h"
 #include "pipeline/store.h"
+#include "storage/leveldb_threads.h"
 #include "tier1/tier1.h"
-#include "tier2/prefix_filter.h"
 #include "tier2/commit_file.h"
+#include "tier2/prefix_filter.h"
 #include "tier2/shard.h"
 
 namespace neardup::pipeline {

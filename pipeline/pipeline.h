@@ -2,7 +2,7 @@
 // process, through the same interfaces the cluster uses (only the transport differs there).
 //
 // Per batch of B records (in input order; the last record of a URL in a batch wins):
-//   1. sign the records (all cores; common/crawl_signer.h) and place each content page with the
+//   1. sign the records (all cores; document/crawl_signer.h) and place each content page with the
 //      partition map: its home cell, and the shards (machines) it must be compared on;
 //   2. Tier 1 classifies: unchanged or still similar to its group's representative -> stays;
 //      new, changed or a former redirect -> Tier 2;
@@ -40,12 +40,12 @@
 #include <string>
 #include <vector>
 
-#include "common/crawl_reader.h"
-#include "common/signature.h"
 #include "common/status.h"
+#include "document/crawl_reader.h"
+#include "document/signature.h"
+#include "pipeline/store.h"
 #include "proto/config.pb.h"
 #include "tier1/group_store.h"
-#include "pipeline/store.h"
 
 namespace neardup::pipeline {
 

@@ -24,8 +24,8 @@
 #include <optional>
 #include <string>
 
-#include "common/signature.h"
 #include "common/status.h"
+#include "document/signature.h"
 #include "partitioner/partition_map.h"
 #include "proto/config.pb.h"
 #include "proto/tier1.pb.h"

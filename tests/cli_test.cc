@@ -13,10 +13,10 @@
 #include <unordered_map>
 
 #include "baseline/all_pairs.h"
-#include "common/crawl_reader.h"
-#include "common/html_text.h"
-#include "common/shingle.h"
-#include "common/signature.h"
+#include "document/crawl_reader.h"
+#include "document/html_text.h"
+#include "document/shingle.h"
+#include "document/signature.h"
 #include "tests/binary_test.h"
 
 namespace neardup {

@@ -29,10 +29,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "common/row_store.h"
 #include "common/status.h"
 #include "common/url_hash_map.h"
 #include "proto/tier1.pb.h"
+#include "storage/row_store.h"
 
 namespace neardup::tier1 {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/fault_env.h"
+#include "storage/fault_env.h"
 #include "tier1/tier1.h"
 
 namespace neardup::tier1 {

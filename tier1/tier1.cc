@@ -7,7 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/shingle.h"
+#include "document/shingle.h"
 
 namespace neardup::tier1 {
 namespace {

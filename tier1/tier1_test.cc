@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/config.h"
-#include "common/shingle.h"
+#include "document/shingle.h"
 
 namespace neardup::tier1 {
 namespace {

@@ -21,7 +21,7 @@
 // A pair whose bound is below the overlap Jaccard >= t needs (MinOverlap) is dropped unverified.
 //
 // Every bound carries a safety margin on the side of keeping a pair, so the filters never drop a
-// pair that JaccardAtLeast() (common/shingle.h) would accept.
+// pair that JaccardAtLeast() (document/shingle.h) would accept.
 //
 // Thread safety: pure functions.
 #pragma once

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "common/shingle.h"
+#include "document/shingle.h"
 
 namespace neardup::tier2 {
 namespace {

@@ -20,10 +20,10 @@
 
 #include "common/bucket_sort.h"
 #include "common/mapped_array.h"
-#include "common/shingle.h"
-#include "common/signature.h"
 #include "common/run_on_threads.h"
 #include "common/url_hash_map.h"
+#include "document/shingle.h"
+#include "document/signature.h"
 #include "proto/tier2.pb.h"
 #include "tier2/commit_file.h"
 #include "tier2/prefix_filter.h"

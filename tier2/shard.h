@@ -20,7 +20,7 @@
 //    bound in hash space and its length vector is within the exact L1 bound;
 //  - verification: the candidate's full signature is read from the shard's signature log
 //    (tier2/signature_log.h: one pread of exactly the record) and merged with the probe's;
-//    JaccardAtLeast() (common/shingle.h) decides, as in the baseline.
+//    JaccardAtLeast() (document/shingle.h) decides, as in the baseline.
 // RAM per resident page is its prefix postings (4 bytes each), its size, prefix cut, length vector,
 // parity bitmap and log location; the full sets stay on disk (the OS page cache keeps the hot ones).
 //

@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "baseline/all_pairs.h"
-#include "common/shingle.h"
-#include "common/signature.h"
 #include "common/url_hash_map.h"
+#include "document/shingle.h"
+#include "document/signature.h"
 #include "tier2/prefix_filter.h"
 
 namespace neardup::tier2 {

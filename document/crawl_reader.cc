@@ -1,4 +1,4 @@
-#include "common/crawl_reader.h"
+#include "document/crawl_reader.h"
 
 #include "common/rfc3339.h"
 #include "common/utf8.h"

@@ -1,9 +1,9 @@
-#include "common/html_text.h"
+#include "document/html_text.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "common/tokenizer.h"
+#include "document/tokenizer.h"
 
 namespace neardup {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/html_text.h"
+#include "document/html_text.h"
 
 #include <myhtml/api.h>
 

@@ -1,4 +1,4 @@
-#include "common/signature.h"
+#include "document/signature.h"
 
 #include <xxhash.h>
 
@@ -6,8 +6,8 @@
 #include <cstring>
 #include <numeric>
 
-#include "common/shingle.h"
-#include "common/tokenizer.h"
+#include "document/shingle.h"
+#include "document/tokenizer.h"
 
 namespace neardup {
 

@@ -1,10 +1,10 @@
-#include "common/signature.h"
+#include "document/signature.h"
 
 #include <gtest/gtest.h>
 
 #include <numeric>
 
-#include "common/shingle.h"
+#include "document/shingle.h"
 
 namespace neardup {
 namespace {

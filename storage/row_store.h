@@ -71,7 +71,7 @@ struct RowStoreOptions {
   const Clock* clock = nullptr;       // null = SystemClock()
   leveldb::Env* env = nullptr;        // null = LevelDB's default Env (tests inject a memory or faulty one)
   // Reads only: the store must exist, its files stay byte for byte as they are (LevelDB's own
-  // writes at open go to memory: common/read_only_env.h), and Write and PurgeExpired return
+  // writes at open go to memory: storage/read_only_env.h), and Write and PurgeExpired return
   // FailedPrecondition. For the crawler's status queries against a stopped run's store.
   bool read_only = false;
 };

@@ -1,4 +1,4 @@
-#include "common/tokenizer.h"
+#include "document/tokenizer.h"
 
 #include <array>
 

@@ -1,11 +1,11 @@
-#include "common/crawl_signer.h"
+#include "document/crawl_signer.h"
 
 #include <atomic>
 #include <thread>
 
-#include "common/html_text.h"
 #include "common/progress.h"
 #include "common/worker_pool.h"
+#include "document/html_text.h"
 
 namespace neardup {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/row_store.h"
+#include "storage/row_store.h"
 
 #include <gtest/gtest.h>
 #include <leveldb/db.h>
@@ -16,7 +16,7 @@
 #include <thread>
 #include <utility>
 
-#include "common/fault_env.h"
+#include "storage/fault_env.h"
 
 namespace neardup {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/row_store.h"
+#include "storage/row_store.h"
 
 #include <leveldb/cache.h>
 #include <leveldb/db.h>
@@ -20,9 +20,9 @@
 #include <utility>
 
 #include "common/coding.h"
-#include "common/read_only_env.h"
 #include "common/thread_priority.h"
 #include "common/url_hash_map.h"
+#include "storage/read_only_env.h"
 
 namespace neardup {
 namespace {

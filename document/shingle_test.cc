@@ -1,4 +1,4 @@
-#include "common/shingle.h"
+#include "document/shingle.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <map>
 #include <random>
 
-#include "common/tokenizer.h"
+#include "document/tokenizer.h"
 
 namespace neardup {
 namespace {

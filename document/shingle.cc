@@ -1,4 +1,4 @@
-#include "common/shingle.h"
+#include "document/shingle.h"
 
 // Inlined: with a constant length (ForEachShingleOf) XXH3 is a few multiplies, less than the call.
 #define XXH_INLINE_ALL

@@ -18,9 +18,9 @@
 #include <functional>
 #include <string>
 
-#include "common/crawl_reader.h"
-#include "common/signature.h"
 #include "common/status.h"
+#include "document/crawl_reader.h"
+#include "document/signature.h"
 
 namespace neardup {
 

@@ -1,4 +1,4 @@
-#include "common/crawl_reader.h"
+#include "document/crawl_reader.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
