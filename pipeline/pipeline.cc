@@ -29,6 +29,7 @@
 #include "partitioner/partition_map.h"
 #include "pipeline/shard_set.h"
 #include "pipeline/store.h"
+#include "storage/file_env.h"
 #include "storage/leveldb_threads.h"
 #include "tier1/tier1.h"
 #include "tier2/commit_file.h"
@@ -421,7 +422,7 @@ Status Pipeline::Setup() {
     params_.set_map_digest(MapDigest(*map_));
     std::string map_bytes;
     map_->proto().SerializeToString(&map_bytes);
-    RETURN_IF_ERROR(tier2::WriteFileAtomically(layout_.map(), map_bytes, config_.tier1().sync()));
+    RETURN_IF_ERROR(WriteFileAtomically(FileEnv::Default(), layout_.map(), map_bytes, config_.tier1().sync()));
     RETURN_IF_ERROR(WriteStoreParams(store_.get(), params_));
     config_.mutable_pipeline()->set_shards(params_.shards());
   } else {

@@ -35,7 +35,8 @@ class LocalShardSet : public ShardSet {
   Status Apply(uint32_t shard, std::span<const std::string> removed, uint64_t batch) override {
     RETURN_IF_ERROR(Check(shard));
     if (staged_[shard] == nullptr) return Status::Ok();
-    return shards_[shard]->ApplyStaged(std::move(staged_[shard]), removed, nullptr, batch);
+    RETURN_IF_ERROR(shards_[shard]->Publish(std::move(staged_[shard]), removed, nullptr, batch));
+    return shards_[shard]->CommitPublished();
   }
   Status Commit(uint32_t shard) override {
     RETURN_IF_ERROR(Check(shard));

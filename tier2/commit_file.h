@@ -10,12 +10,12 @@
 // n - 1 (the last one acknowledged). Open reads both and takes the valid one with the higher
 // number.
 //
-//   ASSIGN_OR_RETURN(auto commits, CommitFile::Create(dir + "/commit", {1, 0, 0}, /*sync=*/true));
+//   ASSIGN_OR_RETURN(auto commits, CommitFile::Create(env, dir + "/commit", {1, 0, 0}, /*sync=*/true));
 //   ...append to the log, sync it...
 //   RETURN_IF_ERROR(commits->Write({generation, log_end, sequence}, /*sync=*/true));
-//   // later: ASSIGN_OR_RETURN(commits, CommitFile::Open(dir + "/commit"));  commits->last()
+//   // later: ASSIGN_OR_RETURN(commits, CommitFile::Open(env, dir + "/commit"));  commits->last()
 //
-// Thread safety: none; the shard calls it from its one writer. The object owns its descriptor.
+// Thread safety: none; the shard calls it from its one writer. The object owns its file; its I/O goes through the FileEnv it was opened with.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "storage/file_env.h"
 
 namespace neardup::tier2 {
 
@@ -37,11 +38,12 @@ class CommitFile {
   // Creates the file at `path` holding `first` as commit 0, atomically: written to a temporary
   // file, synced and renamed over `path` (the directory synced too when `sync`). IoError when a
   // step fails.
-  static StatusOr<std::unique_ptr<CommitFile>> Create(const std::string& path, const Record& first, bool sync);
+  static StatusOr<std::unique_ptr<CommitFile>> Create(FileEnv* env, const std::string& path, const Record& first,
+                                                      bool sync);
   // Opens an existing file and reads its latest valid commit. Errors: NotFound when it does not
   // exist; Corruption when neither slot holds a valid commit (the message names the file);
   // IoError when it cannot be read.
-  static StatusOr<std::unique_ptr<CommitFile>> Open(const std::string& path);
+  static StatusOr<std::unique_ptr<CommitFile>> Open(FileEnv* env, const std::string& path);
   ~CommitFile();
   CommitFile(const CommitFile&) = delete;
   CommitFile& operator=(const CommitFile&) = delete;
@@ -56,18 +58,11 @@ class CommitFile {
   static constexpr uint32_t kSlotBytes = 64;
 
  private:
-  CommitFile(std::string path, int fd, const Record& last, uint64_t number)
-      : path_(std::move(path)), fd_(fd), last_(last), number_(number) {}
-  std::string path_;
-  int fd_;
+  CommitFile(std::unique_ptr<File> file, const Record& last, uint64_t number)
+      : file_(std::move(file)), last_(last), number_(number) {}
+  std::unique_ptr<File> file_;
   Record last_;
   uint64_t number_;
 };
-
-// Writes `bytes` to `path` atomically (temporary file, fsync, rename, directory fsync when
-// `sync`): a reader sees the old content or the new, never a mix. IoError naming the step.
-Status WriteFileAtomically(const std::string& path, std::string_view bytes, bool sync);
-// Reads the whole file at `path` into *out. NotFound when it does not exist; IoError otherwise.
-Status ReadWholeFile(const std::string& path, std::string* out);
 
 }  // namespace neardup::tier2

@@ -1,8 +1,9 @@
 // Shard: one Tier 2 comparison shard (the paper's Section 5.1, Tier 2).
 //
-// A shard holds the signatures of the pages whose home partition it owns, persistently in its
-// signature log, and answers many-to-all comparisons of batches of new or changed pages against them. The embedded
-// pipeline calls it in-process; the cluster puts the same object behind a network server.
+// A shard holds the signatures of the pages whose home partition it owns, durably in its own
+// directory, and answers many-to-all comparisons of batches of new or changed pages against them:
+// every pair at or above a threshold, exactly (no false negatives against brute force within the
+// shard). How it finds them, and its files, are in tier2/README.md.
 //
 //   ShardOptions o;  o.path = "/data/shard-07";  o.dims = 3;  o.min_threshold = 0.8;
 //   ASSIGN_OR_RETURN(std::unique_ptr<Shard> shard, Shard::Open(o));
@@ -11,52 +12,27 @@
 //   RETURN_IF_ERROR(shard->CompareBatch(batch, 0.9, &r));  // every pair >= 0.9, exact
 //   RETURN_IF_ERROR(shard->Apply(batch, removed_urls));    // the next batch sees them
 //
-// How it finds pairs (exact: no false negatives against brute force within the shard):
-//  - candidates: the prefix filter over the shard's global token order (tier2/token_order.h:
-//    ascending hash, with the tokens frequent in the shard's first pages last;
-//    tier2/prefix_filter.h) with an in-memory PrefixIndex of every resident page's prefix, cut
-//    for options.min_threshold; a resident page is a candidate when it shares at least
-//    min(c, alpha) prefix tokens with the probe, has an admissible size, passes the positional
-//    bound in hash space and its length vector is within the exact L1 bound;
-//  - verification: the candidate's full signature is read from the shard's signature log
-//    (tier2/signature_log.h: one pread of exactly the record) and merged with the probe's;
-//    JaccardAtLeast() (document/shingle.h) decides, as in the baseline.
-// RAM per resident page is its prefix postings (4 bytes each), its size, prefix cut, length vector,
-// parity bitmap and log location; the full sets stay on disk (the OS page cache keeps the hot ones).
+// One write path: Stage (the batch's records appended past the committed end and synced; nothing
+// visible) -> Publish (readers see the batch; a restart would not) -> CommitPublished (the commit
+// record: a restart keeps it). Apply is the three in a row. A batch that Apply acknowledged (Ok)
+// survives a crash; one it refused does not (a batch whose commit record failed stays published
+// until a CommitPublished succeeds, and a restart drops it).
 //
-// Storage, in the directory options.path: sigs-<generation>.log, the signature log
-// (tier2/signature_log.h), holds a page record (the full signature, which names its URL) for
-// every page stored and a removal record for every page removed; `commit` (tier2/commit_file.h)
-// gives the log generation in use, its committed end and the last batch's sequence; `meta` the
-// parameters the store was built with; `order` the token order once derived. Nothing else: RAM
-// holds where each resident page's record is, and URL -> slot as 64-bit URL hashes (a hash hit is
-// confirmed by reading the record it leads to). Replaced and removed pages leave dead records
-// behind; when they outweigh the live ones (and exceed options.log_compact_min_bytes), Apply
-// copies the live records into the next generation and commits the switch.
-//
-// Batch rules, shared by CompareBatch and Apply:
+// Batch rules, shared by CompareBatch and the write path:
 //  - at most options.max_batch_pages pages, else InvalidArgument and nothing is done;
 //  - every signature must pass ValidateSignature() and have options.dims dimensions, else
 //    InvalidArgument naming the page's index and URL, and nothing is done;
 //  - a URL given twice: the last version wins; earlier ones are listed in `superseded` and ignored;
-//  - a page with no shingles is never similar to anything (listed in `empty`); Apply stores
-//    nothing for it and removes the URL's previous version.
+//  - a page with no shingles is never similar to anything (listed in `empty`); storing it stores
+//    nothing and removes the URL's previous version.
 //
-// Persistence: Apply appends the page records to the log (its Stage half) and its removal
-// records, syncs the log, then writes the commit record with the log's new end (both fsync'ed
-// when options.sync), so every applied page survives a crash; Open() cuts the log to its
-// committed end (dropping the records of a write that never committed, or of a batch staged and
-// never applied), replays it (the last record of a URL decides whether and where it is
-// resident) and rebuilds the in-memory index from the resident signatures (reading each once;
-// a damaged record is Corruption there).
-//
-// Thread safety: every method may be called from any thread. Apply, Stage, ApplyStaged, Publish
-// and CommitPublished calls run one at a time.
-// CompareBatch and Get run concurrently with each other and with most of an Apply: it appends,
-// syncs and commits its batch without blocking them, then holds CompareBatch back while it changes
-// the index and page tables, and Get only while it changes signature locations and URL maps. Each
-// reader sees the shard before or after an Apply's batch, never a mix. The Shard owns its files;
-// one Shard opens a store at a time (an flock on its LOCK file enforces it: IoError otherwise).
+// Thread safety: every method may be called from any thread. The write steps (Stage, Publish,
+// CommitPublished, Apply) run one at a time. CompareBatch and Get run concurrently with each
+// other and with most of a write: Publish holds CompareBatch back only while it changes the index
+// and page tables, and Get only while it changes signature locations and URL maps. Each reader
+// sees the shard before or after a batch, never a mix. The Shard owns its files; one Shard opens a
+// store at a time (a lock on its LOCK file: IoError otherwise). Its file I/O goes through
+// options.env (storage/file_env.h).
 #pragma once
 
 #include <cstdint>
@@ -67,6 +43,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "storage/file_env.h"
 #include "proto/config.pb.h"
 #include "proto/neardup.pb.h"
 
@@ -97,6 +74,9 @@ struct ShardOptions {
   // they are (an uncommitted tail is ignored, not cut; nothing is created or removed); a shared
   // lock lets other readers in and keeps a writer out. Every write returns FailedPrecondition.
   bool read_only = false;
+  // The file system the shard's files are read and written through (not owned; must outlive the
+  // shard). nullptr: FileEnv::Default(). Tests inject failures with storage/fault_file_env.h.
+  FileEnv* env = nullptr;
   // Tests only: replaces UrlHash (common/url_hash_map.h) for the URL -> slot map, e.g. to make
   // URLs collide. Must never return 0.
   uint64_t (*url_hash)(std::string_view url) = nullptr;
@@ -179,9 +159,9 @@ struct ShardStats {
   double ram_bytes_per_page() const;
 };
 
-// A batch Shard::Stage prepared for Shard::ApplyStaged: its pages' index entries computed and their
+// A batch Shard::Stage prepared for Shard::Publish: its pages' index entries computed and their
 // signatures appended to the log past the committed end, nothing visible yet. Owned by the caller;
-// dropped without Apply, it gives the shard its log space back. It must not outlive its shard.
+// dropped unpublished, it gives the shard its log space back. It must not outlive its shard.
 class StagedBatch {
  public:
   ~StagedBatch();
@@ -217,47 +197,41 @@ class Shard {
 
   // Stores the batch's home pages (insert, or replace the URL's previous version) and removes
   // `removed_urls` (pages that disappeared or turned into redirects; unknown URLs are ignored), in
-  // one atomic commit (one commit record). A URL both stored and removed in one call is stored. Pages that are not home
-  // here are not stored, and do not touch a resident version of their URL: when a page's home
-  // moves to another shard, the caller removes it here with removed_urls. Errors: InvalidArgument for a bad batch; IoError when the write fails (the
-  // in-memory index is then unchanged); ResourceExhausted when the shard would exceed 2^24 pages.
-  // `sequence` > 0 is stored with the write (AppliedSequence), so a caller that logs its batches
-  // elsewhere can tell after a crash whether this one reached the shard.
+  // one atomic commit: Stage, Publish and CommitPublished in a row. A URL both stored and removed in
+  // one call is stored. Pages that are not home here are not stored, and do not touch a resident
+  // version of their URL: when a page's home moves to another shard, the caller removes it here
+  // with removed_urls. `sequence` > 0 is stored with the commit (AppliedSequence), so a caller that
+  // logs its batches elsewhere can tell after a crash whether this one reached the shard.
+  // Errors: Stage's and Publish's (nothing of the batch stored), then CommitPublished's (the batch
+  // stays published, uncommitted).
   Status Apply(std::span<const ShardPage> batch, std::span<const std::string> removed_urls,
                ApplyStats* stats = nullptr, uint64_t sequence = 0);
 
-  // Apply in two steps, so that a caller can prepare a batch while it is not yet allowed to store
-  // it (the pipeline stages a batch while Tier 1 commits it): Stage does the batch rules, the
-  // index compaction that is due, the index entries and the log append (and its fsync), most of
-  // an Apply's work; ApplyStaged then looks up the URLs' previous versions, appends the removal
-  // records, writes the commit record and changes the index. Stage then ApplyStaged is one Apply. Readers see nothing of a
-  // staged batch. One batch may be staged at a time: Stage returns FailedPrecondition while
-  // another is outstanding (so does Apply, which stages). Stage errors: Apply's, before its
-  // write. ApplyStaged errors: InvalidArgument for a null batch or one staged by another shard;
-  // Apply's for the write (the batch is then dropped).
+  // Step 1: the batch rules, the index compaction that is due, the index entries and the log
+  // append (and its fsync when options.sync): most of a write's work, done while the caller may
+  // not yet store the batch (the pipeline stages a batch while Tier 1 commits it). Readers see
+  // nothing of a staged batch; dropping the StagedBatch gives the log space back. One batch may be
+  // staged at a time. Errors: FailedPrecondition while another batch is staged or the shard is
+  // read-only; InvalidArgument for a bad batch; ResourceExhausted when the shard would exceed 2^24
+  // pages or its log 1 TiB; IoError when the append or its sync fails (nothing of it kept).
   StatusOr<std::unique_ptr<StagedBatch>> Stage(std::span<const ShardPage> batch);
-  Status ApplyStaged(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed_urls,
-                     ApplyStats* stats = nullptr, uint64_t sequence = 0);
 
-  // ApplyStaged in two steps, for a caller that must make something else durable before the
-  // shard commits a batch (the pipeline: Tier 1's commit of it) and wants readers to see the
-  // batch meanwhile. Publish does all of ApplyStaged (same errors; a batch it refuses is
-  // dropped) except the commit record: the batch's records are written, synced when the shard
-  // syncs, and readers see the batch as Publish returns. CommitPublished writes the commit
-  // record; only then does a restart see the batch: a crash before drops it, so readers may
-  // have seen a batch that a restart has not (the caller orders its own commits so that this
-  // does not matter; AppliedSequence tells it what the shard holds). One batch may be published
-  // and uncommitted at a time: Publish, ApplyStaged and Apply return FailedPrecondition while
-  // one is; Stage may run meanwhile. A log compaction that falls due waits for a commit with no
-  // batch staged.
+  // Step 2: looks up the URLs' previous versions, appends the removal records (synced when
+  // options.sync) and changes the index, page tables and URL maps: readers see the batch as
+  // Publish returns. A restart does not, until CommitPublished. One batch may be published and
+  // uncommitted at a time; Stage may run meanwhile. Errors: InvalidArgument for a null batch or
+  // one staged by another shard; FailedPrecondition while another batch awaits its commit (this
+  // one is dropped); IoError when the lookups or the removal records fail (the batch is dropped,
+  // the shard unchanged); ResourceExhausted when the log would pass 1 TiB.
   Status Publish(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed_urls,
                  ApplyStats* stats = nullptr, uint64_t sequence = 0);
-  // Commits the published batch; Ok at once when none is. IoError when the commit record cannot
-  // be written: the batch stays published and uncommitted (call again, or reopen the shard,
-  // which drops it).
+  // Step 3: writes the published batch's commit record (fdatasync'ed when options.sync); Ok at
+  // once when none is published. A log compaction that fell due runs after it. IoError when the
+  // commit record cannot be written: the batch stays published and uncommitted (call again, or
+  // reopen the shard, which drops it).
   Status CommitPublished();
 
-  // The `sequence` of the last successful Apply that gave one (0 if none); read from the commit
+  // The `sequence` of the last commit that gave one (0 if none); read from the commit
   // file at Open, so it never fails after it.
   StatusOr<uint64_t> AppliedSequence() const;
 
@@ -265,7 +239,7 @@ class Shard {
   StatusOr<pb::PageSignature> Get(const std::string& url) const;
 
   ShardStats Stats() const;
-  // Bytes the store keeps on disk (LevelDB's files and the signature log).
+  // Bytes the store's files take (the signature log, the commit, meta and token order files).
   uint64_t DiskBytes() const;
   const ShardOptions& options() const;
 

@@ -390,9 +390,10 @@ TEST(Shard, ReplaceAndRemove) {
   }
 }
 
-// Stage then ApplyStaged is one Apply: nothing of a staged batch is seen before ApplyStaged (not
-// by CompareBatch, not by Get, not after a restart), one batch is staged at a time, a batch is
-// applied only by the shard that staged it, and a batch dropped unapplied gives its log space back.
+// Stage, Publish, CommitPublished is one Apply: nothing of a staged batch is seen before Publish
+// (not by CompareBatch, not by Get, not after a restart), one batch is staged at a time, a batch
+// is published only by the shard that staged it, and a batch dropped unpublished gives its log
+// space back.
 TEST(Shard, StagedBatchIsInvisibleUntilApplied) {
   TempDir dir, other_dir, crashed;
   std::vector<uint64_t> a(40), b(40);
@@ -432,8 +433,8 @@ TEST(Shard, StagedBatchIsInvisibleUntilApplied) {
     ASSERT_TRUE(other.ok());
     auto foreign = (*other)->Stage(p2);
     ASSERT_TRUE(foreign.ok());
-    EXPECT_EQ((*shard)->ApplyStaged(std::move(*foreign), {}).code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ((*shard)->ApplyStaged(nullptr, {}).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ((*shard)->Publish(std::move(*foreign), {}).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ((*shard)->Publish(nullptr, {}).code(), StatusCode::kInvalidArgument);
     EXPECT_EQ((*other)->Stats().log_bytes, 0u);  // the foreign batch was dropped, not applied
 
     // Staged, left unapplied when the process stops (the files as they are then, copied): the
@@ -452,7 +453,8 @@ TEST(Shard, StagedBatchIsInvisibleUntilApplied) {
   auto staged = (*shard)->Stage(p2);
   ASSERT_TRUE(staged.ok());
   ApplyStats st;
-  ASSERT_TRUE((*shard)->ApplyStaged(std::move(*staged), {}, &st, 7).ok());
+  ASSERT_TRUE((*shard)->Publish(std::move(*staged), {}, &st, 7).ok());
+  ASSERT_TRUE((*shard)->CommitPublished().ok());
   EXPECT_EQ(st.replaced, 1u);
   EXPECT_EQ(st.inserted, 1u);
   EXPECT_EQ(*(*shard)->AppliedSequence(), 7u);

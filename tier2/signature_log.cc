@@ -1,9 +1,6 @@
 #include "tier2/signature_log.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -17,8 +14,6 @@ namespace {
 
 constexpr uint32_t kMagic = 0x4e445331;  // "NDS1"
 
-Status Errno(const std::string& what) { return IoError(what + ": " + std::strerror(errno)); }
-
 Status TooLarge(size_t record, uint64_t bytes) {
   return InvalidArgument("signature log: record " + std::to_string(record) + " has " + std::to_string(bytes) +
                          " bytes, over the limit of " + std::to_string(SignatureLog::kMaxPayload));
@@ -26,31 +21,23 @@ Status TooLarge(size_t record, uint64_t bytes) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<SignatureLog>> SignatureLog::Open(const std::string& path, uint64_t committed_end,
-                                                           bool read_only) {
-  const int fd = read_only ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC) : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("signature log: open " + path);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    Status s = Errno("signature log: stat " + path);
-    ::close(fd);
-    return s;
-  }
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (size < committed_end) {
-    ::close(fd);
-    return Corruption("signature log: " + path + " has " + std::to_string(size) + " bytes, the store refers to " +
+StatusOr<std::unique_ptr<SignatureLog>> SignatureLog::Open(FileEnv* env, const std::string& path,
+                                                           uint64_t committed_end, bool read_only) {
+  auto file = env->OpenFile(path, read_only ? FileMode::kReadOnly : FileMode::kReadWrite);
+  if (!file.ok()) return Status(file.status().code(), "signature log: " + file.status().message());
+  auto size = (*file)->Size();
+  if (!size.ok()) return Status(size.status().code(), "signature log: " + size.status().message());
+  if (*size < committed_end) {
+    return Corruption("signature log: " + path + " has " + std::to_string(*size) + " bytes, the store refers to " +
                       std::to_string(committed_end));
   }
-  if (!read_only && size > committed_end && ::ftruncate(fd, static_cast<off_t>(committed_end)) != 0) {
-    Status s = Errno("signature log: cut " + path + " to " + std::to_string(committed_end) + " bytes");
-    ::close(fd);
-    return s;
+  if (!read_only && *size > committed_end) {
+    if (Status s = (*file)->Truncate(committed_end); !s.ok()) return IoError("signature log: " + s.message());
   }
-  return std::unique_ptr<SignatureLog>(new SignatureLog(path, fd, committed_end));
+  return std::unique_ptr<SignatureLog>(new SignatureLog(std::move(*file), committed_end));
 }
 
-SignatureLog::~SignatureLog() { ::close(fd_); }
+SignatureLog::~SignatureLog() = default;
 
 Status SignatureLog::Append(std::span<const std::string_view> payloads, std::vector<Ref>* refs) {
   std::vector<uint32_t> sizes(payloads.size());
@@ -90,60 +77,45 @@ Status SignatureLog::WriteLaid(std::vector<Ref>* refs) {
     StoreLittleEndian(h + 8, XXH3_64bits(h + kHeaderBytes, r.length), 8);
   }
   const size_t total = buffer_size_;
-  size_t done = 0;
-  while (done < total) {
-    const ssize_t n = ::pwrite(fd_, base + done, total - done, static_cast<off_t>(start + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Status s = Errno("signature log: append to " + path_);
-      if (::ftruncate(fd_, static_cast<off_t>(start)) != 0) {
-        s = IoError(s.message() + "; cutting it back also failed: " + std::strerror(errno));
-      }
-      refs->clear();
-      return s;
+  if (Status s = file_->WriteAt(start, std::string_view(base, total)); !s.ok()) {
+    s = IoError("signature log: append: " + s.message());
+    if (Status cut = file_->Truncate(start); !cut.ok()) {
+      s = IoError(s.message() + "; cutting it back also failed: " + cut.message());
     }
-    done += static_cast<size_t>(n);
+    refs->clear();
+    return s;
   }
   end_ += total;
   return Status::Ok();
 }
 
 Status SignatureLog::Sync() {
-  if (::fdatasync(fd_) != 0) return Errno("signature log: sync " + path_);
+  if (Status s = file_->Sync(); !s.ok()) return IoError("signature log: " + s.message());
   return Status::Ok();
 }
 
 Status SignatureLog::Truncate(uint64_t end) {
   if (end > end_) {
-    return InvalidArgument("signature log: cannot cut " + path_ + " to " + std::to_string(end) + " bytes, it has " +
+    return InvalidArgument("signature log: cannot cut " + path() + " to " + std::to_string(end) + " bytes, it has " +
                            std::to_string(end_));
   }
-  if (::ftruncate(fd_, static_cast<off_t>(end)) != 0) return Errno("signature log: cut " + path_);
+  if (Status s = file_->Truncate(end); !s.ok()) return IoError("signature log: " + s.message());
   end_ = end;
   return Status::Ok();
 }
 
 Status SignatureLog::Read(Ref ref, std::string* payload) const {
   auto corrupt = [&](const std::string& why) {
-    return Corruption("signature log: " + path_ + ": record at offset " + std::to_string(ref.offset) + ": " + why);
+    return Corruption("signature log: " + path() + ": record at offset " + std::to_string(ref.offset) + ": " + why);
   };
   if (ref.length > kMaxPayload || ref.offset + ref.bytes() > end_) return corrupt("lies beyond the end of the log");
   // One read into two places: the header apart, the payload where the caller wants it.
   char h[kHeaderBytes];
   payload->resize(ref.length);
-  size_t done = 0;
-  while (done < ref.bytes()) {
-    iovec parts[2];
-    int count = 0;
-    if (done < kHeaderBytes) parts[count++] = iovec{h + done, kHeaderBytes - done};
-    const size_t in_payload = done > kHeaderBytes ? done - kHeaderBytes : 0;
-    if (in_payload < ref.length) parts[count++] = iovec{payload->data() + in_payload, ref.length - in_payload};
-    const ssize_t n = ::preadv(fd_, parts, count, static_cast<off_t>(ref.offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("signature log: read " + path_ + " at offset " + std::to_string(ref.offset));
-    if (n == 0) return corrupt("the file ends inside it");
-    done += static_cast<size_t>(n);
-  }
+  const iovec parts[2] = {{h, kHeaderBytes}, {payload->data(), ref.length}};
+  size_t got = 0;
+  if (Status s = file_->ReadAt(ref.offset, parts, &got); !s.ok()) return IoError("signature log: " + s.message());
+  if (got < ref.bytes()) return corrupt("the file ends inside it");
   if (LoadLittleEndian(h, 4) != ref.length) {
     return corrupt("its header gives " + std::to_string(LoadLittleEndian(h, 4)) + " bytes, the index " + std::to_string(ref.length));
   }
@@ -160,7 +132,7 @@ Status SignatureLog::Scan(const std::function<Status(Ref, std::string_view)>& vi
   uint64_t base = 0;   // file offset of buf[0]
   uint64_t at = 0;     // the next record's offset
   auto corrupt = [&](const std::string& why) {
-    return Corruption("signature log: " + path_ + ": record at offset " + std::to_string(at) + ": " + why);
+    return Corruption("signature log: " + path() + ": record at offset " + std::to_string(at) + ": " + why);
   };
   // Makes sure buf holds [at, at + n) (n <= end - at), reading on from the file.
   auto fill = [&](uint64_t n) -> Status {
@@ -172,12 +144,14 @@ Status SignatureLog::Scan(const std::function<Status(Ref, std::string_view)>& vi
     have = keep;
     const size_t want = static_cast<size_t>(std::min<uint64_t>(end - base, std::max<uint64_t>(n, 8u << 20)));
     if (buf.size() < want) buf.resize(want);
-    while (have < want) {
-      const ssize_t r = ::pread(fd_, buf.data() + have, want - have, static_cast<off_t>(base + have));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return Errno("signature log: read " + path_ + " at offset " + std::to_string(base + have));
-      if (r == 0) return corrupt("the file ends before the log's end");
-      have += static_cast<size_t>(r);
+    if (have < want) {
+      const iovec part{buf.data() + have, want - have};
+      size_t got = 0;
+      if (Status s = file_->ReadAt(base + have, {&part, 1}, &got); !s.ok()) {
+        return IoError("signature log: " + s.message());
+      }
+      have += got;
+      if (have < want) return corrupt("the file ends before the log's end");
     }
     return Status::Ok();
   };

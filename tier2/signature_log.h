@@ -8,7 +8,7 @@
 // which pages are resident (Scan replays them at open), and a separate commit record
 // (tier2/commit_file.h) says how much of the log is committed:
 //
-//   ASSIGN_OR_RETURN(auto log, SignatureLog::Open(dir + "/sigs-1.log", committed_end));
+//   ASSIGN_OR_RETURN(auto log, SignatureLog::Open(env, dir + "/sigs-1.log", committed_end));
 //   std::vector<SignatureLog::Ref> refs;
 //   RETURN_IF_ERROR(log->Append(payloads, &refs));   // not yet durable
 //   RETURN_IF_ERROR(log->Sync());                     // when the caller wants durability
@@ -21,7 +21,7 @@
 // Thread safety: Read() may run concurrently with Read() and with Append() and Sync() (records
 // below the end are never rewritten; the end is atomic); Append, Sync and Truncate must not run
 // concurrently with each other, nor Truncate with a Read of what it cuts (the shard orders them).
-// The log owns its descriptor.
+// The log owns its file; its I/O goes through the FileEnv it was opened with (storage/file_env.h).
 #pragma once
 
 #include <atomic>
@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "storage/file_env.h"
 
 namespace neardup::tier2 {
 
@@ -55,8 +56,8 @@ class SignatureLog {
   // opened or cut; Corruption when it is shorter than committed_end (committed records are gone;
   // the message gives both sizes). With read_only, the file must exist, is opened for reading and
   // left as it is (what lies past committed_end is ignored, not cut); Append fails then.
-  static StatusOr<std::unique_ptr<SignatureLog>> Open(const std::string& path, uint64_t committed_end,
-                                                      bool read_only = false);
+  static StatusOr<std::unique_ptr<SignatureLog>> Open(FileEnv* env, const std::string& path,
+                                                      uint64_t committed_end, bool read_only = false);
   ~SignatureLog();
   SignatureLog(const SignatureLog&) = delete;
   SignatureLog& operator=(const SignatureLog&) = delete;
@@ -93,12 +94,11 @@ class SignatureLog {
   Status Scan(const std::function<Status(Ref, std::string_view)>& visit) const;
 
   uint64_t end() const { return end_.load(std::memory_order_acquire); }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_->path(); }
 
  private:
-  SignatureLog(std::string path, int fd, uint64_t end) : path_(std::move(path)), fd_(fd), end_(end) {}
-  std::string path_;
-  int fd_;
+  SignatureLog(std::unique_ptr<File> file, uint64_t end) : file_(std::move(file)), end_(end) {}
+  std::unique_ptr<File> file_;
   std::atomic<uint64_t> end_;  // a reader checks a record lies below it; Append raises it after the write
   // AppendFilled's halves: Lay checks the sizes, sets *refs and sizes the buffer (*at: the first
   // record); WriteLaid fills in the headers over the payloads written and writes the buffer.

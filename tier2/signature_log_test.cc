@@ -27,7 +27,7 @@ class SignatureLogTest : public ::testing::Test {
 };
 
 TEST_F(SignatureLogTest, AppendsAndReadsBack) {
-  auto log = SignatureLog::Open(path_, 0);
+  auto log = SignatureLog::Open(FileEnv::Default(), path_, 0);
   ASSERT_TRUE(log.ok()) << log.status().ToString();
   const std::string big(100000, 'x');
   std::vector<std::string_view> payloads = {"alpha", "", big};
@@ -49,7 +49,7 @@ TEST_F(SignatureLogTest, ReopenCutsWhatWasNotCommitted) {
   std::vector<SignatureLog::Ref> first, second;
   uint64_t committed = 0;
   {
-    auto log = SignatureLog::Open(path_, 0);
+    auto log = SignatureLog::Open(FileEnv::Default(), path_, 0);
     ASSERT_TRUE(log.ok());
     std::vector<std::string_view> a = {"one", "two"};
     ASSERT_TRUE((*log)->Append(a, &first).ok());
@@ -58,7 +58,7 @@ TEST_F(SignatureLogTest, ReopenCutsWhatWasNotCommitted) {
     ASSERT_TRUE((*log)->Append(b, &second).ok());
   }
   EXPECT_GT(fs::file_size(path_), committed);
-  auto log = SignatureLog::Open(path_, committed);
+  auto log = SignatureLog::Open(FileEnv::Default(), path_, committed);
   ASSERT_TRUE(log.ok());
   EXPECT_EQ(fs::file_size(path_), committed);
   std::string got;
@@ -73,7 +73,7 @@ TEST_F(SignatureLogTest, ReopenCutsWhatWasNotCommitted) {
 }
 
 TEST_F(SignatureLogTest, TruncateDropsTheTail) {
-  auto log = SignatureLog::Open(path_, 0);
+  auto log = SignatureLog::Open(FileEnv::Default(), path_, 0);
   ASSERT_TRUE(log.ok());
   std::vector<SignatureLog::Ref> refs;
   std::vector<std::string_view> a = {"kept"};
@@ -88,7 +88,7 @@ TEST_F(SignatureLogTest, TruncateDropsTheTail) {
 
 TEST_F(SignatureLogTest, ShorterThanCommittedIsCorruption) {
   { std::ofstream(path_) << "short"; }
-  auto log = SignatureLog::Open(path_, 1000);
+  auto log = SignatureLog::Open(FileEnv::Default(), path_, 1000);
   ASSERT_FALSE(log.ok());
   EXPECT_EQ(log.status().code(), StatusCode::kCorruption);
   EXPECT_NE(log.status().message().find("1000"), std::string::npos) << log.status().message();
@@ -97,7 +97,7 @@ TEST_F(SignatureLogTest, ShorterThanCommittedIsCorruption) {
 TEST_F(SignatureLogTest, DamagedRecordsAreCorruptionNotData) {
   std::vector<SignatureLog::Ref> refs;
   {
-    auto log = SignatureLog::Open(path_, 0);
+    auto log = SignatureLog::Open(FileEnv::Default(), path_, 0);
     ASSERT_TRUE(log.ok());
     std::vector<std::string_view> a = {"payload-one", "payload-two"};
     ASSERT_TRUE((*log)->Append(a, &refs).ok());
@@ -109,7 +109,7 @@ TEST_F(SignatureLogTest, DamagedRecordsAreCorruptionNotData) {
     f.seekp(static_cast<std::streamoff>(refs[1].offset + SignatureLog::kHeaderBytes + 3));
     f.put('#');
   }
-  auto log = SignatureLog::Open(path_, size);
+  auto log = SignatureLog::Open(FileEnv::Default(), path_, size);
   ASSERT_TRUE(log.ok());
   std::string got;
   EXPECT_TRUE((*log)->Read(refs[0], &got).ok());
@@ -130,8 +130,8 @@ TEST_F(SignatureLogTest, DamagedRecordsAreCorruptionNotData) {
 // and shrink the staging buffer (a reused buffer must carry nothing of the append before).
 TEST_F(SignatureLogTest, AppendFilledWritesWhatAppendWrites) {
   const std::string copied_path = (dir_ / "copied.log").string();
-  auto filled = SignatureLog::Open(path_, 0);
-  auto copied = SignatureLog::Open(copied_path, 0);
+  auto filled = SignatureLog::Open(FileEnv::Default(), path_, 0);
+  auto copied = SignatureLog::Open(FileEnv::Default(), copied_path, 0);
   ASSERT_TRUE(filled.ok() && copied.ok());
   const std::vector<std::vector<std::string>> rounds = {
       {"first", std::string(5000, 'a'), ""}, {"b"}, {std::string(20000, 'c'), "dd"}, {"e", "f"}};
@@ -169,7 +169,7 @@ TEST_F(SignatureLogTest, AppendFilledWritesWhatAppendWrites) {
 }
 
 TEST_F(SignatureLogTest, ARecordOverTheLimitWritesNothing) {
-  auto log = SignatureLog::Open(path_, 0);
+  auto log = SignatureLog::Open(FileEnv::Default(), path_, 0);
   ASSERT_TRUE(log.ok());
   std::vector<SignatureLog::Ref> refs;
   ASSERT_TRUE((*log)->Append(std::vector<std::string_view>{"kept"}, &refs).ok());
@@ -189,7 +189,7 @@ TEST_F(SignatureLogTest, ARecordOverTheLimitWritesNothing) {
 // Scan visits every record in order with its ref, across its read pieces (records bigger than a
 // piece too), and reports damage as Corruption at the damaged record's offset.
 TEST_F(SignatureLogTest, ScanVisitsEveryRecordInOrderAndFindsDamage) {
-  auto log = SignatureLog::Open(path_, 0);
+  auto log = SignatureLog::Open(FileEnv::Default(), path_, 0);
   ASSERT_TRUE(log.ok());
   std::vector<std::string> payloads;
   for (int i = 0; i < 3000; ++i) payloads.push_back(std::string(static_cast<size_t>(i % 7 == 0 ? 9000 : i % 50), char('a' + i % 26)));
