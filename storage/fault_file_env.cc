@@ -67,6 +67,10 @@ uint64_t FaultFileEnv::writes() const {
   std::lock_guard lock(mu_);
   return writes_;
 }
+uint64_t FaultFileEnv::bytes_written() const {
+  std::lock_guard lock(mu_);
+  return bytes_written_;
+}
 uint64_t FaultFileEnv::failed_writes() const {
   std::lock_guard lock(mu_);
   return failed_writes_;
@@ -88,6 +92,7 @@ Status FaultFileEnv::BeforeWrite(const std::string& path, File* base, uint64_t o
   if (write_budget_ >= 0) write_budget_ -= static_cast<int64_t>(*allowed);
   if (*allowed == 0) return refused;
   ++writes_;
+  bytes_written_ += *allowed;
   // Keep what the write overwrites, to undo it at a crash.
   ASSIGN_OR_RETURN(uint64_t have, base->Size());
   Undo u{offset, {}, have, *allowed};

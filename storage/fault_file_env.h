@@ -42,6 +42,7 @@ class FaultFileEnv final : public FileEnv {
   void Crash(bool torn);
 
   uint64_t writes() const;       // WriteAt calls that wrote anything
+  uint64_t bytes_written() const;
   uint64_t failed_writes() const;
   uint64_t failed_syncs() const;
 
@@ -81,7 +82,7 @@ class FaultFileEnv final : public FileEnv {
   int64_t write_budget_ = -1;
   bool fail_syncs_ = false;
   bool fail_renames_ = false;
-  uint64_t writes_ = 0, failed_writes_ = 0, failed_syncs_ = 0;
+  uint64_t writes_ = 0, bytes_written_ = 0, failed_writes_ = 0, failed_syncs_ = 0;
   std::map<std::string, Unsynced> unsynced_;  // by path
 };
 

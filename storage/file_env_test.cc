@@ -7,6 +7,7 @@
 #include <string>
 
 #include "storage/fault_file_env.h"
+#include "testing/temp_dir.h"
 
 namespace neardup {
 namespace {
@@ -15,19 +16,14 @@ namespace fs = std::filesystem;
 
 class FileEnvTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("neardup-file-env-test-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string Path(const std::string& name) const { return tmp_.File(name); }
   static std::string Read(FileEnv* env, const std::string& path) {
     std::string got;
     EXPECT_TRUE(ReadWholeFile(env, path, &got).ok());
     return got;
   }
-  fs::path dir_;
+  test::TempDir tmp_;
+  fs::path dir_ = tmp_.path();
 };
 
 TEST_F(FileEnvTest, WriteFileAtomicallyReplacesTheWholeContent) {

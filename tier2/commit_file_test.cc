@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/temp_dir.h"
+
 namespace neardup::tier2 {
 namespace {
 
@@ -13,21 +15,15 @@ namespace fs = std::filesystem;
 
 class CommitFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("neardup-commit-test-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = (dir_ / "commit").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   // Overwrites `n` bytes at `at` with 0x5a (a torn or damaged slot).
   void Damage(uint64_t at, size_t n) {
     std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(static_cast<std::streamoff>(at));
     f << std::string(n, '\x5a');
   }
-  fs::path dir_;
-  std::string path_;
+  test::TempDir tmp_;
+  fs::path dir_ = tmp_.path();
+  std::string path_ = tmp_.File("commit");
 };
 
 TEST_F(CommitFileTest, CreateWriteAndReopenGiveTheLatestCommit) {

@@ -16,6 +16,8 @@
 #include "common/url_hash_map.h"
 #include "document/shingle.h"
 #include "document/signature.h"
+#include "testing/signatures.h"
+#include "testing/temp_dir.h"
 #include "tier2/prefix_filter.h"
 
 namespace neardup::tier2 {
@@ -29,39 +31,10 @@ std::string Name(std::string prefix, uint64_t n) {
   return prefix;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            (Name("neardup-shard-test-", ::getpid()) + Name("-", counter_++));
-    fs::remove_all(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string str() const { return path_.string(); }
+using test::TempDir;
 
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
-
-// A signature from a set of hashes: dims assigned by the hash, so the vector sums to the size.
 pb::PageSignature MakeSig(const std::string& url, std::vector<uint64_t> hashes, int dims = 3) {
-  std::sort(hashes.begin(), hashes.end());
-  hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
-  pb::PageSignature s;
-  s.set_url(url);
-  s.set_shingle_k(5);
-  std::vector<uint32_t> vec(dims, 0);
-  for (uint64_t h : hashes) {
-    s.add_shingles(h);
-    ++vec[(h >> 13) % dims];
-  }
-  for (uint32_t v : vec) {
-    s.add_shingle_vector(v);
-    s.add_length_vector(v);
-  }
-  s.set_word_count(static_cast<uint32_t>(hashes.size()));
-  return s;
+  return test::SignatureOf(url, std::move(hashes), dims);
 }
 
 std::vector<ShardPage> Pages(const std::vector<pb::PageSignature>& sigs, bool home = true) {
@@ -587,9 +560,9 @@ TEST(Shard, ReadOnlyOpenChangesNoFile) {
   }
   EXPECT_EQ(files(), before);
   TempDir empty;
-  ro.path = empty.str();
+  ro.path = empty.File("store");
   EXPECT_EQ(Shard::Open(ro).status().code(), StatusCode::kNotFound);
-  EXPECT_FALSE(fs::exists(empty.str()));
+  EXPECT_FALSE(fs::exists(ro.path));
 }
 
 // The shard remembers which URLs it stored (so that a new URL costs no store read); after a

@@ -233,6 +233,12 @@ Status Shard::Impl::CommitPublished() {
 
 Status Shard::Impl::Apply(std::span<const ShardPage> batch, std::span<const std::string> removed, ApplyStats* stats,
                           uint64_t sequence) {
+  {
+    std::lock_guard apply(apply_mu_);
+    if (published_) {
+      return FailedPrecondition("shard: " + options_.path + ": a published batch awaits its commit (CommitPublished)");
+    }
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<StagedBatch> staged, Stage(batch));
   bool published = false;
   const Status s = Publish(std::move(staged), removed, stats, sequence, &published);

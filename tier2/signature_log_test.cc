@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "testing/temp_dir.h"
+
 namespace neardup::tier2 {
 namespace {
 
@@ -15,15 +17,9 @@ namespace fs = std::filesystem;
 
 class SignatureLogTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("neardup-siglog-test-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = (dir_ / "sigs-1.log").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
-  std::string path_;
+  test::TempDir tmp_;
+  fs::path dir_ = tmp_.path();
+  std::string path_ = tmp_.File("sigs-1.log");
 };
 
 TEST_F(SignatureLogTest, AppendsAndReadsBack) {
