@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks each library folder's includes against the one line of its README that says what it may
 # depend on ("Depends on: common/, tier2/."). A folder may always include itself and proto/.
-# Tests (*_test.cc) are not libraries and may include more. Exit 1 and one line per forbidden
+# Tests (*_test.cc and their *_test_util.h) are not libraries and may include more. Exit 1 and one line per forbidden
 # include; exit 0 and a summary otherwise.
 #   scripts/check-deps.sh [ROOT]       (ROOT defaults to the repository)
 #   scripts/check-deps.sh --self-test  (a tree with a forbidden include must fail the check)
@@ -49,7 +49,7 @@ for f in "${folders[@]}"; do
       echo "check-deps: ${file#"$root"/} includes $dep/, which $f/README.md does not allow (${line})"
       bad=1
     fi
-  done < <(grep -Hn '#include "[a-z0-9_]*/' "$root/$f"/*.h "$root/$f"/*.cc 2>/dev/null | grep -v '_test\.cc:' || true)
+  done < <(grep -Hn '#include "[a-z0-9_]*/' "$root/$f"/*.h "$root/$f"/*.cc 2>/dev/null | grep -v -E '_test\.cc:|_test_util\.h:' || true)
 done
 if [ "$bad" -ne 0 ]; then exit 1; fi
 echo "check-deps: ${checked} includes in ${#folders[@]} folders follow their READMEs' dependency lines"

@@ -1,0 +1,147 @@
+// The index: compactions, rebuilds, its sizing, the derived token order.
+#include "tier2/shard_test_util.h"
+
+namespace neardup::tier2 {
+namespace {
+
+using namespace shard_test;  // NOLINT: the shard tests' helpers
+namespace fs = std::filesystem;
+
+// Many replacements through a shard that starts tiny: compactions and index rebuilds happen, and
+// the answers stay exact.
+TEST(Shard, StaysExactThroughCompactionsAndRebuilds) {
+  TempDir dir;
+  ShardOptions o = Options(dir.str(), 0.6, 2);
+  o.expected_pages = 1;
+  o.order_sample_pages = 700;  // the order changes midway
+  o.frequent_min_pages = 2;
+  auto shard = Shard::Open(o);
+  ASSERT_TRUE(shard.ok());
+  auto all = Corpus(8, 3000, {8, 40, 120}, 5, "http://c/");
+  // URLs repeat: page i takes URL i % 1200, so later pages replace earlier ones.
+  std::map<std::string, pb::PageSignature> current;
+  for (size_t i = 0; i < all.size(); i += 150) {
+    std::vector<pb::PageSignature> part;
+    for (size_t k = i; k < std::min(all.size(), i + 150); ++k) {
+      pb::PageSignature s = all[k];
+      s.set_url(Name("http://c/", k % 1200));
+      part.push_back(s);
+    }
+    auto pages = Pages(part);
+    ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+    for (const auto& s : part) current[s.url()] = s;
+  }
+  const ShardStats st = (*shard)->Stats();
+  EXPECT_EQ(st.resident_pages, current.size());
+  EXPECT_GT(st.compactions + st.rebuilds, 0u);
+  std::vector<pb::PageSignature> resident;
+  for (const auto& [u, s] : current) resident.push_back(s);
+  auto probe = Corpus(8, 200, {8, 40, 120}, 5, "http://probe/");  // same seed: the same families
+  auto pages = Pages(probe);
+  for (double t : {0.6, 0.8, 1.0}) {
+    CompareResult r;
+    ASSERT_TRUE((*shard)->CompareBatch(pages, t, &r).ok());
+    EXPECT_EQ(Found(probe, r), BruteForce(resident, probe, t)) << t;
+  }
+}
+
+// A shard told how many prefix postings to expect sizes its index for them up front: filled with
+// that many it never rebuilds to grow, where one sized for a few pages rebuilds as it fills.
+TEST(Shard, ExpectedPostingsSizeTheIndexSoItDoesNotRebuildToGrow) {
+  const auto all = Corpus(9, 4000, {40, 120, 300}, 4, "http://e/");
+  uint64_t postings = 0;
+  for (const auto& s : all) postings += PrefixLength(static_cast<uint32_t>(s.shingles_size()), 0.6, 2);
+  auto fill = [&](uint64_t expected_postings) {
+    TempDir dir;
+    ShardOptions o = Options(dir.str(), 0.6, 2);
+    o.expected_pages = 1;
+    o.expected_postings = expected_postings;
+    o.order_sample_pages = 0;  // no reorder: only growth rebuilds the index
+    auto shard = Shard::Open(o);
+    EXPECT_TRUE(shard.ok());
+    if (!shard.ok()) return ShardStats{};
+    for (size_t i = 0; i < all.size(); i += 200) {
+      std::vector<pb::PageSignature> part(all.begin() + static_cast<ptrdiff_t>(i),
+                                          all.begin() + static_cast<ptrdiff_t>(std::min(all.size(), i + 200)));
+      auto pages = Pages(part);
+      EXPECT_TRUE((*shard)->Apply(pages, {}).ok());
+    }
+    return (*shard)->Stats();
+  };
+  const ShardStats sized = fill(postings);
+  const ShardStats unsized = fill(0);
+  EXPECT_EQ(sized.resident_pages, all.size());
+  EXPECT_EQ(sized.rebuilds, 0u);
+  EXPECT_GT(unsized.rebuilds, 0u);
+}
+
+// Pages of a few big "sites" that share a header and footer: the shard derives its token order
+// from its first pages (the sites' shingles go last), re-indexes them, stays exact, and keeps the
+// order across a restart.
+TEST(Shard, DerivedTokenOrderStaysExactAndPersists) {
+  TempDir dir;
+  ShardOptions o = Options(dir.str(), 0.7, 2);
+  o.order_sample_pages = 300;
+  o.frequent_min_pages = 3;
+  std::mt19937_64 rng(11);
+  std::vector<std::vector<uint64_t>> boilerplate(4);
+  for (auto& b : boilerplate) {
+    b.resize(40);
+    for (auto& h : b) h = rng();
+  }
+  auto body = Corpus(12, 900, {20, 60, 200}, 4, "http://site/");
+  std::vector<pb::PageSignature> all;
+  for (size_t i = 0; i < body.size(); ++i) {
+    std::vector<uint64_t> h(body[i].shingles().begin(), body[i].shingles().end());
+    const auto& b = boilerplate[i % boilerplate.size()];
+    h.insert(h.end(), b.begin(), b.end());
+    all.push_back(MakeSig(body[i].url(), h));
+  }
+  std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 800), batch(all.begin() + 800, all.end());
+  uint64_t candidates_ordered = 0, postings_ordered = 0;
+  {
+    auto shard = Shard::Open(o);
+    ASSERT_TRUE(shard.ok());
+    for (size_t i = 0; i < resident.size(); i += 100) {
+      std::vector<pb::PageSignature> part(resident.begin() + i, resident.begin() + i + 100);
+      auto pages = Pages(part);
+      ASSERT_TRUE((*shard)->Apply(pages, {}).ok());
+    }
+    const ShardStats st = (*shard)->Stats();
+    EXPECT_GT(st.token_order_bits, 0u);
+    EXPECT_GE(st.frequent_tokens, 4u * 40);  // every site's boilerplate
+    auto pages = Pages(batch);
+    for (double t : {0.7, 0.8, 0.9, 1.0}) {
+      CompareResult r;
+      ASSERT_TRUE((*shard)->CompareBatch(pages, t, &r).ok());
+      EXPECT_EQ(Found(batch, r), BruteForce(resident, batch, t)) << t;
+      if (t == 0.7) candidates_ordered = r.stats.candidates, postings_ordered = r.stats.postings_scanned;
+    }
+  }
+  auto shard = Shard::Open(o);
+  ASSERT_TRUE(shard.ok());
+  EXPECT_GT((*shard)->Stats().token_order_bits, 0u);
+  auto pages = Pages(batch);
+  CompareResult r;
+  ASSERT_TRUE((*shard)->CompareBatch(pages, 0.7, &r).ok());
+  EXPECT_EQ(Found(batch, r), BruteForce(resident, batch, 0.7));
+  // The same order after the restart: the same candidates (postings_scanned also counts fingerprint
+  // collisions, which depend on the bucket table sized at open).
+  EXPECT_EQ(r.stats.candidates, candidates_ordered);
+  // The same pages in plain hash order scan far more postings (the boilerplate's).
+  TempDir plain_dir;
+  ShardOptions plain = Options(plain_dir.str(), 0.7, 2);
+  plain.order_sample_pages = 0;
+  auto p = Shard::Open(plain);
+  ASSERT_TRUE(p.ok());
+  auto rp = Pages(resident);
+  ASSERT_TRUE((*p)->Apply(rp, {}).ok());
+  CompareResult rh;
+  ASSERT_TRUE((*p)->CompareBatch(pages, 0.7, &rh).ok());
+  EXPECT_EQ(Found(batch, rh), Found(batch, r));
+  EXPECT_GT(rh.stats.postings_scanned, 2 * r.stats.postings_scanned);
+  EXPECT_GT(rh.stats.postings_scanned, 2 * postings_ordered);
+}
+
+}  // namespace
+}  // namespace neardup::tier2
