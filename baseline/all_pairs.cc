@@ -9,7 +9,7 @@
 #include "common/run_on_threads.h"
 #include "document/shingle.h"
 
-namespace neardup {
+namespace neardup::baseline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -336,4 +336,4 @@ std::vector<SimilarPair> BruteForceAllPairs(std::span<const std::vector<uint64_t
   return out;
 }
 
-}  // namespace neardup
+}  // namespace neardup::baseline

@@ -24,7 +24,7 @@
 #include <span>
 #include <vector>
 
-namespace neardup {
+namespace neardup::baseline {
 
 struct SimilarPair {
   uint32_t a;        // index of the first set, a < b
@@ -59,4 +59,4 @@ std::vector<SimilarPair> ExactAllPairs(std::vector<std::vector<uint64_t>> sets, 
 // The same answer by comparing every pair: O(n^2) merges. For tests and small inputs.
 std::vector<SimilarPair> BruteForceAllPairs(std::span<const std::vector<uint64_t>> sets, double threshold);
 
-}  // namespace neardup
+}  // namespace neardup::baseline

@@ -9,7 +9,7 @@
 #include "document/shingle.h"
 #include "document/tokenizer.h"
 
-namespace neardup {
+namespace neardup::baseline {
 namespace {
 
 using Sets = std::vector<std::vector<uint64_t>>;
@@ -174,4 +174,4 @@ TEST(ExactAllPairs, ReportsWork) {
 }
 
 }  // namespace
-}  // namespace neardup
+}  // namespace neardup::baseline

@@ -11,7 +11,7 @@
 #include "common/json_write.h"
 #include "document/crawl_signer.h"
 
-namespace neardup {
+namespace neardup::baseline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -200,4 +200,4 @@ Status WriteGroups(const BaselineResult& r, const std::string& path) {
   return w->Close();
 }
 
-}  // namespace neardup
+}  // namespace neardup::baseline

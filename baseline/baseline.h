@@ -22,7 +22,7 @@
 #include "document/crawl_reader.h"
 #include "document/signature.h"
 
-namespace neardup {
+namespace neardup::baseline {
 
 struct BaselineOptions {
   std::string input;          // crawl JSON Lines, "-" for stdin
@@ -67,4 +67,4 @@ Status WritePairs(const BaselineResult& r, const std::string& path);
 // Writes {"url": u, "group": id} for every crawled URL. IoError on a failed write.
 Status WriteGroups(const BaselineResult& r, const std::string& path);
 
-}  // namespace neardup
+}  // namespace neardup::baseline

@@ -13,7 +13,7 @@
 namespace neardup::cli {
 namespace {
 
-void PrintLargestGroups(const BaselineResult& r, size_t n) {
+void PrintLargestGroups(const baseline::BaselineResult& r, size_t n) {
   std::map<uint32_t, std::vector<uint32_t>> groups;
   for (uint32_t i = 0; i < r.pages.size(); ++i) {
     if (r.pages[i].crawled) groups[r.pages[i].group].push_back(i);
@@ -55,23 +55,31 @@ void RegisterBaseline(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    BaselineOptions o;
+    baseline::BaselineOptions o;
     o.input = args->input;
     o.threshold = opts->threshold;
     o.signer = opts->signer;
     o.reader = opts->reader;
     o.threads = opts->threads;
-    auto r = RunBaseline(o);
+    auto r = baseline::RunBaseline(o);
     if (!r.ok()) {
       spdlog::error("baseline: {}", r.status().message());
       *exit_code = 1;
       return;
     }
     if (!args->pairs.empty()) {
-      if (Status s = WritePairs(*r, args->pairs); !s.ok()) { spdlog::error("{}", s.message()); *exit_code = 1; return; }
+      if (Status s = baseline::WritePairs(*r, args->pairs); !s.ok()) {
+        spdlog::error("{}", s.message());
+        *exit_code = 1;
+        return;
+      }
     }
     if (!args->groups.empty()) {
-      if (Status s = WriteGroups(*r, args->groups); !s.ok()) { spdlog::error("{}", s.message()); *exit_code = 1; return; }
+      if (Status s = baseline::WriteGroups(*r, args->groups); !s.ok()) {
+        spdlog::error("{}", s.message());
+        *exit_code = 1;
+        return;
+      }
     }
     const auto& j = r->join;
     const double pps = r->total_seconds > 0 ? r->records / r->total_seconds : 0;

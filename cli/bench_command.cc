@@ -97,15 +97,15 @@ int BenchDocModel(const std::string& input, uint64_t max_records, int repeat) {
 
 // Routing cost per page against a map: Home() alone (the baseline) and full RouteMachines().
 int BenchRoute(const std::string& map_path, const std::string& input, uint64_t max_records, int repeat) {
-  auto map = PartitionMap::Load(map_path);
+  auto map = partitioner::PartitionMap::Load(map_path);
   if (!map.ok()) { spdlog::error("{}", map.status().message()); return 1; }
-  CrawlSampleOptions so;
+  partitioner::CrawlSampleOptions so;
   so.signer.signer = map->signer_options();
   so.signer.keep = [&, n = uint64_t{0}](const CrawlRecord&) mutable { return n++ < max_records; };
-  auto sample = SampleCrawl(input, so);
+  auto sample = partitioner::SampleCrawl(input, so);
   if (!sample.ok()) { spdlog::error("{}", sample.status().message()); return 1; }
   const auto feature = map->proto().feature();
-  const LengthSample& s = sample->sample;
+  const partitioner::LengthSample& s = sample->sample;
   uint64_t sink = 0;
   auto t0 = Clock::now();
   for (int rep = 0; rep < repeat; ++rep) {

@@ -155,8 +155,8 @@ Status Tier2Bench::Recompute(size_t end, double* seconds) {
   sets.reserve(latest.size());
   for (const auto& [u, i] : latest) sets.emplace_back(sigs_[i].shingles().begin(), sigs_[i].shingles().end());
   const auto t0 = Clock::now();
-  AllPairsStats st;
-  ExactAllPairs(std::move(sets), {.threshold = r_.threshold, .threads = 1}, &st);
+  baseline::AllPairsStats st;
+  baseline::ExactAllPairs(std::move(sets), {.threshold = r_.threshold, .threads = 1}, &st);
   *seconds = Since(t0);
   return Status::Ok();
 }

@@ -12,18 +12,20 @@ void RegisterExperiment(CLI::App& app, int* exit_code) {
   struct Named {
     const char* name;
     const char* help;
-    Status (*run)(const PartitionExperimentOptions&);
+    Status (*run)(const experiments::PartitionExperimentOptions&);
   };
   static const Named kExperiments[] = {
-      {"imbalance", "Fig. 4: load imbalance of 1D, 2D and 3D maps by machine count", RunImbalanceFigure},
+      {"imbalance", "Fig. 4: load imbalance of 1D, 2D and 3D maps by machine count", experiments::RunImbalanceFigure},
       {"communication", "Fig. 5: communication avoided by 3D routing, both modes, by machines and threshold",
-       RunCommunicationFigure},
-      {"stability", "Section 6.1: CV of the imbalance over ten samples after training on another", RunStabilityExperiment},
-      {"recall", "Share of the exact baseline's pairs lost to routing, per rho and for the exact mode", RunRoutingRecall},
+       experiments::RunCommunicationFigure},
+      {"stability", "Section 6.1: CV of the imbalance over ten samples after training on another",
+       experiments::RunStabilityExperiment},
+      {"recall", "Share of the exact baseline's pairs lost to routing, per rho and for the exact mode",
+       experiments::RunRoutingRecall},
   };
   for (const Named& e : kExperiments) {
     auto* cmd = exp->add_subcommand(e.name, e.help);
-    auto o = std::make_shared<PartitionExperimentOptions>();
+    auto o = std::make_shared<experiments::PartitionExperimentOptions>();
     cmd->add_option("--input", o->input, "crawl JSON Lines")->required();
     cmd->add_option("--csv", o->csv, "CSV to write")->required();
     cmd->add_option("--machines", o->machines, "machine counts")->capture_default_str();

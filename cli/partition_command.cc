@@ -26,7 +26,7 @@ std::string NumberList(const std::vector<double>& v) {
   return s + "]";
 }
 
-std::string EvaluationJson(const MapEvaluation& e) {
+std::string EvaluationJson(const partitioner::MapEvaluation& e) {
   std::string s = "{\"pages\":" + std::to_string(e.pages) + ",\"pages_per_machine\":" + NumberList(e.machine_pages);
   AppendJsonField(&s, "imbalance", e.imbalance);
   AppendJsonField(&s, "communication_reduction", e.communication_reduction);
@@ -48,9 +48,9 @@ Status WriteText(const std::string& path, const std::string& text) {
 
 // How to sample a crawl for a map: signatures as `signer` makes them, reading and threads from
 // the shared options.
-CrawlSampleOptions SampleOptions(const ResolvedOptions& shared, const SignerOptions& signer, double rate,
-                                 const char* label) {
-  CrawlSampleOptions so;
+partitioner::CrawlSampleOptions SampleOptions(const ResolvedOptions& shared, const SignerOptions& signer,
+                                              double rate, const char* label) {
+  partitioner::CrawlSampleOptions so;
   so.signer.signer = signer;
   so.signer.reader = shared.reader;
   so.signer.threads = shared.threads;
@@ -76,10 +76,11 @@ int RunBuild(const BuildArgs& a) {
   if (!shared.ok()) return FailByCode(shared.status());
   if (a.routing != "exact" && a.routing != "rho") return FailByCode(InvalidArgument("--routing must be exact or rho"));
   // --dims and --shingle-k decide the signatures.
-  auto sample = SampleCrawl(a.input, SampleOptions(*shared, shared->signer, a.sample_rate, "partition build: sample"));
+  auto sample = partitioner::SampleCrawl(
+      a.input, SampleOptions(*shared, shared->signer, a.sample_rate, "partition build: sample"));
   if (!sample.ok()) return FailByCode(sample.status());
-  const RhoEstimate est = EstimateRho(sample->sample, a.rho_percentile);
-  MapBuildOptions b;
+  const partitioner::RhoEstimate est = partitioner::EstimateRho(sample->sample, a.rho_percentile);
+  partitioner::MapBuildOptions b;
   b.dims = static_cast<uint32_t>(shared->signer.dims);
   b.machines = a.machines;
   b.threshold = shared->threshold;
@@ -92,10 +93,10 @@ int RunBuild(const BuildArgs& a) {
   } else {
     try { b.rho = std::stod(a.rho); } catch (...) { return FailByCode(InvalidArgument("--rho must be a number >= 1 or auto")); }
   }
-  auto map = BuildPartitionMap(sample->sample, b);
+  auto map = partitioner::BuildPartitionMap(sample->sample, b);
   if (!map.ok()) return FailByCode(map.status());
   if (Status s = map->Save(a.out); !s.ok()) return FailByCode(s);
-  const MapEvaluation e = EvaluateMap(*map, sample->sample);
+  const partitioner::MapEvaluation e = partitioner::EvaluateMap(*map, sample->sample);
   std::string r = "{\"map\":";
   AppendJsonString(&r, a.out);
   r += ",\"dims\":" + std::to_string(b.dims) + ",\"machines\":" + std::to_string(b.machines) +
@@ -117,7 +118,7 @@ int RunBuild(const BuildArgs& a) {
 }
 
 int RunRoute(const std::string& map_path, const std::string& input, const SharedOptions& shared_args) {
-  auto map = PartitionMap::Load(map_path);
+  auto map = partitioner::PartitionMap::Load(map_path);
   if (!map.ok()) return FailByCode(map.status());
   auto shared = ResolveShared(shared_args);
   if (!shared.ok()) return FailByCode(shared.status());
@@ -157,15 +158,15 @@ struct RebalanceArgs {
 };
 
 int RunRebalance(const RebalanceArgs& a) {
-  auto old_map = PartitionMap::Load(a.map);
+  auto old_map = partitioner::PartitionMap::Load(a.map);
   if (!old_map.ok()) return FailByCode(old_map.status());
   auto shared = ResolveShared(a.shared);
   if (!shared.ok()) return FailByCode(shared.status());
   const SignerOptions signer = old_map->signer_options();
-  auto sample = SampleCrawl(a.input, SampleOptions(*shared, signer, a.sample_rate, "rebalance: sample"));
+  auto sample = partitioner::SampleCrawl(a.input, SampleOptions(*shared, signer, a.sample_rate, "rebalance: sample"));
   if (!sample.ok()) return FailByCode(sample.status());
-  auto r = Rebalance(*old_map, sample->sample,
-                     {.max_move = a.max_move, .target_imbalance = a.target});
+  auto r = partitioner::Rebalance(*old_map, sample->sample,
+                                  {.max_move = a.max_move, .target_imbalance = a.target});
   if (!r.ok()) return FailByCode(r.status());
   if (Status s = r->map.Save(a.out); !s.ok()) return FailByCode(s);
   // The plan: aggregated cell moves from the sample, or every moving page of a resident set.
@@ -182,7 +183,8 @@ int RunRebalance(const RebalanceArgs& a) {
       plan += "}\n";
     }
   } else {
-    auto resident = SampleCrawl(a.resident, SampleOptions(*shared, signer, 1.0, "rebalance: resident set"));
+    auto resident =
+        partitioner::SampleCrawl(a.resident, SampleOptions(*shared, signer, 1.0, "rebalance: resident set"));
     if (!resident.ok()) return FailByCode(resident.status());
     const auto feature = old_map->proto().feature();
     for (size_t i = 0; i < resident->sample.size(); ++i) {

@@ -30,12 +30,12 @@ int Fail(const Status& s, int code = 1) {
 // map and the shards it reads.
 class StoreSignatures : public tier1::SignatureSource {
  public:
-  StoreSignatures(PartitionMap map, std::unique_ptr<pipeline::ShardSet> shards)
+  StoreSignatures(partitioner::PartitionMap map, std::unique_ptr<pipeline::ShardSet> shards)
       : map_(std::move(map)), shards_(std::move(shards)), read_(map_, *shards_) {}
   StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t cell) override { return read_.Fetch(url, cell); }
 
  private:
-  PartitionMap map_;
+  partitioner::PartitionMap map_;
   std::unique_ptr<pipeline::ShardSet> shards_;
   pipeline::ShardSetSignatures read_;
 };
@@ -158,11 +158,11 @@ void RegisterAccuracyCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--groups", a->system, "groups of neardup run --out")->required();
   cmd->add_option("--baseline", a->baseline, "groups of neardup baseline --groups")->required();
   cmd->callback([a, exit_code] {
-    auto sys = ReadGroupsJsonl(a->system);
+    auto sys = experiments::ReadGroupsJsonl(a->system);
     if (!sys.ok()) { *exit_code = Fail(sys.status()); return; }
-    auto base = ReadGroupsJsonl(a->baseline);
+    auto base = experiments::ReadGroupsJsonl(a->baseline);
     if (!base.ok()) { *exit_code = Fail(base.status()); return; }
-    const GroupingAccuracy r = CompareGroupings(*sys, *base);
+    const experiments::GroupingAccuracy r = experiments::CompareGroupings(*sys, *base);
     std::printf("{\"pages\":%llu,\"only_system\":%llu,\"only_baseline\":%llu,\"system_pairs\":%llu,"
                 "\"baseline_pairs\":%llu,\"common_pairs\":%llu,\"rep\":%.6f,\"rer\":%.6f}\n",
                 (unsigned long long)r.pages, (unsigned long long)r.only_system, (unsigned long long)r.only_baseline,

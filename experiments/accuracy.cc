@@ -5,7 +5,7 @@
 
 #include <simdjson.h>
 
-namespace neardup {
+namespace neardup::experiments {
 namespace {
 
 uint64_t Pairs(uint64_t n) { return n * (n - 1) / 2; }
@@ -63,4 +63,4 @@ StatusOr<Grouping> ReadGroupsJsonl(const std::string& path) {
   return out;
 }
 
-}  // namespace neardup
+}  // namespace neardup::experiments

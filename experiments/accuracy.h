@@ -22,7 +22,7 @@
 
 #include "common/status.h"
 
-namespace neardup {
+namespace neardup::experiments {
 
 // url -> group label.
 using Grouping = std::unordered_map<std::string, std::string>;
@@ -45,4 +45,4 @@ GroupingAccuracy CompareGroupings(const Grouping& system, const Grouping& baseli
 // InvalidArgument naming the line for a line without url or group.
 StatusOr<Grouping> ReadGroupsJsonl(const std::string& path);
 
-}  // namespace neardup
+}  // namespace neardup::experiments

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
-namespace neardup {
+namespace neardup::experiments {
 namespace {
 
 TEST(Accuracy, IdenticalGroupingsHaveNoError) {
@@ -78,4 +78,4 @@ TEST(Accuracy, ReadsGroupFilesAndSkipsUncrawledTargets) {
 }
 
 }  // namespace
-}  // namespace neardup
+}  // namespace neardup::experiments

@@ -15,7 +15,16 @@
 #include "baseline/all_pairs.h"
 #include "partitioner/map_builder.h"
 
-namespace neardup {
+namespace neardup::experiments {
+
+using partitioner::BuildPartitionMap;
+using partitioner::EvaluateMap;
+using partitioner::Imbalance;
+using partitioner::LengthSample;
+using partitioner::MapBuildOptions;
+using partitioner::MapEvaluation;
+using partitioner::PartitionMap;
+
 namespace {
 
 constexpr int kSignDims = 6;  // folds exactly onto 1, 2 and 3 dimensions
@@ -332,8 +341,9 @@ Status RunRoutingRecall(const PartitionExperimentOptions& o) {
   ASSIGN_OR_RETURN(Corpus c, LoadCorpus(o, o.input, true));
   const LengthSample s = Fold(c, 3);
   std::vector<std::vector<uint64_t>> sets = std::move(c.sets);
-  AllPairsStats st;
-  const std::vector<SimilarPair> pairs = ExactAllPairs(std::move(sets), {.threshold = o.threshold, .threads = o.threads}, &st);
+  baseline::AllPairsStats st;
+  const std::vector<baseline::SimilarPair> pairs =
+      baseline::ExactAllPairs(std::move(sets), {.threshold = o.threshold, .threads = o.threads}, &st);
   spdlog::info("recall: {} baseline pairs at t={}", pairs.size(), o.threshold);
   std::ofstream csv;
   RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "routing,rho,machines,threshold,pairs,lost,lost_share,machines_contacted"));
@@ -348,7 +358,7 @@ Status RunRoutingRecall(const PartitionExperimentOptions& o) {
                                                                   o)));
     const auto feature = map.proto().feature();
     uint64_t lost = 0;
-    for (const SimilarPair& p : pairs) {
+    for (const baseline::SimilarPair& p : pairs) {
       // p.b was seen later: it is the page being routed, p.a is resident.
       map.RouteCells(s.Vector(p.b, feature), &cells);
       if (!std::binary_search(cells.begin(), cells.end(), map.Home(s.Vector(p.a, feature)))) ++lost;
@@ -364,4 +374,4 @@ Status RunRoutingRecall(const PartitionExperimentOptions& o) {
   return Status::Ok();
 }
 
-}  // namespace neardup
+}  // namespace neardup::experiments

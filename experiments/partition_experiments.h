@@ -13,7 +13,7 @@
 #include "common/status.h"
 #include "document/crawl_signer.h"
 
-namespace neardup {
+namespace neardup::experiments {
 
 struct PartitionExperimentOptions {
   std::string input;                     // crawl JSON Lines
@@ -56,4 +56,4 @@ Status RunStabilityExperiment(const PartitionExperimentOptions& o);
 // mode, the share of pairs whose earlier page's home is not among the later page's routed cells.
 Status RunRoutingRecall(const PartitionExperimentOptions& o);
 
-}  // namespace neardup
+}  // namespace neardup::experiments

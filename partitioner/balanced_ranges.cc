@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-namespace neardup {
+namespace neardup::partitioner {
 namespace {
 
 constexpr uint64_t kMaxValue = std::numeric_limits<uint64_t>::max();
@@ -220,4 +220,4 @@ double ImbalanceFactor(std::span<const ValueRange> ranges) {
   return total > 0.0 ? heaviest / (total / static_cast<double>(ranges.size())) : 1.0;
 }
 
-}  // namespace neardup
+}  // namespace neardup::partitioner

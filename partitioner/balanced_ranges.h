@@ -30,7 +30,7 @@
 
 #include "common/status.h"
 
-namespace neardup {
+namespace neardup::partitioner {
 
 // One observation of the distribution: `value` carries `weight` (pages, emails, bytes...).
 struct WeightedValue {
@@ -92,4 +92,4 @@ size_t FindRange(std::span<const ValueRange> ranges, uint64_t value);
 // Thread safety: pure. O(S).
 double ImbalanceFactor(std::span<const ValueRange> ranges);
 
-}  // namespace neardup
+}  // namespace neardup::partitioner

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <random>
 
-namespace neardup {
+namespace neardup::partitioner {
 namespace {
 
 using ::testing::ElementsAre;
@@ -424,4 +424,4 @@ TEST(BalanceRanges, AMillionPageLengthsWithTau) {
 }
 
 }  // namespace
-}  // namespace neardup
+}  // namespace neardup::partitioner

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <unordered_map>
 
-namespace neardup {
+namespace neardup::partitioner {
 
 bool InSample(std::string_view url, double sample_rate) {
   if (sample_rate >= 1) return true;
@@ -53,4 +53,4 @@ StatusOr<CrawlSample> SampleCrawl(const std::string& input, const CrawlSampleOpt
   return out;
 }
 
-}  // namespace neardup
+}  // namespace neardup::partitioner

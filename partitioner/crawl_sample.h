@@ -14,7 +14,7 @@
 #include "document/crawl_signer.h"
 #include "partitioner/length_sample.h"
 
-namespace neardup {
+namespace neardup::partitioner {
 
 struct CrawlSampleOptions {
   CrawlSignerOptions signer;   // signer.signer.dims decides the sample's dimensions
@@ -32,4 +32,4 @@ StatusOr<CrawlSample> SampleCrawl(const std::string& input, const CrawlSampleOpt
 // True when `url` belongs to a sample of the given rate.
 bool InSample(std::string_view url, double sample_rate);
 
-}  // namespace neardup
+}  // namespace neardup::partitioner

@@ -2,7 +2,7 @@
 
 #include <numeric>
 
-namespace neardup {
+namespace neardup::partitioner {
 
 void LengthSample::Add(const PageFeatures& f) { Add(f.length_vector, f.shingle_vector); }
 
@@ -13,4 +13,4 @@ void LengthSample::Add(std::span<const uint32_t> word_lengths, std::span<const u
   shingle_count_.push_back(std::accumulate(shingle_counts.begin(), shingle_counts.end(), 0u));
 }
 
-}  // namespace neardup
+}  // namespace neardup::partitioner

@@ -15,7 +15,7 @@
 #include "document/signature.h"
 #include "proto/partition.pb.h"
 
-namespace neardup {
+namespace neardup::partitioner {
 
 class LengthSample {
  public:
@@ -41,4 +41,4 @@ class LengthSample {
   std::vector<uint32_t> word_count_, shingle_count_;
 };
 
-}  // namespace neardup
+}  // namespace neardup::partitioner

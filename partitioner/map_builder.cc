@@ -7,7 +7,7 @@
 
 #include "partitioner/balanced_ranges.h"
 
-namespace neardup {
+namespace neardup::partitioner {
 
 pb::PartitionMap::Feature FeatureFor(pb::PartitionMap::Routing routing) {
   return routing == pb::PartitionMap::EXACT_L1 ? pb::PartitionMap::SHINGLE_COUNTS : pb::PartitionMap::WORD_LENGTHS;
@@ -423,4 +423,4 @@ RhoEstimate EstimateRho(const LengthSample& sample, double percentile) {
   return r;
 }
 
-}  // namespace neardup
+}  // namespace neardup::partitioner

@@ -22,7 +22,7 @@
 #include "partitioner/length_sample.h"
 #include "partitioner/partition_map.h"
 
-namespace neardup {
+namespace neardup::partitioner {
 
 struct MapBuildOptions {
   uint32_t dims = 3;
@@ -137,4 +137,4 @@ struct RhoEstimate {
 // percentile in (0, 100]. delta and epsilon are capped at 0.95 so rho stays finite.
 RhoEstimate EstimateRho(const LengthSample& sample, double percentile);
 
-}  // namespace neardup
+}  // namespace neardup::partitioner

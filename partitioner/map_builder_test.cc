@@ -8,7 +8,7 @@
 #include <numeric>
 #include <random>
 
-namespace neardup {
+namespace neardup::partitioner {
 namespace {
 
 // A spiky, skewed sample like the paper's Fig. 1: a log-normal body plus one big spike.
@@ -263,4 +263,4 @@ TEST(EstimateRho, FromKnownDeviations) {
 }
 
 }  // namespace
-}  // namespace neardup
+}  // namespace neardup::partitioner

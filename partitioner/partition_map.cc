@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace neardup {
+namespace neardup::partitioner {
 
 PartitionMap::PartitionMap(pb::PartitionMap proto) : proto_(std::move(proto)) {
   nodes_.reserve(static_cast<size_t>(proto_.slice_size()));
@@ -201,4 +201,4 @@ void PartitionMap::RouteMachines(std::span<const uint32_t> v, std::vector<uint32
   }
 }
 
-}  // namespace neardup
+}  // namespace neardup::partitioner

@@ -30,7 +30,7 @@
 #include "document/signature.h"
 #include "proto/partition.pb.h"
 
-namespace neardup {
+namespace neardup::partitioner {
 
 inline constexpr uint32_t kPartitionMapFormat = 1;
 
@@ -82,4 +82,4 @@ class PartitionMap {
   std::vector<Node> nodes_;
 };
 
-}  // namespace neardup
+}  // namespace neardup::partitioner

@@ -11,7 +11,7 @@
 #include "document/signature.h"
 #include "partitioner/map_builder.h"
 
-namespace neardup {
+namespace neardup::partitioner {
 namespace {
 
 using ::testing::ElementsAre;
@@ -176,4 +176,4 @@ TEST(PartitionMap, ExactModeNeverLosesASimilarPair) {
 }
 
 }  // namespace
-}  // namespace neardup
+}  // namespace neardup::partitioner

@@ -6,7 +6,7 @@
 
 #include "partitioner/map_builder.h"
 
-namespace neardup {
+namespace neardup::partitioner {
 namespace {
 
 std::vector<double> Loads(const std::vector<double>& cell_weight, const std::vector<uint32_t>& machine_of, uint32_t machines) {
@@ -129,4 +129,4 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
   return r;
 }
 
-}  // namespace neardup
+}  // namespace neardup::partitioner

@@ -21,7 +21,7 @@
 #include "partitioner/length_sample.h"
 #include "partitioner/partition_map.h"
 
-namespace neardup {
+namespace neardup::partitioner {
 
 struct RebalanceOptions {
   double max_move = 0.1;          // share of pages step 1 may move
@@ -47,4 +47,4 @@ struct RebalanceResult {
 // empty sample.
 StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSample& fresh, const RebalanceOptions& options);
 
-}  // namespace neardup
+}  // namespace neardup::partitioner

@@ -6,7 +6,7 @@
 
 #include "partitioner/map_builder.h"
 
-namespace neardup {
+namespace neardup::partitioner {
 namespace {
 
 // Pages whose words split evenly over `dims` sub-dictionaries around a log-normal length.
@@ -78,4 +78,4 @@ TEST(Rebalance, RefusesAnIncompatibleSample) {
 }
 
 }  // namespace
-}  // namespace neardup
+}  // namespace neardup::partitioner

@@ -286,7 +286,7 @@ class Pipeline {
   std::string dir_;
   StoreLayout layout_;
   bool temporary_ = false;
-  std::optional<PartitionMap> map_;
+  std::optional<partitioner::PartitionMap> map_;
   std::vector<uint64_t> expected_postings_;  // per shard, estimated from the map's sample (when built here)
   std::unique_ptr<ShardSet> shards_;
   size_t P() const { return shards_->size(); }
@@ -391,12 +391,12 @@ Status Pipeline::Setup() {
     params_ = *stored;
     RETURN_IF_ERROR(CheckGivenParams(params_, requested, o_.given, dir_));
     ApplyParams(params_, &config_, &threshold_, &signer_);
-    ASSIGN_OR_RETURN(map_, PartitionMap::Load(layout_.map()));
+    ASSIGN_OR_RETURN(map_, partitioner::PartitionMap::Load(layout_.map()));
     if (MapDigest(*map_) != params_.map_digest()) {
       return Corruption("pipeline: " + layout_.map() + " is not the partition map store " + dir_ + " recorded");
     }
     if (!o_.map.empty()) {
-      ASSIGN_OR_RETURN(PartitionMap given, PartitionMap::Load(o_.map));
+      ASSIGN_OR_RETURN(partitioner::PartitionMap given, partitioner::PartitionMap::Load(o_.map));
       if (MapDigest(given) != params_.map_digest()) {
         return FailedPrecondition(fmt::format("pipeline: store {} serves its own partition map (generation {}); --map {} "
                                               "is another map, and a store's map changes only by a rebalance",
@@ -450,7 +450,7 @@ Status Pipeline::Setup() {
 
 Status Pipeline::OpenMap() {
   const std::string kept = layout_.map();
-  auto fits = [&](const PartitionMap& m, const std::string& what) -> Status {
+  auto fits = [&](const partitioner::PartitionMap& m, const std::string& what) -> Status {
     RETURN_IF_ERROR(CheckMapFits(m, params_, what));
     if (o_.given.count("shards") && m.machines() != params_.shards()) {
       return FailedPrecondition(fmt::format("partition map {} has {} shards, but {} asks for {}", what, m.machines(),
@@ -459,11 +459,11 @@ Status Pipeline::OpenMap() {
     return Status::Ok();
   };
   if (!o_.map.empty()) {
-    ASSIGN_OR_RETURN(map_, PartitionMap::Load(o_.map));
+    ASSIGN_OR_RETURN(map_, partitioner::PartitionMap::Load(o_.map));
     RETURN_IF_ERROR(fits(*map_, o_.map));
   } else if (fs::exists(kept)) {
     // Left by a start that committed nothing: used if it fits this run's parameters.
-    ASSIGN_OR_RETURN(map_, PartitionMap::Load(kept));
+    ASSIGN_OR_RETURN(map_, partitioner::PartitionMap::Load(kept));
     if (Status f = fits(*map_, kept); !f.ok() || map_->machines() != params_.shards()) {
       spdlog::info("pipeline: {} was left by a start that committed nothing and fits other parameters: built anew", kept);
       map_.reset();
@@ -478,14 +478,14 @@ Status Pipeline::OpenMap() {
     return Status::Ok();
   }
   const pb::PipelineConfig& pc = config_.pipeline();
-  CrawlSampleOptions so;
+  partitioner::CrawlSampleOptions so;
   so.signer.signer = signer_;
   so.signer.reader = o_.reader;
   so.signer.reader.quiet_bad_lines = true;  // the run reports them, once
   so.signer.threads = o_.threads;
   so.sample_rate = pc.map_sample_rate();
-  ASSIGN_OR_RETURN(CrawlSample sample, SampleCrawl(o_.input, so));
-  MapBuildOptions mo;
+  ASSIGN_OR_RETURN(partitioner::CrawlSample sample, partitioner::SampleCrawl(o_.input, so));
+  partitioner::MapBuildOptions mo;
   mo.dims = static_cast<uint32_t>(signer_.dims);
   mo.machines = pc.shards();
   mo.threshold = threshold_;
@@ -496,7 +496,7 @@ Status Pipeline::OpenMap() {
   mo.contiguous_machines = true;  // fewer shards per page
   if (sample.sample.size() == 0) {
     // Too small an input for the sample rate: one cell per shard over everything is still exact.
-    LengthSample one(mo.dims);
+    partitioner::LengthSample one(mo.dims);
     std::vector<uint32_t> v(mo.dims, 1);
     one.Add(v, v);
     sample.sample = std::move(one);
@@ -504,7 +504,7 @@ Status Pipeline::OpenMap() {
   // Shards balanced by load, not pages: see PipelineConfig.shard_load_base.
   std::vector<double> page_load(sample.sample.size());
   for (size_t i = 0; i < page_load.size(); ++i) page_load[i] = pc.shard_load_base() + sample.sample.shingle_count(i);
-  ASSIGN_OR_RETURN(map_, BuildPartitionMap(sample.sample, mo, page_load));
+  ASSIGN_OR_RETURN(map_, partitioner::BuildPartitionMap(sample.sample, mo, page_load));
   // Each shard's index is sized for the prefix postings its sampled pages predict, so that it
   // does not rebuild itself larger and larger as the crawl fills it.
   expected_postings_.assign(map_->machines(), 0);

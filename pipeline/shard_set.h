@@ -68,11 +68,11 @@ class ShardSet {
 // shard does not hold, else what ShardSet::Get returns. Thread safety: as ShardSet::Get.
 class ShardSetSignatures : public tier1::SignatureSource {
  public:
-  ShardSetSignatures(const PartitionMap& map, const ShardSet& shards) : map_(map), shards_(shards) {}
+  ShardSetSignatures(const partitioner::PartitionMap& map, const ShardSet& shards) : map_(map), shards_(shards) {}
   StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t home_cell) override;
 
  private:
-  const PartitionMap& map_;
+  const partitioner::PartitionMap& map_;
   const ShardSet& shards_;
 };
 

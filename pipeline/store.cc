@@ -73,7 +73,7 @@ void ApplyParams(const pb::StoreParams& p, pb::NeardupConfig* config, double* th
   signer->dims = static_cast<int>(p.dims());
 }
 
-Status CheckMapFits(const PartitionMap& map, const pb::StoreParams& p, const std::string& what) {
+Status CheckMapFits(const partitioner::PartitionMap& map, const pb::StoreParams& p, const std::string& what) {
   const pb::PartitionMap& m = map.proto();
   auto bad = [&](const char* name, const std::string& have, const std::string& want) {
     return FailedPrecondition(fmt::format("partition map {} was built for {} {}, but the store's {} is {}; build the "
@@ -89,7 +89,7 @@ Status CheckMapFits(const PartitionMap& map, const pb::StoreParams& p, const std
   return Status::Ok();
 }
 
-uint64_t MapDigest(const PartitionMap& map) {
+uint64_t MapDigest(const partitioner::PartitionMap& map) {
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream out(&bytes);
@@ -137,7 +137,7 @@ StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenPa
   out.params = *params;
   RETURN_IF_ERROR(CheckGivenParams(out.params, ParamsFromConfig(*config, *threshold), given, layout.dir));
   ApplyParams(out.params, config, threshold, signer);
-  ASSIGN_OR_RETURN(out.map, PartitionMap::Load(layout.map()));
+  ASSIGN_OR_RETURN(out.map, partitioner::PartitionMap::Load(layout.map()));
   if (MapDigest(*out.map) != out.params.map_digest()) {
     return Corruption("store " + layout.dir + ": " + layout.map() + " is not the partition map the store recorded");
   }

@@ -59,10 +59,10 @@ void ApplyParams(const pb::StoreParams& p, pb::NeardupConfig* config, double* th
 
 // The map was built for these parameters (threshold, k, dims, routing, rho): else
 // FailedPrecondition naming `what` (the map's file), the parameter and both values.
-Status CheckMapFits(const PartitionMap& map, const pb::StoreParams& p, const std::string& what);
+Status CheckMapFits(const partitioner::PartitionMap& map, const pb::StoreParams& p, const std::string& what);
 
 // XXH3-64 of the map's serialized bytes (deterministic serialization).
-uint64_t MapDigest(const PartitionMap& map);
+uint64_t MapDigest(const partitioner::PartitionMap& map);
 
 // Reads the store's parameters. NotFound when the store has none (nothing was ever committed).
 StatusOr<pb::StoreParams> ReadStoreParams(const tier1::GroupStore& store);
@@ -75,7 +75,7 @@ Status WriteStoreParams(tier1::GroupStore* store, const pb::StoreParams& p);
 // with no recorded parameters; Corruption when map.pb is not the map the store recorded.
 struct OpenedStore {
   std::unique_ptr<tier1::GroupStore> groups;
-  std::optional<PartitionMap> map;
+  std::optional<partitioner::PartitionMap> map;
   pb::StoreParams params;
 };
 StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenParams& given, pb::NeardupConfig* config,

@@ -148,7 +148,7 @@ TEST_F(CliTest, BaselineEqualsBruteForceOnGeneratedCrawl) {
     }
     ASSERT_EQ((*reader)->stats().bad_lines, 0u);
   }
-  const auto all = BruteForceAllPairs(sets, 0.5);  // filtered per threshold below
+  const auto all = baseline::BruteForceAllPairs(sets, 0.5);  // filtered per threshold below
   for (double t : {0.5, 0.8, 0.9}) {
     std::set<std::pair<std::string, std::string>> expected;
     // Unordered pairs: the binary orders a pair by first mention (redirect targets included).
