@@ -193,6 +193,9 @@ class Tier1 {
   const GroupStore::Txn::ReadStats& group_reads() const { return txn_.group_reads(); }
 
  private:
+  // Where they are: the group edits (MovePages to RecomputeWinners) in apply.cc, Answer in
+  // query.cc, RepairDue and RepairIn in repair.cc, FetchSignature and CommitWorkingSet in tier1.cc;
+  // Touched is defined in tier1_internal.h.
   struct Touched;
   Status MovePages(GroupStore::Txn& txn, const std::vector<std::string>& pages, uint64_t from, uint64_t to,
                    Touched* touched);

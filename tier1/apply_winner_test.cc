@@ -1,0 +1,205 @@
+// The winners Tier1::Apply (tier1/apply.cc) keeps: market winners beside the default winner, and
+// the incumbent's hysteresis. The winner rules themselves are tested in winner_test.cc; the
+// harness (World, Page, R, ...) is tier1/tier1_test_util.h.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "tier1/tier1.h"
+#include "tier1/tier1_test_util.h"
+
+namespace neardup::tier1 {
+namespace {
+
+// ---- Market winners ----------------------------------------------------------------------------
+
+TEST(Tier1Market, MarketWinnerAndDefaultWinner) {
+  for (bool redirects : {false, true}) {
+    SCOPED_TRACE(redirects ? "with a redirect" : "without redirects");
+    World w;
+    // Same popularity, all static, same length: only MARKET (for "uk") and the URL tie-break
+    // decide. Default winner: the bytewise smallest URL (abc.co.ab); uk winner: the .uk host.
+    const std::string ab = "http://abc.co.ab/x", uk = "http://abc.co.uk/x", com = "http://abc.com/xyz";
+    ASSERT_EQ(ab.size(), uk.size());
+    ASSERT_EQ(uk.size(), com.size());
+    w.Run({Page(uk, R(0, 100), 5, "uk"), Page(ab, R(1, 101), 5, ""), Page(com, R(2, 102), 5, "uk")});
+    if (redirects) w.Run({Redirect("http://r.co.uk/", com, 5)});
+    const uint64_t g = w.GroupOf(uk);
+    ASSERT_EQ(w.GroupOf(ab), g);
+    ASSERT_EQ(w.GroupOf(com), g);
+    const pb::Tier1Group grp = w.Group(g);
+    EXPECT_EQ(grp.winner(), ab);
+    ASSERT_EQ(grp.market_winners_size(), 1);
+    EXPECT_EQ(grp.market_winners(0).market(), "uk");
+    EXPECT_EQ(grp.market_winners(0).url(), uk);
+    // A uk page's status names its market's winner.
+    StatusAnswer a = w.Query(com);
+    EXPECT_EQ(a.status, StatusAnswer::kDuplicate);
+    EXPECT_EQ(a.winner_url, uk);
+    EXPECT_EQ(w.Query(uk).status, StatusAnswer::kWinner);
+    a = w.Query(ab);
+    EXPECT_EQ(a.status, StatusAnswer::kWinner);
+    EXPECT_EQ(a.winner_url, ab);
+    // MARKET comes before POPULARITY: a more popular .com page wins the default winner only.
+    w.Run({Page(com, R(2, 102), 1000, "uk")});
+    const pb::Tier1Group after = w.GroupOfUrl(uk);
+    EXPECT_EQ(after.winner(), com);
+    ASSERT_EQ(after.market_winners_size(), 1);
+    EXPECT_EQ(after.market_winners(0).url(), uk);
+    EXPECT_EQ(w.Query(uk).status, StatusAnswer::kWinner);
+    EXPECT_EQ(w.Query(com).winner_url, uk);
+    EXPECT_EQ(w.Query(ab).winner_url, com);
+    // Back in abc.co.ab's bucket, com keeps the default winner (hysteresis); below it, abc.co.ab
+    // wins again.
+    w.Run({Page(com, R(2, 102), 5, "uk")});
+    EXPECT_EQ(w.GroupOfUrl(uk).winner(), com);
+    w.Run({Page(com, R(2, 102), 1, "uk")});
+    EXPECT_EQ(w.GroupOfUrl(uk).winner(), ab);
+    EXPECT_EQ(w.GroupOfUrl(uk).market_winners(0).url(), uk);
+    // Popularity before MARKET (configured): the popular .com page wins the uk market too, and the
+    // winner's URL is not repeated in the market's record.
+    Tier1Options popularity_first;
+    popularity_first.rules.order = {Rule::kPopularity, Rule::kStatic, Rule::kShorter, Rule::kMarket};
+    World v(popularity_first);
+    v.Run({Page(uk, R(0, 100), 5, "uk"), Page(ab, R(1, 101), 5, ""), Page(com, R(2, 102), 1000, "uk")});
+    const pb::Tier1Group pg = v.GroupOfUrl(uk);
+    EXPECT_EQ(pg.winner(), com);
+    ASSERT_EQ(pg.market_winners_size(), 1);
+    EXPECT_EQ(MarketWinnerUrl(pg, pg.market_winners(0)), com);
+    EXPECT_EQ(pg.market_winners(0).url(), "");
+    EXPECT_EQ(v.Query(uk).status, StatusAnswer::kDuplicate);
+    EXPECT_EQ(v.Query(uk).winner_url, com);
+  }
+}
+
+// With the default configuration MARKET decides first for a market's winner: the market's host
+// wins it although longer; the default winner ignores markets and SHORTER picks the .com page.
+TEST(Tier1Market, DefaultConfigPrefersTheMarketsHost) {
+  World w(Tier1OptionsFromConfig(DefaultConfig().tier1(), 0.9));
+  const std::string com = "http://bbc.com/x", uk = "http://bbc.co.uk/x";
+  w.Run({Page(com, R(0, 100), 5, "uk"), Page(uk, R(1, 101), 5, "uk")});
+  const pb::Tier1Group g = w.GroupOfUrl(com);
+  ASSERT_EQ(w.GroupOf(uk), w.GroupOf(com));
+  EXPECT_EQ(g.winner(), com);
+  ASSERT_EQ(g.market_winners_size(), 1);
+  EXPECT_EQ(g.market_winners(0).market(), "uk");
+  EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), uk);
+  EXPECT_EQ(w.Query(com).winner_url, uk);
+  EXPECT_EQ(w.Query(uk).status, StatusAnswer::kWinner);
+}
+
+// Without hysteresis (with it, the first of pages in one bucket keeps the default winner).
+TEST(Tier1Market, ArrivalOrderGivesSameMarketWinners) {
+  const std::string ab = "http://abc.co.ab/x", uk = "http://abc.co.uk/x", com = "http://abc.com/xyz";
+  const In pab = Page(ab, R(1, 101), 5, ""), puk = Page(uk, R(0, 100), 5, "uk"), pcom = Page(com, R(2, 102), 5, "uk");
+  Tier1Options o;
+  o.rules.hysteresis_buckets = 0;
+  for (const auto& order : std::vector<std::vector<In>>{{pab, puk, pcom}, {pcom, puk, pab}, {puk, pab, pcom}, {pab, pcom, puk}}) {
+    World w(o);
+    for (const In& in : order) w.Run({in});
+    const pb::Tier1Group g = w.GroupOfUrl(uk);
+    EXPECT_EQ(g.winner(), ab);
+    ASSERT_EQ(g.market_winners_size(), 1);
+    EXPECT_EQ(g.market_winners(0).url(), uk);
+  }
+}
+
+// A market new to a group is ranked over every member, also those that neither win nor joined:
+// here the .uk host wins the uk market although it joined without a market, before uk existed.
+TEST(Tier1Market, NewMarketRanksEveryMember) {
+  const std::string ab = "http://abc.co.ab/x", uk = "http://abc.co.uk/x", com = "http://abc.com/xyz";
+  const std::string late = "http://zzz.com/xyz";
+  ASSERT_EQ(ab.size(), uk.size());
+  World w;
+  w.Run({Page(ab, R(1, 101), 5, ""), Page(uk, R(0, 100), 5, ""), Page(com, R(2, 102), 5, "")});
+  ASSERT_EQ(w.GroupOfUrl(ab).market_winners_size(), 0);
+  w.Run({Page(late, R(3, 103), 5, "uk")});
+  const pb::Tier1Group g = w.GroupOfUrl(late);
+  EXPECT_EQ(g.members(), 4u);
+  EXPECT_EQ(g.winner(), ab);
+  ASSERT_EQ(g.market_winners_size(), 1);
+  EXPECT_EQ(g.market_winners(0).url(), uk);
+  // Two pages of new markets joining a group of one in the same batch.
+  World v;
+  v.Run({Page(com, R(2, 102), 5, "")});
+  v.Run({Page(uk, R(0, 100), 5, "uk"), Page("http://abc.co.de/x", R(1, 101), 5, "de")});
+  const pb::Tier1Group h = v.GroupOfUrl(com);
+  EXPECT_EQ(h.members(), 3u);
+  // com, the incumbent, keeps the default winner against pages of its bucket (hysteresis); the
+  // new markets have no incumbent and go to their hosts.
+  EXPECT_EQ(h.winner(), com);
+  ASSERT_EQ(h.market_winners_size(), 2);
+  EXPECT_EQ(h.market_winners(0).market(), "de");
+  EXPECT_EQ(h.market_winners(0).url(), "http://abc.co.de/x");
+  EXPECT_EQ(h.market_winners(1).market(), "uk");
+  EXPECT_EQ(h.market_winners(1).url(), uk);
+  // Without hysteresis the shortest URLs tie and the bytewise smallest wins; the de winner is then
+  // the default winner, whose URL is not repeated.
+  Tier1Options o;
+  o.rules.hysteresis_buckets = 0;
+  World x(o);
+  x.Run({Page(com, R(2, 102), 5, "")});
+  x.Run({Page(uk, R(0, 100), 5, "uk"), Page("http://abc.co.de/x", R(1, 101), 5, "de")});
+  const pb::Tier1Group k = x.GroupOfUrl(com);
+  EXPECT_EQ(k.winner(), "http://abc.co.de/x");
+  ASSERT_EQ(k.market_winners_size(), 2);
+  EXPECT_EQ(MarketWinnerUrl(k, k.market_winners(0)), "http://abc.co.de/x");
+  EXPECT_EQ(k.market_winners(0).url(), "");
+  EXPECT_EQ(k.market_winners(1).url(), uk);
+}
+
+
+// ---- Winner hysteresis -------------------------------------------------------------------------
+
+// Popularity 30 and 31 sit on either side of a bucket edge (buckets 19 and 20 at 4 per doubling).
+// With the default margin of one bucket, the incumbent keeps the group while a page's popularity
+// oscillates across the edge; a challenger more than a bucket above takes over.
+TEST(Tier1Hysteresis, WinnerKeepsItsPlaceWhilePopularityOscillates) {
+  ASSERT_EQ(PopularityBucket(30, 4), 19);
+  ASSERT_EQ(PopularityBucket(31, 4), 20);
+  const std::string w = "http://www.example.com/winner", c = "http://c.com/";  // c is shorter
+  {
+    SCOPED_TRACE("the winner's popularity oscillates");
+    World t;
+    t.Run({Page(w, R(0, 100), 31, "uk"), Page(c, R(1, 101), 30, "uk")});
+    ASSERT_EQ(t.GroupOfUrl(w).winner(), w);
+    const int64_t changes = t.store().rows().Counter("winner_changes");
+    for (int k = 0; k < 6; ++k) {
+      t.Run({Page(w, R(0, 100), k % 2 == 0 ? 30 : 31, "uk")});
+      const pb::Tier1Group g = t.GroupOfUrl(w);
+      EXPECT_EQ(g.winner(), w) << "batch " << k;
+      ASSERT_EQ(g.market_winners_size(), 1);
+      EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), w) << "batch " << k;
+    }
+    EXPECT_EQ(t.store().rows().Counter("winner_changes"), changes);
+    t.Run({Page(c, R(1, 101), 1000, "uk")});
+    const pb::Tier1Group g = t.GroupOfUrl(w);
+    EXPECT_EQ(g.winner(), c);
+    EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), c);
+  }
+  {
+    SCOPED_TRACE("a challenger's popularity oscillates");
+    World t;
+    t.Run({Page(c, R(1, 101), 30, "uk"), Page(w, R(0, 100), 30, "uk")});
+    ASSERT_EQ(t.GroupOfUrl(w).winner(), c);
+    const int64_t changes = t.store().rows().Counter("winner_changes");
+    for (int k = 0; k < 6; ++k) {
+      t.Run({Page(w, R(0, 100), k % 2 == 0 ? 31 : 30, "uk")});
+      const pb::Tier1Group g = t.GroupOfUrl(w);
+      EXPECT_EQ(g.winner(), c) << "batch " << k;
+      ASSERT_EQ(g.market_winners_size(), 1);
+      EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), c) << "batch " << k;
+    }
+    EXPECT_EQ(t.store().rows().Counter("winner_changes"), changes);
+    t.Run({Page(w, R(0, 100), 1000, "uk")});
+    const pb::Tier1Group g = t.GroupOfUrl(w);
+    EXPECT_EQ(g.winner(), w);
+    EXPECT_EQ(MarketWinnerUrl(g, g.market_winners(0)), w);
+  }
+}
+
+}  // namespace
+}  // namespace neardup::tier1

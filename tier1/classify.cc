@@ -1,0 +1,78 @@
+// Tier1::Classify: the fast path (tier1/tier1.h). Decides per page of a batch whether Tier 1
+// keeps it (unchanged, or still similar to its group's representative) or Tier 2 decides.
+#include "tier1/tier1.h"
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tier1/tier1_internal.h"
+
+namespace neardup::tier1 {
+
+Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Route>* routes, std::vector<bool>* changed) {
+  batch_signatures_.clear();
+  RETURN_IF_ERROR(Flush());  // queries' changes first: Classify reads through the working set
+  routes->assign(batch.size(), Route::kTier2);
+  if (changed != nullptr) changed->assign(batch.size(), false);
+  std::unordered_map<std::string_view, size_t> last;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].url.empty()) return InvalidArgument("batch page " + std::to_string(i) + " has no URL");
+    if (batch[i].redirect_to.empty() && batch[i].signature == nullptr) {
+      return InvalidArgument("batch page " + std::to_string(i) + " (" + batch[i].url + ") has neither content nor a redirect");
+    }
+    auto [it, fresh] = last.emplace(batch[i].url, i);
+    if (!fresh) {
+      (*routes)[it->second] = Route::kSuperseded;
+      it->second = i;
+    }
+  }
+  batch_signatures_.clear();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if ((*routes)[i] != Route::kSuperseded && batch[i].redirect_to.empty() && batch[i].signature->shingles_size() > 0) {
+      batch_signatures_[batch[i].url] = batch[i].signature;
+    }
+  }
+  // Only Classify reads them: queries and repairs before Apply must see the stored versions, and
+  // the caller's batch may be gone by then.
+  struct ClearOnExit {
+    std::unordered_map<std::string, const pb::PageSignature*>* m;
+    ~ClearOnExit() { m->clear(); }
+  } clear_on_exit{&batch_signatures_};
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Route& route = (*routes)[i];
+    if (route == Route::kSuperseded) continue;
+    const PageUpdate& u = batch[i];
+    if (!u.redirect_to.empty()) { route = Route::kRedirect; continue; }
+    if (u.signature->shingles_size() == 0) { route = Route::kEmpty; continue; }
+    route = Route::kTier2;
+    ASSIGN_OR_RETURN(const pb::Tier1Page* page, txn_.FindPage(u.url));
+    if (page == nullptr) continue;
+    if (!page->crawled() || !page->redirect_to().empty() || !page->has_signature()) continue;
+    if (page->content_digest() == u.signature->content_digest()) { route = Route::kUnchanged; continue; }
+    if (changed != nullptr) (*changed)[i] = true;
+    if (!options_.fast_path) continue;
+    ASSIGN_OR_RETURN(const pb::Tier1Group* group, txn_.FindGroup(page->group()));
+    if (group == nullptr) continue;
+    // The representative: the winner's signature. When q is the winner, its previous version.
+    StatusOr<pb::PageSignature> rep = NotFound("");
+    if (group->winner() == u.url) {
+      rep = source_->Fetch(u.url, page->home_cell());
+    } else {
+      ASSIGN_OR_RETURN(const pb::Tier1Page* winner_page, txn_.FindPage(group->winner()));
+      if (winner_page == nullptr) continue;
+      rep = FetchSignature(group->winner(), *winner_page);
+    }
+    if (!rep.ok()) {
+      if (rep.status().code() == StatusCode::kNotFound) continue;
+      return rep.status();
+    }
+    double sim = 0;
+    if (Similar(*u.signature, *rep, options_.threshold, &sim)) route = Route::kFastPath;
+  }
+  return Status::Ok();
+}
+
+}  // namespace neardup::tier1
