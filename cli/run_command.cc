@@ -47,7 +47,7 @@ struct ReadOnlyStore {
   std::unique_ptr<StoreSignatures> signatures;
 };
 StatusOr<ReadOnlyStore> OpenStoreForQueries(const std::string& dir, ResolvedOptions* opts) {
-  pipeline::LocalShardSetOptions so;
+  pipeline::ShardSetOptions so;
   so.layout.dir = dir;
   ASSIGN_OR_RETURN(pipeline::OpenedStore opened,
                    pipeline::OpenStoreReadOnly(so.layout, opts->given, &opts->config, &opts->threshold, &opts->signer));

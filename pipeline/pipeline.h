@@ -33,6 +33,9 @@
 // synced before the next batch commits, so only the last batch's can be missing), then goes on
 // after the last committed record; the result is the same as a run that never stopped.
 //
+// The pipeline drives Tier 2 only through a ShardSet (pipeline/shard_set.h), which
+// PipelineOptions::open_shards may supply: the seam a cluster implements over the network.
+//
 // Thread safety: RunPipeline is reentrant; it owns everything it opens.
 #pragma once
 
@@ -43,6 +46,7 @@
 #include "common/status.h"
 #include "document/crawl_reader.h"
 #include "document/signature.h"
+#include "pipeline/shard_set.h"
 #include "pipeline/store.h"
 #include "proto/config.pb.h"
 #include "tier1/group_store.h"
@@ -69,6 +73,9 @@ struct PipelineOptions {
   // The store stopped in the middle of another input: leave that input's rest unread and take this
   // one as the next crawl (refused while a shard still misses that input's last batch).
   bool abandon_interrupted = false;
+  // How the pipeline reaches the store's shards (pipeline/shard_set.h): empty opens them in this
+  // process (OpenLocalShardSet); a cluster passes a set whose shards are served elsewhere.
+  ShardSetOpener open_shards;
 };
 
 struct PipelineSummary {

@@ -73,7 +73,7 @@ StatusOr<pb::PageSignature> ShardSetSignatures::Fetch(const std::string& url, ui
   return shards_.Get(map_.MachineOf(home_cell), url);
 }
 
-StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const LocalShardSetOptions& o) {
+StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const ShardSetOptions& o) {
   if (o.shards == 0) return InvalidArgument("shard set: no shards");
   std::vector<std::unique_ptr<tier2::Shard>> shards(o.shards);
   std::vector<Status> st(o.shards);

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -76,7 +77,8 @@ class ShardSetSignatures : public tier1::SignatureSource {
   const ShardSet& shards_;
 };
 
-struct LocalShardSetOptions {
+// What opening a store's shard set needs, wherever its shards live.
+struct ShardSetOptions {
   StoreLayout layout;           // shard m lives in layout.shard(m)
   pb::NeardupConfig config;     // tier2 and shingle sections (the store's parameters applied)
   uint32_t shards = 0;          // P
@@ -85,7 +87,12 @@ struct LocalShardSetOptions {
   bool read_only = false;       // tier2::ShardOptions::read_only for every shard
 };
 
-// Opens (or creates) the P shards of a store, in parallel (each rebuilds its index from its log).
-StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const LocalShardSetOptions& options);
+// Opens (or creates) the P shards of a store in this process, in parallel (each rebuilds its index
+// from its log). Errors: tier2::Shard::Open's, for the first shard that fails.
+StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const ShardSetOptions& options);
+
+// How a pipeline reaches its shards (PipelineOptions::open_shards): OpenLocalShardSet, or a set
+// whose shards live in other processes. It must return options.shards shards.
+using ShardSetOpener = std::function<StatusOr<std::unique_ptr<ShardSet>>(const ShardSetOptions& options)>;
 
 }  // namespace neardup::pipeline

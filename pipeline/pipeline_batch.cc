@@ -1,0 +1,300 @@
+// One batch through the tiers (steps 2-5 of pipeline/pipeline.h), the shards' background writes,
+// and the last committed batch redone after a crash.
+#include "pipeline/pipeline_internal.h"
+
+namespace neardup::pipeline::internal {
+
+void Pipeline::Retire(std::unique_ptr<Batch> b) {
+  if (b == nullptr) return;
+  std::lock_guard lock(retired_mu_);
+  retired_.push_back(std::move(b));
+}
+
+void Pipeline::DropRetired() {
+  std::vector<std::unique_ptr<Batch>> drop;
+  std::lock_guard lock(retired_mu_);
+  drop.swap(retired_);
+  // (freed here, on return, after the lock)
+}
+
+
+std::vector<std::vector<tier2::ShardPage>> Pipeline::HomePages(const Batch& b, const std::vector<Route>& routes) const {
+  std::vector<std::vector<tier2::ShardPage>> pages(P());
+  for (size_t i = 0; i < b.records.size(); ++i) {
+    const Route r = routes[i];
+    if (r != Route::kFastPath && r != Route::kTier2 && r != Route::kEmpty) continue;
+    pages[map_->MachineOf(b.cell[i])].push_back({&b.signatures[i], true, /*validated=*/true});
+  }
+  return pages;
+}
+
+Status Pipeline::StageOnShards(const std::vector<std::vector<tier2::ShardPage>>& pages, const std::vector<bool>& only) {
+  const auto t0 = SteadyClock::now();
+  Status s = ForEachShard(*stage_pool_, [&](size_t m) -> Status {
+    if (!only.empty() && !only[m]) return Status::Ok();
+    return shards_->Stage(static_cast<uint32_t>(m), pages[m]);
+  }, &sum_.shard_store_seconds);
+  sum_.tier2_stage_seconds += Since(t0);
+  return s;
+}
+
+Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::RepeatedPtrField<pb::Tier2Removal>& removals,
+                               bool publish_only) {
+  std::vector<std::vector<std::string>> removed(P());
+  for (const auto& rm : removals) {
+    if (rm.cell() < map_->cells()) removed[map_->MachineOf(rm.cell())].push_back(rm.url());
+  }
+  const auto t0 = SteadyClock::now();
+  Status s = ForEachShard(*store_pool_, [&](size_t m) -> Status {
+    const uint32_t shard = static_cast<uint32_t>(m);
+    return publish_only ? shards_->Publish(shard, removed[m], number) : shards_->Apply(shard, removed[m], number);
+  }, &sum_.shard_store_seconds);
+  sum_.tier2_apply_seconds += Since(t0);
+  return s;
+}
+
+Status Pipeline::Redo(Batch& b) {
+  // Tier 1 committed this batch; some shards may not have, and its status lines may be lost. The
+  // shards' writes are idempotent.
+  RETURN_IF_ERROR(FinishShardWrites());
+  std::vector<Route> routes(b.records.size(), Route::kTier2);
+  const std::string& stored = progress_.last_batch_routes();
+  if (stored.size() == b.records.size()) {
+    for (size_t i = 0; i < routes.size(); ++i) routes[i] = static_cast<Route>(stored[i]);
+  } else {
+    std::unordered_map<std::string_view, size_t> last;
+    for (size_t i = 0; i < b.records.size(); ++i) {
+      if (b.records[i].is_redirect()) routes[i] = Route::kRedirect;
+      else if (b.signatures[i].shingles_size() == 0) routes[i] = Route::kEmpty;
+      auto [it, fresh] = last.emplace(b.records[i].url, i);
+      if (!fresh) routes[it->second] = Route::kSuperseded, it->second = i;
+    }
+  }
+  if (std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end()) {
+    RETURN_IF_ERROR(StageOnShards(HomePages(b, routes), lagging_));
+    RETURN_IF_ERROR(ApplyToShards(b.number, progress_.last_batch_removals()));
+    sum_.redone_shard_batches += static_cast<uint64_t>(std::count(lagging_.begin(), lagging_.end(), true));
+    lagging_.assign(lagging_.size(), false);
+  }
+  if (status_file_ == nullptr) return Status::Ok();
+  const uint64_t before = sum_.status_lines_rewritten;
+  RETURN_IF_ERROR(WriteStatus(b, routes));
+  for (Route r : routes) sum_.status_lines_rewritten += r != Route::kSuperseded;
+  if (sum_.status_lines_rewritten > before) {
+    spdlog::info("pipeline: wrote the status lines of batch {} again ({} lines)", b.number,
+                 sum_.status_lines_rewritten - before);
+  }
+  return SyncStatusFile();
+}
+
+void Pipeline::StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> routes) {
+  writing_ = std::move(b);
+  writing_routes_ = std::move(routes);
+  const Batch& w = *writing_;
+  std::unordered_set<std::string_view> stored;
+  for (size_t i = 0; i < w.records.size(); ++i) {
+    const Route r = writing_routes_[i];
+    if (r == Route::kFastPath || r == Route::kTier2) {
+      source_->Overlay(w.records[i].url, w.cell[i], &w.signatures[i]);
+      stored.insert(w.records[i].url);
+    }
+    if (r == Route::kEmpty) source_->Overlay(w.records[i].url, w.cell[i], nullptr);
+  }
+  writing_removals_ = progress_.last_batch_removals();
+  for (const auto& rm : writing_removals_) {
+    // A URL this batch stores again keeps its new home; the removal is of its old one.
+    if (!stored.count(rm.url())) source_->Overlay(rm.url(), rm.cell(), nullptr);
+  }
+  {
+    std::lock_guard lock(published_mu_);
+    published_ = false;
+    publish_status_ = Status::Ok();
+  }
+  writer_.Start([this, number = w.number]() -> Status {
+    // The shards answer with the batch once they published it: the next batch may be compared.
+    Status s = ApplyToShards(number, writing_removals_, /*publish_only=*/true);
+    {
+      std::lock_guard lock(published_mu_);
+      published_ = true;
+      publish_status_ = s;
+    }
+    published_cv_.notify_all();
+    RETURN_IF_ERROR(s);
+    // They commit it only once Tier 1's commit of it is durable (meanwhile the next batch is
+    // compared; its Tier 1 commit comes after this one): a restart never finds a shard ahead of
+    // Tier 1.
+    RETURN_IF_ERROR(store_->rows().WaitForWrites());
+    return ForEachShard(*store_pool_, [&](size_t m) { return shards_->Commit(static_cast<uint32_t>(m)); });
+  });
+}
+
+Status Pipeline::AwaitShardsPublished() {
+  if (!writer_.started()) return Status::Ok();
+  const auto t0 = SteadyClock::now();
+  Status s;
+  {
+    std::unique_lock lock(published_mu_);
+    published_cv_.wait(lock, [&] { return published_; });
+    s = publish_status_;
+  }
+  sum_.tier2_apply_wait_seconds += Since(t0);
+  // The shards answer for the batch now: Tier 1 reads its signatures from them again.
+  source_->ClearOverlay();
+  Retire(std::move(writing_));
+  return s;
+}
+
+Status Pipeline::FinishShardWrites() {
+  if (!writer_.started()) return Status::Ok();
+  const auto t0 = SteadyClock::now();
+  Status s = writer_.Wait();
+  sum_.tier2_apply_wait_seconds += Since(t0);
+  source_->ClearOverlay();
+  Retire(std::move(writing_));
+  writing_routes_.clear();
+  writing_removals_.Clear();
+  return s;
+}
+
+Status Pipeline::Process(std::unique_ptr<Batch> batch) {
+  Batch& b = *batch;
+  const size_t n = b.records.size();
+  std::vector<PageUpdate> updates(n);
+  UrlSet pending;
+  for (size_t i = 0; i < n; ++i) {
+    const CrawlRecord& r = b.records[i];
+    PageUpdate& u = updates[i];
+    u.url = r.url;
+    u.redirect_to = r.redirect_to;
+    u.signature = r.is_redirect() ? nullptr : &b.signatures[i];
+    u.home_cell = b.cell[i];
+    u.popularity = r.popularity;
+    u.market = r.market;
+    u.fetched_at_ms = r.fetched_at_ms.value_or(0);
+    pending.insert(r.url);
+  }
+  tier1_->SetPending(std::move(pending));
+  auto t0 = SteadyClock::now();
+  double cpu0 = ThreadCpuSeconds();
+  std::vector<Route> routes;
+  std::vector<bool> changed;
+  RETURN_IF_ERROR(tier1_->Classify(updates, &routes, &changed));
+  sum_.tier1_seconds += Since(t0);
+  sum_.tier1_cpu_seconds += ThreadCpuSeconds() - cpu0;
+  // Tier 2 compares against everything stored so far: the previous batch must be published.
+  RETURN_IF_ERROR(AwaitShardsPublished());
+
+  // Tier 2: each shard compares the pages routed to it.
+  const size_t P = shards_->size();
+  std::vector<std::vector<uint32_t>> index(P);
+  std::vector<std::vector<tier2::ShardPage>> pages(P);
+  for (size_t i = 0; i < n; ++i) {
+    if (routes[i] != Route::kTier2) continue;
+    ++sum_.tier2_pages;
+    if (changed[i]) ++sum_.changed;
+    else ++sum_.new_pages;
+    for (uint32_t m : b.machines[i]) {
+      index[m].push_back(static_cast<uint32_t>(i));
+      pages[m].push_back({&b.signatures[i], m == map_->MachineOf(b.cell[i]), /*validated=*/true});
+      ++sum_.tier2_sends;
+    }
+  }
+  // Pages the fast path kept meet the batch's compared pages in their new versions (their
+  // resident versions are stale for this batch), on the shards that compare some of them.
+  for (size_t i = 0; i < n; ++i) {
+    if (routes[i] != Route::kFastPath) continue;
+    for (uint32_t m : b.machines[i]) {
+      if (pages[m].empty() || pages[m].front().join_only) continue;
+      index[m].push_back(static_cast<uint32_t>(i));
+      pages[m].push_back({&b.signatures[i], false, /*validated=*/true, /*join_only=*/true});
+    }
+  }
+  std::vector<tier2::CompareResult> results(P);
+  t0 = SteadyClock::now();
+  RETURN_IF_ERROR(ForEachShard(*compare_pool_, [&](size_t m) -> Status {
+    if (pages[m].empty()) return Status::Ok();
+    return shards_->Compare(static_cast<uint32_t>(m), pages[m], threshold_, &results[m]);
+  }, &sum_.shard_compare_seconds));
+  sum_.tier2_compare_seconds += Since(t0);
+  Tier2Matches matches;
+  std::set<std::pair<uint32_t, uint32_t>> seen_pairs;
+  for (size_t m = 0; m < P; ++m) {
+    const auto& res = results[m];
+    sum_.tier2_candidates += res.stats.candidates;
+    sum_.tier2_verifications += res.stats.verifications;
+    for (const auto& r : res.resident) matches.resident.push_back({index[m][r.page], r.url, r.similarity});
+    for (const auto& p : res.in_batch) {
+      const uint32_t a = index[m][p.a], bb = index[m][p.b];
+      if (seen_pairs.emplace(std::min(a, bb), std::max(a, bb)).second) {
+        matches.in_batch.push_back({std::min(a, bb), std::max(a, bb), p.similarity});
+      }
+    }
+  }
+  sum_.tier2_pairs += matches.resident.size() + matches.in_batch.size();
+  // Step 5's first half, while Tier 1 applies the batch: the shards prepare the pages they will
+  // store. They store them only once Tier 1 committed the batch (a crash in between leaves the
+  // shards as they were; the staged records past their logs' committed ends are cut at Open).
+  // Tier 1 may commit this batch only once the shards committed the previous one (a restart
+  // finds at most the last committed batch missing from a shard), and the shards stage it only
+  // after that commit (which would wait for the staging): the commits followed Tier 1's of the
+  // previous batch while this one was compared, so this is a short wait, as a rule.
+  RETURN_IF_ERROR(FinishShardWrites());
+  // The previous batch's status lines are durable before this batch commits: after a crash only
+  // the last committed batch's can be missing, and a restart writes those again.
+  RETURN_IF_ERROR(SyncStatusFile());
+  stager_.Start([this, home = HomePages(b, routes)] { return StageOnShards(home, {}); });
+  for (size_t i = 0; i < n; ++i) {
+    switch (routes[i]) {
+      case Route::kUnchanged: ++sum_.unchanged; break;
+      case Route::kFastPath: ++sum_.fast_path, ++sum_.changed; break;
+      case Route::kRedirect: ++sum_.redirects; break;
+      case Route::kEmpty: ++sum_.empty; break;
+      case Route::kSuperseded: ++sum_.superseded; break;
+      case Route::kTier2: break;
+    }
+  }
+
+  // Tier 1 commits the batch with the pipeline's progress.
+  pb::Tier1Progress next = progress_;
+  next.set_records_committed(b.first_record + n);
+  next.set_batches_committed(b.number);
+  next.set_last_batch_first_record(b.first_record);
+  next.clear_last_batch_removals();
+  next.mutable_current()->set_bytes(b.end_offset);
+  next.mutable_current()->set_digest_lo(b.digest_lo);
+  next.mutable_current()->set_digest_hi(b.digest_hi);
+  next.mutable_current()->set_records(b.first_record + n);
+  std::string route_bytes(n, '\0');
+  for (size_t i = 0; i < n; ++i) route_bytes[i] = static_cast<char>(routes[i]);
+  next.set_last_batch_routes(std::move(route_bytes));
+  ApplyOutcome outcome;
+  t0 = SteadyClock::now();
+  cpu0 = ThreadCpuSeconds();
+  Status applied = tier1_->Apply(updates, routes, matches, &next, &outcome);
+  sum_.tier1_seconds += Since(t0);
+  sum_.tier1_cpu_seconds += ThreadCpuSeconds() - cpu0;
+  t0 = SteadyClock::now();
+  Status staged = stager_.Wait();
+  sum_.tier2_stage_wait_seconds += Since(t0);
+  if (applied.ok()) applied = staged;
+  if (!applied.ok()) {
+    for (uint32_t m = 0; m < P; ++m) shards_->Drop(m);  // the shards cut their logs back
+    return applied;
+  }
+  for (const auto& [url, cell] : outcome.tier2_removals) {
+    auto* r = next.add_last_batch_removals();
+    r->set_url(url);
+    r->set_cell(cell);
+  }
+  progress_ = std::move(next);
+  sum_.merges += outcome.merges;
+  sum_.moves += outcome.moves;
+  sum_.new_groups += outcome.new_groups;
+  sum_.redirect_cycles += outcome.redirect_cycles;
+  tier1_->SetPending({});
+
+  StartShardWrites(std::move(batch), std::move(routes));
+  return WriteStatus(*writing_, writing_routes_);
+}
+
+}  // namespace neardup::pipeline::internal

@@ -1,0 +1,288 @@
+// Setting a run up: the store opened and its parameters checked, the partition map, the tiers, a
+// restart from the last committed batch, and an input recorded as consumed.
+#include "pipeline/pipeline_internal.h"
+
+namespace neardup::pipeline::internal {
+
+Status Pipeline::Setup() {
+  if (o_.input.empty()) return InvalidArgument("pipeline: an input crawl is required");
+  if (o_.input == "-") {
+    return InvalidArgument("pipeline: the input must be a file (a store recognises its inputs by their content)");
+  }
+  if (o_.batch_pages == 0) return InvalidArgument("pipeline: batch_pages must be at least 1");
+  config_ = o_.config;
+  threshold_ = o_.threshold;
+  signer_ = o_.signer;
+  // Outputs first: one that cannot be written is refused before any work is done (opened to
+  // append, so that a run refused later leaves an earlier run's file as it was).
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--out", o_.groups_out},
+                                   std::pair<const char*, const std::string&>{"--status-out", o_.status_out}}) {
+    if (path.empty()) continue;
+    std::FILE* f = std::fopen(path.c_str(), "ab");
+    if (f == nullptr) return IoError(fmt::format("pipeline: cannot write {} {}: {}", flag, path, std::strerror(errno)));
+    std::fclose(f);
+  }
+  std::error_code path_ec;
+  input_size_ = fs::file_size(o_.input, path_ec);
+  if (path_ec) return IoError("pipeline: cannot read input " + o_.input + ": " + path_ec.message());
+  // Named by its absolute, normalised path in messages (the store knows it by its content).
+  input_ = fs::weakly_canonical(fs::absolute(o_.input, path_ec), path_ec).string();
+  if (path_ec || input_.empty()) input_ = o_.input;
+  dir_ = o_.store;
+  if (dir_.empty()) {
+    dir_ = (fs::temp_directory_path() / fmt::format("neardup-run-{}-{}", getpid(),
+                                                     SteadyClock::now().time_since_epoch().count())).string();
+    temporary_ = true;
+  }
+  layout_.dir = dir_;
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return IoError("pipeline: cannot create store directory " + dir_ + ": " + ec.message());
+
+  GroupStore::Options go;
+  go.path = layout_.tier1();
+  go.sync = config_.tier1().sync();
+  go.cache_bytes = static_cast<uint64_t>(config_.tier1().cache_mib()) << 20;
+  go.compress = config_.tier1().compress();
+  // Tier 1's commit is inserted and synced by the store's writer thread while the tiers' thread
+  // goes on with the batch's status queries (which see it); the status lines and the shards'
+  // writes wait for it.
+  go.async_writes = true;
+  ASSIGN_OR_RETURN(store_, GroupStore::Open(go));
+  std::string bytes;
+  Status s = store_->rows().Get(store_->meta_family(), "progress", "", &bytes);
+  if (s.ok()) {
+    if (!progress_.ParseFromString(bytes)) return Corruption("pipeline: " + go.path + ": unreadable progress record");
+  } else if (s.code() != StatusCode::kNotFound) {
+    return s;
+  }
+  const pb::StoreParams requested = ParamsFromConfig(config_, threshold_);
+  auto stored = ReadStoreParams(*store_);
+  if (stored.ok()) {
+    // The store's parameters rule; an explicit value that disagrees is refused.
+    params_ = *stored;
+    RETURN_IF_ERROR(CheckGivenParams(params_, requested, o_.given, dir_));
+    ApplyParams(params_, &config_, &threshold_, &signer_);
+    ASSIGN_OR_RETURN(map_, partitioner::PartitionMap::Load(layout_.map()));
+    if (MapDigest(*map_) != params_.map_digest()) {
+      return Corruption("pipeline: " + layout_.map() + " is not the partition map store " + dir_ + " recorded");
+    }
+    if (!o_.map.empty()) {
+      ASSIGN_OR_RETURN(partitioner::PartitionMap given, partitioner::PartitionMap::Load(o_.map));
+      if (MapDigest(given) != params_.map_digest()) {
+        return FailedPrecondition(fmt::format("pipeline: store {} serves its own partition map (generation {}); --map {} "
+                                              "is another map, and a store's map changes only by a rebalance",
+                                              dir_, params_.map_generation(), o_.map));
+      }
+    }
+  } else if (stored.status().code() == StatusCode::kNotFound) {
+    if (progress_.batches_committed() > 0 || progress_.records_committed() > 0) {
+      return FailedPrecondition("pipeline: store " + dir_ +
+                                " was written by an earlier neardup (it records no parameters); build it again into "
+                                "a new --store");
+    }
+    params_ = requested;
+    if (!(threshold_ >= config_.tier2().min_threshold() && threshold_ <= 1)) {
+      return InvalidArgument(fmt::format("pipeline: threshold {} is outside the shards' range [tier2.min_threshold {}, 1]",
+                                         threshold_, config_.tier2().min_threshold()));
+    }
+    RETURN_IF_ERROR(OpenMap());
+    // The first commit: the map file (atomically), then the parameters naming it. A crash in
+    // between leaves a map with no parameters, which the next start checks or rebuilds.
+    params_.set_shards(map_->machines());
+    params_.set_map_generation(map_->proto().generation());
+    params_.set_map_digest(MapDigest(*map_));
+    std::string map_bytes;
+    map_->proto().SerializeToString(&map_bytes);
+    RETURN_IF_ERROR(WriteFileAtomically(FileEnv::Default(), layout_.map(), map_bytes, config_.tier1().sync()));
+    RETURN_IF_ERROR(WriteStoreParams(store_.get(), params_));
+    config_.mutable_pipeline()->set_shards(params_.shards());
+  } else {
+    return stored.status();
+  }
+  // Shards open in parallel: each rebuilds its index from its signature log.
+  ShardSetOptions so;
+  so.layout = layout_;
+  so.config = config_;
+  so.shards = map_->machines();
+  so.expected_postings = expected_postings_;
+  ASSIGN_OR_RETURN(shards_, o_.open_shards ? o_.open_shards(so) : OpenLocalShardSet(so));
+  if (shards_ == nullptr || shards_->size() != so.shards) {
+    return FailedPrecondition("the shard set opened for " + dir_ + " has " +
+                              std::to_string(shards_ == nullptr ? 0 : shards_->size()) + " shards, the map " +
+                              std::to_string(so.shards));
+  }
+  const int P = static_cast<int>(shards_->size());
+  compare_pool_ = std::make_unique<WorkerPool>(P, "nd-shard");
+  stage_pool_ = std::make_unique<WorkerPool>(P, "nd-stage");
+  store_pool_ = std::make_unique<WorkerPool>(P, "nd-store");
+  sum_.shards = map_->machines();
+  sum_.shard_compare_seconds.assign(P, 0);
+  sum_.shard_store_seconds.assign(P, 0);
+  sum_.cells = map_->cells();
+  source_ = std::make_unique<ShardSignatures>(*map_, *shards_);
+  tier1_ = std::make_unique<Tier1>(store_.get(), source_.get(), Tier1OptionsFromConfig(config_.tier1(), threshold_));
+  return Resume();
+}
+
+Status Pipeline::OpenMap() {
+  const std::string kept = layout_.map();
+  auto fits = [&](const partitioner::PartitionMap& m, const std::string& what) -> Status {
+    RETURN_IF_ERROR(CheckMapFits(m, params_, what));
+    if (o_.given.count("shards") && m.machines() != params_.shards()) {
+      return FailedPrecondition(fmt::format("partition map {} has {} shards, but {} asks for {}", what, m.machines(),
+                                            o_.given.at("shards"), params_.shards()));
+    }
+    return Status::Ok();
+  };
+  if (!o_.map.empty()) {
+    ASSIGN_OR_RETURN(map_, partitioner::PartitionMap::Load(o_.map));
+    RETURN_IF_ERROR(fits(*map_, o_.map));
+  } else if (fs::exists(kept)) {
+    // Left by a start that committed nothing: used if it fits this run's parameters.
+    ASSIGN_OR_RETURN(map_, partitioner::PartitionMap::Load(kept));
+    if (Status f = fits(*map_, kept); !f.ok() || map_->machines() != params_.shards()) {
+      spdlog::info("pipeline: {} was left by a start that committed nothing and fits other parameters: built anew", kept);
+      map_.reset();
+    }
+  }
+  if (map_) {
+    const SignerOptions want = map_->signer_options();
+    if (want.dims != signer_.dims || want.k != signer_.k) {
+      return FailedPrecondition(fmt::format("pipeline: the partition map expects dims {} and k {}, the signer has {} and {}",
+                                            want.dims, want.k, signer_.dims, signer_.k));
+    }
+    return Status::Ok();
+  }
+  const pb::PipelineConfig& pc = config_.pipeline();
+  partitioner::CrawlSampleOptions so;
+  so.signer.signer = signer_;
+  so.signer.reader = o_.reader;
+  so.signer.reader.quiet_bad_lines = true;  // the run reports them, once
+  so.signer.threads = o_.threads;
+  so.sample_rate = pc.map_sample_rate();
+  ASSIGN_OR_RETURN(partitioner::CrawlSample sample, partitioner::SampleCrawl(o_.input, so));
+  partitioner::MapBuildOptions mo;
+  mo.dims = static_cast<uint32_t>(signer_.dims);
+  mo.machines = pc.shards();
+  mo.threshold = threshold_;
+  mo.routing = pc.routing() == "rho" ? pb::PartitionMap::RHO_BOX : pb::PartitionMap::EXACT_L1;
+  mo.rho = pc.rho();
+  mo.cells_per_machine = pc.cells_per_shard();
+  mo.shingle_k = static_cast<uint32_t>(signer_.k);
+  mo.contiguous_machines = true;  // fewer shards per page
+  if (sample.sample.size() == 0) {
+    // Too small an input for the sample rate: one cell per shard over everything is still exact.
+    partitioner::LengthSample one(mo.dims);
+    std::vector<uint32_t> v(mo.dims, 1);
+    one.Add(v, v);
+    sample.sample = std::move(one);
+  }
+  // Shards balanced by load, not pages: see PipelineConfig.shard_load_base.
+  std::vector<double> page_load(sample.sample.size());
+  for (size_t i = 0; i < page_load.size(); ++i) page_load[i] = pc.shard_load_base() + sample.sample.shingle_count(i);
+  ASSIGN_OR_RETURN(map_, partitioner::BuildPartitionMap(sample.sample, mo, page_load));
+  // Each shard's index is sized for the prefix postings its sampled pages predict, so that it
+  // does not rebuild itself larger and larger as the crawl fills it.
+  expected_postings_.assign(map_->machines(), 0);
+  const double min_t = config_.tier2().min_threshold();
+  const uint32_t overlap = config_.tier2().prefix_overlap();
+  for (size_t i = 0; i < sample.sample.size(); ++i) {
+    const uint32_t machine = map_->MachineOf(map_->Home(sample.sample.Vector(i, map_->proto().feature())));
+    expected_postings_[machine] += tier2::PrefixLength(sample.sample.shingle_count(i), min_t, overlap);
+  }
+  for (uint64_t& p : expected_postings_) p = static_cast<uint64_t>(static_cast<double>(p) / so.sample_rate);
+  spdlog::info("pipeline: partition map from {} sampled pages: {} cells on {} shards", sample.sample.size(),
+               map_->cells(), map_->machines());
+  return Status::Ok();
+}
+
+Status Pipeline::Resume() {
+  lagging_.assign(P(), false);
+  for (uint32_t s = 0; s < P() && progress_.batches_committed() > 0; ++s) {
+    ASSIGN_OR_RETURN(uint64_t seq, shards_->CommittedBatch(s));
+    if (seq < progress_.batches_committed()) lagging_[s] = true;
+  }
+  const bool lag = std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end();
+  ASSIGN_OR_RETURN(digest_, PrefixDigest::Open(o_.input));
+  auto same = [&](const pb::InputIdentity& id) {
+    uint64_t lo = 0, hi = 0;
+    digest_->Get(&lo, &hi);
+    return digest_->position() == id.bytes() && lo == id.digest_lo() && hi == id.digest_hi();
+  };
+  if (progress_.has_current()) {
+    const pb::InputIdentity& cur = progress_.current();
+    if (input_size_ >= cur.bytes()) RETURN_IF_ERROR(digest_->Advance(cur.bytes()));
+    if (input_size_ >= cur.bytes() && same(cur)) {
+      // The interrupted input again: go on after its last committed batch.
+      resuming_ = true;
+      skip_ = progress_.records_committed();
+      redo_from_ = progress_.last_batch_first_record();
+      spdlog::info("pipeline: resuming {} after {} committed records of {} ({} batches in the store){}", dir_, skip_,
+                   o_.input, progress_.batches_committed(), lag ? "; redoing the last batch's shard writes" : "");
+      return Status::Ok();
+    }
+    if (lag) {
+      return FailedPrecondition(fmt::format(
+          "pipeline: store {}'s last batch, from {}, is not on every shard yet; run neardup run --input {} --store {} "
+          "again first (it redoes that batch from that input)",
+          dir_, cur.name(), cur.name(), dir_));
+    }
+    if (!o_.abandon_interrupted) {
+      return FailedPrecondition(fmt::format(
+          "pipeline: store {} stopped in the middle of {} ({} of its records committed; {} is not that file); run it "
+          "again to finish it, or pass --abandon-interrupted to leave its rest unread and take {} as the next crawl",
+          dir_, cur.name(), progress_.records_committed(), o_.input, o_.input));
+    }
+    spdlog::warn("pipeline: the rest of {} after its {} committed records is left unread", cur.name(),
+                 progress_.records_committed());
+    ASSIGN_OR_RETURN(digest_, PrefixDigest::Open(o_.input));
+  }
+  for (const pb::InputIdentity& done : progress_.consumed()) {
+    if (done.bytes() != input_size_) continue;
+    if (digest_->position() != input_size_) RETURN_IF_ERROR(digest_->Advance(input_size_));
+    if (same(done)) {
+      sum_.already_consumed = done.name();
+      return Status::Ok();
+    }
+  }
+  if (digest_->position() != 0) {
+    ASSIGN_OR_RETURN(digest_, PrefixDigest::Open(o_.input));
+  }
+  // The next crawl: it adds to what the store holds.
+  pb::InputIdentity* cur = progress_.mutable_current();
+  cur->Clear();
+  cur->set_name(input_);
+  progress_.set_records_committed(0);
+  progress_.set_last_batch_first_record(0);
+  progress_.clear_last_batch_routes();
+  skip_ = 0;
+  if (progress_.batches_committed() > 0) {
+    spdlog::info("pipeline: {} is a new input for store {}, which holds {} batches", o_.input, dir_,
+                 progress_.batches_committed());
+  }
+  return Status::Ok();
+}
+
+
+Status Pipeline::RecordInputConsumed() {
+  RETURN_IF_ERROR(digest_->Advance(input_size_));
+  pb::InputIdentity* done = progress_.add_consumed();
+  *done = progress_.current();
+  done->set_bytes(input_size_);
+  uint64_t lo = 0, hi = 0;
+  digest_->Get(&lo, &hi);
+  done->set_digest_lo(lo);
+  done->set_digest_hi(hi);
+  done->set_records(progress_.records_committed());
+  progress_.clear_current();
+  progress_.set_records_committed(0);
+  progress_.set_last_batch_first_record(0);
+  progress_.clear_last_batch_routes();
+  RowBatch b;
+  b.Put(store_->meta_family(), "progress", "", progress_.SerializeAsString());
+  RETURN_IF_ERROR(store_->rows().Write(b));
+  return store_->rows().WaitForWrites();
+}
+
+}  // namespace neardup::pipeline::internal
