@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "storage/fault_env.h"
+#include "tier1/tier1_test_util.h"
 #include "tier1/tier1.h"
 
 namespace neardup::tier1 {
@@ -581,16 +582,6 @@ TEST_F(GroupStoreTest, FailedCommitIsAtomic) {
 }
 
 // The same through Tier 1: a batch whose commit fails leaves the previous state, whole.
-class MapSource : public SignatureSource {
- public:
-  StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t) override {
-    auto it = sigs.find(url);
-    if (it == sigs.end()) return NotFound(url);
-    return it->second;
-  }
-  std::map<std::string, pb::PageSignature> sigs;
-};
-
 pb::PageSignature Sig(const std::string& url, uint64_t lo, uint64_t hi) {
   pb::PageSignature s;
   s.set_url(url);
@@ -599,20 +590,8 @@ pb::PageSignature Sig(const std::string& url, uint64_t lo, uint64_t hi) {
   return s;
 }
 
-// A batch record (content when sig is given, else a redirect).
-PageUpdate Update(const std::string& url, const pb::PageSignature* sig, const std::string& redirect_to = "",
-                  uint32_t home_cell = 0, double popularity = 0) {
-  PageUpdate u;
-  u.url = url;
-  u.signature = sig;
-  u.redirect_to = redirect_to;
-  u.home_cell = home_cell;
-  u.popularity = popularity;
-  return u;
-}
-
 TEST_F(GroupStoreTest, FailedTier1ApplyLeavesThePreviousState) {
-  MapSource source;
+  FakeSource source;
   std::vector<pb::PageSignature> sigs = {Sig("http://a.com/", 0, 100), Sig("http://b.com/", 1, 101),
                                          Sig("http://c.com/", 500, 600)};
   {
