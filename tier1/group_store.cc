@@ -385,12 +385,7 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
         it->second.dirty = false;
       }
     }
-    dirty_pages_.clear();
-    dirty_groups_.clear();
-    members_.clear();
-    redirects_.clear();
-    groups_reserved_ = 0;
-    batch_.Clear();
+    ClearPending();
     ++epoch_;
   } else {
     Discard();
@@ -424,6 +419,10 @@ void GroupStore::Txn::Discard() {
   ClearMemos();
   pages_.clear();
   groups_.clear();
+  ClearPending();
+}
+
+void GroupStore::Txn::ClearPending() {
   dirty_pages_.clear();
   dirty_groups_.clear();
   members_.clear();

@@ -194,6 +194,8 @@ class GroupStore::Txn {
   PageEntry* Cached(uint64_t hash, std::string_view url);
   GroupSlot* CachedGroup(uint64_t group);
   void ClearMemos();
+  // Forgets the changes not yet committed and the write batch (Commit after its write, Discard).
+  void ClearPending();
 
   GroupStore* store_;
   Pages pages_;
