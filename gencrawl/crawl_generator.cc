@@ -16,7 +16,7 @@
 #include "document/shingle.h"
 #include "document/tokenizer.h"
 
-namespace neardup {
+namespace neardup::gencrawl {
 namespace {
 
 // ============================================================================================
@@ -1471,4 +1471,4 @@ Status GenerateCrawl(const CrawlGenOptions& options, std::FILE* crawl, std::FILE
   return g.Emit(crawl, truth, stats);
 }
 
-}  // namespace neardup
+}  // namespace neardup::gencrawl

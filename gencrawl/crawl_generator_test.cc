@@ -20,7 +20,7 @@
 #include "document/shingle.h"
 #include "document/tokenizer.h"
 
-namespace neardup {
+namespace neardup::gencrawl {
 namespace {
 
 struct Output {
@@ -626,4 +626,4 @@ TEST(CrawlGeneratorTest, DISABLED_MillionPages) {
 }
 
 }  // namespace
-}  // namespace neardup
+}  // namespace neardup::gencrawl
