@@ -2,7 +2,7 @@
 // sequence is regenerated when it is written. Page lengths (a log-normal body plus spikes, drifting
 // with the crawl epoch), popularity, the site boilerplate around an article, and the word
 // substitutions ("edit layers") that make near-copies and recrawl edits hit a target Jaccard.
-// The generator's planning (crawl_generator.cc) makes Contents; its output regenerates their
+// The planner (crawl_plan.h and its steps) makes Contents; the crawl writer regenerates their
 // words (BuildWords) for the renderer.
 //
 // Thread safety: LengthModel is immutable; the functions are pure given their Rng.

@@ -1,7 +1,7 @@
 // Rendering: a page's word ids as visible text, either plain (the "text" record) or inside a
 // complete HTML document with head, scripts, styles, markup and entities (the "html" record).
-// The generator's output renders every content record, and the text of a record and of its
-// source to measure the truth file's Jaccard.
+// The crawl writer renders every content record, and the text of a record and of its source to
+// measure the truth file's Jaccard.
 //
 // The layout is a function of the content's seeds and word positions only, never of the format,
 // so html and text carry the same visible words. HTML-only decisions use separate bits or a

@@ -1,6 +1,6 @@
 // The web the crawl visits: hosts (name, market, template seed, boilerplate size, URL styles), the
-// URLs on them, and how a URL is spelled out. The generator's planning (crawl_generator.cc)
-// builds the hosts and URLs and its output spells URLs; the page model and renderer read hosts.
+// URLs on them, and how a URL is spelled out. The planner (crawl_plan.h) builds the hosts and
+// URLs; the page model and renderer read hosts; the crawl writer spells URLs.
 //
 // Thread safety: Sites and UrlSpeller are immutable once built.
 #pragma once
