@@ -99,11 +99,11 @@ Status Tier2Bench::LoadSignatures(uint64_t needed) {
       spdlog::info("bench tier2: generating {} records into {}", records, input);
       std::FILE* f = std::fopen(input.c_str(), "wb");
       if (!f) return IoError("cannot write " + input);
-      CrawlGenOptions g;
+      gencrawl::CrawlGenOptions g;
       g.pages = records;
       g.seed = a_.gen_seed;
       g.shingle_k = r_.signer.k;
-      Status s = GenerateCrawl(g, f, nullptr, nullptr);
+      Status s = gencrawl::GenerateCrawl(g, f, nullptr, nullptr);
       std::fclose(f);
       RETURN_IF_ERROR(s);
       std::ofstream(input + ".done") << "ok\n";

@@ -14,7 +14,7 @@ namespace neardup::cli {
 void RegisterGenCrawl(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("gen-crawl", "Generate a realistic synthetic crawl (deterministic per seed)");
   struct Args {
-    CrawlGenOptions gen;
+    gencrawl::CrawlGenOptions gen;
     std::string out, truth;
   };
   auto args = std::make_shared<Args>();
@@ -39,8 +39,8 @@ void RegisterGenCrawl(CLI::App& app, int* exit_code) {
       if (truth == nullptr) { spdlog::error("cannot write {}: {}", args->truth, std::strerror(errno)); *exit_code = 1; return; }
     }
     Progress progress("gen-crawl");
-    CrawlGenStats stats{};
-    Status s = GenerateCrawl(args->gen, out, truth, &stats);
+    gencrawl::CrawlGenStats stats{};
+    Status s = gencrawl::GenerateCrawl(args->gen, out, truth, &stats);
     int close_rc = out == stdout ? std::fflush(out) : std::fclose(out);
     if (truth != nullptr && truth != stdout) close_rc |= std::fclose(truth);
     if (s.ok() && close_rc != 0) s = IoError("closing the output failed");

@@ -78,7 +78,7 @@
 
 #include "common/status.h"
 
-namespace neardup {
+namespace neardup::gencrawl {
 
 struct CrawlGenOptions {
   uint64_t pages = 10000;    // number of crawl records to emit (including recrawls and redirect records)
@@ -114,4 +114,4 @@ struct CrawlGenStats {
 //                    the files then hold a prefix of the output.
 Status GenerateCrawl(const CrawlGenOptions& options, std::FILE* crawl, std::FILE* truth, CrawlGenStats* stats);
 
-}  // namespace neardup
+}  // namespace neardup::gencrawl

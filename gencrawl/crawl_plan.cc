@@ -1,0 +1,73 @@
+#include "gencrawl/crawl_plan.h"
+
+#include <algorithm>
+
+#include "gencrawl/families.h"
+#include "gencrawl/recrawls.h"
+#include "gencrawl/redirects.h"
+#include "gencrawl/vocabulary.h"
+
+namespace neardup::gencrawl {
+
+PlanBuilder::PlanBuilder(const CrawlGenOptions& o, uint64_t content_pages)
+    : o_(o), rng_(Mix(o.seed, kSaltPlan)), lengths_(o.epoch, o.length_drift) {
+  plan_.sites = BuildSites(o.seed, content_pages, GetVocabulary());
+}
+
+void PlanBuilder::AddContentRec(uint8_t kind, uint32_t url, uint32_t content, uint32_t src, int32_t family,
+                                double popularity_scale) {
+  const uint8_t format = rng_.Chance(o_.html_share) ? kHtml : kText;
+  const double popularity = SamplePopularity(rng_, popularity_scale);
+  const uint32_t time = RandomTime();
+  AddRec(kind, format, url, content, kNone, src, family, popularity, time);
+}
+
+void PlanBuilder::AddUnique() {
+  const uint32_t h = PickHost();
+  const uint32_t url = NewPageUrl(h);
+  const uint32_t c = NewContent(h);
+  AddContentRec(kUnique, url, c, kNone, -1, 10.0);
+}
+
+CrawlPlan PlanCrawl(const CrawlGenOptions& o) {
+  const uint64_t n = o.pages;
+  const uint64_t recrawls = n >= 20 ? (n * 12 + 50) / 100 : 0;
+  const uint64_t redirects = n >= 20 ? (n * 6 + 50) / 100 : 0;
+  const uint64_t content = n - recrawls - redirects;
+  PlanBuilder b(o, content);
+  CrawlPlan& p = b.plan();
+  p.recs.reserve(n);
+  p.urls.reserve(n + n / 8);
+  p.contents.reserve(n);
+
+  // Family sizes: 1 + m members, P(m) ~ m^-2 on 1..100. Start a family with the probability that
+  // puts ~36% of the content pages into families.
+  std::vector<double> size_cdf(100);
+  double acc = 0, mean_num = 0;
+  for (int m = 1; m <= 100; ++m) {
+    const double w = 1.0 / (static_cast<double>(m) * m);
+    acc += w;
+    mean_num += w * m;
+    size_cdf[static_cast<size_t>(m - 1)] = acc;
+  }
+  const double mean_size = 1.0 + mean_num / acc;
+  const double share = 0.36;
+  const double p_family = share / (mean_size * (1.0 - share) + share);
+  while (p.recs.size() < content) {
+    const uint64_t remaining = content - p.recs.size();
+    if (remaining >= 2 && b.rng().Chance(p_family)) {
+      const double u = b.rng().Uniform() * acc;
+      const uint32_t m = static_cast<uint32_t>(std::upper_bound(size_cdf.begin(), size_cdf.end(), u) - size_cdf.begin()) + 1;
+      AddFamily(&b, static_cast<uint32_t>(std::min<uint64_t>(1 + std::min<uint32_t>(m, 100), remaining)));
+    } else {
+      b.AddUnique();
+    }
+  }
+  const uint32_t content_recs = static_cast<uint32_t>(p.recs.size());
+  AddRedirects(&b, redirects, content_recs);
+  AddRecrawls(&b, recrawls, content_recs);
+  while (p.recs.size() < n) b.AddUnique();  // tiny corpora: too few recrawl candidates
+  return b.Finish();
+}
+
+}  // namespace neardup::gencrawl
