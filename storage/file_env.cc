@@ -139,9 +139,10 @@ class PosixEnv final : public FileEnv {
     const int fd = shared ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC) : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return Errno("open " + path);
     if (::flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
-      Status s = Errno("lock " + path);
+      const int e = errno;
       ::close(fd);
-      return s;
+      if (e == EWOULDBLOCK) return FailedPrecondition(path + " is locked by another holder");
+      return Errno("lock " + path, e);
     }
     return std::unique_ptr<FileLock>(new PosixLock(fd));
   }

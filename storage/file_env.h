@@ -82,7 +82,8 @@ class FileEnv {
   virtual Status ListDir(const std::string& dir, std::vector<std::string>* names) = 0;
   virtual bool Exists(const std::string& path) = 0;
   // Locks the file at `path` for this process: exclusive (the file is created when missing) or
-  // shared (it must exist). IoError, naming the path, when another holder has it.
+  // shared (it must exist). FailedPrecondition, naming the path, when another holder has it
+  // (exclusive against any, shared against an exclusive one); IoError when it cannot be opened.
   virtual StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path, bool shared) = 0;
 };
 

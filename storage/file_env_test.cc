@@ -68,11 +68,11 @@ TEST_F(FileEnvTest, FilesReadWriteTruncateAndScatterReads) {
 
 TEST_F(FileEnvTest, ExclusiveLockKeepsOthersOutUntilReleased) {
   FileEnv* env = FileEnv::Default();
-  EXPECT_FALSE(env->LockFile(Path("LOCK"), /*shared=*/true).ok());  // a shared lock needs the file
+  EXPECT_EQ(env->LockFile(Path("LOCK"), /*shared=*/true).status().code(), StatusCode::kIoError);  // needs the file
   auto held = env->LockFile(Path("LOCK"), false);
   ASSERT_TRUE(held.ok());
   auto second = env->LockFile(Path("LOCK"), false);
-  ASSERT_FALSE(second.ok());
+  ASSERT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(second.status().message().find("LOCK"), std::string::npos) << second.status().ToString();
   EXPECT_FALSE(env->LockFile(Path("LOCK"), true).ok());
   held->reset();

@@ -31,7 +31,10 @@ Status Shard::Impl::Open() {
     return IoError("shard: " + s.message());
   }
   auto lock = env_->LockFile(File(kLockFile), /*shared=*/o.read_only);
-  if (!lock.ok()) return IoError("shard: " + o.path + " is open elsewhere (" + lock.status().message() + ")");
+  if (lock.status().code() == StatusCode::kFailedPrecondition) {
+    return IoError("shard: " + o.path + " is open elsewhere (" + lock.status().message() + ")");
+  }
+  if (!lock.ok()) return IoError("shard: " + lock.status().message());
   lock_ = std::move(*lock);
 
   // Meta: written when the store is made (after its first commit, so a store with meta has a
