@@ -3,14 +3,22 @@
 #include "common/config.h"
 
 namespace neardup::cli {
+namespace {
+
+// "<what> (in 1..16, default 5)": the range and default of the config field the flag overrides.
+std::string Help(const std::string& what, std::string_view field) {
+  return what + " (" + ConfigRange(field) + ", default " + ConfigDefaultText(field) + ")";
+}
+
+}  // namespace
 
 void AddSharedOptions(CLI::App* cmd, SharedOptions* o) {
   cmd->add_option("--config", o->config, "configuration (Protobuf text format, e.g. configs/embedded.textproto)");
-  cmd->add_option("--threshold", o->threshold, "Jaccard threshold in (0, 1] (default 0.9)");
-  cmd->add_option("--shingle-k", o->shingle_k, "words per shingle, 1..16 (default 5)");
-  cmd->add_option("--dims", o->dims, "length dimensions, 1..16 (default 3)");
+  cmd->add_option("--threshold", o->threshold, Help("Jaccard threshold", "baseline.threshold"));
+  cmd->add_option("--shingle-k", o->shingle_k, Help("words per shingle", "shingle.k"));
+  cmd->add_option("--dims", o->dims, Help("length dimensions", "shingle.dims"));
   cmd->add_option("--threads", o->threads, "worker threads (default: one per core)");
-  cmd->add_option("--max-line-bytes", o->max_line_bytes, "skip crawl lines longer than this (default 8 MiB)");
+  cmd->add_option("--max-line-bytes", o->max_line_bytes, Help("skip crawl lines longer than this many bytes", "reader.max_line_bytes"));
 }
 
 StatusOr<ResolvedOptions> ResolveShared(const SharedOptions& o) {
@@ -35,14 +43,16 @@ StatusOr<ResolvedOptions> ResolveShared(const SharedOptions& o) {
   if (o.shingle_k) r.given["shingle_k"] = "--shingle-k";
   if (o.dims) r.given["dims"] = "--dims";
   r.threshold = o.threshold.value_or(cfg.baseline().threshold());
-  if (!(r.threshold > 0 && r.threshold <= 1)) {
-    return InvalidArgument("--threshold must be in (0, 1], got " + std::to_string(r.threshold));
+  if (auto rule = ConfigRangeError("baseline.threshold", r.threshold); !rule.empty()) {
+    return InvalidArgument("--threshold " + rule + ", got " + std::to_string(r.threshold));
   }
   r.signer.k = o.shingle_k.value_or(static_cast<int>(cfg.shingle().k()));
   r.signer.dims = o.dims.value_or(static_cast<int>(cfg.shingle().dims()));
   if (Status s = ValidateSignerOptions(r.signer); !s.ok()) return InvalidArgument("--shingle-k/--dims: " + s.message());
   r.reader.max_line_bytes = o.max_line_bytes.value_or(cfg.reader().max_line_bytes());
-  if (r.reader.max_line_bytes < 1024) return InvalidArgument("--max-line-bytes must be at least 1024");
+  if (auto rule = ConfigRangeError("reader.max_line_bytes", r.reader.max_line_bytes); !rule.empty()) {
+    return InvalidArgument("--max-line-bytes " + rule);
+  }
   r.threads = o.threads.value_or(static_cast<int>(cfg.baseline().threads()));
   if (r.threads < 0) return InvalidArgument("--threads must be >= 0");
   r.config = cfg;

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "common/config.h"
 #include "common/json_write.h"
 #include "document/crawl_signer.h"
 #include "partitioner/crawl_sample.h"
@@ -65,8 +66,8 @@ int FailByCode(const Status& s) {
 }
 
 struct BuildArgs {
-  std::string input, out, report = "-", routing = "exact", rho = "auto";
-  uint32_t machines = 64, cells_per_machine = 6;
+  std::string input, out, report = "-", routing = ConfigDefaults().pipeline().routing(), rho = "auto";
+  uint32_t machines = 64, cells_per_machine = ConfigDefaults().pipeline().cells_per_shard();
   double sample_rate = 1.0, rho_percentile = 90, fine_grain = 0.95;
   SharedOptions shared;
 };

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "common/config.h"
 #include "common/json_write.h"
 #include "common/progress.h"
 #include "document/crawl_signer.h"
@@ -103,7 +104,10 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
     o.abandon_interrupted = a->abandon_interrupted;
     o.batch_pages = a->batch.value_or(o.config.tier2().batch_pages());
     if (a->shards) {
-      if (*a->shards < 1 || *a->shards > 1024) { *exit_code = Fail(InvalidArgument("--shards must be in 1..1024"), 2); return; }
+      if (auto rule = ConfigRangeError("pipeline.shards", *a->shards); !rule.empty()) {
+        *exit_code = Fail(InvalidArgument("--shards " + rule), 2);
+        return;
+      }
       o.config.mutable_pipeline()->set_shards(*a->shards);
       o.given["shards"] = "--shards";
     }

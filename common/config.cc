@@ -1,16 +1,25 @@
 #include "common/config.h"
 
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 namespace neardup {
 namespace {
 
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
 using google::protobuf::TextFormat;
 
 class Collector : public google::protobuf::io::ErrorCollector {
@@ -53,7 +62,213 @@ const TextFormat::ParseInfoTree* Nested(const TextFormat::ParseInfoTree* tree, c
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
-// Range checks of the tier1 section; `tree` is its parse tree.
+[[noreturn]] void SchemaError(const std::string& message) {
+  std::fprintf(stderr, "proto/config.proto: %s\n", message.c_str());
+  std::abort();
+}
+
+// --- Declared ranges: the (min), (max), (min_exclusive), (max_exclusive) field options. ---
+
+struct Range {
+  bool has_min = false, has_max = false;
+  double min = 0, max = 0;
+  bool min_exclusive = false, max_exclusive = false;
+};
+
+Range DeclaredRange(const FieldDescriptor& f) {
+  const auto& o = f.options();
+  Range r;
+  r.has_min = o.HasExtension(pb::min);
+  r.has_max = o.HasExtension(pb::max);
+  r.min = o.GetExtension(pb::min);
+  r.max = o.GetExtension(pb::max);
+  r.min_exclusive = o.GetExtension(pb::min_exclusive);
+  r.max_exclusive = o.GetExtension(pb::max_exclusive);
+  return r;
+}
+
+bool HasDeclaredRange(const FieldDescriptor& f) {
+  return f.options().HasExtension(pb::min) || f.options().HasExtension(pb::max);
+}
+
+bool IsIntegral(const FieldDescriptor& f) {
+  switch (f.cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+    case FieldDescriptor::CPPTYPE_INT64:
+    case FieldDescriptor::CPPTYPE_UINT32:
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A bound as the range's text shows it: the shortest form that reads back the same, an exponent
+// without "+" or leading zeros (16, 0.5, 1e9).
+std::string FormatBound(double v) {
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, ec == std::errc() ? end : buf);
+  if (const size_t e = s.find('e'); e != std::string::npos) {
+    size_t i = e + 1;
+    const bool negative = s[i] == '-';
+    if (s[i] == '+' || s[i] == '-') ++i;
+    while (i + 1 < s.size() && s[i] == '0') ++i;
+    s = s.substr(0, e + 1) + (negative ? "-" : "") + s.substr(i);
+  }
+  return s;
+}
+
+// "in 1..64" or "at least 1" for an integer field, "in (0, 1]" for a floating-point one; "" without
+// a declared range.
+std::string RangeText(const FieldDescriptor& f) {
+  const Range r = DeclaredRange(f);
+  const bool dots = IsIntegral(f) && !r.min_exclusive && !r.max_exclusive;
+  if (r.has_min && r.has_max) {
+    if (dots) return "in " + FormatBound(r.min) + ".." + FormatBound(r.max);
+    return std::string("in ") + (r.min_exclusive ? "(" : "[") + FormatBound(r.min) + ", " + FormatBound(r.max) +
+           (r.max_exclusive ? ")" : "]");
+  }
+  if (r.has_min) return (r.min_exclusive ? "greater than " : "at least ") + FormatBound(r.min);
+  if (r.has_max) return (r.max_exclusive ? "less than " : "at most ") + FormatBound(r.max);
+  return "";
+}
+
+// Whether `v` lies in the field's declared range (NaN lies in none).
+bool InRange(const FieldDescriptor& f, double v) {
+  const Range r = DeclaredRange(f);
+  if (r.has_min && !(r.min_exclusive ? v > r.min : v >= r.min)) return false;
+  if (r.has_max && !(r.max_exclusive ? v < r.max : v <= r.max)) return false;
+  return true;
+}
+
+std::string RangeError(const FieldDescriptor& f, double v) {
+  return InRange(f, v) ? std::string() : "must be " + RangeText(f);
+}
+
+template <typename T>
+std::pair<double, std::string> Number(T v) {
+  return {static_cast<double>(v), std::to_string(v)};
+}
+
+// The value of number field `f` of `m` (element `index` when repeated), and as errors print it.
+std::pair<double, std::string> NumberOf(const Message& m, const FieldDescriptor& f, int index) {
+  const Reflection& r = *m.GetReflection();
+  const bool rep = f.is_repeated();
+  switch (f.cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32: return Number(rep ? r.GetRepeatedInt32(m, &f, index) : r.GetInt32(m, &f));
+    case FieldDescriptor::CPPTYPE_INT64: return Number(rep ? r.GetRepeatedInt64(m, &f, index) : r.GetInt64(m, &f));
+    case FieldDescriptor::CPPTYPE_UINT32: return Number(rep ? r.GetRepeatedUInt32(m, &f, index) : r.GetUInt32(m, &f));
+    case FieldDescriptor::CPPTYPE_UINT64: return Number(rep ? r.GetRepeatedUInt64(m, &f, index) : r.GetUInt64(m, &f));
+    case FieldDescriptor::CPPTYPE_DOUBLE: return Number(rep ? r.GetRepeatedDouble(m, &f, index) : r.GetDouble(m, &f));
+    case FieldDescriptor::CPPTYPE_FLOAT: return Number(rep ? r.GetRepeatedFloat(m, &f, index) : r.GetFloat(m, &f));
+    default: SchemaError(f.full_name() + " declares a range but is not a number");
+  }
+}
+
+// The declared ranges of the fields set in `msg` (and in the messages it holds), each reported at
+// its field's position as "<prefix><field>: must be in 1..16 (got 40)". `tree` is msg's parse tree.
+Status CheckDeclaredRanges(const Collector& collector, const std::string& name, const TextFormat::ParseInfoTree* tree,
+                           const Message& msg, const std::string& prefix) {
+  const Reflection& r = *msg.GetReflection();
+  const Descriptor& d = *msg.GetDescriptor();
+  for (int i = 0; i < d.field_count(); ++i) {
+    const FieldDescriptor& f = *d.field(i);
+    const bool nested = f.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE;
+    if (!nested && !HasDeclaredRange(f)) continue;
+    const int n = f.is_repeated() ? r.FieldSize(msg, &f) : r.HasField(msg, &f) ? 1 : 0;
+    const int index = f.is_repeated() ? 0 : -1;  // + j: element j of a repeated field
+    for (int j = 0; j < n; ++j) {
+      if (nested) {
+        const Message& sub = f.is_repeated() ? r.GetRepeatedMessage(msg, &f, j) : r.GetMessage(msg, &f);
+        const TextFormat::ParseInfoTree* sub_tree = tree == nullptr ? nullptr : tree->GetTreeForNested(&f, index + j);
+        RETURN_IF_ERROR(CheckDeclaredRanges(collector, name, sub_tree, sub, prefix + f.name() + "."));
+        continue;
+      }
+      const auto [value, got] = NumberOf(msg, f, index + j);
+      if (const std::string rule = RangeError(f, value); !rule.empty()) {
+        return InvalidArgument(Locate(collector, name, tree, msg, f.name().c_str(), index + j) + ": " + prefix +
+                               f.name() + ": " + rule + " (got " + got + ")");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// --- Declared defaults: the (default_value) field option. ---
+
+// Sets every field of `msg` that declares a default to it, and likewise in its singular message
+// fields. A default that does not parse as its field's value aborts (config_test builds them all).
+void SetDeclaredDefaults(Message* msg) {
+  const Reflection& r = *msg->GetReflection();
+  const Descriptor& d = *msg->GetDescriptor();
+  for (int i = 0; i < d.field_count(); ++i) {
+    const FieldDescriptor& f = *d.field(i);
+    if (f.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && !f.is_repeated()) {
+      SetDeclaredDefaults(r.MutableMessage(msg, &f));
+      continue;
+    }
+    if (!f.options().HasExtension(pb::default_value)) continue;
+    const std::string& text = f.options().GetExtension(pb::default_value);
+    if (f.cpp_type() == FieldDescriptor::CPPTYPE_STRING && !f.is_repeated()) {
+      r.SetString(msg, &f, text);
+      continue;
+    }
+    Collector collector(f.full_name() + " (default_value)");
+    TextFormat::Parser parser;
+    parser.RecordErrorsTo(&collector);
+    if (!parser.MergeFromString(f.name() + ": " + text, msg)) {
+      SchemaError("the default \"" + text + "\" of " + f.full_name() + " does not parse: " + collector.first());
+    }
+  }
+}
+
+// Moves into `msg` each field it lacks (a repeated one: has no element) from `defaults`, and
+// likewise in its singular message fields. `defaults` is a copy of ConfigDefaults(), used up.
+void TakeDefaults(Message* msg, Message* defaults) {
+  const Reflection& r = *msg->GetReflection();
+  const Descriptor& d = *msg->GetDescriptor();
+  std::vector<const FieldDescriptor*> missing;
+  for (int i = 0; i < d.field_count(); ++i) {
+    const FieldDescriptor& f = *d.field(i);
+    if (f.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && !f.is_repeated()) {
+      TakeDefaults(r.MutableMessage(msg, &f), r.MutableMessage(defaults, &f));
+    } else if (f.is_repeated() ? r.FieldSize(*msg, &f) == 0 : !r.HasField(*msg, &f)) {
+      missing.push_back(&f);
+    }
+  }
+  r.SwapFields(msg, defaults, missing);
+}
+
+const FieldDescriptor& FieldAt(std::string_view path) {
+  const Descriptor* d = pb::NeardupConfig::descriptor();
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    const std::string name(path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    const FieldDescriptor* f = d == nullptr ? nullptr : d->FindFieldByName(name);
+    if (f == nullptr) SchemaError(std::string(path) + " is not a field of neardup.pb.NeardupConfig");
+    if (dot == std::string_view::npos) return *f;
+    d = f->message_type();
+    start = dot + 1;
+  }
+}
+
+// --- The rules that are not a range of one field. ---
+
+// batch_pages against max_batch_pages; `tree` is the tier2 section's parse tree.
+Status CheckTier2(const Collector& collector, const std::string& name, const TextFormat::ParseInfoTree* tree,
+                  const pb::Tier2Config& t2) {
+  const uint32_t max_batch = t2.has_max_batch_pages() ? t2.max_batch_pages() : ConfigDefaults().tier2().max_batch_pages();
+  if (t2.has_batch_pages() && (t2.batch_pages() < 1 || t2.batch_pages() > max_batch)) {
+    return InvalidArgument(Locate(collector, name, tree, t2, "batch_pages") +
+                           ": tier2.batch_pages: must be in 1..max_batch_pages (" + std::to_string(max_batch) +
+                           ") (got " + std::to_string(t2.batch_pages()) + ")");
+  }
+  return Status::Ok();
+}
+
+// Winner rules and market suffixes of the tier1 section; `tree` is its parse tree.
 Status CheckTier1(const Collector& collector, const std::string& name, const TextFormat::ParseInfoTree* tree,
                   const pb::Tier1Config& t1) {
   auto bad = [&](const char* field, const std::string& rule, const std::string& got, int index = -1) {
@@ -72,23 +287,6 @@ Status CheckTier1(const Collector& collector, const std::string& name, const Tex
       return bad("winner_rules", "each rule at most once", got + " again", i);
     }
     seen.push_back(r);
-  }
-  const double b = t1.popularity_buckets_per_doubling();
-  if (t1.has_popularity_buckets_per_doubling() && !(b > 0 && b <= 1000)) {
-    return bad("popularity_buckets_per_doubling", "must be in (0, 1000]", std::to_string(b));
-  }
-  const double share = t1.repair_rejection_share();
-  if (t1.has_repair_rejection_share() && !(share > 0 && share <= 1)) {
-    return bad("repair_rejection_share", "must be in (0, 1]", std::to_string(share));
-  }
-  if (t1.has_repair_min_rejections() && t1.repair_min_rejections() < 1) {
-    return bad("repair_min_rejections", "must be at least 1", std::to_string(t1.repair_min_rejections()));
-  }
-  if (t1.has_winner_hysteresis_buckets() && t1.winner_hysteresis_buckets() > 1000) {
-    return bad("winner_hysteresis_buckets", "must be in 0..1000", std::to_string(t1.winner_hysteresis_buckets()));
-  }
-  if (t1.has_repair_max_members() && t1.repair_max_members() < 2) {
-    return bad("repair_max_members", "must be at least 2", std::to_string(t1.repair_max_members()));
   }
   for (int i = 0; i < t1.market_suffix_size(); ++i) {
     const pb::MarketSuffix& ms = t1.market_suffix(i);
@@ -116,85 +314,37 @@ Status CheckTier1(const Collector& collector, const std::string& name, const Tex
   return Status::Ok();
 }
 
-// Range checks of the pipeline section; `tree` is its parse tree.
+// The routing of the pipeline section; `tree` is its parse tree.
 Status CheckPipeline(const Collector& collector, const std::string& name, const TextFormat::ParseInfoTree* tree,
                      const pb::PipelineConfig& p) {
-  auto bad = [&](const char* field, const std::string& rule, const std::string& got) {
-    return InvalidArgument(Locate(collector, name, tree, p, field) + ": pipeline." + field + ": " + rule + " (got " +
-                           got + ")");
-  };
-  if (p.has_shards() && (p.shards() < 1 || p.shards() > 1024)) {
-    return bad("shards", "must be in 1..1024", std::to_string(p.shards()));
-  }
   if (p.has_routing() && p.routing() != "exact" && p.routing() != "rho") {
-    return bad("routing", "must be \"exact\" or \"rho\"", Quoted(p.routing()));
-  }
-  if (p.has_rho() && !(p.rho() >= 1 && p.rho() <= 10)) {
-    return bad("rho", "must be in [1, 10]", std::to_string(p.rho()));
-  }
-  if (p.has_map_sample_rate() && !(p.map_sample_rate() > 0 && p.map_sample_rate() <= 1)) {
-    return bad("map_sample_rate", "must be in (0, 1]", std::to_string(p.map_sample_rate()));
-  }
-  if (p.has_cells_per_shard() && (p.cells_per_shard() < 1 || p.cells_per_shard() > 64)) {
-    return bad("cells_per_shard", "must be in 1..64", std::to_string(p.cells_per_shard()));
-  }
-  if (p.has_background_nice() && p.background_nice() > 19) {
-    return bad("background_nice", "must be in 0..19", std::to_string(p.background_nice()));
-  }
-  if (p.has_shard_load_base() && !(p.shard_load_base() >= 0 && p.shard_load_base() <= 1e9)) {
-    return bad("shard_load_base", "must be in [0, 1e9]", std::to_string(p.shard_load_base()));
+    return InvalidArgument(Locate(collector, name, tree, p, "routing") + ": pipeline.routing: must be \"exact\" or \"rho\" (got " +
+                           Quoted(p.routing()) + ")");
   }
   return Status::Ok();
 }
 
-void FillDefaults(pb::NeardupConfig* c) {
-  auto* s = c->mutable_shingle();
-  if (!s->has_k()) s->set_k(5);
-  if (!s->has_dims()) s->set_dims(3);
-  auto* r = c->mutable_reader();
-  if (!r->has_max_line_bytes()) r->set_max_line_bytes(8ull << 20);
-  auto* b = c->mutable_baseline();
-  if (!b->has_threshold()) b->set_threshold(0.9);
-  if (!b->has_threads()) b->set_threads(0);
-  auto* t = c->mutable_tier2();
-  if (!t->has_min_threshold()) t->set_min_threshold(0.8);
-  if (!t->has_prefix_overlap()) t->set_prefix_overlap(2);
-  if (!t->has_batch_pages()) t->set_batch_pages(2000);
-  if (!t->has_batch_millis()) t->set_batch_millis(50);
-  if (!t->has_max_batch_pages()) t->set_max_batch_pages(100000);
-  if (!t->has_sync()) t->set_sync(true);
-  if (!t->has_order_sample_pages()) t->set_order_sample_pages(20000);
-  if (!t->has_frequent_min_pages()) t->set_frequent_min_pages(4);
-  auto* t1 = c->mutable_tier1();
-  if (t1->winner_rules_size() == 0) {
-    for (const auto rule : {pb::MARKET, pb::POPULARITY, pb::STATIC, pb::SHORTER}) t1->add_winner_rules(rule);
-  }
-  if (!t1->has_popularity_buckets_per_doubling()) t1->set_popularity_buckets_per_doubling(4);
-  if (!t1->has_winner_hysteresis_buckets()) t1->set_winner_hysteresis_buckets(1);
-  if (!t1->has_repair_rejection_share()) t1->set_repair_rejection_share(0.2);
-  if (!t1->has_repair_min_rejections()) t1->set_repair_min_rejections(2);
-  if (!t1->has_repair_max_members()) t1->set_repair_max_members(5000);
-  if (!t1->has_fast_path()) t1->set_fast_path(true);
-  if (!t1->has_sync()) t1->set_sync(true);
-  if (!t1->has_cache_mib()) t1->set_cache_mib(32);
-  if (!t1->has_cache_records()) t1->set_cache_records(1u << 21);
-  if (!t1->has_compress()) t1->set_compress(false);
-  auto* p = c->mutable_pipeline();
-  if (!p->has_shards()) p->set_shards(4);
-  if (!p->has_routing()) p->set_routing("exact");
-  if (!p->has_rho()) p->set_rho(1.0);
-  if (!p->has_map_sample_rate()) p->set_map_sample_rate(0.05);
-  if (!p->has_cells_per_shard()) p->set_cells_per_shard(6);
-  if (!p->has_background_nice()) p->set_background_nice(10);
-  if (!p->has_shard_load_base()) p->set_shard_load_base(800);
+pb::NeardupConfig BuildDefaults() {
+  pb::NeardupConfig c;
+  SetDeclaredDefaults(&c);
+  return c;
 }
 
 }  // namespace
 
-pb::NeardupConfig DefaultConfig() {
-  pb::NeardupConfig c;
-  FillDefaults(&c);
-  return c;
+const pb::NeardupConfig& ConfigDefaults() {
+  static const pb::NeardupConfig* const defaults = new pb::NeardupConfig(BuildDefaults());
+  return *defaults;
+}
+
+pb::NeardupConfig DefaultConfig() { return ConfigDefaults(); }
+
+std::string ConfigRange(std::string_view path) { return RangeText(FieldAt(path)); }
+
+std::string ConfigRangeError(std::string_view path, double value) { return RangeError(FieldAt(path), value); }
+
+std::string ConfigDefaultText(std::string_view path) {
+  return FieldAt(path).options().GetExtension(pb::default_value);
 }
 
 StatusOr<pb::NeardupConfig> ParseConfig(std::string_view text, const std::string& name, pb::NeardupConfig* as_written) {
@@ -207,69 +357,18 @@ StatusOr<pb::NeardupConfig> ParseConfig(std::string_view text, const std::string
   if (!parser.ParseFromString(std::string(text), &cfg)) {
     return InvalidArgument(collector.first().empty() ? name + ": cannot parse" : collector.first());
   }
-  // Range checks, reported at the field's own position. A field left out takes its default.
-  const auto* shingle_tree = cfg.has_shingle()
-      ? info.GetTreeForNested(cfg.GetDescriptor()->FindFieldByName("shingle"), -1) : nullptr;
-  const auto* baseline_tree = cfg.has_baseline()
-      ? info.GetTreeForNested(cfg.GetDescriptor()->FindFieldByName("baseline"), -1) : nullptr;
-  const auto* reader_tree = cfg.has_reader()
-      ? info.GetTreeForNested(cfg.GetDescriptor()->FindFieldByName("reader"), -1) : nullptr;
-  if (cfg.shingle().has_k() && (cfg.shingle().k() < 1 || cfg.shingle().k() > 16)) {
-    return InvalidArgument(Locate(collector, name, shingle_tree, cfg.shingle(), "k") +
-                           ": shingle.k: must be in 1..16 (got " + std::to_string(cfg.shingle().k()) + ")");
-  }
-  if (cfg.shingle().has_dims() && (cfg.shingle().dims() < 1 || cfg.shingle().dims() > 16)) {
-    return InvalidArgument(Locate(collector, name, shingle_tree, cfg.shingle(), "dims") +
-                           ": shingle.dims: must be in 1..16 (got " + std::to_string(cfg.shingle().dims()) + ")");
-  }
-  const double t = cfg.baseline().threshold();
-  if (cfg.baseline().has_threshold() && !(t > 0 && t <= 1)) {
-    return InvalidArgument(Locate(collector, name, baseline_tree, cfg.baseline(), "threshold") +
-                           ": baseline.threshold: must be in (0, 1] (got " + std::to_string(t) + ")");
-  }
-  if (cfg.reader().has_max_line_bytes() && cfg.reader().max_line_bytes() < 1024) {
-    return InvalidArgument(Locate(collector, name, reader_tree, cfg.reader(), "max_line_bytes") +
-                           ": reader.max_line_bytes: must be at least 1024 (got " +
-                           std::to_string(cfg.reader().max_line_bytes()) + ")");
-  }
-  if (cfg.has_tier2()) {
-    const auto* tree = info.GetTreeForNested(cfg.GetDescriptor()->FindFieldByName("tier2"), -1);
-    const pb::Tier2Config& t2 = cfg.tier2();
-    auto bad = [&](const char* field, const std::string& rule, const std::string& got) {
-      return InvalidArgument(Locate(collector, name, tree, t2, field) + ": tier2." + field + ": " + rule + " (got " +
-                             got + ")");
-    };
-    if (t2.has_min_threshold() && !(t2.min_threshold() > 0 && t2.min_threshold() <= 1)) {
-      return bad("min_threshold", "must be in (0, 1]", std::to_string(t2.min_threshold()));
-    }
-    if (t2.has_prefix_overlap() && (t2.prefix_overlap() < 1 || t2.prefix_overlap() > 64)) {
-      return bad("prefix_overlap", "must be in 1..64", std::to_string(t2.prefix_overlap()));
-    }
-    if (t2.has_max_batch_pages() && t2.max_batch_pages() < 1) {
-      return bad("max_batch_pages", "must be at least 1", std::to_string(t2.max_batch_pages()));
-    }
-    const uint32_t max_batch = t2.has_max_batch_pages() ? t2.max_batch_pages() : 100000;
-    if (t2.has_batch_pages() && (t2.batch_pages() < 1 || t2.batch_pages() > max_batch)) {
-      return bad("batch_pages", "must be in 1..max_batch_pages (" + std::to_string(max_batch) + ")",
-                 std::to_string(t2.batch_pages()));
-    }
-    if (t2.has_batch_millis() && t2.batch_millis() < 1) {
-      return bad("batch_millis", "must be at least 1", std::to_string(t2.batch_millis()));
-    }
-    if (t2.has_frequent_min_pages() && t2.frequent_min_pages() < 1) {
-      return bad("frequent_min_pages", "must be at least 1", std::to_string(t2.frequent_min_pages()));
-    }
-  }
-  if (cfg.has_tier1()) {
-    const auto* tree = info.GetTreeForNested(cfg.GetDescriptor()->FindFieldByName("tier1"), -1);
-    if (Status st = CheckTier1(collector, name, tree, cfg.tier1()); !st.ok()) return st;
-  }
-  if (cfg.has_pipeline()) {
-    const auto* tree = info.GetTreeForNested(cfg.GetDescriptor()->FindFieldByName("pipeline"), -1);
-    if (Status st = CheckPipeline(collector, name, tree, cfg.pipeline()); !st.ok()) return st;
-  }
+  // Checks of the fields given, reported at the field's own position (a field left out takes its
+  // default): first every declared range, then the rules that are not one field's range.
+  RETURN_IF_ERROR(CheckDeclaredRanges(collector, name, &info, cfg, ""));
+  auto tree = [&](const char* section) {
+    return info.GetTreeForNested(cfg.GetDescriptor()->FindFieldByName(section), -1);
+  };
+  if (cfg.has_tier2()) RETURN_IF_ERROR(CheckTier2(collector, name, tree("tier2"), cfg.tier2()));
+  if (cfg.has_tier1()) RETURN_IF_ERROR(CheckTier1(collector, name, tree("tier1"), cfg.tier1()));
+  if (cfg.has_pipeline()) RETURN_IF_ERROR(CheckPipeline(collector, name, tree("pipeline"), cfg.pipeline()));
   if (as_written != nullptr) *as_written = cfg;
-  FillDefaults(&cfg);
+  pb::NeardupConfig defaults = ConfigDefaults();
+  TakeDefaults(&cfg, &defaults);
   return cfg;
 }
 

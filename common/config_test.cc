@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace neardup {
 namespace {
@@ -253,6 +256,127 @@ TEST(Config, ShippedConfigsAreValid) {
   EXPECT_EQ(c->shingle().k(), 5u);
   // The shipped file shows the defaults: loading it equals loading nothing.
   EXPECT_EQ(c->SerializeAsString(), DefaultConfig().SerializeAsString());
+}
+
+// The sections: NeardupConfig's fields, each a message whose fields are the settings.
+std::vector<const google::protobuf::FieldDescriptor*> Sections() {
+  std::vector<const google::protobuf::FieldDescriptor*> out;
+  const auto* root = pb::NeardupConfig::descriptor();
+  for (int i = 0; i < root->field_count(); ++i) out.push_back(root->field(i));
+  return out;
+}
+
+// A field added to config.proto without a default fails here, naming it: every field of every
+// section declares (default_value), and ConfigDefaults() holds it.
+TEST(Config, EveryFieldOfEverySectionDeclaresItsDefault) {
+  const pb::NeardupConfig& defaults = ConfigDefaults();
+  const auto* reflection = defaults.GetReflection();
+  for (const auto* section : Sections()) {
+    ASSERT_EQ(section->type(), google::protobuf::FieldDescriptor::TYPE_MESSAGE) << section->full_name();
+    ASSERT_FALSE(section->is_repeated()) << section->full_name();
+    ASSERT_TRUE(reflection->HasField(defaults, section)) << section->full_name();
+    const google::protobuf::Message& s = reflection->GetMessage(defaults, section);
+    const auto* d = section->message_type();
+    ASSERT_GT(d->field_count(), 0) << section->full_name();
+    for (int i = 0; i < d->field_count(); ++i) {
+      const auto* f = d->field(i);
+      const std::string path = section->name() + "." + f->name();
+      EXPECT_TRUE(f->options().HasExtension(pb::default_value)) << path << " declares no (default_value)";
+      if (f->is_repeated()) continue;
+      // Presence ("optional"): a value written in a file, even 0 or false, is told from a default.
+      EXPECT_TRUE(f->has_presence()) << path << " is not optional";
+      EXPECT_TRUE(s.GetReflection()->HasField(s, f)) << path << " has no default in ConfigDefaults()";
+    }
+  }
+  // What an empty file means; and the defaults written out read back the same, so each lies in
+  // its declared range.
+  auto empty = ParseConfig("", "empty");
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  EXPECT_EQ(empty->SerializeAsString(), defaults.SerializeAsString());
+  auto written = ParseConfig(defaults.DebugString(), "defaults");
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  EXPECT_EQ(written->SerializeAsString(), defaults.SerializeAsString());
+}
+
+// Every declared range is well formed, rejects values just outside it with the usual message at
+// the field's position, and accepts its bounds.
+TEST(Config, EveryDeclaredRangeIsChecked) {
+  int ranges = 0;
+  for (const auto* section : Sections()) {
+    const auto* d = section->message_type();
+    for (int i = 0; i < d->field_count(); ++i) {
+      const auto* f = d->field(i);
+      const auto& o = f->options();
+      if (!o.HasExtension(pb::min) && !o.HasExtension(pb::max)) {
+        EXPECT_FALSE(o.HasExtension(pb::min_exclusive) || o.HasExtension(pb::max_exclusive)) << f->full_name();
+        continue;
+      }
+      ++ranges;
+      const std::string path = section->name() + "." + f->name();
+      const bool integral = f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_UINT32 ||
+                            f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_UINT64;
+      ASSERT_TRUE(integral || f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE) << path;
+      if (integral) {
+        EXPECT_FALSE(o.GetExtension(pb::min_exclusive) || o.GetExtension(pb::max_exclusive)) << path;
+      }
+      if (o.HasExtension(pb::min) && o.HasExtension(pb::max)) {
+        EXPECT_LT(o.GetExtension(pb::min), o.GetExtension(pb::max)) << path;
+      }
+      const std::string range = ConfigRange(path);
+      ASSERT_FALSE(range.empty()) << path;
+      auto text = [&](double v) {
+        return section->name() + " {\n  " + f->name() + ": " +
+               (integral ? std::to_string(static_cast<uint64_t>(v)) : std::to_string(v)) + "\n}\n";
+      };
+      auto expect_refused = [&](double v) {
+        if (integral && v < 0) return;  // not a value of the field's type
+        EXPECT_FALSE(ConfigRangeError(path, v).empty()) << path << " " << v;
+        auto c = ParseConfig(text(v), "t");
+        ASSERT_FALSE(c.ok()) << path << " " << v;
+        EXPECT_THAT(c.status().message(), StartsWith("t:2:3: " + path + ": must be " + range + " (got "));
+      };
+      auto expect_accepted = [&](double v) {
+        EXPECT_EQ(ConfigRangeError(path, v), "") << path << " " << v;
+        auto c = ParseConfig(text(v), "t");
+        EXPECT_TRUE(c.ok()) << path << " " << v << ": " << c.status().message();
+      };
+      if (o.HasExtension(pb::min)) {
+        const double min = o.GetExtension(pb::min);
+        const double below = integral ? min - 1 : min - 0.5;
+        expect_refused(o.GetExtension(pb::min_exclusive) ? min : below);
+        if (!o.GetExtension(pb::min_exclusive)) expect_accepted(min);
+      }
+      if (o.HasExtension(pb::max)) {
+        const double max = o.GetExtension(pb::max);
+        const double above = integral ? max + 1 : max + 1 + std::abs(max) / 2;
+        expect_refused(o.GetExtension(pb::max_exclusive) ? max : above);
+        if (!o.GetExtension(pb::max_exclusive)) expect_accepted(max);
+      }
+    }
+  }
+  EXPECT_GE(ranges, 20);
+}
+
+TEST(Config, RangesAndDefaultsByPath) {
+  EXPECT_EQ(ConfigRange("tier2.prefix_overlap"), "in 1..64");
+  EXPECT_EQ(ConfigRange("tier2.min_threshold"), "in (0, 1]");
+  EXPECT_EQ(ConfigRange("pipeline.rho"), "in [1, 10]");
+  EXPECT_EQ(ConfigRange("pipeline.shard_load_base"), "in [0, 1e9]");
+  EXPECT_EQ(ConfigRange("tier1.winner_hysteresis_buckets"), "in 0..1000");
+  EXPECT_EQ(ConfigRange("reader.max_line_bytes"), "at least 1024");
+  EXPECT_EQ(ConfigRange("tier2.sync"), "");
+  EXPECT_EQ(ConfigRangeError("tier2.prefix_overlap", 70), "must be in 1..64");
+  EXPECT_EQ(ConfigRangeError("tier2.prefix_overlap", 64), "");
+  EXPECT_EQ(ConfigRangeError("tier2.min_threshold", 0), "must be in (0, 1]");
+  EXPECT_EQ(ConfigRangeError("tier2.min_threshold", 1), "");
+  EXPECT_EQ(ConfigRangeError("tier2.min_threshold", std::nan("")), "must be in (0, 1]");
+  EXPECT_EQ(ConfigRangeError("tier1.repair_max_members", 1), "must be at least 2");
+  EXPECT_EQ(ConfigRangeError("tier2.order_sample_pages", 0), "");  // no range declared
+  EXPECT_EQ(ConfigDefaultText("baseline.threshold"), "0.9");
+  EXPECT_EQ(ConfigDefaultText("pipeline.routing"), "exact");
+  EXPECT_EQ(ConfigDefaults().tier2().prefix_overlap(), 2u);
+  EXPECT_DEATH(ConfigRange("tier2.no_such_field"), "tier2.no_such_field is not a field");
+  EXPECT_DEATH(ConfigRange("tier2.sync.x"), "is not a field");
 }
 
 TEST(Config, MissingFileIsAnIoError) {

@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
 #include "common/status.h"
 #include "document/crawl_reader.h"
 #include "document/signature.h"
@@ -60,11 +61,11 @@ struct PipelineOptions {
   std::string groups_out;      // optional: every page with its group, winner and status (JSON Lines)
   std::string status_out;      // optional: each processed page's status, per batch after its commit
   pb::NeardupConfig config;    // tier1, tier2, pipeline sections (defaults filled)
-  double threshold = 0.9;
+  double threshold = ConfigDefaults().baseline().threshold();
   SignerOptions signer;
   CrawlReaderOptions reader;
   int threads = 0;             // signing threads; 0 = one per core
-  uint32_t batch_pages = 2000; // B
+  uint32_t batch_pages = ConfigDefaults().tier2().batch_pages();  // B
   uint64_t max_records = 0;    // stop after this many input records (0 = all); for tests and crash drills
   bool progress = true;
   // Store parameters given explicitly (a flag, or a field set in a configuration file), by name,

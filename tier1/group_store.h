@@ -29,6 +29,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/config.h"
 #include "common/status.h"
 #include "common/url_hash_map.h"
 #include "proto/tier1.pb.h"
@@ -40,9 +41,9 @@ class GroupStore {
  public:
   struct Options {
     std::string path;
-    bool sync = true;
-    uint64_t cache_bytes = 32ull << 20;
-    bool compress = false;  // RowStoreOptions::compress (config tier1.compress)
+    bool sync = ConfigDefaults().tier1().sync();
+    uint64_t cache_bytes = uint64_t{ConfigDefaults().tier1().cache_mib()} << 20;
+    bool compress = ConfigDefaults().tier1().compress();  // RowStoreOptions::compress (config tier1.compress)
     // RowStoreOptions::async_writes: Txn::Commit returns once its write is handed over; rows()
     // WaitForWrites() tells when it is durable.
     bool async_writes = false;

@@ -40,6 +40,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/config.h"
 #include "common/status.h"
 #include "common/url_hash_map.h"
 #include "proto/neardup.pb.h"
@@ -59,13 +60,13 @@ class SignatureSource {
 };
 
 struct Tier1Options {
-  double threshold = 0.9;             // F(a, b): Jaccard >= threshold
+  double threshold = ConfigDefaults().baseline().threshold();  // F(a, b): Jaccard >= threshold
   WinnerRules rules;
-  bool fast_path = true;
-  double repair_rejection_share = 0.2;
-  uint32_t repair_min_rejections = 2;
-  uint32_t repair_max_members = 5000;
-  uint64_t cache_records = 1u << 21;  // see Tier1Config.cache_records
+  bool fast_path = ConfigDefaults().tier1().fast_path();
+  double repair_rejection_share = ConfigDefaults().tier1().repair_rejection_share();
+  uint32_t repair_min_rejections = ConfigDefaults().tier1().repair_min_rejections();
+  uint32_t repair_max_members = ConfigDefaults().tier1().repair_max_members();
+  uint64_t cache_records = ConfigDefaults().tier1().cache_records();  // see Tier1Config.cache_records
 };
 
 // Options from the configuration's tier1 section and the service threshold.

@@ -42,6 +42,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/config.h"
 #include "common/status.h"
 #include "storage/file_env.h"
 #include "proto/config.pb.h"
@@ -51,12 +52,13 @@ namespace neardup::tier2 {
 
 struct ShardOptions {
   std::string path;               // the store's directory; created when missing
-  uint32_t dims = 3;              // length dimensions of every signature
+  uint32_t dims = ConfigDefaults().shingle().dims();  // length dimensions of every signature
   uint32_t shingle_k = 0;         // 0 = accept any; else signatures must carry this k
-  double min_threshold = 0.8;     // lowest threshold CompareBatch accepts; prefixes are cut for it
-  uint32_t prefix_overlap = 2;    // c of the l-prefix scheme (>= 1); see prefix_filter.h
-  uint32_t max_batch_pages = 100000;
-  bool sync = true;               // fsync each Apply
+  // Lowest threshold CompareBatch accepts; prefixes are cut for it.
+  double min_threshold = ConfigDefaults().tier2().min_threshold();
+  uint32_t prefix_overlap = ConfigDefaults().tier2().prefix_overlap();  // c of the l-prefix scheme; see prefix_filter.h
+  uint32_t max_batch_pages = ConfigDefaults().tier2().max_batch_pages();
+  bool sync = ConfigDefaults().tier2().sync();  // fsync each Apply
   uint64_t expected_pages = 65536;     // sizes the index; it is rebuilt as the shard grows past it
   // Prefix postings the shard is expected to index (when known, e.g. from a sample of the crawl):
   // sizes the index instead of expected_pages, so that a shard filled as expected is never
@@ -66,8 +68,8 @@ struct ShardOptions {
   // When the shard first holds this many pages it derives its token order from them (tokens in at
   // least frequent_min_pages of them go last; tier2/token_order.h) and re-indexes them, once.
   // 0 keeps plain hash order.
-  uint64_t order_sample_pages = 20000;
-  uint32_t frequent_min_pages = 4;
+  uint64_t order_sample_pages = ConfigDefaults().tier2().order_sample_pages();
+  uint32_t frequent_min_pages = ConfigDefaults().tier2().frequent_min_pages();
   // The signature log is compacted when its dead bytes exceed both its live bytes and this.
   uint64_t log_compact_min_bytes = 64ull << 20;
   // Open for reading only (Get, CompareBatch, Stats): the store must exist and its files stay as

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/config.h"
 #include "tier2/shard_impl.h"
 
 namespace neardup::tier2 {
@@ -14,14 +15,19 @@ namespace neardup::tier2 {
 Status Shard::Impl::Open() {
   const ShardOptions& o = options_;
   if (o.path.empty()) return InvalidArgument("shard: path is empty");
-  if (o.dims < 1 || o.dims > 16) return InvalidArgument("shard: dims must be in 1..16, got " + std::to_string(o.dims));
-  if (!(o.min_threshold > 0 && o.min_threshold <= 1)) {
-    return InvalidArgument("shard: min_threshold must be in (0, 1], got " + std::to_string(o.min_threshold));
+  // The ranges of the configuration fields these options come from (proto/config.proto).
+  if (auto rule = ConfigRangeError("shingle.dims", o.dims); !rule.empty()) {
+    return InvalidArgument("shard: dims " + rule + ", got " + std::to_string(o.dims));
   }
-  if (o.prefix_overlap < 1 || o.prefix_overlap > 64) {
-    return InvalidArgument("shard: prefix_overlap must be in 1..64, got " + std::to_string(o.prefix_overlap));
+  if (auto rule = ConfigRangeError("tier2.min_threshold", o.min_threshold); !rule.empty()) {
+    return InvalidArgument("shard: min_threshold " + rule + ", got " + std::to_string(o.min_threshold));
   }
-  if (o.max_batch_pages < 1) return InvalidArgument("shard: max_batch_pages must be >= 1");
+  if (auto rule = ConfigRangeError("tier2.prefix_overlap", o.prefix_overlap); !rule.empty()) {
+    return InvalidArgument("shard: prefix_overlap " + rule + ", got " + std::to_string(o.prefix_overlap));
+  }
+  if (auto rule = ConfigRangeError("tier2.max_batch_pages", o.max_batch_pages); !rule.empty()) {
+    return InvalidArgument("shard: max_batch_pages " + rule + ", got " + std::to_string(o.max_batch_pages));
+  }
   if (o.threads < 1) return InvalidArgument("shard: threads must be >= 1");
   const auto t0 = std::chrono::steady_clock::now();
 
