@@ -13,6 +13,7 @@ void AddBenchTier2(CLI::App* bench, int* exit_code);  // bench_tier2.cc
 void RegisterConfig(CLI::App& app, int* exit_code);
 void RegisterPartition(CLI::App& app, int* exit_code);
 void RegisterExperiment(CLI::App& app, int* exit_code);
+void RegisterTier2Server(CLI::App& app, int* exit_code);  // tier2_server_command.cc
 void RegisterRun(CLI::App& app, int* exit_code);       // run, check, accuracy (run_command.cc)
 void AddBenchStatus(CLI::App* bench, int* exit_code);  // run_command.cc
 

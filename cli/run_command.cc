@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "cluster/remote_shard_set.h"
 #include "common/config.h"
 #include "common/json_write.h"
 #include "common/progress.h"
@@ -70,6 +71,7 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
     std::optional<std::string> routing;
     uint64_t max_records = 0;
     bool abandon_interrupted = false;
+    std::vector<std::string> tier2;
     SharedOptions shared;
   };
   auto a = std::make_shared<Args>();
@@ -82,6 +84,10 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--shards", a->shards, "Tier 2 shards (default pipeline.shards)");
   cmd->add_option("--routing", a->routing, "exact or rho (default pipeline.routing)");
   cmd->add_option("--max-records", a->max_records, "stop after this many input records (0 = all)");
+  cmd->add_option("--tier2", a->tier2,
+                  "Tier 2 servers (host:port, comma-separated) that hold the store's shards, shard m on server m % N; "
+                  "default: the shards in this process")
+      ->delimiter(',');
   cmd->add_flag("--abandon-interrupted", a->abandon_interrupted,
                 "the store stopped in the middle of another input: leave its rest unread, take this one as the next crawl");
   AddSharedOptions(cmd, &a->shared);
@@ -102,6 +108,11 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
     o.max_records = a->max_records;
     o.given = opts->given;
     o.abandon_interrupted = a->abandon_interrupted;
+    if (!a->tier2.empty()) {
+      cluster::RemoteShardSetOptions remote;
+      remote.servers = a->tier2;
+      o.open_shards = [remote](const pipeline::ShardSetOptions& so) { return cluster::OpenRemoteShardSet(remote, so); };
+    }
     o.batch_pages = a->batch.value_or(o.config.tier2().batch_pages());
     if (a->shards) {
       if (auto rule = ConfigRangeError("pipeline.shards", *a->shards); !rule.empty()) {

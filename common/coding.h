@@ -24,6 +24,10 @@ inline uint64_t ReadBigEndian(const char* p, int bytes) {
   return v;
 }
 
+inline void StoreBigEndian(char* p, uint64_t v, int bytes) {
+  for (int b = 0; b < bytes; ++b) p[b] = static_cast<char>(v >> (8 * (bytes - 1 - b)));
+}
+
 inline void StoreLittleEndian(char* p, uint64_t v, int bytes) {
   for (int b = 0; b < bytes; ++b) p[b] = static_cast<char>(v >> (8 * b));
 }

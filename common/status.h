@@ -24,6 +24,8 @@ enum class StatusCode {
   kFailedPrecondition,// the operation does not apply to the current state
   kResourceExhausted, // a configured limit was exceeded
   kInternal,          // a bug
+  kUnavailable,       // a peer cannot be reached now; the same call may succeed later
+  kDeadlineExceeded,  // the call's deadline passed before it was answered
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -52,6 +54,8 @@ inline Status Corruption(std::string m) { return {StatusCode::kCorruption, std::
 inline Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
 inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
 
 // Either a value or the error that prevented it. Accessing the value of an error is a bug (asserts).
 template <typename T>

@@ -51,7 +51,7 @@ class LocalShardSet : public ShardSet {
     return shards_[shard]->Get(url);
   }
   tier2::ShardStats Stats(uint32_t shard) const override {
-    return shard < shards_.size() ? shards_[shard]->Stats() : tier2::ShardStats{};
+    return shard < shards_.size() && shards_[shard] != nullptr ? shards_[shard]->Stats() : tier2::ShardStats{};
   }
 
  private:
@@ -59,6 +59,7 @@ class LocalShardSet : public ShardSet {
     if (shard >= shards_.size()) {
       return InvalidArgument("shard " + std::to_string(shard) + " is not one of the " + std::to_string(shards_.size()));
     }
+    if (shards_[shard] == nullptr) return FailedPrecondition("shard " + std::to_string(shard) + " is not served here");
     return Status::Ok();
   }
 
@@ -75,10 +76,19 @@ StatusOr<pb::PageSignature> ShardSetSignatures::Fetch(const std::string& url, ui
 
 StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const ShardSetOptions& o) {
   if (o.shards == 0) return InvalidArgument("shard set: no shards");
+  std::vector<uint32_t> serve = o.serve;
+  if (serve.empty()) {
+    for (uint32_t m = 0; m < o.shards; ++m) serve.push_back(m);
+  }
+  for (uint32_t m : serve) {
+    if (m >= o.shards) {
+      return InvalidArgument("shard set: shard " + std::to_string(m) + " is not one of the " + std::to_string(o.shards));
+    }
+  }
   std::vector<std::unique_ptr<tier2::Shard>> shards(o.shards);
-  std::vector<Status> st(o.shards);
-  RunOnThreads(static_cast<int>(o.shards), "nd-shard-open", [&](int w) {
-    const uint32_t m = static_cast<uint32_t>(w);
+  std::vector<Status> st(serve.size());
+  RunOnThreads(static_cast<int>(serve.size()), "nd-shard-open", [&](int w) {
+    const uint32_t m = serve[static_cast<size_t>(w)];
     tier2::ShardOptions so = tier2::ShardOptionsFromConfig(o.config, o.layout.shard(m));
     so.read_only = o.read_only;
     so.expected_pages = 1 << 16;
@@ -87,7 +97,7 @@ StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const ShardSetOptions& o) 
     if (so.order_sample_pages > 0) so.order_sample_pages = std::max<uint64_t>(1000, so.order_sample_pages / o.shards);
     auto shard = tier2::Shard::Open(so);
     if (shard.ok()) shards[m] = std::move(*shard);
-    else st[m] = shard.status();
+    else st[static_cast<size_t>(w)] = shard.status();
   });
   for (const Status& s : st) RETURN_IF_ERROR(s);
   return std::unique_ptr<ShardSet>(new LocalShardSet(std::move(shards)));

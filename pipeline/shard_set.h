@@ -85,10 +85,14 @@ struct ShardSetOptions {
   // Per shard, the prefix postings it is expected to hold (sizes its index; empty: a default).
   std::vector<uint64_t> expected_postings;
   bool read_only = false;       // tier2::ShardOptions::read_only for every shard
+  // The shards to open in this process (a Tier 2 server holds some of a store's); empty: all P.
+  std::vector<uint32_t> serve;
 };
 
-// Opens (or creates) the P shards of a store in this process, in parallel (each rebuilds its index
-// from its log). Errors: tier2::Shard::Open's, for the first shard that fails.
+// Opens (or creates) the P shards of a store in this process (or those of options.serve), in
+// parallel (each rebuilds its index from its log). A shard not opened here is refused by every
+// call with FailedPrecondition. Errors: InvalidArgument for a shard to serve outside 0..P-1;
+// tier2::Shard::Open's, for the first shard that fails.
 StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const ShardSetOptions& options);
 
 // How a pipeline reaches its shards (PipelineOptions::open_shards): OpenLocalShardSet, or a set

@@ -18,6 +18,7 @@ PACKAGES=(
   libmodest-dev                       # MyHTML: HTML5 parsing of crawled pages
   libsimdjson-dev                     # JSON Lines crawl records
   libgoogle-perftools-dev             # tcmalloc: the neardup binary's allocator
+  libboost1.81-dev                    # Boost.Asio: the servers and clients between the tiers
 )
 if [ "${1:-}" = "experiments" ]; then
   PACKAGES+=(gnuplot-nox)             # PNG plots of experiments/results/*.csv

@@ -1,0 +1,41 @@
+// RemoteShardSet: pipeline/shard_set.h's ShardSet whose shards live in Tier 2 servers
+// (cluster/tier2_server.h), reached over TCP with frames of proto/cluster.proto. Shard m is served
+// by servers[m % servers.size()]; opening the set asks each server to open its shards of the store
+// with the store's parameters.
+//
+//   RemoteShardSetOptions r;  r.servers = {"127.0.0.1:7001", "127.0.0.1:7002"};
+//   pipeline::PipelineOptions o;  ...
+//   o.open_shards = [r](const pipeline::ShardSetOptions& so) { return OpenRemoteShardSet(r, so); };
+//
+// Each call takes an idle connection to its server from a pool (or opens one, retrying with
+// backoff until connect_timeout_ms), sends one request and waits for its answer until
+// call_timeout_ms; a connection whose call failed in transport is closed, the next call opens a
+// new one. A call is not retried (a write step is not idempotent): the error goes to the caller.
+//
+// Errors, besides the shard's own (carried back with their code and message): Unavailable when a
+// server cannot be reached or the connection breaks (the server named); DeadlineExceeded when the
+// answer does not come in time; Corruption for a reply that is not a valid frame.
+//
+// Thread safety: as ShardSet (calls for different shards at once; for one shard, reads at any
+// time and the write steps one at a time).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/shard_set.h"
+
+namespace neardup::cluster {
+
+struct RemoteShardSetOptions {
+  std::vector<std::string> servers;   // host:port of each Tier 2 server
+  uint32_t connect_timeout_ms = 10000;
+  uint32_t call_timeout_ms = 300000;  // a batch comparison of a large shard takes seconds
+};
+
+StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenRemoteShardSet(const RemoteShardSetOptions& remote,
+                                                                 const pipeline::ShardSetOptions& options);
+
+}  // namespace neardup::cluster

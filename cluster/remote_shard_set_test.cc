@@ -1,0 +1,94 @@
+// Tier 2 on the network, in one process: Tier 2 servers on loopback, the pipeline driving them
+// through a RemoteShardSet, with the groups the in-process shards give.
+#include "cluster/remote_shard_set.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cluster/tier2_server.h"
+#include "common/config.h"
+#include "pipeline/pipeline.h"
+#include "testing/temp_dir.h"
+
+namespace neardup::cluster {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+pipeline::PipelineOptions Options(const test::TempDir& dir, const std::string& name) {
+  pipeline::PipelineOptions o;
+  o.input = std::string(NEARDUP_SOURCE_DIR) + "/data/sample-crawl.jsonl";
+  o.store = dir.File(name + "-store");
+  o.groups_out = dir.File(name + "-groups.jsonl");
+  o.status_out = dir.File(name + "-status.jsonl");
+  o.config = DefaultConfig();
+  o.config.mutable_pipeline()->set_shards(3);
+  o.config.mutable_tier2()->set_sync(false);
+  o.config.mutable_tier1()->set_sync(false);
+  o.threshold = 0.9;
+  o.batch_pages = 100;
+  o.threads = 2;
+  o.progress = false;
+  return o;
+}
+
+TEST(RemoteShardSet, PipelineOverTwoServersGivesTheEmbeddedGroups) {
+  test::TempDir dir;
+  auto local = pipeline::RunPipeline(Options(dir, "local"));
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+
+  std::vector<std::unique_ptr<Tier2Server>> servers;
+  RemoteShardSetOptions remote;
+  for (int i = 0; i < 2; ++i) {
+    Tier2ServerOptions so;
+    so.store = dir.File("tier2-" + std::to_string(i));
+    auto s = Tier2Server::Start(so);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    remote.servers.push_back("127.0.0.1:" + std::to_string((*s)->port()));
+    servers.push_back(std::move(*s));
+  }
+  pipeline::PipelineOptions o = Options(dir, "remote");
+  o.open_shards = [remote](const pipeline::ShardSetOptions& so) { return OpenRemoteShardSet(remote, so); };
+  auto r = pipeline::RunPipeline(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(ReadFile(o.groups_out), ReadFile(Options(dir, "local").groups_out));
+  EXPECT_EQ(ReadFile(o.status_out), ReadFile(Options(dir, "local").status_out));
+  EXPECT_EQ(r->groups, local->groups);
+  EXPECT_EQ(r->shard_pages, local->shard_pages);  // the shards' stats come over the network too
+  // The shards live in the servers' stores: shards 0 and 2 in the first, 1 in the second.
+  EXPECT_TRUE(std::filesystem::exists(dir.File("tier2-0/shard-000")));
+  EXPECT_TRUE(std::filesystem::exists(dir.File("tier2-1/shard-001")));
+  EXPECT_TRUE(std::filesystem::exists(dir.File("tier2-0/shard-002")));
+}
+
+TEST(RemoteShardSet, UnreachableServerIsUnavailableAndNamed) {
+  test::TempDir dir;
+  Tier2ServerOptions so;
+  so.store = dir.File("tier2");
+  auto s = Tier2Server::Start(so);
+  ASSERT_TRUE(s.ok());
+  const std::string address = "127.0.0.1:" + std::to_string((*s)->port());
+  (*s)->Stop();
+  RemoteShardSetOptions remote;
+  remote.servers = {address};
+  remote.connect_timeout_ms = 300;
+  remote.call_timeout_ms = 2000;
+  pipeline::ShardSetOptions options;
+  options.config = DefaultConfig();
+  options.shards = 1;
+  auto set = OpenRemoteShardSet(remote, options);
+  ASSERT_FALSE(set.ok());
+  EXPECT_EQ(set.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(set.status().message().find(address), std::string::npos) << set.status().ToString();
+}
+
+}  // namespace
+}  // namespace neardup::cluster

@@ -1,0 +1,50 @@
+// Tier2Server: a Tier2Service on a TCP port. Each connection carries frames (cluster/frame.h) of
+// Tier 2 requests, answered in order on that connection; connections are served at once. Network
+// I/O runs on `io_threads` threads (one io_context each), the requests' work (comparisons, writes)
+// on a separate pool of `work_threads`, so a long comparison never holds up reading and writing.
+//
+//   Tier2ServerOptions o;  o.listen = "127.0.0.1:0";  o.store = "/data/tier2-a";
+//   ASSIGN_OR_RETURN(auto server, Tier2Server::Start(o));   // listening when it returns
+//   server->port();                                         // the port bound (for ":0")
+//   server->Stop();                                         // or the destructor
+//
+// A frame that cannot be decoded (bad magic or version, unknown type, a length over its type's
+// limit, a body that does not parse) closes its connection and is logged; the server goes on with
+// the others.
+//
+// Thread safety: Start, port and Stop from one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace neardup::cluster {
+
+struct Tier2ServerOptions {
+  std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
+  std::string store;                   // the server's store directory (its shards live there)
+  int io_threads = 1;
+  int work_threads = 2;
+};
+
+class Tier2Server {
+ public:
+  // Binds and starts serving. Errors: InvalidArgument for a bad address or thread count; IoError
+  // when the address cannot be bound (named).
+  static StatusOr<std::unique_ptr<Tier2Server>> Start(const Tier2ServerOptions& options);
+  virtual ~Tier2Server() = default;
+  virtual uint16_t port() const = 0;
+  // Stops accepting, closes every connection and joins the threads. Requests in flight finish
+  // their work (a shard write completes or is not started) but may go unanswered.
+  virtual void Stop() = 0;
+  // Blocks until Stop is called from another thread or a signal handler's thread.
+  virtual void Wait() = 0;
+};
+
+// "host:port" split; InvalidArgument naming the text when it is not one.
+Status ParseHostPort(const std::string& text, std::string* host, uint16_t* port);
+
+}  // namespace neardup::cluster

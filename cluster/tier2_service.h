@@ -1,0 +1,58 @@
+// Tier2Service: what a Tier 2 server does with a request, apart from the network: it opens the
+// shards it serves for a store (an OpenShards request names them and carries the store's
+// parameters) and answers each step of pipeline/shard_set.h on them.
+//
+//   Tier2Service service("/data/tier2-a");
+//   pb::Tier2Response r = service.Handle(request);   // r.code() == 0: done
+//
+// Errors travel in the response: code (common/status.h's StatusCode) and message, the shard's own
+// or FailedPrecondition before an OpenShards, InvalidArgument for a shard not served here or a
+// request without a body, and DeadlineExceeded when the request's deadline has passed before the
+// work starts (the work is then not done).
+//
+// Thread safety: Handle may be called from any thread, for different shards at once; for one
+// shard as ShardSet allows (reads at any time, the write steps one at a time). OpenShards waits
+// for the calls in flight and replaces the set.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "pipeline/shard_set.h"
+#include "proto/cluster.pb.h"
+
+namespace neardup::cluster {
+
+class Tier2Service {
+ public:
+  // `store_dir`: where this server keeps its shards (shard m in StoreLayout{store_dir}.shard(m)).
+  explicit Tier2Service(std::string store_dir) : store_dir_(std::move(store_dir)) {}
+
+  pb::Tier2Response Handle(pb::Tier2Request request);
+
+ private:
+  pb::Tier2Response Open(const pb::Tier2Request& request);
+
+  const std::string store_dir_;
+  std::shared_mutex mu_;                        // Handle shared, OpenShards exclusive
+  std::unique_ptr<pipeline::ShardSet> shards_;  // guarded by mu_
+  std::vector<uint32_t> serving_;               // guarded by mu_
+  // Per shard, the Stage request whose pages its staged batch refers to.
+  std::mutex staged_mu_;
+  std::map<uint32_t, std::shared_ptr<pb::Tier2Request>> staged_;  // guarded by staged_mu_
+};
+
+// Conversions between pipeline/shard_set.h's types and their messages (both sides use them).
+void ToMessage(const tier2::CompareResult& r, pb::CompareResponse* out);
+void FromMessage(const pb::CompareResponse& m, tier2::CompareResult* out);
+void ToMessage(const tier2::ShardStats& s, pb::ShardStatsMsg* out);
+tier2::ShardStats FromMessage(const pb::ShardStatsMsg& m);
+// Pages of a request: the signatures stay in `m`, which must outlive the result.
+std::vector<tier2::ShardPage> PagesOf(const google::protobuf::RepeatedPtrField<pb::ShardPageMsg>& m);
+void ToMessage(std::span<const tier2::ShardPage> pages, google::protobuf::RepeatedPtrField<pb::ShardPageMsg>* out);
+
+}  // namespace neardup::cluster
