@@ -11,10 +11,10 @@ if [ "${NEARDUP_SKIP_SANITIZE:-0}" != "1" ]; then
   bash scripts/build.sh sanitize
   (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j2 --timeout 900)
-  concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_compare_test shard_write_test pipeline_test store_test)
+  concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_compare_test shard_write_test pipeline_test remote_shard_set_test store_test)
   bash scripts/build.sh tsan "${concurrent[@]}"
   # LevelDB is not built with ThreadSanitizer: what it does inside its own library is not checked.
   (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \
-     ctest --output-on-failure -j2 --timeout 900 -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|StoreTest)\.')
+     ctest --output-on-failure -j2 --timeout 900 -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|StoreTest)\.')
 fi
 echo "test.sh: suite finished in $(( $(date +%s) - start ))s"
