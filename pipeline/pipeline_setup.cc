@@ -255,7 +255,7 @@ Status Pipeline::Resume() {
   cur->set_name(input_);
   progress_.set_records_committed(0);
   progress_.set_last_batch_first_record(0);
-  progress_.clear_last_batch_routes();
+  progress_.clear_last_batch_classes();
   skip_ = 0;
   if (progress_.batches_committed() > 0) {
     spdlog::info("pipeline: {} is a new input for store {}, which holds {} batches", o_.input, dir_,
@@ -278,7 +278,7 @@ Status Pipeline::RecordInputConsumed() {
   progress_.clear_current();
   progress_.set_records_committed(0);
   progress_.set_last_batch_first_record(0);
-  progress_.clear_last_batch_routes();
+  progress_.clear_last_batch_classes();
   RowBatch b;
   b.Put(store_->meta_family(), "progress", "", progress_.SerializeAsString());
   RETURN_IF_ERROR(store_->rows().Write(b));
