@@ -24,7 +24,7 @@ std::vector<std::vector<tier2::ShardPage>> Pipeline::HomePages(const Batch& b,
   for (size_t i = 0; i < b.records.size(); ++i) {
     const Classification c = classes[i];
     if (c != Classification::kFastPath && c != Classification::kTier2 && c != Classification::kEmpty) continue;
-    pages[map_->MachineOf(b.cell[i])].push_back({&b.signatures[i], true, /*validated=*/true});
+    pages[map_->ShardOf(b.cell[i])].push_back({&b.signatures[i], true, /*validated=*/true});
   }
   return pages;
 }
@@ -43,7 +43,7 @@ Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::Repeated
                                bool publish_only) {
   std::vector<std::vector<std::string>> removed(P());
   for (const auto& rm : removals) {
-    if (rm.cell() < map_->cells()) removed[map_->MachineOf(rm.cell())].push_back(rm.url());
+    if (rm.cell() < map_->cells()) removed[map_->ShardOf(rm.cell())].push_back(rm.url());
   }
   const auto t0 = SteadyClock::now();
   Status s = ForEachShard(*store_pool_, [&](size_t m) -> Status {
@@ -194,9 +194,9 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
     ++sum_.tier2_pages;
     if (changed[i]) ++sum_.changed;
     else ++sum_.new_pages;
-    for (uint32_t m : b.machines[i]) {
+    for (uint32_t m : b.shards[i]) {
       index[m].push_back(static_cast<uint32_t>(i));
-      pages[m].push_back({&b.signatures[i], m == map_->MachineOf(b.cell[i]), /*validated=*/true});
+      pages[m].push_back({&b.signatures[i], m == map_->ShardOf(b.cell[i]), /*validated=*/true});
       ++sum_.tier2_sends;
     }
   }
@@ -204,7 +204,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   // resident versions are stale for this batch), on the shards that compare some of them.
   for (size_t i = 0; i < n; ++i) {
     if (classes[i] != Classification::kFastPath) continue;
-    for (uint32_t m : b.machines[i]) {
+    for (uint32_t m : b.shards[i]) {
       if (pages[m].empty() || pages[m].front().join_only) continue;
       index[m].push_back(static_cast<uint32_t>(i));
       pages[m].push_back({&b.signatures[i], false, /*validated=*/true, /*join_only=*/true});

@@ -110,7 +110,7 @@ struct Batch {
   std::vector<CrawlRecord> records;
   std::vector<pb::PageSignature> signatures;  // per record (empty for redirects); a Signer made them
   std::vector<uint32_t> cell;                 // home cell per content record
-  std::vector<std::vector<uint32_t>> machines; // shards to compare on
+  std::vector<std::vector<uint32_t>> shards;  // shards to compare on
 };
 
 // A bounded hand-off between the reading thread and the tiers' thread.
