@@ -7,7 +7,7 @@
 //
 //   neardup bench route --map map.pb --input crawl.jsonl [--records N]
 //     Nanoseconds per page to find a page's home cell (the baseline) and to route it to every
-//     machine that can hold a near-duplicate, single-threaded, on the crawl's own pages.
+//     shard that can hold a near-duplicate, single-threaded, on the crawl's own pages.
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -95,7 +95,7 @@ int BenchDocModel(const std::string& input, uint64_t max_records, int repeat) {
   return 0;
 }
 
-// Routing cost per page against a map: Home() alone (the baseline) and full RouteMachines().
+// Routing cost per page against a map: Home() alone (the baseline) and full RouteShards().
 int BenchRoute(const std::string& map_path, const std::string& input, uint64_t max_records, int repeat) {
   auto map = partitioner::PartitionMap::Load(map_path);
   if (!map.ok()) { spdlog::error("{}", map.status().message()); return 1; }
@@ -112,21 +112,21 @@ int BenchRoute(const std::string& map_path, const std::string& input, uint64_t m
     for (size_t i = 0; i < s.size(); ++i) sink += map->Home(s.Vector(i, feature));
   }
   const double home_s = Seconds(t0);
-  std::vector<uint32_t> machines;
+  std::vector<uint32_t> shards;
   uint64_t contacted = 0;
   t0 = Clock::now();
   for (int rep = 0; rep < repeat; ++rep) {
     for (size_t i = 0; i < s.size(); ++i) {
-      map->RouteMachines(s.Vector(i, feature), &machines);
-      contacted += machines.size();
+      map->RouteShards(s.Vector(i, feature), &shards);
+      contacted += shards.size();
     }
   }
   const double route_s = Seconds(t0);
   const double pages = static_cast<double>(s.size()) * repeat;
-  std::printf("bench route: %zu pages x %d, map of %u cells on %u machines (%s routing)\n", s.size(), repeat,
-              map->cells(), map->machines(), map->proto().routing() == pb::PartitionMap::EXACT_L1 ? "exact" : "rho");
+  std::printf("bench route: %zu pages x %d, map of %u cells on %u shards (%s routing)\n", s.size(), repeat,
+              map->cells(), map->shards(), map->proto().routing() == pb::PartitionMap::EXACT_L1 ? "exact" : "rho");
   std::printf("  home only       %8.1f ns/page\n", home_s / pages * 1e9);
-  std::printf("  route machines  %8.1f ns/page  (%.2fx home), %.2f machines contacted per page  [%llu]\n",
+  std::printf("  route shards    %8.1f ns/page  (%.2fx home), %.2f shards contacted per page  [%llu]\n",
               route_s / pages * 1e9, route_s / home_s, contacted / pages, (unsigned long long)(sink % 2));
   return 0;
 }

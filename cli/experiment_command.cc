@@ -15,8 +15,8 @@ void RegisterExperiment(CLI::App& app, int* exit_code) {
     Status (*run)(const experiments::PartitionExperimentOptions&);
   };
   static const Named kExperiments[] = {
-      {"imbalance", "Fig. 4: load imbalance of 1D, 2D and 3D maps by machine count", experiments::RunImbalanceFigure},
-      {"communication", "Fig. 5: communication avoided by 3D routing, both modes, by machines and threshold",
+      {"imbalance", "Fig. 4: load imbalance of 1D, 2D and 3D maps by shard count", experiments::RunImbalanceFigure},
+      {"communication", "Fig. 5: communication avoided by 3D routing, both modes, by shards and threshold",
        experiments::RunCommunicationFigure},
       {"stability", "Section 6.1: CV of the imbalance over ten samples after training on another",
        experiments::RunStabilityExperiment},
@@ -28,15 +28,18 @@ void RegisterExperiment(CLI::App& app, int* exit_code) {
     auto o = std::make_shared<experiments::PartitionExperimentOptions>();
     cmd->add_option("--input", o->input, "crawl JSON Lines")->required();
     cmd->add_option("--csv", o->csv, "CSV to write")->required();
-    cmd->add_option("--machines", o->machines, "machine counts")->capture_default_str();
+    cmd->add_option("--shards", o->shards, "shard counts")->capture_default_str();
+    // --machines and --cells-per-machine: the flags' former names, still accepted (not listed).
+    cmd->add_option("--machines", o->shards)->group("");
     cmd->add_option("--thresholds", o->thresholds, "thresholds (communication)")->capture_default_str();
     cmd->add_option("--rhos", o->rhos, "rho values (recall)")->capture_default_str();
     cmd->add_option("--threshold", o->threshold, "threshold where one is needed")->capture_default_str();
-    cmd->add_option("--cells-per-machine", o->cells_per_machine, "cells per machine")->capture_default_str();
+    cmd->add_option("--cells-per-shard", o->cells_per_shard, "cells per shard")->capture_default_str();
+    cmd->add_option("--cells-per-machine", o->cells_per_shard)->group("");
     cmd->add_option("--fine-grain", o->fine_grain, "SpotSigs fine-grain ratio (0 = the threshold)")->capture_default_str();
     cmd->add_option("--max-eval-pages", o->max_eval_pages, "pages routed per evaluation")->capture_default_str();
     cmd->add_option("--threads", o->threads, "worker threads (0 = one per core)");
-    cmd->add_option("--assignment", o->assignment, "cell -> machine: largest-first, spread or contiguous")
+    cmd->add_option("--assignment", o->assignment, "cell -> shard: largest-first, spread or contiguous")
         ->capture_default_str();
     cmd->add_option("--assignments", o->assignments, "stability: the assignments to compare")->capture_default_str();
     cmd->add_option("--epoch-inputs", o->epoch_inputs,

@@ -27,11 +27,13 @@ std::string NumberList(const std::vector<double>& v) {
   return s + "]";
 }
 
+// The JSON these commands write keeps its first key names: "machine" there is a shard and
+// "partition" a cell (the reports', route lines' and plans' format does not change).
 std::string EvaluationJson(const partitioner::MapEvaluation& e) {
-  std::string s = "{\"pages\":" + std::to_string(e.pages) + ",\"pages_per_machine\":" + NumberList(e.machine_pages);
+  std::string s = "{\"pages\":" + std::to_string(e.pages) + ",\"pages_per_machine\":" + NumberList(e.shard_pages);
   AppendJsonField(&s, "imbalance", e.imbalance);
   AppendJsonField(&s, "communication_reduction", e.communication_reduction);
-  AppendJsonField(&s, "mean_machines_contacted", e.mean_machines_contacted);
+  AppendJsonField(&s, "mean_machines_contacted", e.mean_shards_contacted);
   AppendJsonField(&s, "mean_cells_contacted", e.mean_cells_contacted);
   return s + "}";
 }
@@ -67,7 +69,7 @@ int FailByCode(const Status& s) {
 
 struct BuildArgs {
   std::string input, out, report = "-", routing = ConfigDefaults().pipeline().routing(), rho = "auto";
-  uint32_t machines = 64, cells_per_machine = ConfigDefaults().pipeline().cells_per_shard();
+  uint32_t shards = 64, cells_per_shard = ConfigDefaults().pipeline().cells_per_shard();
   double sample_rate = 1.0, rho_percentile = 90, fine_grain = 0.95;
   SharedOptions shared;
 };
@@ -83,10 +85,10 @@ int RunBuild(const BuildArgs& a) {
   const partitioner::RhoEstimate est = partitioner::EstimateRho(sample->sample, a.rho_percentile);
   partitioner::MapBuildOptions b;
   b.dims = static_cast<uint32_t>(shared->signer.dims);
-  b.machines = a.machines;
+  b.shards = a.shards;
   b.threshold = shared->threshold;
   b.routing = a.routing == "exact" ? pb::PartitionMap::EXACT_L1 : pb::PartitionMap::RHO_BOX;
-  b.cells_per_machine = a.cells_per_machine;
+  b.cells_per_shard = a.cells_per_shard;
   b.fine_grain = a.fine_grain;
   b.shingle_k = static_cast<uint32_t>(shared->signer.k);
   if (a.rho == "auto") {
@@ -100,7 +102,7 @@ int RunBuild(const BuildArgs& a) {
   const partitioner::MapEvaluation e = partitioner::EvaluateMap(*map, sample->sample);
   std::string r = "{\"map\":";
   AppendJsonString(&r, a.out);
-  r += ",\"dims\":" + std::to_string(b.dims) + ",\"machines\":" + std::to_string(b.machines) +
+  r += ",\"dims\":" + std::to_string(b.dims) + ",\"machines\":" + std::to_string(b.shards) +
        ",\"cells\":" + std::to_string(map->cells()) + ",\"routing\":\"" + RoutingName(b.routing) + "\",\"threshold\":";
   AppendJsonNumber(&r, b.threshold);
   AppendJsonField(&r, "rho", map->proto().rho());
@@ -113,8 +115,8 @@ int RunBuild(const BuildArgs& a) {
   AppendJsonField(&r, "sample_rate", a.sample_rate);
   r += ",\"sample\":" + EvaluationJson(e) + "}\n";
   if (Status s = WriteText(a.report, r); !s.ok()) return FailByCode(s);
-  spdlog::info("partition build: {} cells on {} machines, imbalance {:.3f}, communication avoided {:.1f}%",
-               map->cells(), b.machines, e.imbalance, 100 * e.communication_reduction);
+  spdlog::info("partition build: {} cells on {} shards, imbalance {:.3f}, communication avoided {:.1f}%",
+               map->cells(), b.shards, e.imbalance, 100 * e.communication_reduction);
   return 0;
 }
 
@@ -127,7 +129,7 @@ int RunRoute(const std::string& map_path, const std::string& input, const Shared
   so.signer = map->signer_options();
   so.reader = shared->reader;
   so.threads = shared->threads;
-  std::vector<uint32_t> cells, machines;
+  std::vector<uint32_t> cells, shards;
   std::string line;
   Status s = SignCrawl(input, so, [&](CrawlRecord& rec, PageFeatures& f) {
     line.assign("{\"url\":");
@@ -138,12 +140,12 @@ int RunRoute(const std::string& map_path, const std::string& input, const Shared
       const auto v = map->VectorOf(f);
       const uint32_t home = map->Home(v);
       map->RouteCells(v, &cells);
-      map->RouteMachines(v, &machines);
-      line.append(",\"home\":" + std::to_string(home) + ",\"home_machine\":" + std::to_string(map->MachineOf(home)) +
+      map->RouteShards(v, &shards);
+      line.append(",\"home\":" + std::to_string(home) + ",\"home_machine\":" + std::to_string(map->ShardOf(home)) +
                   ",\"partitions\":[");
       for (size_t i = 0; i < cells.size(); ++i) line.append(i ? "," : "").append(std::to_string(cells[i]));
       line.append("],\"machines\":[");
-      for (size_t i = 0; i < machines.size(); ++i) line.append(i ? "," : "").append(std::to_string(machines[i]));
+      for (size_t i = 0; i < shards.size(); ++i) line.append(i ? "," : "").append(std::to_string(shards[i]));
       line.append("]}\n");
     }
     std::fwrite(line.data(), 1, line.size(), stdout);
@@ -176,7 +178,7 @@ int RunRebalance(const RebalanceArgs& a) {
   if (a.resident.empty()) {
     for (const auto& m : r->moves) {
       plan += "{\"from_partition\":" + std::to_string(m.from_cell) + ",\"to_partition\":" + std::to_string(m.to_cell) +
-              ",\"from_machine\":" + std::to_string(m.from_machine) + ",\"to_machine\":" + std::to_string(m.to_machine) +
+              ",\"from_machine\":" + std::to_string(m.from_shard) + ",\"to_machine\":" + std::to_string(m.to_shard) +
               ",\"sample_pages\":";
       AppendJsonNumber(&plan, m.pages);
       plan += ",\"estimated_pages\":";
@@ -191,7 +193,7 @@ int RunRebalance(const RebalanceArgs& a) {
     for (size_t i = 0; i < resident->sample.size(); ++i) {
       const auto v = resident->sample.Vector(i, feature);
       const uint32_t from = old_map->Home(v), to = r->map.Home(v);
-      const uint32_t fm = old_map->MachineOf(from), tm = r->map.MachineOf(to);
+      const uint32_t fm = old_map->ShardOf(from), tm = r->map.ShardOf(to);
       if (fm == tm) continue;
       plan += "{\"url\":";
       AppendJsonString(&plan, resident->urls[i]);
@@ -227,17 +229,20 @@ void RegisterPartition(CLI::App& app, int* exit_code) {
   build->add_option("--input", b->input, "crawl JSON Lines")->required();
   build->add_option("--out", b->out, "partition map to write (binary protobuf)")->required();
   build->add_option("--report", b->report, "report JSON (- for stdout)")->capture_default_str();
-  build->add_option("--machines", b->machines, "machines")->capture_default_str()->check(CLI::PositiveNumber);
+  build->add_option("--shards", b->shards, "shards")->capture_default_str()->check(CLI::PositiveNumber);
+  // --machines and --cells-per-machine: the flags' former names, still accepted (not listed).
+  build->add_option("--machines", b->shards)->check(CLI::PositiveNumber)->group("");
   build->add_option("--sample-rate", b->sample_rate, "share of URLs sampled")->capture_default_str();
   build->add_option("--routing", b->routing, "exact (L1 bound, loses no pair) or rho (the paper's box)")->capture_default_str();
   build->add_option("--rho", b->rho, "enlarging factor for rho routing, or auto (Section 4.2 estimate)")->capture_default_str();
   build->add_option("--rho-percentile", b->rho_percentile, "percentile of sampled delta and epsilon for auto")->capture_default_str();
-  build->add_option("--cells-per-machine", b->cells_per_machine, "cells per machine")->capture_default_str();
+  build->add_option("--cells-per-shard", b->cells_per_shard, "cells per shard")->capture_default_str();
+  build->add_option("--cells-per-machine", b->cells_per_shard)->group("");
   build->add_option("--fine-grain", b->fine_grain, "SpotSigs fine-grain ratio (0 = the threshold, as in the paper)")->capture_default_str();
   AddSharedOptions(build, &b->shared);
   build->callback([b, exit_code] { *exit_code = RunBuild(*b); });
 
-  auto* route = part->add_subcommand("route", "Print each page's home partition and the partitions it is compared against");
+  auto* route = part->add_subcommand("route", "Print each page's home cell and the cells it is compared against");
   auto map_path = std::make_shared<std::string>();
   auto input = std::make_shared<std::string>();
   auto rs = std::make_shared<SharedOptions>();

@@ -54,7 +54,7 @@ StatusOr<ReadOnlyStore> OpenStoreForQueries(const std::string& dir, ResolvedOpti
   ASSIGN_OR_RETURN(pipeline::OpenedStore opened,
                    pipeline::OpenStoreReadOnly(so.layout, opts->given, &opts->config, &opts->threshold, &opts->signer));
   so.config = opts->config;
-  so.shards = opened.map->machines();
+  so.shards = opened.map->shards();
   so.read_only = true;
   ASSIGN_OR_RETURN(std::unique_ptr<pipeline::ShardSet> shards, pipeline::OpenLocalShardSet(so));
   ReadOnlyStore out;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fig. 5: share of inter-machine communication avoided by 3D routing, machines 2..64, thresholds
+# Fig. 5: share of page→shard sends avoided by 3D routing, shards 2..64, thresholds
 # 0.5..0.9, for the paper's rho box (rho = 1) and for the exact L1 mode.
 # Usage: experiments/fig5_communication.sh [records]   (default 1,250,000)
 source "$(dirname "$0")/common.sh"
@@ -10,7 +10,7 @@ set terminal pngcairo size 1100,450
 set output "$RESULTS/fig5_communication.png"
 set datafile separator ","
 set multiplot layout 1,2
-set xlabel "machines"; set ylabel "communication avoided"; set yrange [0:1]; set key bottom right; set grid
+set xlabel "shards"; set ylabel "communication avoided"; set yrange [0:1]; set key bottom right; set grid
 do for [mode in "rho exact"] {
   set title sprintf("3D routing, %s mode", mode)
   plot for [t in "0.5 0.6 0.7 0.8 0.9"] "$RESULTS/fig5_communication.csv" \

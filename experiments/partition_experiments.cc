@@ -195,12 +195,12 @@ Status CheckAssignment(const std::string& a) {
   return InvalidArgument("assignment must be largest-first, spread or contiguous, got " + a);
 }
 
-MapBuildOptions Build(uint32_t dims, uint32_t machines, double t, pb::PartitionMap::Routing routing, double rho,
+MapBuildOptions Build(uint32_t dims, uint32_t shards, double t, pb::PartitionMap::Routing routing, double rho,
                       const PartitionExperimentOptions& o) {
-  return MapBuildOptions{.dims = dims, .machines = machines, .threshold = t, .routing = routing, .rho = rho,
-                         .cells_per_machine = o.cells_per_machine, .shingle_k = 5, .fine_grain = o.fine_grain,
-                         .contiguous_machines = o.assignment == "contiguous",
-                         .spread_machines = o.assignment == "spread"};
+  return MapBuildOptions{.dims = dims, .shards = shards, .threshold = t, .routing = routing, .rho = rho,
+                         .cells_per_shard = o.cells_per_shard, .shingle_k = 5, .fine_grain = o.fine_grain,
+                         .contiguous_shards = o.assignment == "contiguous",
+                         .spread_shards = o.assignment == "spread"};
 }
 
 }  // namespace
@@ -209,23 +209,23 @@ Status RunImbalanceFigure(const PartitionExperimentOptions& o) {
   RETURN_IF_ERROR(CheckAssignment(o.assignment));
   ASSIGN_OR_RETURN(Corpus c, LoadCorpus(o, o.input, false));
   std::ofstream csv;
-  // lower_bound: the imbalance of a perfect split of the pages, ceil(pages / machines) / mean.
-  RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "machines,dims,imbalance,cells,pages,fine_grain,lower_bound,assignment"));
+  // lower_bound: the imbalance of a perfect split of the pages, ceil(pages / shards) / mean.
+  RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "shards,dims,imbalance,cells,pages,fine_grain,lower_bound,assignment"));
   for (double fine : {o.fine_grain, o.threshold}) {
   PartitionExperimentOptions variant = o;
   variant.fine_grain = fine;
   for (uint32_t dims : {1u, 2u, 3u}) {
     const LengthSample s = Fold(c, dims);
-    for (uint32_t m : o.machines) {
+    for (uint32_t m : o.shards) {
       ASSIGN_OR_RETURN(PartitionMap map, BuildPartitionMap(s, Build(dims, m, o.threshold, pb::PartitionMap::RHO_BOX, 1.0,
                                                                     variant)));
       std::vector<double> load(m, 0.0);
-      for (size_t i = 0; i < s.size(); ++i) load[map.MachineOf(map.Home(s.Vector(i, map.proto().feature())))] += 1;
+      for (size_t i = 0; i < s.size(); ++i) load[map.ShardOf(map.Home(s.Vector(i, map.proto().feature())))] += 1;
       const double imb = Imbalance(load);
       const double bound = std::ceil(static_cast<double>(s.size()) / m) * m / static_cast<double>(s.size());
       csv << m << "," << dims << "," << imb << "," << map.cells() << "," << s.size() << "," << fine << "," << bound
           << "," << o.assignment << "\n";
-      spdlog::info("fig4: {}D, {} machines, fine-grain {}: imbalance {:.3f} ({} cells)", dims, m, fine, imb, map.cells());
+      spdlog::info("fig4: {}D, {} shards, fine-grain {}: imbalance {:.3f} ({} cells)", dims, m, fine, imb, map.cells());
     }
   }
   }
@@ -239,16 +239,16 @@ Status RunCommunicationFigure(const PartitionExperimentOptions& o) {
   const std::vector<uint32_t> eval_idx = Spread(c.size(), o.max_eval_pages);
   const LengthSample eval = Fold(c, 3, &eval_idx);
   std::ofstream csv;
-  RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "machines,threshold,routing,rho,communication_reduction,machines_contacted,cells_contacted"));
+  RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "shards,threshold,routing,rho,communication_reduction,shards_contacted,cells_contacted"));
   for (auto routing : {pb::PartitionMap::RHO_BOX, pb::PartitionMap::EXACT_L1}) {
     for (double t : o.thresholds) {
-      for (uint32_t m : o.machines) {
+      for (uint32_t m : o.shards) {
         ASSIGN_OR_RETURN(PartitionMap map, BuildPartitionMap(s, Build(3, m, t, routing, 1.0, o)));
         const MapEvaluation e = EvaluateMap(map, eval);
         const char* name = routing == pb::PartitionMap::EXACT_L1 ? "exact" : "rho";
         csv << m << "," << t << "," << name << "," << map.proto().rho() << "," << e.communication_reduction << ","
-            << e.mean_machines_contacted << "," << e.mean_cells_contacted << "\n";
-        spdlog::info("fig5: {} t={} {} machines: {:.1f}% avoided", name, t, m, 100 * e.communication_reduction);
+            << e.mean_shards_contacted << "," << e.mean_cells_contacted << "\n";
+        spdlog::info("fig5: {} t={} {} shards: {:.1f}% avoided", name, t, m, 100 * e.communication_reduction);
       }
     }
   }
@@ -276,7 +276,7 @@ Status RunStabilityExperiment(const PartitionExperimentOptions& o) {
   }
   std::ofstream csv;
   RETURN_IF_ERROR(OpenCsv(o.csv, &csv,
-                          "samples_kind,machines,dims,train_imbalance,mean_imbalance,stddev,cv,samples,pages_per_sample,"
+                          "samples_kind,shards,dims,train_imbalance,mean_imbalance,stddev,cv,samples,pages_per_sample,"
                           "assignment,cells,communication_reduction,train_pages,min_imbalance,max_imbalance,imbalances"));
   // Three kinds of "other samples":
   //  - same_distribution: the map is trained on one eleventh of the URLs and judged on the ten
@@ -307,7 +307,7 @@ Status RunStabilityExperiment(const PartitionExperimentOptions& o) {
       for (const std::string& assignment : o.assignments) {
         PartitionExperimentOptions variant = o;
         variant.assignment = assignment;
-        for (uint32_t m : o.machines) {
+        for (uint32_t m : o.shards) {
           ASSIGN_OR_RETURN(PartitionMap map, BuildPartitionMap(train, Build(dims, m, o.threshold,
                                                                             pb::PartitionMap::RHO_BOX, 1.0, variant)));
           std::vector<double> imb;
@@ -325,7 +325,7 @@ Status RunStabilityExperiment(const PartitionExperimentOptions& o) {
               << *std::min_element(imb.begin(), imb.end()) << "," << *std::max_element(imb.begin(), imb.end()) << ",";
           for (size_t k = 0; k < imb.size(); ++k) csv << (k ? ";" : "") << imb[k];
           csv << "\n";
-          spdlog::info("stability ({}, {}): {}D, {} machines, {} cells: imbalance {:.3f} +- {:.4f} (CV {:.2f}%), "
+          spdlog::info("stability ({}, {}): {}D, {} shards, {} cells: imbalance {:.3f} +- {:.4f} (CV {:.2f}%), "
                        "{:.1f}% communication avoided",
                        kind, assignment, dims, m, map.cells(), mean, sd, 100 * sd / mean,
                        100 * te.communication_reduction);
@@ -346,15 +346,15 @@ Status RunRoutingRecall(const PartitionExperimentOptions& o) {
       baseline::ExactAllPairs(std::move(sets), {.threshold = o.threshold, .threads = o.threads}, &st);
   spdlog::info("recall: {} baseline pairs at t={}", pairs.size(), o.threshold);
   std::ofstream csv;
-  RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "routing,rho,machines,threshold,pairs,lost,lost_share,machines_contacted"));
+  RETURN_IF_ERROR(OpenCsv(o.csv, &csv, "routing,rho,shards,threshold,pairs,lost,lost_share,shards_contacted"));
   struct Mode { pb::PartitionMap::Routing routing; double rho; };
   std::vector<Mode> modes;
   for (double r : o.rhos) modes.push_back({pb::PartitionMap::RHO_BOX, r});
   modes.push_back({pb::PartitionMap::EXACT_L1, 1.0});
-  const uint32_t machines = o.machines.empty() ? 64 : o.machines.back();
+  const uint32_t shards = o.shards.empty() ? 64 : o.shards.back();
   std::vector<uint32_t> cells;
   for (const Mode& mode : modes) {
-    ASSIGN_OR_RETURN(PartitionMap map, BuildPartitionMap(s, Build(3, machines, o.threshold, mode.routing, mode.rho,
+    ASSIGN_OR_RETURN(PartitionMap map, BuildPartitionMap(s, Build(3, shards, o.threshold, mode.routing, mode.rho,
                                                                   o)));
     const auto feature = map.proto().feature();
     uint64_t lost = 0;
@@ -366,10 +366,10 @@ Status RunRoutingRecall(const PartitionExperimentOptions& o) {
     const MapEvaluation e = EvaluateMap(map, s);
     const char* name = mode.routing == pb::PartitionMap::EXACT_L1 ? "exact" : "rho";
     const double share = pairs.empty() ? 0 : static_cast<double>(lost) / pairs.size();
-    csv << name << "," << mode.rho << "," << machines << "," << o.threshold << "," << pairs.size() << "," << lost << ","
-        << share << "," << e.mean_machines_contacted << "\n";
-    spdlog::info("recall: {} rho={}: {} of {} pairs lost ({:.3f}%), {:.2f} machines contacted", name, mode.rho, lost,
-                 pairs.size(), 100 * share, e.mean_machines_contacted);
+    csv << name << "," << mode.rho << "," << shards << "," << o.threshold << "," << pairs.size() << "," << lost << ","
+        << share << "," << e.mean_shards_contacted << "\n";
+    spdlog::info("recall: {} rho={}: {} of {} pairs lost ({:.3f}%), {:.2f} shards contacted", name, mode.rho, lost,
+                 pairs.size(), 100 * share, e.mean_shards_contacted);
   }
   return Status::Ok();
 }

@@ -18,15 +18,15 @@ namespace neardup::experiments {
 struct PartitionExperimentOptions {
   std::string input;                     // crawl JSON Lines
   std::string csv;                       // output CSV path
-  std::vector<uint32_t> machines = {2, 4, 8, 16, 32, 64};
+  std::vector<uint32_t> shards = {2, 4, 8, 16, 32, 64};
   std::vector<double> thresholds = {0.5, 0.6, 0.7, 0.8, 0.9};
   std::vector<double> rhos = {1.0, 1.1, 1.2, 1.3};
   double threshold = 0.9;                // where one threshold is needed
-  uint32_t cells_per_machine = 6;
+  uint32_t cells_per_shard = 6;
   double fine_grain = 0.95;              // 0 = the threshold (the paper's rule)
   size_t max_eval_pages = 200000;        // routing evaluations use at most this many pages
   int threads = 0;
-  // Cell -> machine assignment: "largest-first" (the default), "spread" (every machine one cell
+  // Cell -> shard assignment: "largest-first" (the default), "spread" (every shard one cell
   // of each band of the length order) or "contiguous" (runs of consecutive cells); the stability
   // experiment takes each of `assignments`.
   std::string assignment = "largest-first";
@@ -43,13 +43,13 @@ struct PartitionExperimentOptions {
   std::string cache_dir;
 };
 
-// Fig. 4: machines, dims, imbalance (map built and judged on the crawl's resident pages).
+// Fig. 4: shards, dims, imbalance (map built and judged on the crawl's resident pages).
 Status RunImbalanceFigure(const PartitionExperimentOptions& o);
-// Fig. 5: machines, threshold, routing, communication_reduction, machines_contacted (3D).
+// Fig. 5: shards, threshold, routing, communication_reduction, shards_contacted (3D).
 Status RunCommunicationFigure(const PartitionExperimentOptions& o);
 // Stability: train on one eleventh of the URLs, judge on the ten others, as they are and with
 // their lengths scaled by 0.91..1.09 (drift); with epoch_inputs, also train on all of `input` and
-// judge on each epoch crawl. Per kind, assignment, dims and machines: the mean, standard
+// judge on each epoch crawl. Per kind, assignment, dims and shards: the mean, standard
 // deviation and coefficient of variation of the imbalance, and the communication avoided.
 Status RunStabilityExperiment(const PartitionExperimentOptions& o);
 // Recall lost to routing: the exact baseline's pairs at o.threshold; for each rho and the exact

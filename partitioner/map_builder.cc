@@ -22,35 +22,35 @@ double Imbalance(const std::vector<double>& load) {
 
 namespace {
 
-std::vector<double> MachineLoads(const std::vector<double>& cell_weight, const std::vector<uint32_t>& machine_of,
-                                 uint32_t machines) {
-  std::vector<double> load(machines, 0.0);
+std::vector<double> ShardLoads(const std::vector<double>& cell_weight, const std::vector<uint32_t>& shard_of,
+                               uint32_t shards) {
+  std::vector<double> load(shards, 0.0);
   for (size_t c = 0; c < cell_weight.size(); ++c) {
-    if (cell_weight[c] > 0) load[machine_of[c]] += cell_weight[c];
+    if (cell_weight[c] > 0) load[shard_of[c]] += cell_weight[c];
   }
   return load;
 }
 
-// Empty cells (no sample page yet): round-robin, least-loaded machines first.
-void AssignEmptyCells(const std::vector<double>& cell_weight, uint32_t machines, std::vector<uint32_t>* machine_of) {
-  const std::vector<double> load = MachineLoads(cell_weight, *machine_of, machines);
-  std::vector<uint32_t> by_load(machines);
+// Empty cells (no sample page yet): round-robin, least-loaded shards first.
+void AssignEmptyCells(const std::vector<double>& cell_weight, uint32_t shards, std::vector<uint32_t>* shard_of) {
+  const std::vector<double> load = ShardLoads(cell_weight, *shard_of, shards);
+  std::vector<uint32_t> by_load(shards);
   std::iota(by_load.begin(), by_load.end(), 0u);
   std::stable_sort(by_load.begin(), by_load.end(), [&](uint32_t a, uint32_t b) { return load[a] < load[b]; });
   size_t i = 0;
   for (size_t c = 0; c < cell_weight.size(); ++c) {
-    if (cell_weight[c] <= 0) (*machine_of)[c] = by_load[i++ % by_load.size()];
+    if (cell_weight[c] <= 0) (*shard_of)[c] = by_load[i++ % by_load.size()];
   }
 }
 
 // A step of RefineAssignment that exchanges up to two cells each way between the heaviest
-// machine `hi` and another machine (when no single move or swap helps): for every machine x, the
+// shard `hi` and another shard (when no single move or swap helps): for every shard x, the
 // sums of one or two of hi's cells against the sums of none, one or two of x's cells (sorted, so
 // each of hi's sums finds its best partner by binary search). Banded: two for two cells of the
 // same two bands only. Applies the best exchange and returns true if it lowers the larger of
-// the two machines' loads below load[hi].
+// the two shards' loads below load[hi].
 bool CompoundStep(const std::vector<double>& w, const RefineOptions& o, uint32_t hi, std::vector<double>* load,
-                  std::vector<std::vector<uint32_t>>* cells_of, std::vector<uint32_t>* machine_of, double* moved) {
+                  std::vector<std::vector<uint32_t>>* cells_of, std::vector<uint32_t>* shard_of, double* moved) {
   struct Combo {
     double v;
     int64_t a, b;  // cells (-1: none)
@@ -82,8 +82,8 @@ bool CompoundStep(const std::vector<double>& w, const RefineOptions& o, uint32_t
   double best = top - 1e-12 * top;
   uint32_t bx = hi;
   Combo bh{}, bv{};
-  const uint32_t machines = static_cast<uint32_t>(load->size());
-  for (uint32_t x = 0; x < machines; ++x) {
+  const uint32_t shards = static_cast<uint32_t>(load->size());
+  for (uint32_t x = 0; x < shards; ++x) {
     if (x == hi) continue;
     const double gap = top - (*load)[x];
     if (gap <= 0) continue;
@@ -109,7 +109,7 @@ bool CompoundStep(const std::vector<double>& w, const RefineOptions& o, uint32_t
     auto& list = (*cells_of)[from];
     list.erase(std::find(list.begin(), list.end(), c));
     (*cells_of)[to].push_back(c);
-    (*machine_of)[c] = to;
+    (*shard_of)[c] = to;
     (*load)[from] -= w[c];
     (*load)[to] += w[c];
     *moved += w[c];
@@ -123,21 +123,21 @@ bool CompoundStep(const std::vector<double>& w, const RefineOptions& o, uint32_t
 
 }  // namespace
 
-double RefineAssignment(const std::vector<double>& w, std::vector<uint32_t>* machine_of, uint32_t machines,
+double RefineAssignment(const std::vector<double>& w, std::vector<uint32_t>* shard_of, uint32_t shards,
                         const RefineOptions& o) {
-  if (machines < 2) return 0;
+  if (shards < 2) return 0;
   const bool banded = !o.band.empty();
-  std::vector<double> load = MachineLoads(w, *machine_of, machines);
-  std::vector<std::vector<uint32_t>> cells_of(machines);
+  std::vector<double> load = ShardLoads(w, *shard_of, shards);
+  std::vector<std::vector<uint32_t>> cells_of(shards);
   for (uint32_t c = 0; c < w.size(); ++c) {
-    if (w[c] > 0) cells_of[(*machine_of)[c]].push_back(c);
+    if (w[c] > 0) cells_of[(*shard_of)[c]].push_back(c);
   }
-  const double mean = std::accumulate(load.begin(), load.end(), 0.0) / machines;
+  const double mean = std::accumulate(load.begin(), load.end(), 0.0) / shards;
   auto move_cell = [&](uint32_t from, size_t index, uint32_t to) {
     const uint32_t c = cells_of[from][index];
     load[from] -= w[c];
     load[to] += w[c];
-    (*machine_of)[c] = to;
+    (*shard_of)[c] = to;
     cells_of[from].erase(cells_of[from].begin() + static_cast<std::ptrdiff_t>(index));
     cells_of[to].push_back(c);
   };
@@ -145,11 +145,11 @@ double RefineAssignment(const std::vector<double>& w, std::vector<uint32_t>* mac
   for (size_t step = 0; step < o.max_steps; ++step) {
     const uint32_t hi = static_cast<uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
     if (mean <= 0 || load[hi] / mean <= o.target_imbalance) break;
-    // Best step: the smallest max(new load of hi, new load of x) over machines x and cells.
+    // Best step: the smallest max(new load of hi, new load of x) over shards x and cells.
     const double eps = 1e-12 * load[hi];
     double best = load[hi] - eps;
     int64_t bx = -1, bi = -1, bj = -1;
-    for (uint32_t x = 0; x < machines; ++x) {
+    for (uint32_t x = 0; x < shards; ++x) {
       if (x == hi) continue;
       for (size_t i = 0; i < cells_of[hi].size(); ++i) {
         const double wi = w[cells_of[hi][i]];
@@ -169,7 +169,7 @@ double RefineAssignment(const std::vector<double>& w, std::vector<uint32_t>* mac
       }
     }
     if (bx < 0) {
-      if (!o.compound || !CompoundStep(w, o, hi, &load, &cells_of, machine_of, &moved)) break;
+      if (!o.compound || !CompoundStep(w, o, hi, &load, &cells_of, shard_of, &moved)) break;
       continue;
     }
     const uint32_t x = static_cast<uint32_t>(bx);
@@ -181,27 +181,27 @@ double RefineAssignment(const std::vector<double>& w, std::vector<uint32_t>* mac
   return moved;
 }
 
-std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_weight, uint32_t machines) {
+std::vector<uint32_t> AssignCellsLargestFirst(const std::vector<double>& cell_weight, uint32_t shards) {
   std::vector<uint32_t> order(cell_weight.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return cell_weight[a] > cell_weight[b]; });
-  using Slot = std::pair<double, uint32_t>;  // (load, machine): least load first, then lowest id
+  using Slot = std::pair<double, uint32_t>;  // (load, shard): least load first, then lowest id
   std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> heap;
-  for (uint32_t m = 0; m < machines; ++m) heap.emplace(0.0, m);
-  std::vector<uint32_t> machine_of(cell_weight.size(), 0);
+  for (uint32_t m = 0; m < shards; ++m) heap.emplace(0.0, m);
+  std::vector<uint32_t> shard_of(cell_weight.size(), 0);
   for (uint32_t c : order) {
     if (cell_weight[c] <= 0) continue;
     auto [load, m] = heap.top();
     heap.pop();
-    machine_of[c] = m;
+    shard_of[c] = m;
     heap.emplace(load + cell_weight[c], m);
   }
-  RefineAssignment(cell_weight, &machine_of, machines, {});
-  AssignEmptyCells(cell_weight, machines, &machine_of);
-  return machine_of;
+  RefineAssignment(cell_weight, &shard_of, shards, {});
+  AssignEmptyCells(cell_weight, shards, &shard_of);
+  return shard_of;
 }
 
-std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, uint32_t machines,
+std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, uint32_t shards,
                                         const std::vector<double>& cell_length) {
   // Non-empty cells in length order (index order without lengths); bands over their ranks.
   std::vector<uint32_t> order;
@@ -213,10 +213,10 @@ std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, 
   }
   std::vector<WeightedValue> values;
   for (size_t rank = 0; rank < order.size(); ++rank) values.push_back({rank, cell_weight[order[rank]]});
-  const size_t bands = machines == 0 ? 1 : values.size() / machines;
-  if (bands < 2) return AssignCellsLargestFirst(cell_weight, machines);
+  const size_t bands = shards == 0 ? 1 : values.size() / shards;
+  if (bands < 2) return AssignCellsLargestFirst(cell_weight, shards);
   auto ranges = BalanceRanges(std::move(values), BalanceOptions{.ranges = bands});
-  if (!ranges.ok()) return AssignCellsLargestFirst(cell_weight, machines);  // weights were checked upstream
+  if (!ranges.ok()) return AssignCellsLargestFirst(cell_weight, shards);  // weights were checked upstream
   std::vector<std::vector<uint32_t>> band_cells(ranges->size());
   RefineOptions refine;
   refine.band.assign(cell_weight.size(), 0);
@@ -225,33 +225,33 @@ std::vector<uint32_t> AssignCellsSpread(const std::vector<double>& cell_weight, 
     refine.band[c] = static_cast<uint32_t>(FindRange(*ranges, rank));
     band_cells[refine.band[c]].push_back(c);
   }
-  std::vector<uint32_t> machine_of(cell_weight.size(), 0);
-  std::vector<double> load(machines, 0.0);
-  std::vector<char> used(machines, 0);
+  std::vector<uint32_t> shard_of(cell_weight.size(), 0);
+  std::vector<double> load(shards, 0.0);
+  std::vector<char> used(shards, 0);
   for (auto& cells : band_cells) {
     std::stable_sort(cells.begin(), cells.end(), [&](uint32_t a, uint32_t b) { return cell_weight[a] > cell_weight[b]; });
     std::fill(used.begin(), used.end(), 0);
-    uint32_t free_machines = machines;
+    uint32_t free_shards = shards;
     for (uint32_t c : cells) {
-      if (free_machines == 0) {
+      if (free_shards == 0) {
         std::fill(used.begin(), used.end(), 0);
-        free_machines = machines;
+        free_shards = shards;
       }
       uint32_t pick = 0;
       bool found = false;
-      for (uint32_t m = 0; m < machines; ++m) {
+      for (uint32_t m = 0; m < shards; ++m) {
         if (!used[m] && (!found || load[m] < load[pick])) { pick = m; found = true; }
       }
       used[pick] = 1;
-      --free_machines;
-      machine_of[c] = pick;
+      --free_shards;
+      shard_of[c] = pick;
       load[pick] += cell_weight[c];
     }
   }
   refine.moves = false;
-  RefineAssignment(cell_weight, &machine_of, machines, refine);
-  AssignEmptyCells(cell_weight, machines, &machine_of);
-  return machine_of;
+  RefineAssignment(cell_weight, &shard_of, shards, refine);
+  AssignEmptyCells(cell_weight, shards, &shard_of);
+  return shard_of;
 }
 
 StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBuildOptions& o,
@@ -261,9 +261,9 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
     return InvalidArgument("the sample has " + std::to_string(sample.dims()) + " dimensions, the map wants " +
                            std::to_string(o.dims));
   }
-  if (o.machines < 1) return InvalidArgument("machines must be >= 1");
+  if (o.shards < 1) return InvalidArgument("shards must be >= 1");
   if (!(o.threshold > 0 && o.threshold < 1)) return InvalidArgument("threshold must be in (0, 1)");
-  if (o.cells_per_machine < 1) return InvalidArgument("cells_per_machine must be >= 1");
+  if (o.cells_per_shard < 1) return InvalidArgument("cells_per_shard must be >= 1");
   if (o.routing == pb::PartitionMap::RHO_BOX && !(o.rho >= 1)) return InvalidArgument("rho must be >= 1");
   if (!(o.fine_grain >= 0 && o.fine_grain < 1)) return InvalidArgument("fine_grain must be in [0, 1)");
   const double fine_grain = o.fine_grain > 0 ? o.fine_grain : o.threshold;
@@ -277,8 +277,8 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
   if (sample.size() == 0) return FailedPrecondition("cannot build a partition map from an empty sample");
 
   const auto feature = FeatureFor(o.routing);
-  // At least 64 cells: few machines still get enough pieces to balance.
-  const double target_cells = std::max(64.0, static_cast<double>(o.cells_per_machine) * o.machines);
+  // At least 64 cells: few shards still get enough pieces to balance.
+  const double target_cells = std::max(64.0, static_cast<double>(o.cells_per_shard) * o.shards);
   const size_t per_dim = std::max<size_t>(1, static_cast<size_t>(std::llround(std::pow(target_cells, 1.0 / o.dims))));
 
   pb::PartitionMap p;
@@ -290,10 +290,10 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
   p.set_threshold(o.threshold);
   p.set_shingle_k(o.shingle_k);
   p.set_dims(o.dims);
-  p.set_machines(o.machines);
+  p.set_shards(o.shards);
   p.set_sample_pages(sample.size());
   p.set_fine_grain(fine_grain);
-  p.set_cells_per_machine(o.cells_per_machine);
+  p.set_cells_per_shard(o.cells_per_shard);
   // Breadth-first: slice dimension d of each node's own pages; children are allocated together,
   // so each node's children (or cells, at the last depth) are contiguous.
   struct Pending {
@@ -322,16 +322,16 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
       // Per cell, the loads of its pages and (for the spread assignment) their lengths.
       const size_t first_cell = weight.size() - ranges.size();
       if (!page_load.empty()) load.resize(weight.size(), 0.0);
-      if (o.spread_machines) length.resize(weight.size(), 0.0);
-      if (!page_load.empty() || o.spread_machines) {
+      if (o.spread_shards) length.resize(weight.size(), 0.0);
+      if (!page_load.empty() || o.spread_shards) {
         for (uint32_t i : node.points) {
           const auto v = sample.Vector(i, feature);
           const size_t c = first_cell + FindRange(ranges, v[node.depth]);
           if (!page_load.empty()) load[c] += page_load[i];
-          if (o.spread_machines) length[c] += std::accumulate(v.begin(), v.end(), 0.0);
+          if (o.spread_shards) length[c] += std::accumulate(v.begin(), v.end(), 0.0);
         }
       }
-      if (o.spread_machines) {
+      if (o.spread_shards) {
         for (size_t c = first_cell; c < weight.size(); ++c) length[c] /= std::max(1.0, weight[c]);
       }
       continue;
@@ -346,53 +346,53 @@ StatusOr<PartitionMap> BuildPartitionMap(const LengthSample& sample, const MapBu
     }
   }
   const std::vector<double>& by = page_load.empty() ? weight : load;
-  const std::vector<uint32_t> machine_of = o.contiguous_machines ? AssignCellsContiguous(by, o.machines)
-                                           : o.spread_machines   ? AssignCellsSpread(by, o.machines, length)
-                                                                 : AssignCellsLargestFirst(by, o.machines);
-  p.mutable_cell_machine()->Assign(machine_of.begin(), machine_of.end());
+  const std::vector<uint32_t> shard_of = o.contiguous_shards ? AssignCellsContiguous(by, o.shards)
+                                         : o.spread_shards   ? AssignCellsSpread(by, o.shards, length)
+                                                             : AssignCellsLargestFirst(by, o.shards);
+  p.mutable_cell_shard()->Assign(shard_of.begin(), shard_of.end());
   p.mutable_cell_weight()->Assign(weight.begin(), weight.end());
   return PartitionMap::FromProto(std::move(p));
 }
 
-std::vector<uint32_t> AssignCellsContiguous(const std::vector<double>& cell_weight, uint32_t machines) {
-  std::vector<uint32_t> machine_of(cell_weight.size(), 0);
+std::vector<uint32_t> AssignCellsContiguous(const std::vector<double>& cell_weight, uint32_t shards) {
+  std::vector<uint32_t> shard_of(cell_weight.size(), 0);
   std::vector<WeightedValue> values;
   for (size_t c = 0; c < cell_weight.size(); ++c) {
     // A tiny floor keeps empty cells from all collapsing into one range.
     values.push_back({c, std::max(cell_weight[c], 1e-9)});
   }
   BalanceOptions bo;
-  bo.ranges = machines;
+  bo.ranges = shards;
   auto ranges = BalanceRanges(std::move(values), bo);
-  if (!ranges.ok()) return AssignCellsLargestFirst(cell_weight, machines);  // weights were checked upstream
+  if (!ranges.ok()) return AssignCellsLargestFirst(cell_weight, shards);  // weights were checked upstream
   for (size_t c = 0; c < cell_weight.size(); ++c) {
-    machine_of[c] = static_cast<uint32_t>(std::min<size_t>(FindRange(*ranges, c), machines - 1));
+    shard_of[c] = static_cast<uint32_t>(std::min<size_t>(FindRange(*ranges, c), shards - 1));
   }
-  return machine_of;
+  return shard_of;
 }
 
 MapEvaluation EvaluateMap(const PartitionMap& map, const LengthSample& sample) {
   MapEvaluation e;
   e.pages = sample.size();
-  e.machine_pages.assign(map.machines(), 0.0);
+  e.shard_pages.assign(map.shards(), 0.0);
   const auto feature = map.proto().feature();
-  std::vector<uint32_t> cells, machines;
-  uint64_t routed = 0, cell_sends = 0, machine_sends = 0;
+  std::vector<uint32_t> cells, shards;
+  uint64_t routed = 0, cell_sends = 0, shard_sends = 0;
   for (size_t i = 0; i < sample.size(); ++i) {
     const auto v = sample.Vector(i, feature);
-    e.machine_pages[map.MachineOf(map.Home(v))] += 1;
+    e.shard_pages[map.ShardOf(map.Home(v))] += 1;
     map.RouteCells(v, &cells);
     if (cells.empty()) continue;
     ++routed;
     cell_sends += cells.size();
-    map.RouteMachines(v, &machines);
-    machine_sends += machines.size();
+    map.RouteShards(v, &shards);
+    shard_sends += shards.size();
   }
-  e.imbalance = Imbalance(e.machine_pages);
+  e.imbalance = Imbalance(e.shard_pages);
   if (routed > 0) {
     e.mean_cells_contacted = static_cast<double>(cell_sends) / routed;
-    e.mean_machines_contacted = static_cast<double>(machine_sends) / routed;
-    e.communication_reduction = 1 - static_cast<double>(machine_sends) / (static_cast<double>(routed) * map.machines());
+    e.mean_shards_contacted = static_cast<double>(shard_sends) / routed;
+    e.communication_reduction = 1 - static_cast<double>(shard_sends) / (static_cast<double>(routed) * map.shards());
   }
   return e;
 }

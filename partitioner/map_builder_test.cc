@@ -27,32 +27,32 @@ LengthSample SpikySample(uint32_t dims, size_t pages, uint64_t seed) {
   return s;
 }
 
-TEST(AssignCellsLargestFirst, KeepsTheHeaviestMachineWithinOneCellOfTheMean) {
+TEST(AssignCellsLargestFirst, KeepsTheHeaviestShardWithinOneCellOfTheMean) {
   std::mt19937_64 rng(1);
   std::vector<double> w(500);
   for (auto& x : w) x = static_cast<double>(rng() % 1000);
   w[7] = 0;
-  const auto machine_of = AssignCellsLargestFirst(w, 16);
+  const auto shard_of = AssignCellsLargestFirst(w, 16);
   std::vector<double> load(16, 0);
-  for (size_t c = 0; c < w.size(); ++c) load[machine_of[c]] += w[c];
+  for (size_t c = 0; c < w.size(); ++c) load[shard_of[c]] += w[c];
   const double mean = std::accumulate(load.begin(), load.end(), 0.0) / 16;
   EXPECT_LE(*std::max_element(load.begin(), load.end()), mean + *std::max_element(w.begin(), w.end()));
   EXPECT_LT(Imbalance(load), 1.05);
 }
 
-std::vector<double> Loads(const std::vector<double>& w, const std::vector<uint32_t>& machine_of, uint32_t machines) {
-  std::vector<double> load(machines, 0.0);
-  for (size_t c = 0; c < w.size(); ++c) load[machine_of[c]] += w[c];
+std::vector<double> Loads(const std::vector<double>& w, const std::vector<uint32_t>& shard_of, uint32_t shards) {
+  std::vector<double> load(shards, 0.0);
+  for (size_t c = 0; c < w.size(); ++c) load[shard_of[c]] += w[c];
   return load;
 }
 
-TEST(RefineAssignment, FindsASwapWithAMachineOtherThanTheLightest) {
-  // Machine 0 is heaviest (12); the lightest (2: 7) only takes a cell that overshoots, but
-  // swapping the 5 of machine 0 with the 4 of machine 1 (10) levels 0 and 1 at 11.
+TEST(RefineAssignment, FindsASwapWithAShardOtherThanTheLightest) {
+  // Shard 0 is heaviest (12); the lightest (2: 7) only takes a cell that overshoots, but
+  // swapping the 5 of shard 0 with the 4 of shard 1 (10) levels 0 and 1 at 11.
   const std::vector<double> w = {7, 5, 6, 4, 7};
-  std::vector<uint32_t> machine_of = {0, 0, 1, 1, 2};
-  RefineAssignment(w, &machine_of, 3, {.moves = false});
-  const auto load = Loads(w, machine_of, 3);
+  std::vector<uint32_t> shard_of = {0, 0, 1, 1, 2};
+  RefineAssignment(w, &shard_of, 3, {.moves = false});
+  const auto load = Loads(w, shard_of, 3);
   EXPECT_EQ(*std::max_element(load.begin(), load.end()), 11);
 }
 
@@ -61,98 +61,98 @@ TEST(RefineAssignment, NeverRaisesTheMaximumAndKeepsItsBudgetAndTarget) {
   for (int round = 0; round < 20; ++round) {
     std::vector<double> w(200);
     for (auto& x : w) x = static_cast<double>(rng() % 500);
-    std::vector<uint32_t> machine_of(w.size());
-    for (auto& m : machine_of) m = static_cast<uint32_t>(rng() % 4 == 0 ? 0 : rng() % 12);  // machine 0 overloaded
-    const auto before = Loads(w, machine_of, 12);
-    auto moved_to = machine_of;
+    std::vector<uint32_t> shard_of(w.size());
+    for (auto& m : shard_of) m = static_cast<uint32_t>(rng() % 4 == 0 ? 0 : rng() % 12);  // shard 0 overloaded
+    const auto before = Loads(w, shard_of, 12);
+    auto moved_to = shard_of;
     const double budget = 1500;
     const double moved = RefineAssignment(w, &moved_to, 12, {.move_budget = budget});
     const auto after = Loads(w, moved_to, 12);
     EXPECT_LE(*std::max_element(after.begin(), after.end()), *std::max_element(before.begin(), before.end()));
     double changed = 0;
-    for (size_t c = 0; c < w.size(); ++c) changed += moved_to[c] != machine_of[c] ? w[c] : 0;
+    for (size_t c = 0; c < w.size(); ++c) changed += moved_to[c] != shard_of[c] ? w[c] : 0;
     EXPECT_LE(changed, moved + 1e-9);
     EXPECT_LE(moved, budget);
-    auto free = machine_of;
+    auto free = shard_of;
     RefineAssignment(w, &free, 12, {.target_imbalance = 1.2});
     const double reached = Imbalance(Loads(w, free, 12));
-    auto full = machine_of;
+    auto full = shard_of;
     RefineAssignment(w, &full, 12, {});
     EXPECT_LE(Imbalance(Loads(w, full, 12)), reached + 1e-12);
     EXPECT_LT(Imbalance(Loads(w, full, 12)), 1.02);
   }
 }
 
-TEST(RefineAssignment, CompoundExchangesLevelFewMachinesToWithinAPage) {
-  // Like a 3D map on 2-8 machines: 64 cells of 5,000-20,000 pages. Single moves and swaps stall
-  // when no two cells differ by less than the gap; exchanging pairs levels the machines.
+TEST(RefineAssignment, CompoundExchangesLevelFewShardsToWithinAPage) {
+  // Like a 3D map on 2-8 shards: 64 cells of 5,000-20,000 pages. Single moves and swaps stall
+  // when no two cells differ by less than the gap; exchanging pairs levels the shards.
   std::mt19937_64 rng(11);
-  for (uint32_t machines : {2u, 3u, 4u, 8u}) {
+  for (uint32_t shards : {2u, 3u, 4u, 8u}) {
     for (int round = 0; round < 5; ++round) {
       std::vector<double> w(64);
       for (auto& x : w) x = 5000 + static_cast<double>(rng() % 15000);
       const double total = std::accumulate(w.begin(), w.end(), 0.0);
-      const auto machine_of = AssignCellsLargestFirst(w, machines);
-      const auto load = Loads(w, machine_of, machines);
-      // Within a page of the integer optimum on up to 4 machines (16+ cells each), within 0.01%
+      const auto shard_of = AssignCellsLargestFirst(w, shards);
+      const auto load = Loads(w, shard_of, shards);
+      // Within a page of the integer optimum on up to 4 shards (16+ cells each), within 0.01%
       // on 8.
-      const double slack = machines <= 4 ? 1 : 1e-4 * total / machines;
-      EXPECT_LE(*std::max_element(load.begin(), load.end()), std::ceil(total / machines) + slack)
-          << machines << " machines, round " << round;
+      const double slack = shards <= 4 ? 1 : 1e-4 * total / shards;
+      EXPECT_LE(*std::max_element(load.begin(), load.end()), std::ceil(total / shards) + slack)
+          << shards << " shards, round " << round;
     }
   }
 }
 
-TEST(RefineAssignment, BandsKeepEachMachinesCellsPerBand) {
+TEST(RefineAssignment, BandsKeepEachShardsCellsPerBand) {
   std::mt19937_64 rng(5);
   std::vector<double> w(120);
   RefineOptions o;
   o.band.resize(w.size());
-  std::vector<uint32_t> machine_of(w.size());
+  std::vector<uint32_t> shard_of(w.size());
   for (size_t c = 0; c < w.size(); ++c) {
     w[c] = 1 + static_cast<double>(rng() % 100);
-    o.band[c] = static_cast<uint32_t>(c / 10);  // 12 bands of 10 cells, one per machine
-    machine_of[c] = static_cast<uint32_t>(c % 10);
+    o.band[c] = static_cast<uint32_t>(c / 10);  // 12 bands of 10 cells, one per shard
+    shard_of[c] = static_cast<uint32_t>(c % 10);
   }
-  RefineAssignment(w, &machine_of, 10, o);
+  RefineAssignment(w, &shard_of, 10, o);
   for (uint32_t b = 0; b < 12; ++b) {
-    std::vector<int> per_machine(10, 0);
-    for (size_t c = 0; c < w.size(); ++c) per_machine[machine_of[c]] += o.band[c] == b;
-    EXPECT_THAT(per_machine, ::testing::Each(1)) << "band " << b;
+    std::vector<int> per_shard(10, 0);
+    for (size_t c = 0; c < w.size(); ++c) per_shard[shard_of[c]] += o.band[c] == b;
+    EXPECT_THAT(per_shard, ::testing::Each(1)) << "band " << b;
   }
 }
 
-TEST(AssignCellsSpread, OneCellPerBandAndMachineAndABalancedTotal) {
+TEST(AssignCellsSpread, OneCellPerBandAndShardAndABalancedTotal) {
   std::mt19937_64 rng(2);
-  const uint32_t machines = 16;
-  std::vector<double> w(machines * 12);
+  const uint32_t shards = 16;
+  std::vector<double> w(shards * 12);
   for (auto& x : w) x = 900 + static_cast<double>(rng() % 200);
   w[5] = 0;  // an empty cell goes somewhere valid
-  const auto machine_of = AssignCellsSpread(w, machines);
-  ASSERT_EQ(machine_of.size(), w.size());
-  for (uint32_t m : machine_of) EXPECT_LT(m, machines);
-  EXPECT_LT(Imbalance(Loads(w, machine_of, machines)), 1.01);
-  // Every machine holds cells from the whole index range: at least one in each quarter.
-  for (uint32_t m = 0; m < machines; ++m) {
+  const auto shard_of = AssignCellsSpread(w, shards);
+  ASSERT_EQ(shard_of.size(), w.size());
+  for (uint32_t m : shard_of) EXPECT_LT(m, shards);
+  EXPECT_LT(Imbalance(Loads(w, shard_of, shards)), 1.01);
+  // Every shard holds cells from the whole index range: at least one in each quarter.
+  for (uint32_t m = 0; m < shards; ++m) {
     for (size_t q = 0; q < 4; ++q) {
       bool has = false;
-      for (size_t c = q * w.size() / 4; c < (q + 1) * w.size() / 4; ++c) has |= machine_of[c] == m && w[c] > 0;
-      EXPECT_TRUE(has) << "machine " << m << " quarter " << q;
+      for (size_t c = q * w.size() / 4; c < (q + 1) * w.size() / 4; ++c) has |= shard_of[c] == m && w[c] > 0;
+      EXPECT_TRUE(has) << "shard " << m << " quarter " << q;
     }
   }
 }
 
-TEST(AssignCellsSpread, ARegionThatGrowsLoadsEveryMachineAlike) {
+TEST(AssignCellsSpread, ARegionThatGrowsLoadsEveryShardAlike) {
   std::mt19937_64 rng(4);
-  const uint32_t machines = 16;
-  std::vector<double> w(machines * 12);
+  const uint32_t shards = 16;
+  std::vector<double> w(shards * 12);
   for (auto& x : w) x = 500 + static_cast<double>(rng() % 1000);
-  const auto spread = AssignCellsSpread(w, machines), lpt = AssignCellsLargestFirst(w, machines);
+  const auto spread = AssignCellsSpread(w, shards), lpt = AssignCellsLargestFirst(w, shards);
   // Content drift: the pages of one region of the length order (a spike) grow by half.
   std::vector<double> drifted = w;
   for (size_t c = 40; c < 70; ++c) drifted[c] *= 1.5;
-  const double spread_imbalance = Imbalance(Loads(drifted, spread, machines));
-  const double lpt_imbalance = Imbalance(Loads(drifted, lpt, machines));
+  const double spread_imbalance = Imbalance(Loads(drifted, spread, shards));
+  const double lpt_imbalance = Imbalance(Loads(drifted, lpt, shards));
   EXPECT_LT(spread_imbalance, lpt_imbalance);
   EXPECT_LT(spread_imbalance, 1.1);
 }
@@ -163,25 +163,25 @@ TEST(AssignCellsSpread, TooFewCellsForBandsIsLargestFirst) {
 }
 
 TEST(BuildPartitionMap, MoreDimensionsBalanceASpikyDistributionBetter) {
-  for (uint32_t machines : {8u, 32u, 64u}) {
+  for (uint32_t shards : {8u, 32u, 64u}) {
     double imbalance[4] = {0, 0, 0, 0};
     for (uint32_t dims : {1u, 3u}) {
       const LengthSample sample = SpikySample(dims, 100000, 7);
-      auto map = BuildPartitionMap(sample, {.dims = dims, .machines = machines, .threshold = 0.9,
+      auto map = BuildPartitionMap(sample, {.dims = dims, .shards = shards, .threshold = 0.9,
                                             .routing = pb::PartitionMap::RHO_BOX, .rho = 1.0});
       ASSERT_TRUE(map.ok()) << map.status().message();
       imbalance[dims] = EvaluateMap(*map, sample).imbalance;
     }
-    EXPECT_LT(imbalance[3], imbalance[1]) << machines << " machines";
-    // The 30% spike sits in one 1D fine-grain interval: 1D cannot do better than 0.3 * machines.
-    EXPECT_GT(imbalance[1], 0.25 * machines);
+    EXPECT_LT(imbalance[3], imbalance[1]) << shards << " shards";
+    // The 30% spike sits in one 1D fine-grain interval: 1D cannot do better than 0.3 * shards.
+    EXPECT_GT(imbalance[1], 0.25 * shards);
   }
 }
 
 TEST(BuildPartitionMap, EveryPageHasAHomeAndRoutesThere) {
   const LengthSample sample = SpikySample(3, 20000, 3);
   for (auto routing : {pb::PartitionMap::RHO_BOX, pb::PartitionMap::EXACT_L1}) {
-    auto map = BuildPartitionMap(sample, {.dims = 3, .machines = 16, .routing = routing, .rho = 1.1});
+    auto map = BuildPartitionMap(sample, {.dims = 3, .shards = 16, .routing = routing, .rho = 1.1});
     ASSERT_TRUE(map.ok());
     std::vector<uint32_t> cells;
     for (size_t i = 0; i < sample.size(); ++i) {
@@ -193,7 +193,7 @@ TEST(BuildPartitionMap, EveryPageHasAHomeAndRoutesThere) {
     EXPECT_EQ(e.pages, sample.size());
     EXPECT_GT(e.communication_reduction, 0.1);
     EXPECT_LE(e.communication_reduction, 1.0);
-    EXPECT_DOUBLE_EQ(std::accumulate(e.machine_pages.begin(), e.machine_pages.end(), 0.0), sample.size());
+    EXPECT_DOUBLE_EQ(std::accumulate(e.shard_pages.begin(), e.shard_pages.end(), 0.0), sample.size());
   }
 }
 
@@ -201,28 +201,28 @@ TEST(BuildPartitionMap, EveryPageHasAHomeAndRoutesThere) {
 // evens out the load it was given; without loads, the same cells hold about equal page counts.
 TEST(BuildPartitionMap, PageLoadsBalanceTheLoadInsteadOfThePages) {
   const LengthSample sample = SpikySample(3, 20000, 5);
-  const MapBuildOptions o{.dims = 3, .machines = 4, .routing = pb::PartitionMap::EXACT_L1, .contiguous_machines = true};
+  const MapBuildOptions o{.dims = 3, .shards = 4, .routing = pb::PartitionMap::EXACT_L1, .contiguous_shards = true};
   std::vector<double> load(sample.size());
   for (size_t i = 0; i < sample.size(); ++i) load[i] = 100.0 + sample.shingle_count(i);
   auto by_pages = BuildPartitionMap(sample, o);
   auto by_load = BuildPartitionMap(sample, o, load);
   ASSERT_TRUE(by_pages.ok() && by_load.ok());
-  auto per_machine = [&](const PartitionMap& map, bool weigh) {
+  auto per_shard = [&](const PartitionMap& map, bool weigh) {
     std::vector<double> m(4, 0.0);
     for (size_t i = 0; i < sample.size(); ++i) {
-      m[map.MachineOf(map.Home(sample.Vector(i, map.proto().feature())))] += weigh ? load[i] : 1.0;
+      m[map.ShardOf(map.Home(sample.Vector(i, map.proto().feature())))] += weigh ? load[i] : 1.0;
     }
     return m;
   };
   auto spread = [](const std::vector<double>& m) {
     return *std::max_element(m.begin(), m.end()) / *std::min_element(m.begin(), m.end());
   };
-  const auto pages_a = per_machine(*by_pages, false), load_a = per_machine(*by_pages, true);
-  const auto pages_b = per_machine(*by_load, false), load_b = per_machine(*by_load, true);
+  const auto pages_a = per_shard(*by_pages, false), load_a = per_shard(*by_pages, true);
+  const auto pages_b = per_shard(*by_load, false), load_b = per_shard(*by_load, true);
   EXPECT_LT(spread(pages_a), spread(pages_b));
   EXPECT_LT(spread(load_b), spread(load_a));
   EXPECT_LT(spread(load_b), 1.25);
-  // Contiguous runs go from short to long pages: the last machine has the longest, so fewer.
+  // Contiguous runs go from short to long pages: the last shard has the longest, so fewer.
   EXPECT_LT(pages_b[3], pages_a[3]);
   // The slicing itself is by pages either way.
   EXPECT_EQ(by_pages->proto().slice_size(), by_load->proto().slice_size());
@@ -235,7 +235,7 @@ TEST(BuildPartitionMap, PageLoadsBalanceTheLoadInsteadOfThePages) {
 TEST(BuildPartitionMap, RefusesBadOptions) {
   const LengthSample sample = SpikySample(2, 100, 1);
   EXPECT_FALSE(BuildPartitionMap(sample, {.dims = 3}).ok());  // sample has 2 dimensions
-  EXPECT_FALSE(BuildPartitionMap(sample, {.dims = 2, .machines = 0}).ok());
+  EXPECT_FALSE(BuildPartitionMap(sample, {.dims = 2, .shards = 0}).ok());
   EXPECT_FALSE(BuildPartitionMap(sample, {.dims = 2, .threshold = 1.5}).ok());
   EXPECT_FALSE(BuildPartitionMap(sample, {.dims = 2, .routing = pb::PartitionMap::RHO_BOX, .rho = 0.5}).ok());
   EXPECT_EQ(BuildPartitionMap(LengthSample(2), {.dims = 2}).status().code(), StatusCode::kFailedPrecondition);

@@ -28,15 +28,15 @@ StatusOr<PartitionMap> PartitionMap::FromProto(pb::PartitionMap p) {
     return InvalidArgument("partition map: rho must be >= 1 for RHO_BOX routing");
   }
   if (p.shingle_k() < 1 || p.shingle_k() > 16) return InvalidArgument("partition map: shingle_k must be in 1..16");
-  if (p.machines() < 1) return InvalidArgument("partition map: machines must be >= 1");
+  if (p.shards() < 1) return InvalidArgument("partition map: shards must be >= 1");
   if (p.slice_size() == 0) return InvalidArgument("partition map: no slices");
-  if (p.cell_weight_size() != 0 && p.cell_weight_size() != p.cell_machine_size()) {
+  if (p.cell_weight_size() != 0 && p.cell_weight_size() != p.cell_shard_size()) {
     return InvalidArgument("partition map: cell_weight has " + std::to_string(p.cell_weight_size()) +
-                           " entries for " + std::to_string(p.cell_machine_size()) + " cells");
+                           " entries for " + std::to_string(p.cell_shard_size()) + " cells");
   }
   // Walk the tree from the root: every node and every cell reached exactly once, depth == dims.
   std::vector<int> node_depth(static_cast<size_t>(p.slice_size()), -1);
-  std::vector<bool> cell_seen(static_cast<size_t>(p.cell_machine_size()), false);
+  std::vector<bool> cell_seen(static_cast<size_t>(p.cell_shard_size()), false);
   node_depth[0] = 0;
   std::vector<int> stack{0};
   size_t nodes_seen = 1, cells_seen = 0;
@@ -73,12 +73,12 @@ StatusOr<PartitionMap> PartitionMap::FromProto(pb::PartitionMap p) {
   }
   if (nodes_seen != node_depth.size() || cells_seen != cell_seen.size()) {
     return InvalidArgument("partition map: the slices do not form one tree of depth " + std::to_string(p.dims()) +
-                           " covering all " + std::to_string(p.cell_machine_size()) + " cells");
+                           " covering all " + std::to_string(p.cell_shard_size()) + " cells");
   }
-  for (int c = 0; c < p.cell_machine_size(); ++c) {
-    if (p.cell_machine(c) >= p.machines()) {
-      return InvalidArgument("partition map: cell " + std::to_string(c) + " is on machine " +
-                             std::to_string(p.cell_machine(c)) + " of " + std::to_string(p.machines()));
+  for (int c = 0; c < p.cell_shard_size(); ++c) {
+    if (p.cell_shard(c) >= p.shards()) {
+      return InvalidArgument("partition map: cell " + std::to_string(c) + " is on shard " +
+                             std::to_string(p.cell_shard(c)) + " of " + std::to_string(p.shards()));
     }
   }
   return PartitionMap(std::move(p));
@@ -186,18 +186,18 @@ void PartitionMap::RouteCells(std::span<const uint32_t> v, std::vector<uint32_t>
   std::sort(cells->begin(), cells->end());
 }
 
-void PartitionMap::RouteMachines(std::span<const uint32_t> v, std::vector<uint32_t>* machines) const {
-  // A bitmap of machines keeps the result sorted and unique without sorting.
+void PartitionMap::RouteShards(std::span<const uint32_t> v, std::vector<uint32_t>* shards) const {
+  // A bitmap of shards keeps the result sorted and unique without sorting.
   thread_local std::vector<uint64_t> bits;
-  bits.assign((this->machines() + 63) / 64, 0);
-  const auto* cell_machine = proto_.cell_machine().data();
+  bits.assign((this->shards() + 63) / 64, 0);
+  const auto* cell_shard = proto_.cell_shard().data();
   ForEachRoutedCell(v, [&](uint32_t c) {
-    const uint32_t m = cell_machine[c];
+    const uint32_t m = cell_shard[c];
     bits[m >> 6] |= uint64_t{1} << (m & 63);
   });
-  machines->clear();
+  shards->clear();
   for (size_t w = 0; w < bits.size(); ++w) {
-    for (uint64_t b = bits[w]; b != 0; b &= b - 1) machines->push_back(static_cast<uint32_t>(w * 64 + std::countr_zero(b)));
+    for (uint64_t b = bits[w]; b != 0; b &= b - 1) shards->push_back(static_cast<uint32_t>(w * 64 + std::countr_zero(b)));
   }
 }
 

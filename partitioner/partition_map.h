@@ -1,10 +1,10 @@
-// PartitionMap: the one place that decides which Tier 2 partition stores a page and which
-// partitions a new page must be compared against (the paper's Section 4).
+// PartitionMap: the one place that decides which cell (and so which Tier 2 shard) stores a page
+// and which cells a new page must be compared against (the paper's Section 4).
 //
 // A map slices N length dimensions one after the other: dimension 0 into intervals, then, inside
 // each of those, dimension 1 by the pages in it, and so on (a tree of depth N, so that cells stay
-// balanced although the dimensions are correlated). The leaves are the partitions ("cells"), each
-// a box of per-dimension intervals living on one machine. A page's vector (N lengths, see
+// balanced although the dimensions are correlated). The leaves are the cells, each
+// a box of per-dimension intervals living on one shard. A page's vector (N lengths, see
 // VectorOf) has exactly one home cell. Routing finds every cell that can hold a near-duplicate:
 //  - RHO_BOX (the paper's Expression 1): dimension i ranges over [v_i t/rho, v_i rho/t].
 //    Approximate: a small rho loses some pairs.
@@ -15,8 +15,8 @@
 //
 //   ASSIGN_OR_RETURN(PartitionMap map, PartitionMap::Load("map.pb"));
 //   uint32_t home = map.Home(map.VectorOf(features));
-//   std::vector<uint32_t> machines;
-//   map.RouteMachines(map.VectorOf(features), &machines);
+//   std::vector<uint32_t> shards;
+//   map.RouteShards(map.VectorOf(features), &shards);
 //
 // Thread safety: a PartitionMap is immutable; all const methods may be called concurrently.
 #pragma once
@@ -38,7 +38,7 @@ class PartitionMap {
  public:
   // Validates and indexes a map message. InvalidArgument (naming the field) for a wrong format
   // version, a slice tree that is not a tree of depth `dims` covering every cell exactly once,
-  // unsorted bounds, a machine out of range, or a bad threshold/rho.
+  // unsorted bounds, a shard out of range, or a bad threshold/rho.
   static StatusOr<PartitionMap> FromProto(pb::PartitionMap proto);
   // IoError if unreadable; Corruption if not a PartitionMap; then as FromProto.
   static StatusOr<PartitionMap> Load(const std::string& path);
@@ -47,8 +47,8 @@ class PartitionMap {
 
   const pb::PartitionMap& proto() const { return proto_; }
   uint32_t dims() const { return proto_.dims(); }
-  uint32_t machines() const { return proto_.machines(); }
-  uint32_t cells() const { return static_cast<uint32_t>(proto_.cell_machine_size()); }
+  uint32_t shards() const { return proto_.shards(); }
+  uint32_t cells() const { return static_cast<uint32_t>(proto_.cell_shard_size()); }
 
   // The vector of a page this map partitions by (its feature), with dims() entries.
   std::span<const uint32_t> VectorOf(const PageFeatures& f) const;
@@ -57,12 +57,12 @@ class PartitionMap {
 
   // The cell that stores a page; v.size() must equal dims().
   uint32_t Home(std::span<const uint32_t> v) const;
-  uint32_t MachineOf(uint32_t cell) const { return proto_.cell_machine(static_cast<int>(cell)); }
+  uint32_t ShardOf(uint32_t cell) const { return proto_.cell_shard(static_cast<int>(cell)); }
 
   // Replaces *cells with the sorted cells that can hold a near-duplicate of v (home included).
   void RouteCells(std::span<const uint32_t> v, std::vector<uint32_t>* cells) const;
-  // Replaces *machines with the sorted, unique machines of RouteCells(v).
-  void RouteMachines(std::span<const uint32_t> v, std::vector<uint32_t>* machines) const;
+  // Replaces *shards with the sorted, unique shards of RouteCells(v).
+  void RouteShards(std::span<const uint32_t> v, std::vector<uint32_t>* shards) const;
 
  private:
   struct Node {

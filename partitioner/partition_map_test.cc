@@ -17,7 +17,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// The paper's Fig. 2: two dimensions cut at 300, one machine per cell. As a tree: the root cuts
+// The paper's Fig. 2: two dimensions cut at 300, one shard per cell. As a tree: the root cuts
 // dimension 0 at 300; each of its two children cuts dimension 1 at 300. Cell (i, j) = 2i + j.
 pb::PartitionMap PaperFigure2(pb::PartitionMap::Routing routing) {
   pb::PartitionMap p;
@@ -29,7 +29,7 @@ pb::PartitionMap PaperFigure2(pb::PartitionMap::Routing routing) {
   p.set_threshold(0.9);
   p.set_shingle_k(5);
   p.set_dims(2);
-  p.set_machines(4);
+  p.set_shards(4);
   auto* root = p.add_slice();
   root->add_bounds(300);
   root->set_first_child(1);
@@ -38,7 +38,7 @@ pb::PartitionMap PaperFigure2(pb::PartitionMap::Routing routing) {
     s->add_bounds(300);
     s->set_first_child(2 * child);
   }
-  for (uint32_t c = 0; c < 4; ++c) p.add_cell_machine(c);
+  for (uint32_t c = 0; c < 4; ++c) p.add_cell_shard(c);
   return p;
 }
 
@@ -88,7 +88,7 @@ TEST(PartitionMap, RefusesBadMaps) {
   EXPECT_THAT(PartitionMap::FromProto(bad).status().message(), HasSubstr("strictly increasing"));
 
   bad = PaperFigure2(pb::PartitionMap::RHO_BOX);
-  bad.add_cell_machine(0);
+  bad.add_cell_shard(0);
   EXPECT_THAT(PartitionMap::FromProto(bad).status().message(), HasSubstr("covering all 5 cells"));
 
   bad = PaperFigure2(pb::PartitionMap::RHO_BOX);
@@ -96,8 +96,8 @@ TEST(PartitionMap, RefusesBadMaps) {
   EXPECT_THAT(PartitionMap::FromProto(bad).status().message(), HasSubstr("reached twice"));
 
   bad = PaperFigure2(pb::PartitionMap::RHO_BOX);
-  bad.set_cell_machine(2, 9);
-  EXPECT_THAT(PartitionMap::FromProto(bad).status().message(), HasSubstr("machine 9 of 4"));
+  bad.set_cell_shard(2, 9);
+  EXPECT_THAT(PartitionMap::FromProto(bad).status().message(), HasSubstr("shard 9 of 4"));
 
   bad = PaperFigure2(pb::PartitionMap::RHO_BOX);
   bad.set_rho(0.5);
@@ -148,9 +148,9 @@ TEST(PartitionMap, ExactModeNeverLosesASimilarPair) {
   LengthSample sample(3);
   for (const auto& f : pages) sample.Add(f);
   for (double t : {0.5, 0.7, 0.8, 0.9, 0.95}) {
-    for (uint32_t machines : {4u, 16u, 64u}) {
-      auto map = BuildPartitionMap(sample, {.dims = 3, .machines = machines, .threshold = t,
-                                            .routing = pb::PartitionMap::EXACT_L1, .cells_per_machine = 8});
+    for (uint32_t shards : {4u, 16u, 64u}) {
+      auto map = BuildPartitionMap(sample, {.dims = 3, .shards = shards, .threshold = t,
+                                            .routing = pb::PartitionMap::EXACT_L1, .cells_per_shard = 8});
       ASSERT_TRUE(map.ok()) << map.status().message();
       std::vector<uint32_t> cells;
       uint64_t similar = 0;
@@ -167,7 +167,7 @@ TEST(PartitionMap, ExactModeNeverLosesASimilarPair) {
           }
           ASSERT_LE(static_cast<double>(l1), (1 - t) / t * pages[a].shingles.size() + 1e-9);
           ASSERT_TRUE(std::binary_search(cells.begin(), cells.end(), map->Home(map->VectorOf(pages[b]))))
-              << "pair " << a << "," << b << " lost at t=" << t << " machines=" << machines;
+              << "pair " << a << "," << b << " lost at t=" << t << " shards=" << shards;
         }
       }
       EXPECT_GT(similar, 50u);

@@ -9,9 +9,9 @@
 namespace neardup::partitioner {
 namespace {
 
-std::vector<double> Loads(const std::vector<double>& cell_weight, const std::vector<uint32_t>& machine_of, uint32_t machines) {
-  std::vector<double> load(machines, 0.0);
-  for (size_t c = 0; c < cell_weight.size(); ++c) load[machine_of[c]] += cell_weight[c];
+std::vector<double> Loads(const std::vector<double>& cell_weight, const std::vector<uint32_t>& shard_of, uint32_t shards) {
+  std::vector<double> load(shards, 0.0);
+  for (size_t c = 0; c < cell_weight.size(); ++c) load[shard_of[c]] += cell_weight[c];
   return load;
 }
 
@@ -25,7 +25,7 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
   if (fresh.size() == 0) return FailedPrecondition("cannot rebalance from an empty sample");
   if (!(o.max_move >= 0 && o.max_move <= 1)) return InvalidArgument("max_move must be in [0, 1]");
   const auto feature = old_map.proto().feature();
-  const uint32_t machines = old_map.machines();
+  const uint32_t shards = old_map.shards();
   const double total = static_cast<double>(fresh.size());
 
   // The fresh sample under the old map.
@@ -35,37 +35,37 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
     old_home[i] = old_map.Home(fresh.Vector(i, feature));
     w[old_home[i]] += 1;
   }
-  std::vector<uint32_t> old_machine(old_map.cells());
-  for (uint32_t c = 0; c < old_map.cells(); ++c) old_machine[c] = old_map.MachineOf(c);
+  std::vector<uint32_t> old_shard(old_map.cells());
+  for (uint32_t c = 0; c < old_map.cells(); ++c) old_shard[c] = old_map.ShardOf(c);
 
   RebalanceResult r{old_map};
-  r.imbalance_before = Imbalance(Loads(w, old_machine, machines));
+  r.imbalance_before = Imbalance(Loads(w, old_shard, shards));
 
   // Step 1.
-  std::vector<uint32_t> machine_of = old_machine;
+  std::vector<uint32_t> shard_of = old_shard;
   // Single moves and swaps only: a compound exchange moves three or four cells for a small gain.
-  RefineAssignment(w, &machine_of, machines,
+  RefineAssignment(w, &shard_of, shards,
                    {.move_budget = o.max_move * total, .target_imbalance = o.target_imbalance, .compound = false});
-  const double step1 = Imbalance(Loads(w, machine_of, machines));
+  const double step1 = Imbalance(Loads(w, shard_of, shards));
   pb::PartitionMap p = old_map.proto();
   p.set_generation(p.generation() + 1);
   p.set_sample_pages(fresh.size());
 
   std::vector<uint32_t> new_home = old_home;
-  std::vector<uint32_t> new_machine_of_cell = machine_of;
+  std::vector<uint32_t> new_shard_of_cell = shard_of;
   bool resliced = false;
   if (step1 > o.target_imbalance) {
     MapBuildOptions b;
     b.dims = old_map.dims();
-    b.machines = machines;
+    b.shards = shards;
     b.threshold = old_map.proto().threshold();
     b.routing = old_map.proto().routing();
     b.rho = std::max(1.0, old_map.proto().rho());
-    b.cells_per_machine = std::max(1u, old_map.proto().cells_per_machine());
+    b.cells_per_shard = std::max(1u, old_map.proto().cells_per_shard());
     b.fine_grain = old_map.proto().fine_grain();
     b.shingle_k = old_map.proto().shingle_k();
     ASSIGN_OR_RETURN(PartitionMap sliced, BuildPartitionMap(fresh, b));
-    // Give each new cell to the machine that already holds most of its pages, within capacity.
+    // Give each new cell to the shard that already holds most of its pages, within capacity.
     const uint32_t cells = sliced.cells();
     std::vector<double> cw(cells, 0.0);
     std::vector<std::map<uint32_t, double>> overlap(cells);
@@ -73,15 +73,15 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
     for (size_t i = 0; i < fresh.size(); ++i) {
       home[i] = sliced.Home(fresh.Vector(i, feature));
       cw[home[i]] += 1;
-      overlap[home[i]][old_machine[old_home[i]]] += 1;
+      overlap[home[i]][old_shard[old_home[i]]] += 1;
     }
     std::vector<uint32_t> order(cells);
     std::iota(order.begin(), order.end(), 0u);
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t c) { return cw[a] > cw[c]; });
-    const double cap = total / machines * o.target_imbalance;
-    std::vector<double> load(machines, 0.0);
+    const double cap = total / shards * o.target_imbalance;
+    std::vector<double> load(shards, 0.0);
     std::vector<uint32_t> assign(cells, 0);
-    const std::vector<uint32_t> lpt = AssignCellsLargestFirst(cw, machines);
+    const std::vector<uint32_t> lpt = AssignCellsLargestFirst(cw, shards);
     for (uint32_t c : order) {
       int64_t chosen = -1;
       double best = 0;
@@ -99,31 +99,31 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
       resliced = true;
       p = sliced.proto();
       p.set_generation(old_map.proto().generation() + 1);
-      p.mutable_cell_machine()->Assign(assign.begin(), assign.end());
+      p.mutable_cell_shard()->Assign(assign.begin(), assign.end());
       new_home = home;
-      new_machine_of_cell = assign;
+      new_shard_of_cell = assign;
       w = cw;
     }
   }
-  if (!resliced) p.mutable_cell_machine()->Assign(machine_of.begin(), machine_of.end());
+  if (!resliced) p.mutable_cell_shard()->Assign(shard_of.begin(), shard_of.end());
   p.mutable_cell_weight()->Assign(w.begin(), w.end());
   ASSIGN_OR_RETURN(PartitionMap out, PartitionMap::FromProto(std::move(p)));
 
-  // Moves: pages whose machine changes, aggregated by (old cell, new cell).
+  // Moves: pages whose shard changes, aggregated by (old cell, new cell).
   std::map<std::pair<uint32_t, uint32_t>, double> agg;
   double moved = 0;
   for (size_t i = 0; i < fresh.size(); ++i) {
-    const uint32_t from = old_machine[old_home[i]], to = new_machine_of_cell[new_home[i]];
+    const uint32_t from = old_shard[old_home[i]], to = new_shard_of_cell[new_home[i]];
     if (from == to) continue;
     moved += 1;
     agg[{old_home[i], new_home[i]}] += 1;
   }
   r.map = std::move(out);
   r.resliced = resliced;
-  r.imbalance_after = Imbalance(Loads(w, new_machine_of_cell, machines));
+  r.imbalance_after = Imbalance(Loads(w, new_shard_of_cell, shards));
   r.moved_share = moved / total;
   for (const auto& [cells, pages] : agg) {
-    r.moves.push_back(CellMove{cells.first, cells.second, old_machine[cells.first], new_machine_of_cell[cells.second], pages});
+    r.moves.push_back(CellMove{cells.first, cells.second, old_shard[cells.first], new_shard_of_cell[cells.second], pages});
   }
   std::stable_sort(r.moves.begin(), r.moves.end(), [](const CellMove& a, const CellMove& b) { return a.pages > b.pages; });
   return r;

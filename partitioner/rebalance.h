@@ -2,13 +2,13 @@
 // few pages as possible).
 //
 // Given the current map and a fresh sample:
-//  1. Keep every boundary and move or swap whole cells between machines (RefineAssignment of
-//     map_builder.h: the heaviest machine's best move or swap, while that helps, the imbalance is
+//  1. Keep every boundary and move or swap whole cells between shards (RefineAssignment of
+//     map_builder.h: the heaviest shard's best move or swap, while that helps, the imbalance is
 //     above target and the moved share stays within max_move).
 //  2. Only if the imbalance is still above target (a cell itself has grown too heavy, which
 //     reassignment cannot fix), re-slice from the fresh sample (as the map was sliced: same
-//     fine-grain ratio and cells per machine) and give each new cell to the
-//     machine that already holds most of its pages, within capacity; the rest largest-first.
+//     fine-grain ratio and cells per shard) and give each new cell to the
+//     shard that already holds most of its pages, within capacity; the rest largest-first.
 // The result says which happened, the imbalance before and after, and the share of pages that move.
 //
 // Thread safety: pure function.
@@ -30,7 +30,7 @@ struct RebalanceOptions {
 
 struct CellMove {
   uint32_t from_cell, to_cell;        // cells of the old and the new map
-  uint32_t from_machine, to_machine;
+  uint32_t from_shard, to_shard;
   double pages;                       // sample pages that take this move
 };
 
@@ -39,7 +39,7 @@ struct RebalanceResult {
   bool resliced = false;
   double imbalance_before = 0;        // the fresh sample under the old map
   double imbalance_after = 0;         // the fresh sample under the new map
-  double moved_share = 0;             // share of sample pages whose machine changes
+  double moved_share = 0;             // share of sample pages whose shard changes
   std::vector<CellMove> moves = {};   // aggregated, largest first
 };
 

@@ -24,7 +24,7 @@ LengthSample Sample(size_t pages, double median, uint64_t seed) {
 }
 
 MapBuildOptions Options() {
-  return {.dims = 3, .machines = 16, .threshold = 0.9, .routing = pb::PartitionMap::EXACT_L1};
+  return {.dims = 3, .shards = 16, .threshold = 0.9, .routing = pb::PartitionMap::EXACT_L1};
 }
 
 TEST(Rebalance, UnchangedContentMovesNothing) {
@@ -50,7 +50,7 @@ TEST(Rebalance, DriftIsRepairedAndMovesAreCounted) {
   EXPECT_LE(r->imbalance_after, 1.3);
   double moved = 0;
   for (const auto& m : r->moves) {
-    EXPECT_NE(m.from_machine, m.to_machine);
+    EXPECT_NE(m.from_shard, m.to_shard);
     moved += m.pages;
   }
   EXPECT_DOUBLE_EQ(moved / drifted.size(), r->moved_share);

@@ -100,11 +100,11 @@ StatusOr<PipelineSummary> Pipeline::Run() {
     read = SignCrawl(o_.input, so, [&](CrawlRecord& r, PageFeatures& f) -> Status {
       Batch& b = *batch;
       b.cell.push_back(0);
-      b.machines.emplace_back();
+      b.shards.emplace_back();
       if (!r.is_redirect()) {
         const auto v = map_->VectorOf(f);
         b.cell.back() = map_->Home(v);
-        if (!f.shingles.empty()) map_->RouteMachines(v, &b.machines.back());
+        if (!f.shingles.empty()) map_->RouteShards(v, &b.shards.back());
         b.signatures.push_back(ToProto(r.url, f, signer_));
       } else {
         b.signatures.emplace_back();

@@ -3,7 +3,7 @@
 //
 // Per batch of B records (in input order; the last record of a URL in a batch wins):
 //   1. sign the records (all cores; document/crawl_signer.h) and place each content page with the
-//      partition map: its home cell, and the shards (machines) it must be compared on;
+//      partition map: its home cell, and the shards it must be compared on;
 //   2. Tier 1 classifies: unchanged or still similar to its group's representative -> stays;
 //      new, changed or a former redirect -> Tier 2;
 //   3. Tier 2: every shard compares the pages routed to it, in parallel (tier2/shard.h);

@@ -18,12 +18,13 @@ void Pipeline::DropRetired() {
 }
 
 
-std::vector<std::vector<tier2::ShardPage>> Pipeline::HomePages(const Batch& b, const std::vector<Route>& routes) const {
+std::vector<std::vector<tier2::ShardPage>> Pipeline::HomePages(const Batch& b,
+                                                                const std::vector<Classification>& classes) const {
   std::vector<std::vector<tier2::ShardPage>> pages(P());
   for (size_t i = 0; i < b.records.size(); ++i) {
-    const Route r = routes[i];
-    if (r != Route::kFastPath && r != Route::kTier2 && r != Route::kEmpty) continue;
-    pages[map_->MachineOf(b.cell[i])].push_back({&b.signatures[i], true, /*validated=*/true});
+    const Classification c = classes[i];
+    if (c != Classification::kFastPath && c != Classification::kTier2 && c != Classification::kEmpty) continue;
+    pages[map_->ShardOf(b.cell[i])].push_back({&b.signatures[i], true, /*validated=*/true});
   }
   return pages;
 }
@@ -42,7 +43,7 @@ Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::Repeated
                                bool publish_only) {
   std::vector<std::vector<std::string>> removed(P());
   for (const auto& rm : removals) {
-    if (rm.cell() < map_->cells()) removed[map_->MachineOf(rm.cell())].push_back(rm.url());
+    if (rm.cell() < map_->cells()) removed[map_->ShardOf(rm.cell())].push_back(rm.url());
   }
   const auto t0 = SteadyClock::now();
   Status s = ForEachShard(*store_pool_, [&](size_t m) -> Status {
@@ -57,29 +58,29 @@ Status Pipeline::Redo(Batch& b) {
   // Tier 1 committed this batch; some shards may not have, and its status lines may be lost. The
   // shards' writes are idempotent.
   RETURN_IF_ERROR(FinishShardWrites());
-  std::vector<Route> routes(b.records.size(), Route::kTier2);
-  const std::string& stored = progress_.last_batch_routes();
+  std::vector<Classification> classes(b.records.size(), Classification::kTier2);
+  const std::string& stored = progress_.last_batch_classes();
   if (stored.size() == b.records.size()) {
-    for (size_t i = 0; i < routes.size(); ++i) routes[i] = static_cast<Route>(stored[i]);
+    for (size_t i = 0; i < classes.size(); ++i) classes[i] = static_cast<Classification>(stored[i]);
   } else {
     std::unordered_map<std::string_view, size_t> last;
     for (size_t i = 0; i < b.records.size(); ++i) {
-      if (b.records[i].is_redirect()) routes[i] = Route::kRedirect;
-      else if (b.signatures[i].shingles_size() == 0) routes[i] = Route::kEmpty;
+      if (b.records[i].is_redirect()) classes[i] = Classification::kRedirect;
+      else if (b.signatures[i].shingles_size() == 0) classes[i] = Classification::kEmpty;
       auto [it, fresh] = last.emplace(b.records[i].url, i);
-      if (!fresh) routes[it->second] = Route::kSuperseded, it->second = i;
+      if (!fresh) classes[it->second] = Classification::kSuperseded, it->second = i;
     }
   }
   if (std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end()) {
-    RETURN_IF_ERROR(StageOnShards(HomePages(b, routes), lagging_));
+    RETURN_IF_ERROR(StageOnShards(HomePages(b, classes), lagging_));
     RETURN_IF_ERROR(ApplyToShards(b.number, progress_.last_batch_removals()));
     sum_.redone_shard_batches += static_cast<uint64_t>(std::count(lagging_.begin(), lagging_.end(), true));
     lagging_.assign(lagging_.size(), false);
   }
   if (status_file_ == nullptr) return Status::Ok();
   const uint64_t before = sum_.status_lines_rewritten;
-  RETURN_IF_ERROR(WriteStatus(b, routes));
-  for (Route r : routes) sum_.status_lines_rewritten += r != Route::kSuperseded;
+  RETURN_IF_ERROR(WriteStatus(b, classes));
+  for (Classification c : classes) sum_.status_lines_rewritten += c != Classification::kSuperseded;
   if (sum_.status_lines_rewritten > before) {
     spdlog::info("pipeline: wrote the status lines of batch {} again ({} lines)", b.number,
                  sum_.status_lines_rewritten - before);
@@ -87,18 +88,18 @@ Status Pipeline::Redo(Batch& b) {
   return SyncStatusFile();
 }
 
-void Pipeline::StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> routes) {
+void Pipeline::StartShardWrites(std::unique_ptr<Batch> b, std::vector<Classification> classes) {
   writing_ = std::move(b);
-  writing_routes_ = std::move(routes);
+  writing_classes_ = std::move(classes);
   const Batch& w = *writing_;
   std::unordered_set<std::string_view> stored;
   for (size_t i = 0; i < w.records.size(); ++i) {
-    const Route r = writing_routes_[i];
-    if (r == Route::kFastPath || r == Route::kTier2) {
+    const Classification c = writing_classes_[i];
+    if (c == Classification::kFastPath || c == Classification::kTier2) {
       source_->Overlay(w.records[i].url, w.cell[i], &w.signatures[i]);
       stored.insert(w.records[i].url);
     }
-    if (r == Route::kEmpty) source_->Overlay(w.records[i].url, w.cell[i], nullptr);
+    if (c == Classification::kEmpty) source_->Overlay(w.records[i].url, w.cell[i], nullptr);
   }
   writing_removals_ = progress_.last_batch_removals();
   for (const auto& rm : writing_removals_) {
@@ -151,7 +152,7 @@ Status Pipeline::FinishShardWrites() {
   sum_.tier2_apply_wait_seconds += Since(t0);
   source_->ClearOverlay();
   Retire(std::move(writing_));
-  writing_routes_.clear();
+  writing_classes_.clear();
   writing_removals_.Clear();
   return s;
 }
@@ -176,9 +177,9 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   tier1_->SetPending(std::move(pending));
   auto t0 = SteadyClock::now();
   double cpu0 = ThreadCpuSeconds();
-  std::vector<Route> routes;
+  std::vector<Classification> classes;
   std::vector<bool> changed;
-  RETURN_IF_ERROR(tier1_->Classify(updates, &routes, &changed));
+  RETURN_IF_ERROR(tier1_->Classify(updates, &classes, &changed));
   sum_.tier1_seconds += Since(t0);
   sum_.tier1_cpu_seconds += ThreadCpuSeconds() - cpu0;
   // Tier 2 compares against everything stored so far: the previous batch must be published.
@@ -189,21 +190,21 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   std::vector<std::vector<uint32_t>> index(P);
   std::vector<std::vector<tier2::ShardPage>> pages(P);
   for (size_t i = 0; i < n; ++i) {
-    if (routes[i] != Route::kTier2) continue;
+    if (classes[i] != Classification::kTier2) continue;
     ++sum_.tier2_pages;
     if (changed[i]) ++sum_.changed;
     else ++sum_.new_pages;
-    for (uint32_t m : b.machines[i]) {
+    for (uint32_t m : b.shards[i]) {
       index[m].push_back(static_cast<uint32_t>(i));
-      pages[m].push_back({&b.signatures[i], m == map_->MachineOf(b.cell[i]), /*validated=*/true});
+      pages[m].push_back({&b.signatures[i], m == map_->ShardOf(b.cell[i]), /*validated=*/true});
       ++sum_.tier2_sends;
     }
   }
   // Pages the fast path kept meet the batch's compared pages in their new versions (their
   // resident versions are stale for this batch), on the shards that compare some of them.
   for (size_t i = 0; i < n; ++i) {
-    if (routes[i] != Route::kFastPath) continue;
-    for (uint32_t m : b.machines[i]) {
+    if (classes[i] != Classification::kFastPath) continue;
+    for (uint32_t m : b.shards[i]) {
       if (pages[m].empty() || pages[m].front().join_only) continue;
       index[m].push_back(static_cast<uint32_t>(i));
       pages[m].push_back({&b.signatures[i], false, /*validated=*/true, /*join_only=*/true});
@@ -242,15 +243,15 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   // The previous batch's status lines are durable before this batch commits: after a crash only
   // the last committed batch's can be missing, and a restart writes those again.
   RETURN_IF_ERROR(SyncStatusFile());
-  stager_.Start([this, home = HomePages(b, routes)] { return StageOnShards(home, {}); });
+  stager_.Start([this, home = HomePages(b, classes)] { return StageOnShards(home, {}); });
   for (size_t i = 0; i < n; ++i) {
-    switch (routes[i]) {
-      case Route::kUnchanged: ++sum_.unchanged; break;
-      case Route::kFastPath: ++sum_.fast_path, ++sum_.changed; break;
-      case Route::kRedirect: ++sum_.redirects; break;
-      case Route::kEmpty: ++sum_.empty; break;
-      case Route::kSuperseded: ++sum_.superseded; break;
-      case Route::kTier2: break;
+    switch (classes[i]) {
+      case Classification::kUnchanged: ++sum_.unchanged; break;
+      case Classification::kFastPath: ++sum_.fast_path, ++sum_.changed; break;
+      case Classification::kRedirect: ++sum_.redirects; break;
+      case Classification::kEmpty: ++sum_.empty; break;
+      case Classification::kSuperseded: ++sum_.superseded; break;
+      case Classification::kTier2: break;
     }
   }
 
@@ -264,13 +265,13 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   next.mutable_current()->set_digest_lo(b.digest_lo);
   next.mutable_current()->set_digest_hi(b.digest_hi);
   next.mutable_current()->set_records(b.first_record + n);
-  std::string route_bytes(n, '\0');
-  for (size_t i = 0; i < n; ++i) route_bytes[i] = static_cast<char>(routes[i]);
-  next.set_last_batch_routes(std::move(route_bytes));
+  std::string class_bytes(n, '\0');
+  for (size_t i = 0; i < n; ++i) class_bytes[i] = static_cast<char>(classes[i]);
+  next.set_last_batch_classes(std::move(class_bytes));
   ApplyOutcome outcome;
   t0 = SteadyClock::now();
   cpu0 = ThreadCpuSeconds();
-  Status applied = tier1_->Apply(updates, routes, matches, &next, &outcome);
+  Status applied = tier1_->Apply(updates, classes, matches, &next, &outcome);
   sum_.tier1_seconds += Since(t0);
   sum_.tier1_cpu_seconds += ThreadCpuSeconds() - cpu0;
   t0 = SteadyClock::now();
@@ -293,8 +294,8 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   sum_.redirect_cycles += outcome.redirect_cycles;
   tier1_->SetPending({});
 
-  StartShardWrites(std::move(batch), std::move(routes));
-  return WriteStatus(*writing_, writing_routes_);
+  StartShardWrites(std::move(batch), std::move(classes));
+  return WriteStatus(*writing_, writing_classes_);
 }
 
 }  // namespace neardup::pipeline::internal

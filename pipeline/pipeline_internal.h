@@ -52,8 +52,8 @@ using tier1::ApplyOutcome;
 using tier1::GroupStore;
 using tier1::PageUpdate;
 using tier1::RepairReport;
-using tier1::Route;
-using tier1::RouteName;
+using tier1::Classification;
+using tier1::ClassificationName;
 using tier1::StatusAnswer;
 using tier1::StatusName;
 using tier1::Tier1;
@@ -110,7 +110,7 @@ struct Batch {
   std::vector<CrawlRecord> records;
   std::vector<pb::PageSignature> signatures;  // per record (empty for redirects); a Signer made them
   std::vector<uint32_t> cell;                 // home cell per content record
-  std::vector<std::vector<uint32_t>> machines; // shards to compare on
+  std::vector<std::vector<uint32_t>> shards;  // shards to compare on
 };
 
 // A bounded hand-off between the reading thread and the tiers' thread.
@@ -249,7 +249,8 @@ class Pipeline {
   Status Redo(Batch& b);
   // Per shard: the pages of the batch it stores (home pages Tier 1 kept or Tier 2 compared) or
   // removes (home pages that became empty).
-  std::vector<std::vector<tier2::ShardPage>> HomePages(const Batch& b, const std::vector<Route>& routes) const;
+  std::vector<std::vector<tier2::ShardPage>> HomePages(const Batch& b,
+                                                      const std::vector<Classification>& classes) const;
   // Step 5's first half: every shard in `only` (all when empty) stages its pages.
   Status StageOnShards(const std::vector<std::vector<tier2::ShardPage>>& pages, const std::vector<bool>& only);
   // Step 5's second half: the shards with a staged batch apply it, with the removals; or, with
@@ -260,7 +261,7 @@ class Pipeline {
   // what they staged (the batch is kept until they have) while the tiers' thread writes its
   // status lines and classifies the next batch; then, once Tier 1's commit is durable, the
   // shards commit it, while the next batch is compared.
-  void StartShardWrites(std::unique_ptr<Batch> b, std::vector<Route> routes);
+  void StartShardWrites(std::unique_ptr<Batch> b, std::vector<Classification> classes);
   // Waits until the shards have published the batch of the background writes, if any, and
   // returns how that went: the next batch may be compared then.
   Status AwaitShardsPublished();
@@ -271,7 +272,7 @@ class Pipeline {
   // batch waits for, and on the thread that runs ahead at a lower priority.
   void Retire(std::unique_ptr<Batch> b);
   void DropRetired();
-  Status WriteStatus(const Batch& b, const std::vector<Route>& routes);
+  Status WriteStatus(const Batch& b, const std::vector<Classification>& classes);
   // fflush + fdatasync of the status file (when there is one).
   Status SyncStatusFile();
   Status WriteGroups();
@@ -316,7 +317,7 @@ class Pipeline {
   BackgroundJob stager_{"nd-shard-stage"};
   // The batch the shards are storing in the background, and the thread doing it.
   std::unique_ptr<Batch> writing_;
-  std::vector<Route> writing_routes_;
+  std::vector<Classification> writing_classes_;
   google::protobuf::RepeatedPtrField<pb::Tier2Removal> writing_removals_;
   BackgroundJob writer_{"nd-shard-store"};
   // Set by the writer once the shards published its batch (or failed to), with how that went.

@@ -60,13 +60,13 @@ Status Pipeline::SyncStatusFile() {
   return Status::Ok();
 }
 
-Status Pipeline::WriteStatus(const Batch& b, const std::vector<Route>& routes) {
+Status Pipeline::WriteStatus(const Batch& b, const std::vector<Classification>& classes) {
   const auto t0 = SteadyClock::now();
   const double cpu0 = ThreadCpuSeconds();
   std::string out;
   StatusAnswer a;
   for (size_t i = 0; i < b.records.size(); ++i) {
-    if (routes[i] == Route::kSuperseded) continue;
+    if (classes[i] == Classification::kSuperseded) continue;
     RETURN_IF_ERROR(tier1_->QueryAndRecord(b.records[i].url, &a));
     if (status_file_ == nullptr) continue;
     out += "{\"url\":";
@@ -78,8 +78,8 @@ Status Pipeline::WriteStatus(const Batch& b, const std::vector<Route>& routes) {
     if (a.verified && !a.redirect) AppendJsonField(&out, "similarity_to_winner", a.similarity_to_winner);
     out += a.verified ? ",\"verified\":true" : ",\"verified\":false";
     if (a.redirect) out += ",\"redirect\":true";
-    out += ",\"route\":\"";
-    out += RouteName(routes[i]);
+    out += ",\"route\":\"";  // the key predates the name: it holds Tier 1's classification
+    out += ClassificationName(classes[i]);
     out += "\",\"batch\":" + std::to_string(b.number) + ",\"line\":" + std::to_string(b.records[i].line) + "}\n";
   }
   if (status_file_ != nullptr && !out.empty()) {

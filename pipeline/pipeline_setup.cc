@@ -89,7 +89,7 @@ Status Pipeline::Setup() {
     RETURN_IF_ERROR(OpenMap());
     // The first commit: the map file (atomically), then the parameters naming it. A crash in
     // between leaves a map with no parameters, which the next start checks or rebuilds.
-    params_.set_shards(map_->machines());
+    params_.set_shards(map_->shards());
     params_.set_map_generation(map_->proto().generation());
     params_.set_map_digest(MapDigest(*map_));
     std::string map_bytes;
@@ -104,7 +104,7 @@ Status Pipeline::Setup() {
   ShardSetOptions so;
   so.layout = layout_;
   so.config = config_;
-  so.shards = map_->machines();
+  so.shards = map_->shards();
   so.expected_postings = expected_postings_;
   ASSIGN_OR_RETURN(shards_, o_.open_shards ? o_.open_shards(so) : OpenLocalShardSet(so));
   if (shards_ == nullptr || shards_->size() != so.shards) {
@@ -116,7 +116,7 @@ Status Pipeline::Setup() {
   compare_pool_ = std::make_unique<WorkerPool>(P, "nd-shard");
   stage_pool_ = std::make_unique<WorkerPool>(P, "nd-stage");
   store_pool_ = std::make_unique<WorkerPool>(P, "nd-store");
-  sum_.shards = map_->machines();
+  sum_.shards = map_->shards();
   sum_.shard_compare_seconds.assign(P, 0);
   sum_.shard_store_seconds.assign(P, 0);
   sum_.cells = map_->cells();
@@ -129,8 +129,8 @@ Status Pipeline::OpenMap() {
   const std::string kept = layout_.map();
   auto fits = [&](const partitioner::PartitionMap& m, const std::string& what) -> Status {
     RETURN_IF_ERROR(CheckMapFits(m, params_, what));
-    if (o_.given.count("shards") && m.machines() != params_.shards()) {
-      return FailedPrecondition(fmt::format("partition map {} has {} shards, but {} asks for {}", what, m.machines(),
+    if (o_.given.count("shards") && m.shards() != params_.shards()) {
+      return FailedPrecondition(fmt::format("partition map {} has {} shards, but {} asks for {}", what, m.shards(),
                                             o_.given.at("shards"), params_.shards()));
     }
     return Status::Ok();
@@ -141,7 +141,7 @@ Status Pipeline::OpenMap() {
   } else if (fs::exists(kept)) {
     // Left by a start that committed nothing: used if it fits this run's parameters.
     ASSIGN_OR_RETURN(map_, partitioner::PartitionMap::Load(kept));
-    if (Status f = fits(*map_, kept); !f.ok() || map_->machines() != params_.shards()) {
+    if (Status f = fits(*map_, kept); !f.ok() || map_->shards() != params_.shards()) {
       spdlog::info("pipeline: {} was left by a start that committed nothing and fits other parameters: built anew", kept);
       map_.reset();
     }
@@ -164,13 +164,13 @@ Status Pipeline::OpenMap() {
   ASSIGN_OR_RETURN(partitioner::CrawlSample sample, partitioner::SampleCrawl(o_.input, so));
   partitioner::MapBuildOptions mo;
   mo.dims = static_cast<uint32_t>(signer_.dims);
-  mo.machines = pc.shards();
+  mo.shards = pc.shards();
   mo.threshold = threshold_;
   mo.routing = pc.routing() == "rho" ? pb::PartitionMap::RHO_BOX : pb::PartitionMap::EXACT_L1;
   mo.rho = pc.rho();
-  mo.cells_per_machine = pc.cells_per_shard();
+  mo.cells_per_shard = pc.cells_per_shard();
   mo.shingle_k = static_cast<uint32_t>(signer_.k);
-  mo.contiguous_machines = true;  // fewer shards per page
+  mo.contiguous_shards = true;  // fewer shards per page
   if (sample.sample.size() == 0) {
     // Too small an input for the sample rate: one cell per shard over everything is still exact.
     partitioner::LengthSample one(mo.dims);
@@ -184,16 +184,16 @@ Status Pipeline::OpenMap() {
   ASSIGN_OR_RETURN(map_, partitioner::BuildPartitionMap(sample.sample, mo, page_load));
   // Each shard's index is sized for the prefix postings its sampled pages predict, so that it
   // does not rebuild itself larger and larger as the crawl fills it.
-  expected_postings_.assign(map_->machines(), 0);
+  expected_postings_.assign(map_->shards(), 0);
   const double min_t = config_.tier2().min_threshold();
   const uint32_t overlap = config_.tier2().prefix_overlap();
   for (size_t i = 0; i < sample.sample.size(); ++i) {
-    const uint32_t machine = map_->MachineOf(map_->Home(sample.sample.Vector(i, map_->proto().feature())));
-    expected_postings_[machine] += tier2::PrefixLength(sample.sample.shingle_count(i), min_t, overlap);
+    const uint32_t shard = map_->ShardOf(map_->Home(sample.sample.Vector(i, map_->proto().feature())));
+    expected_postings_[shard] += tier2::PrefixLength(sample.sample.shingle_count(i), min_t, overlap);
   }
   for (uint64_t& p : expected_postings_) p = static_cast<uint64_t>(static_cast<double>(p) / so.sample_rate);
   spdlog::info("pipeline: partition map from {} sampled pages: {} cells on {} shards", sample.sample.size(),
-               map_->cells(), map_->machines());
+               map_->cells(), map_->shards());
   return Status::Ok();
 }
 
@@ -255,7 +255,7 @@ Status Pipeline::Resume() {
   cur->set_name(input_);
   progress_.set_records_committed(0);
   progress_.set_last_batch_first_record(0);
-  progress_.clear_last_batch_routes();
+  progress_.clear_last_batch_classes();
   skip_ = 0;
   if (progress_.batches_committed() > 0) {
     spdlog::info("pipeline: {} is a new input for store {}, which holds {} batches", o_.input, dir_,
@@ -278,7 +278,7 @@ Status Pipeline::RecordInputConsumed() {
   progress_.clear_current();
   progress_.set_records_committed(0);
   progress_.set_last_batch_first_record(0);
-  progress_.clear_last_batch_routes();
+  progress_.clear_last_batch_classes();
   RowBatch b;
   b.Put(store_->meta_family(), "progress", "", progress_.SerializeAsString());
   RETURN_IF_ERROR(store_->rows().Write(b));

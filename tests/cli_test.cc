@@ -177,7 +177,7 @@ TEST_F(CliTest, BaselineEqualsBruteForceOnGeneratedCrawl) {
 TEST_F(CliTest, PartitionBuildRouteAndRebalance) {
   ASSERT_EQ(Neardup("gen-crawl --pages 3000 --seed 8 --out " + Path("crawl.jsonl")).code, 0);
   ASSERT_EQ(Neardup("gen-crawl --pages 3000 --seed 9 --out " + Path("fresh.jsonl")).code, 0);
-  Outcome r = Neardup("partition build --input " + Path("crawl.jsonl") + " --machines 8 --out " + Path("map.pb") +
+  Outcome r = Neardup("partition build --input " + Path("crawl.jsonl") + " --shards 8 --out " + Path("map.pb") +
                       " --report " + Path("report.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   simdjson::dom::parser parser;
@@ -210,6 +210,12 @@ TEST_F(CliTest, PartitionBuildRouteAndRebalance) {
   simdjson::dom::element rb = parser.load(Path("rebalance.json"));
   EXPECT_EQ(int64_t(rb["generation"]), 2);
   EXPECT_LE(double(rb["imbalance_after"]), double(rb["imbalance_before"]) + 1e-9);
+
+  // The flags' former names still work.
+  r = Neardup("partition build --input " + Path("crawl.jsonl") + " --machines 4 --cells-per-machine 20 --out " +
+              Path("old.pb") + " --report " + Path("old.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(int64_t(parser.load(Path("old.json"))["machines"]), 4);
 }
 
 // The figure computations run end to end and write one CSV row per configuration.
@@ -222,14 +228,14 @@ TEST_F(CliTest, PartitionExperimentsWriteTheirCsv) {
     while (std::getline(in, line)) ++n;
     return n - 1;  // header
   };
-  Outcome r = Neardup("experiment imbalance --input " + Path("crawl.jsonl") + " --machines 2 8 --csv " + Path("f4.csv"));
+  Outcome r = Neardup("experiment imbalance --input " + Path("crawl.jsonl") + " --shards 2 8 --csv " + Path("f4.csv"));
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(rows("f4.csv"), 2u * 3u * 2u);  // machines x dims x {default, paper} fine-grain
-  r = Neardup("experiment communication --input " + Path("crawl.jsonl") + " --machines 8 --thresholds 0.8 0.9 --csv " +
+  EXPECT_EQ(rows("f4.csv"), 2u * 3u * 2u);  // shards x dims x {default, paper} fine-grain
+  r = Neardup("experiment communication --input " + Path("crawl.jsonl") + " --shards 8 --thresholds 0.8 0.9 --csv " +
               Path("f5.csv"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(rows("f5.csv"), 2u * 2u);  // routing modes x thresholds
-  r = Neardup("experiment stability --input " + Path("crawl.jsonl") + " --machines 4 --csv " + Path("st.csv"));
+  r = Neardup("experiment stability --input " + Path("crawl.jsonl") + " --shards 4 --csv " + Path("st.csv"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(rows("st.csv"), 2u * 3u);  // {same, drifted} x dims
   // Epoch crawls, two assignments, one kind; the second run reads the vectors back from the cache
@@ -237,10 +243,10 @@ TEST_F(CliTest, PartitionExperimentsWriteTheirCsv) {
   ASSERT_EQ(Neardup("gen-crawl --pages 1000 --seed 4 --epoch 1 --length-drift 0.1 --out " + Path("e1.jsonl")).code, 0);
   const std::string epochs = "experiment stability --input " + Path("crawl.jsonl") + " --epoch-inputs " +
                              Path("e1.jsonl") + " --kinds crawl_epochs --assignments largest-first spread " +
-                             "--machines 2 4 --cache-dir " + Path("cache") + " --csv ";
+                             "--shards 2 4 --cache-dir " + Path("cache") + " --csv ";
   r = Neardup(epochs + Path("ep.csv"));
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(rows("ep.csv"), 3u * 2u * 2u);  // dims x assignments x machines
+  EXPECT_EQ(rows("ep.csv"), 3u * 2u * 2u);  // dims x assignments x shards
   EXPECT_THAT(Read(Path("ep.csv")), HasSubstr("crawl_epochs,4,3,"));
   r = Neardup(epochs + Path("ep2.csv"));
   ASSERT_EQ(r.code, 0) << r.err;
@@ -250,7 +256,7 @@ TEST_F(CliTest, PartitionExperimentsWriteTheirCsv) {
                     Path("x.csv")).code, 0);
   EXPECT_NE(Neardup("experiment stability --input " + Path("crawl.jsonl") + " --kinds weekly --csv " + Path("x.csv"))
                 .code, 0);
-  r = Neardup("experiment recall --input " + Path("crawl.jsonl") + " --machines 8 --rhos 1.0 --csv " + Path("rc.csv"));
+  r = Neardup("experiment recall --input " + Path("crawl.jsonl") + " --shards 8 --rhos 1.0 --csv " + Path("rc.csv"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(rows("rc.csv"), 2u);  // rho 1.0 and exact
   EXPECT_THAT(Read(Path("rc.csv")), HasSubstr("exact,1,8,0.9,"));
@@ -282,7 +288,7 @@ TEST_F(CliTest, BadPartitionMapsAreRefused) {
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("missing.pb"));
   // A map of another format version.
-  ASSERT_EQ(Neardup("partition build --input " + Path("crawl.jsonl") + " --machines 2 --out " + Path("m.pb") +
+  ASSERT_EQ(Neardup("partition build --input " + Path("crawl.jsonl") + " --shards 2 --out " + Path("m.pb") +
                     " --report " + Path("rep.json")).code, 0);
   std::string bytes = Read(Path("m.pb"));
   ASSERT_EQ(bytes[0], 0x08);  // field 1 (format_version), varint

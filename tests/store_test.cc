@@ -120,7 +120,7 @@ TEST_F(StoreTest, TheStoresParametersRuleAndStatusChangesNoFile) {
   EXPECT_THAT(r.out, HasSubstr("consumed whole already"));
 
   // A map built for another threshold is refused for a new store, before it is used.
-  ASSERT_EQ(Neardup("partition build --input " + Path("crawl.jsonl") + " --dims 3 --machines 4 --threshold 0.9 --out " +
+  ASSERT_EQ(Neardup("partition build --input " + Path("crawl.jsonl") + " --dims 3 --shards 4 --threshold 0.9 --out " +
                     Path("map09.pb") + " --report " + Path("report.json")).code, 0);
   r = Neardup("run --input " + Path("crawl.jsonl") + " --store " + Path("other") + " --threshold 0.8 --map " +
               Path("map09.pb"));

@@ -200,24 +200,26 @@ Status Tier1::UpdateWinners(GroupStore::Txn& txn, Touched* touched) {
 
 // ---- Apply: the batch, in three steps ----------------------------------------------------------
 
-Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> routes, const Tier2Matches& matches,
-                    const pb::Tier1Progress* progress, ApplyOutcome* outcome) {
+Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classification> classes,
+                    const Tier2Matches& matches, const pb::Tier1Progress* progress, ApplyOutcome* outcome) {
   *outcome = ApplyOutcome();
-  if (routes.size() != batch.size()) return InvalidArgument("Tier1::Apply: routes and batch differ in size");
+  if (classes.size() != batch.size()) return InvalidArgument("Tier1::Apply: classes and batch differ in size");
   RETURN_IF_ERROR(Flush());  // queries' cached records must not outlive this batch
   const size_t n = batch.size();
   std::vector<std::vector<std::pair<std::string_view, double>>> resident(n);
   std::vector<std::vector<std::pair<uint32_t, double>>> partners(n);
   for (const auto& r : matches.resident) {
-    if (r.page >= n || routes[r.page] != Route::kTier2) {
+    if (r.page >= n || classes[r.page] != Classification::kTier2) {
       return InvalidArgument("Tier 2 match for batch page " + std::to_string(r.page) + " that was not sent to Tier 2");
     }
     resident[r.page].emplace_back(r.url, r.similarity);
   }
   for (const auto& m : matches.in_batch) {
-    const auto compared = [&](uint32_t k) { return routes[k] == Route::kTier2 || routes[k] == Route::kFastPath; };
+    const auto compared = [&](uint32_t k) {
+      return classes[k] == Classification::kTier2 || classes[k] == Classification::kFastPath;
+    };
     if (m.a >= n || m.b >= n || !compared(m.a) || !compared(m.b) ||
-        (routes[m.a] != Route::kTier2 && routes[m.b] != Route::kTier2)) {
+        (classes[m.a] != Classification::kTier2 && classes[m.b] != Classification::kTier2)) {
       return InvalidArgument("in-batch match (" + std::to_string(m.a) + ", " + std::to_string(m.b) +
                              ") not between a page sent to Tier 2 and another sent to it or kept by the fast path");
     }
@@ -230,8 +232,8 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
   // in-batch join instead.
   std::unordered_set<std::string_view> stale;
   for (size_t i = 0; i < n; ++i) {
-    if (routes[i] == Route::kTier2 || routes[i] == Route::kFastPath || routes[i] == Route::kEmpty ||
-        routes[i] == Route::kRedirect) {
+    if (classes[i] == Classification::kTier2 || classes[i] == Classification::kFastPath ||
+        classes[i] == Classification::kEmpty || classes[i] == Classification::kRedirect) {
       stale.insert(batch[i].url);
     }
   }
@@ -269,7 +271,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
 
   // 1. Pages Tier 1 kept: refresh their records; a changed rank may change the winner.
   for (size_t i = 0; i < n; ++i) {
-    if (routes[i] != Route::kUnchanged && routes[i] != Route::kFastPath) continue;
+    if (classes[i] != Classification::kUnchanged && classes[i] != Classification::kFastPath) continue;
     const PageUpdate& u = batch[i];
     ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn.MutablePage(u.url));
     const bool rank_changed = rec->popularity() != u.popularity || rec->market() != u.market;
@@ -286,22 +288,22 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
         else touched.groups[rec->group()].added.push_back(u.url);
       }
     }
-    txn.AddCounter(routes[i] == Route::kUnchanged ? "unchanged" : "fast_path", 1);
+    txn.AddCounter(classes[i] == Classification::kUnchanged ? "unchanged" : "fast_path", 1);
   }
 
   // 2. Pages Tier 2 decided, in input order (Cases 1 and 2). A page kept by the fast path is in
   // its group already: a kTier2 page matching its new version joins that group.
   std::vector<bool> done(n, false);
-  for (size_t i = 0; i < n; ++i) done[i] = routes[i] == Route::kFastPath;
+  for (size_t i = 0; i < n; ++i) done[i] = classes[i] == Classification::kFastPath;
   std::vector<std::string> moving;
   for (size_t i = 0; i < n; ++i) {
-    if (routes[i] != Route::kTier2 && routes[i] != Route::kEmpty) continue;
+    if (classes[i] != Classification::kTier2 && classes[i] != Classification::kEmpty) continue;
     const PageUpdate& u = batch[i];
     ASSIGN_OR_RETURN(const pb::Tier1Page* found, txn.FindPage(u.url));
     const bool existed = found != nullptr;
     const pb::Tier1Page old = existed ? *found : pb::Tier1Page();
     if (existed && !old.redirect_to().empty()) txn.RemoveRedirect(old.redirect_to(), u.url);
-    if (existed && old.has_signature() && (routes[i] == Route::kEmpty || old.home_cell() != u.home_cell)) {
+    if (existed && old.has_signature() && (classes[i] == Classification::kEmpty || old.home_cell() != u.home_cell)) {
       outcome->tier2_removals.emplace_back(u.url, old.home_cell());
     }
     // The groups of its duplicates, best match first.
@@ -366,12 +368,12 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Route> ro
       }
     }
     done[i] = true;
-    txn.AddCounter(routes[i] == Route::kEmpty ? "empty" : "tier2", 1);
+    txn.AddCounter(classes[i] == Classification::kEmpty ? "empty" : "tier2", 1);
   }
 
   // 3. Redirects (Case 3), after the content pages they may point to.
   for (size_t i = 0; i < n; ++i) {
-    if (routes[i] != Route::kRedirect) continue;
+    if (classes[i] != Classification::kRedirect) continue;
     const PageUpdate& u = batch[i];
     ASSIGN_OR_RETURN(const pb::Tier1Page* found, txn.FindPage(u.url));
     const pb::Tier1Page old = found != nullptr ? *found : pb::Tier1Page();

@@ -22,7 +22,7 @@ TEST(Tier1Case3, RedirectJoinsTargetGroup) {
   w.Run({Page("http://q2.com/", R(0, 100), 1), Page("http://o.com/", R(1, 101), 5)});
   const uint64_t g = w.GroupOf("http://q2.com/");
   Result r = w.Run({Redirect("http://q1.com/", "http://q2.com/", 1e6)});
-  EXPECT_EQ(r.routes[0], Route::kRedirect);
+  EXPECT_EQ(r.classes[0], Classification::kRedirect);
   EXPECT_EQ(w.GroupOf("http://q1.com/"), g);
   EXPECT_EQ(w.Group(g).members(), 3u);
   EXPECT_EQ(w.Group(g).winner(), "http://o.com/");
@@ -90,7 +90,7 @@ TEST(Tier1Case3, PlaceholderTargetLaterCrawledMovesWithItsRedirects) {
     EXPECT_EQ(w.GroupOf("http://r0.com/"), gt);
     // The target is crawled.
     r = w.Run({Page("http://t.com/", match ? R(1, 101) : R(9000, 9100), 1)});
-    EXPECT_EQ(r.routes[0], Route::kTier2);
+    EXPECT_EQ(r.classes[0], Classification::kTier2);
     EXPECT_FALSE(r.changed[0]);
     const uint64_t g = w.GroupOf("http://t.com/");
     EXPECT_EQ(g, match ? gp : gt);
@@ -118,7 +118,7 @@ TEST(Tier1Case3, ContentPageTurningIntoRedirectLeavesItsGroup) {
   const uint64_t gc = w.GroupOf("http://c.com/"), ge = w.GroupOf("http://e.com/");
   ASSERT_EQ(w.Group(gc).winner(), "http://c.com/");
   Result r = w.Run({Redirect("http://c.com/", "http://e.com/", 100)});
-  EXPECT_EQ(r.routes[0], Route::kRedirect);
+  EXPECT_EQ(r.classes[0], Classification::kRedirect);
   ASSERT_EQ(r.outcome.tier2_removals.size(), 1u);
   EXPECT_EQ(r.outcome.tier2_removals[0], std::make_pair(std::string("http://c.com/"), kCell));
   EXPECT_EQ(r.outcome.moves, 1u);
@@ -131,7 +131,7 @@ TEST(Tier1Case3, ContentPageTurningIntoRedirectLeavesItsGroup) {
   EXPECT_FALSE(w.PageRec("http://c.com/").has_signature());
   // It turns back into content: it leaves e's group (its redirect index entry goes too).
   r = w.Run({Page("http://c.com/", R(2, 102), 100)});
-  EXPECT_EQ(r.routes[0], Route::kTier2);
+  EXPECT_EQ(r.classes[0], Classification::kTier2);
   EXPECT_FALSE(r.changed[0]);
   EXPECT_EQ(w.GroupOf("http://c.com/"), gc);
   EXPECT_EQ(w.GroupOf("http://rc.com/"), gc);

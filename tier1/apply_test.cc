@@ -21,7 +21,7 @@ namespace {
 TEST(Tier1Case2, NewUniquePageFormsSingleton) {
   World w;
   Result r = w.Run({Page("http://a.com/", R(0, 100))});
-  EXPECT_EQ(r.routes[0], Route::kTier2);
+  EXPECT_EQ(r.classes[0], Classification::kTier2);
   EXPECT_FALSE(r.changed[0]);
   EXPECT_EQ(r.outcome.new_groups, 1u);
   const pb::Tier1Group g = w.GroupOfUrl("http://a.com/");
@@ -92,9 +92,9 @@ TEST(Tier1Case2, InBatchDuplicatesAndRedirects) {
   // popular and shortest, but a redirect cannot win).
   Result r = w.Run({Page("http://a.com/page", R(0, 100), 5), Page("http://b.com/page", R(3, 103), 1),
                     Redirect("http://r.com/", "http://b.com/page", 1000)});
-  EXPECT_EQ(r.routes[0], Route::kTier2);
-  EXPECT_EQ(r.routes[1], Route::kTier2);
-  EXPECT_EQ(r.routes[2], Route::kRedirect);
+  EXPECT_EQ(r.classes[0], Classification::kTier2);
+  EXPECT_EQ(r.classes[1], Classification::kTier2);
+  EXPECT_EQ(r.classes[2], Classification::kRedirect);
   const uint64_t g = w.GroupOf("http://a.com/page");
   EXPECT_EQ(w.GroupOf("http://b.com/page"), g);
   EXPECT_EQ(w.GroupOf("http://r.com/"), g);
@@ -219,7 +219,7 @@ TEST(Tier1Case1, ChangedPageMatchingAnotherGroupMovesWithItsRedirects) {
       EXPECT_EQ(w.Group(g1).winner(), q1_pop > 10 ? "http://q1.com/" : "http://s1.com/");
       // q1's content is rewritten: now a duplicate of q2.
       Result r = w.Run({Page("http://q1.com/", R(1002, 1102), q1_pop)});
-      EXPECT_EQ(r.routes[0], Route::kTier2);
+      EXPECT_EQ(r.classes[0], Classification::kTier2);
       EXPECT_TRUE(r.changed[0]);
       EXPECT_EQ(r.outcome.moves, 1u);
       EXPECT_EQ(r.outcome.new_groups, 0u);
@@ -256,7 +256,7 @@ TEST(Tier1Case1, ChangedPageWithoutMatchFormsNewGroupWithItsRedirects) {
       SetUpCase1(w, redirects, q1_pop);
       const uint64_t g1 = w.GroupOf("http://q1.com/"), g2 = w.GroupOf("http://q2.com/");
       Result r = w.Run({Page("http://q1.com/", R(5000, 5100), q1_pop)});
-      EXPECT_EQ(r.routes[0], Route::kTier2);
+      EXPECT_EQ(r.classes[0], Classification::kTier2);
       EXPECT_EQ(r.outcome.new_groups, 1u);
       EXPECT_EQ(r.outcome.moves, 1u);
       const uint64_t g = w.GroupOf("http://q1.com/");
@@ -280,7 +280,7 @@ TEST(Tier1Case1, ChangedPageAloneWithItsRedirectsKeepsItsGroup) {
   w.Run({Redirect("http://r.com/", "http://q.com/")});
   const uint64_t g = w.GroupOf("http://q.com/");
   Result r = w.Run({Page("http://q.com/", R(5000, 5100))});
-  EXPECT_EQ(r.routes[0], Route::kTier2);
+  EXPECT_EQ(r.classes[0], Classification::kTier2);
   EXPECT_EQ(w.GroupOf("http://q.com/"), g);
   EXPECT_EQ(w.GroupOf("http://r.com/"), g);
   EXPECT_EQ(w.Group(g).members(), 2u);
@@ -298,13 +298,13 @@ TEST(Tier1Case1, ChangedPageStayingInItsGroupUpdatesWinner) {
   ASSERT_EQ(w.Group(g).members(), 3u);
   ASSERT_EQ(w.Group(g).winner(), "http://w0.com/");
   Result r = w.Run({Page("http://q.com/", R(7, 107), 10000)});
-  ASSERT_EQ(r.routes[0], Route::kTier2);
+  ASSERT_EQ(r.classes[0], Classification::kTier2);
   EXPECT_EQ(w.GroupOf("http://q.com/"), g);
   EXPECT_EQ(w.Group(g).members(), 3u);
   EXPECT_EQ(w.Group(g).winner(), "http://q.com/");
   // And the reverse: the winner's popularity drops while Tier 2 keeps it in the group.
   r = w.Run({Page("http://q.com/", R(1, 101), 0)});  // 94/106 from its previous version
-  ASSERT_EQ(r.routes[0], Route::kTier2);
+  ASSERT_EQ(r.classes[0], Classification::kTier2);
   EXPECT_EQ(w.GroupOf("http://q.com/"), g);
   EXPECT_EQ(w.Group(g).winner(), "http://w0.com/");
 }
@@ -316,41 +316,41 @@ TEST(Tier1Batch, SameUrlTwiceLastVersionWins) {
   World w;
   w.Run({Page("http://o.com/", R(0, 100), 1)});
   Result r = w.Run({Page("http://a.com/", R(5000, 5100)), Page("http://a.com/", R(1, 101), 7)});
-  EXPECT_EQ(r.routes[0], Route::kSuperseded);
-  EXPECT_EQ(r.routes[1], Route::kTier2);
+  EXPECT_EQ(r.classes[0], Classification::kSuperseded);
+  EXPECT_EQ(r.classes[1], Classification::kTier2);
   EXPECT_EQ(w.PageRec("http://a.com/").content_digest(), Sig("http://a.com/", R(1, 101)).content_digest());
   EXPECT_EQ(w.PageRec("http://a.com/").popularity(), 7);
   EXPECT_EQ(w.GroupOf("http://a.com/"), w.GroupOf("http://o.com/"));
   EXPECT_EQ(w.Group(w.GroupOf("http://a.com/")).members(), 2u);
   // A redirect then content, and content then a redirect.
   r = w.Run({Redirect("http://b.com/", "http://o.com/"), Page("http://b.com/", R(7000, 7100))});
-  EXPECT_EQ(r.routes[0], Route::kSuperseded);
+  EXPECT_EQ(r.classes[0], Classification::kSuperseded);
   EXPECT_TRUE(w.PageRec("http://b.com/").redirect_to().empty());
   EXPECT_NE(w.GroupOf("http://b.com/"), w.GroupOf("http://o.com/"));
   EXPECT_EQ(w.last_check().redirects, 0u);
   r = w.Run({Page("http://c.com/", R(7000, 7100)), Redirect("http://c.com/", "http://o.com/")});
-  EXPECT_EQ(r.routes[0], Route::kSuperseded);
-  EXPECT_EQ(r.routes[1], Route::kRedirect);
+  EXPECT_EQ(r.classes[0], Classification::kSuperseded);
+  EXPECT_EQ(r.classes[1], Classification::kRedirect);
   EXPECT_EQ(w.GroupOf("http://c.com/"), w.GroupOf("http://o.com/"));
   EXPECT_EQ(w.last_check().redirects, 1u);
 }
 
 TEST(Tier1Batch, BadInputIsRefused) {
   World w;
-  std::vector<Route> routes;
+  std::vector<Classification> classes;
   std::vector<PageUpdate> batch(1);
   batch[0].url = "http://a.com/";
-  EXPECT_EQ(w.t1().Classify(batch, &routes).code(), StatusCode::kInvalidArgument);  // no content, no redirect
+  EXPECT_EQ(w.t1().Classify(batch, &classes).code(), StatusCode::kInvalidArgument);  // no content, no redirect
   batch[0].url = "";
   batch[0].redirect_to = "http://b.com/";
-  EXPECT_EQ(w.t1().Classify(batch, &routes).code(), StatusCode::kInvalidArgument);  // no URL
+  EXPECT_EQ(w.t1().Classify(batch, &classes).code(), StatusCode::kInvalidArgument);  // no URL
   const pb::PageSignature sig = Sig("http://a.com/", R(0, 10));
   batch[0] = Update("http://a.com/", &sig);
-  ASSERT_TRUE(w.t1().Classify(batch, &routes).ok());
+  ASSERT_TRUE(w.t1().Classify(batch, &classes).ok());
   ApplyOutcome out;
   Tier2Matches m;
   m.resident.push_back({3, "http://x.com/", 1.0});
-  EXPECT_EQ(w.t1().Apply(batch, routes, m, nullptr, &out).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.t1().Apply(batch, classes, m, nullptr, &out).code(), StatusCode::kInvalidArgument);
   m.resident.clear();
   EXPECT_EQ(w.t1().Apply(batch, {}, m, nullptr, &out).code(), StatusCode::kInvalidArgument);
   w.Check();
@@ -362,19 +362,19 @@ TEST(Tier1Batch, KeptPageWithANewHomeCellOwesARemoval) {
   const pb::PageSignature a = Sig("http://a.com/", R(0, 100)), b = Sig("http://b.com/", R(1, 101));
   const pb::PageSignature b2 = Sig("http://b.com/", R(2, 102));
   std::vector<PageUpdate> batch = {Update("http://a.com/", &a, "", 1, 10), Update("http://b.com/", &b, "", 1)};
-  std::vector<Route> routes;
+  std::vector<Classification> classes;
   ApplyOutcome out;
-  ASSERT_TRUE(w.t1().Classify(batch, &routes).ok());
+  ASSERT_TRUE(w.t1().Classify(batch, &classes).ok());
   Tier2Matches m;
   m.in_batch.push_back({0, 1, 99.0 / 101.0});
-  ASSERT_TRUE(w.t1().Apply(batch, routes, m, nullptr, &out).ok());
+  ASSERT_TRUE(w.t1().Apply(batch, classes, m, nullptr, &out).ok());
   w.source().sigs = {{"http://a.com/", a}, {"http://b.com/", b}};
   // Unchanged a and fast-path b, both stored in another cell now.
   batch = {Update("http://a.com/", &a, "", 2, 10), Update("http://b.com/", &b2, "", 3)};
-  ASSERT_TRUE(w.t1().Classify(batch, &routes).ok());
-  EXPECT_EQ(routes[0], Route::kUnchanged);
-  EXPECT_EQ(routes[1], Route::kFastPath);
-  ASSERT_TRUE(w.t1().Apply(batch, routes, Tier2Matches(), nullptr, &out).ok());
+  ASSERT_TRUE(w.t1().Classify(batch, &classes).ok());
+  EXPECT_EQ(classes[0], Classification::kUnchanged);
+  EXPECT_EQ(classes[1], Classification::kFastPath);
+  ASSERT_TRUE(w.t1().Apply(batch, classes, Tier2Matches(), nullptr, &out).ok());
   std::vector<std::pair<std::string, uint32_t>> removals = out.tier2_removals;
   std::sort(removals.begin(), removals.end());
   EXPECT_EQ(removals, (std::vector<std::pair<std::string, uint32_t>>{{"http://a.com/", 1}, {"http://b.com/", 1}}));
@@ -387,17 +387,17 @@ TEST(Tier1Batch, ProgressIsCommittedWithTheBatch) {
   World w;
   const pb::PageSignature sig = Sig("http://a.com/", R(0, 10));
   std::vector<PageUpdate> batch = {Update("http://a.com/", &sig, "", 3)};
-  std::vector<Route> routes;
-  ASSERT_TRUE(w.t1().Classify(batch, &routes).ok());
+  std::vector<Classification> classes;
+  ASSERT_TRUE(w.t1().Classify(batch, &classes).ok());
   pb::Tier1Progress progress;
   progress.set_records_committed(1);
   ApplyOutcome out;
-  ASSERT_TRUE(w.t1().Apply(batch, routes, Tier2Matches(), &progress, &out).ok());
+  ASSERT_TRUE(w.t1().Apply(batch, classes, Tier2Matches(), &progress, &out).ok());
   // Turning it into a redirect owes a removal, recorded with the progress.
   batch = {Update("http://a.com/", nullptr, "http://b.com/")};
-  ASSERT_TRUE(w.t1().Classify(batch, &routes).ok());
+  ASSERT_TRUE(w.t1().Classify(batch, &classes).ok());
   progress.set_records_committed(2);
-  ASSERT_TRUE(w.t1().Apply(batch, routes, Tier2Matches(), &progress, &out).ok());
+  ASSERT_TRUE(w.t1().Apply(batch, classes, Tier2Matches(), &progress, &out).ok());
   std::string bytes;
   ASSERT_TRUE(w.store().rows().Get(w.store().meta_family(), "progress", "", &bytes).ok());
   pb::Tier1Progress stored;

@@ -12,10 +12,11 @@
 
 namespace neardup::tier1 {
 
-Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Route>* routes, std::vector<bool>* changed) {
+Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Classification>* classes,
+                       std::vector<bool>* changed) {
   batch_signatures_.clear();
   RETURN_IF_ERROR(Flush());  // queries' changes first: Classify reads through the working set
-  routes->assign(batch.size(), Route::kTier2);
+  classes->assign(batch.size(), Classification::kTier2);
   if (changed != nullptr) changed->assign(batch.size(), false);
   std::unordered_map<std::string_view, size_t> last;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -25,13 +26,14 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Route>* ro
     }
     auto [it, fresh] = last.emplace(batch[i].url, i);
     if (!fresh) {
-      (*routes)[it->second] = Route::kSuperseded;
+      (*classes)[it->second] = Classification::kSuperseded;
       it->second = i;
     }
   }
   batch_signatures_.clear();
   for (size_t i = 0; i < batch.size(); ++i) {
-    if ((*routes)[i] != Route::kSuperseded && batch[i].redirect_to.empty() && batch[i].signature->shingles_size() > 0) {
+    if ((*classes)[i] != Classification::kSuperseded && batch[i].redirect_to.empty() &&
+        batch[i].signature->shingles_size() > 0) {
       batch_signatures_[batch[i].url] = batch[i].signature;
     }
   }
@@ -42,16 +44,19 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Route>* ro
     ~ClearOnExit() { m->clear(); }
   } clear_on_exit{&batch_signatures_};
   for (size_t i = 0; i < batch.size(); ++i) {
-    Route& route = (*routes)[i];
-    if (route == Route::kSuperseded) continue;
+    Classification& classification = (*classes)[i];
+    if (classification == Classification::kSuperseded) continue;
     const PageUpdate& u = batch[i];
-    if (!u.redirect_to.empty()) { route = Route::kRedirect; continue; }
-    if (u.signature->shingles_size() == 0) { route = Route::kEmpty; continue; }
-    route = Route::kTier2;
+    if (!u.redirect_to.empty()) { classification = Classification::kRedirect; continue; }
+    if (u.signature->shingles_size() == 0) { classification = Classification::kEmpty; continue; }
+    classification = Classification::kTier2;
     ASSIGN_OR_RETURN(const pb::Tier1Page* page, txn_.FindPage(u.url));
     if (page == nullptr) continue;
     if (!page->crawled() || !page->redirect_to().empty() || !page->has_signature()) continue;
-    if (page->content_digest() == u.signature->content_digest()) { route = Route::kUnchanged; continue; }
+    if (page->content_digest() == u.signature->content_digest()) {
+      classification = Classification::kUnchanged;
+      continue;
+    }
     if (changed != nullptr) (*changed)[i] = true;
     if (!options_.fast_path) continue;
     ASSIGN_OR_RETURN(const pb::Tier1Group* group, txn_.FindGroup(page->group()));
@@ -70,7 +75,7 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Route>* ro
       return rep.status();
     }
     double sim = 0;
-    if (Similar(*u.signature, *rep, options_.threshold, &sim)) route = Route::kFastPath;
+    if (Similar(*u.signature, *rep, options_.threshold, &sim)) classification = Classification::kFastPath;
   }
   return Status::Ok();
 }

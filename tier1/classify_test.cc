@@ -22,9 +22,9 @@ TEST(Tier1FastPath, UnchangedSlightlyChangedAndRewrittenPages) {
     ASSERT_EQ(w.GroupOf("http://b.com/"), g);
     // a unchanged; b changed a little, still similar to the representative (a): no Tier 2.
     Result r = w.Run({Page("http://a.com/", R(0, 100), 10), Page("http://b.com/", R(2, 102), 1)});
-    EXPECT_EQ(r.routes[0], Route::kUnchanged);
+    EXPECT_EQ(r.classes[0], Classification::kUnchanged);
     EXPECT_FALSE(r.changed[0]);
-    EXPECT_EQ(r.routes[1], Route::kFastPath);
+    EXPECT_EQ(r.classes[1], Classification::kFastPath);
     EXPECT_TRUE(r.changed[1]);
     EXPECT_EQ(r.tier2_pages, 0u);
     EXPECT_EQ(w.GroupOf("http://b.com/"), g);
@@ -34,7 +34,7 @@ TEST(Tier1FastPath, UnchangedSlightlyChangedAndRewrittenPages) {
     EXPECT_NEAR(a.similarity_to_winner, 98.0 / 102.0, 1e-12);  // the new version of b
     // b rewritten: Tier 2 decides (and finds nothing: b leaves with its redirect).
     r = w.Run({Page("http://b.com/", R(50, 150), 1)});
-    EXPECT_EQ(r.routes[0], Route::kTier2);
+    EXPECT_EQ(r.classes[0], Classification::kTier2);
     EXPECT_TRUE(r.changed[0]);
     EXPECT_NE(w.GroupOf("http://b.com/"), g);
     if (redirects) { EXPECT_EQ(w.GroupOf("http://rb.com/"), w.GroupOf("http://b.com/")); }
@@ -51,7 +51,7 @@ TEST(Tier1FastPath, WinnerChangingALittleUpdatesTheRepresentative) {
   EXPECT_NEAR(before.similarity_to_winner, 99.0 / 101.0, 1e-12);
   // The winner changes a little: compared with its own previous version, it stays.
   Result r = w.Run({Page("http://a.com/", R(3, 103), 10)});
-  EXPECT_EQ(r.routes[0], Route::kFastPath);
+  EXPECT_EQ(r.classes[0], Classification::kFastPath);
   EXPECT_EQ(w.GroupOf("http://a.com/"), g);
   EXPECT_EQ(w.Group(g).winner(), "http://a.com/");
   // b's status is verified against the new representative (the cached verification is stale).
@@ -61,11 +61,11 @@ TEST(Tier1FastPath, WinnerChangingALittleUpdatesTheRepresentative) {
   // b's fast path now compares with the new representative: [8,108) is similar to a's new
   // [3,103) (95/105), not to its old [0,100) (92/108).
   r = w.Run({Page("http://b.com/", R(8, 108), 1)});
-  EXPECT_EQ(r.routes[0], Route::kFastPath);
+  EXPECT_EQ(r.classes[0], Classification::kFastPath);
   // A page in the batch with its group's winner compares with the winner's batch version.
   r = w.Run({Page("http://a.com/", R(13, 113), 10), Page("http://b.com/", R(12, 112), 1)});
-  EXPECT_EQ(r.routes[0], Route::kTier2);  // 90/110 from [3,103)
-  EXPECT_EQ(r.routes[1], Route::kFastPath);  // 99/101 from a's batch version
+  EXPECT_EQ(r.classes[0], Classification::kTier2);  // 90/110 from [3,103)
+  EXPECT_EQ(r.classes[1], Classification::kFastPath);  // 99/101 from a's batch version
 }
 
 TEST(Tier1FastPath, DisabledSendsEveryChangeToTier2) {
@@ -74,8 +74,8 @@ TEST(Tier1FastPath, DisabledSendsEveryChangeToTier2) {
   World w(o);
   w.Run({Page("http://a.com/", R(0, 100), 10), Page("http://b.com/", R(1, 101), 1)});
   Result r = w.Run({Page("http://a.com/", R(0, 100), 10), Page("http://b.com/", R(2, 102), 1)});
-  EXPECT_EQ(r.routes[0], Route::kUnchanged);
-  EXPECT_EQ(r.routes[1], Route::kTier2);
+  EXPECT_EQ(r.classes[0], Classification::kUnchanged);
+  EXPECT_EQ(r.classes[1], Classification::kTier2);
   EXPECT_TRUE(r.changed[1]);
   EXPECT_EQ(w.GroupOf("http://b.com/"), w.GroupOf("http://a.com/"));
 }
@@ -89,8 +89,8 @@ TEST(Tier1FastPath, NewPagesMeetTheNewVersionOfAPageKeptInTheSameBatch) {
     w.Run({Page("http://y.com/", R(0, 100), 10)});
     // J(y new, y old) = 97/103: kept. J(x, y new) = 95/105 >= 0.9 > J(x, y old) = 92/108.
     Result r = w.Run({Page("http://y.com/", R(3, 103), 10), Page("http://x.com/", R(8, 108), 1)});
-    EXPECT_EQ(r.routes[0], Route::kFastPath);
-    EXPECT_EQ(r.routes[1], Route::kTier2);
+    EXPECT_EQ(r.classes[0], Classification::kFastPath);
+    EXPECT_EQ(r.classes[1], Classification::kTier2);
     EXPECT_EQ(w.GroupOf("http://x.com/"), w.GroupOf("http://y.com/"));
     EXPECT_EQ(w.Query("http://x.com/").status, StatusAnswer::kDuplicate);
   }
@@ -99,7 +99,7 @@ TEST(Tier1FastPath, NewPagesMeetTheNewVersionOfAPageKeptInTheSameBatch) {
     w.Run({Page("http://y.com/", R(10, 110), 10)});
     // J(x, y old) = 95/105 >= 0.9 > J(x, y new) = 92/108: the match is with a stale version.
     Result r = w.Run({Page("http://y.com/", R(7, 107), 10), Page("http://x.com/", R(15, 115), 1)});
-    EXPECT_EQ(r.routes[0], Route::kFastPath);
+    EXPECT_EQ(r.classes[0], Classification::kFastPath);
     EXPECT_NE(w.GroupOf("http://x.com/"), w.GroupOf("http://y.com/"));
     EXPECT_EQ(w.Query("http://x.com/").status, StatusAnswer::kUnique);
   }

@@ -600,12 +600,12 @@ TEST_F(GroupStoreTest, FailedTier1ApplyLeavesThePreviousState) {
     Tier1 t1(store.get(), &source, Tier1Options());
     std::vector<PageUpdate> batch;
     for (const auto& s : sigs) batch.push_back(Update(s.url(), &s, "", 0, 1));
-    std::vector<Route> routes;
-    ASSERT_TRUE(t1.Classify(batch, &routes).ok());
+    std::vector<Classification> classes;
+    ASSERT_TRUE(t1.Classify(batch, &classes).ok());
     Tier2Matches m;
     m.in_batch.push_back({0, 1, 99.0 / 101.0});
     ApplyOutcome out;
-    ASSERT_TRUE(t1.Apply(batch, routes, m, nullptr, &out).ok());
+    ASSERT_TRUE(t1.Apply(batch, classes, m, nullptr, &out).ok());
     for (const auto& s : sigs) source.sigs[s.url()] = s;
     ExpectConsistent(*store);
 
@@ -613,13 +613,13 @@ TEST_F(GroupStoreTest, FailedTier1ApplyLeavesThePreviousState) {
     const pb::PageSignature c2 = Sig("http://c.com/", 2, 102);
     batch = {Update("http://c.com/", &c2, "", 0, 1),
              Update("http://r.com/", nullptr, "http://b.com/")};
-    ASSERT_TRUE(t1.Classify(batch, &routes).ok());
-    ASSERT_EQ(routes[0], Route::kTier2);
+    ASSERT_TRUE(t1.Classify(batch, &classes).ok());
+    ASSERT_EQ(classes[0], Classification::kTier2);
     m = Tier2Matches();
     m.resident.push_back({0, "http://a.com/", 98.0 / 102.0});
     m.resident.push_back({0, "http://b.com/", 99.0 / 101.0});
     env_.fail_appends = true;
-    const Status s = t1.Apply(batch, routes, m, nullptr, &out);
+    const Status s = t1.Apply(batch, classes, m, nullptr, &out);
     env_.fail_appends = false;
     EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
     ExpectConsistent(*store);
@@ -640,12 +640,12 @@ TEST_F(GroupStoreTest, FailedTier1ApplyLeavesThePreviousState) {
   Tier1 t1(store.get(), &source, Tier1Options());
   const pb::PageSignature c2 = Sig("http://c.com/", 2, 102);
   std::vector<PageUpdate> batch = {Update("http://c.com/", &c2, "", 0, 1)};
-  std::vector<Route> routes;
-  ASSERT_TRUE(t1.Classify(batch, &routes).ok());
+  std::vector<Classification> classes;
+  ASSERT_TRUE(t1.Classify(batch, &classes).ok());
   Tier2Matches m;
   m.resident.push_back({0, "http://a.com/", 98.0 / 102.0});
   ApplyOutcome out;
-  ASSERT_TRUE(t1.Apply(batch, routes, m, nullptr, &out).ok());
+  ASSERT_TRUE(t1.Apply(batch, classes, m, nullptr, &out).ok());
   ExpectConsistent(*store, &r);
   EXPECT_EQ(r.groups, 1u);
 }

@@ -68,9 +68,9 @@ TEST(Tier1Status, ClassifiedButUnappliedBatchIsNotUsed) {
   {
     const pb::PageSignature next = Sig("http://w.com/", R(1, 101));
     std::vector<PageUpdate> batch = {Update("http://w.com/", &next, "", kCell, 10)};
-    std::vector<Route> routes;
-    ASSERT_TRUE(w.t1().Classify(batch, &routes).ok());
-    EXPECT_EQ(routes[0], Route::kFastPath);
+    std::vector<Classification> classes;
+    ASSERT_TRUE(w.t1().Classify(batch, &classes).ok());
+    EXPECT_EQ(classes[0], Classification::kFastPath);
     const StatusAnswer a = w.Query("http://l.com/");
     EXPECT_NEAR(a.similarity_to_winner, 98.0 / 102.0, 1e-12);  // the stored w, not the batch's
     ASSERT_TRUE(w.t1().Flush().ok());
@@ -91,8 +91,8 @@ TEST(Tier1Status, EmptyPageFormsItsOwnGroup) {
   World w;
   w.Run({Page("http://a.com/", R(0, 100))});
   Result r = w.Run({Page("http://e1.com/", {}), Page("http://e2.com/", {}), Page("http://a.com/", {})});
-  EXPECT_EQ(r.routes[0], Route::kEmpty);
-  EXPECT_EQ(r.routes[2], Route::kEmpty);
+  EXPECT_EQ(r.classes[0], Classification::kEmpty);
+  EXPECT_EQ(r.classes[2], Classification::kEmpty);
   EXPECT_NE(w.GroupOf("http://e1.com/"), w.GroupOf("http://e2.com/"));
   ASSERT_EQ(r.outcome.tier2_removals.size(), 1u);
   EXPECT_EQ(r.outcome.tier2_removals[0].first, "http://a.com/");

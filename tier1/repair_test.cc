@@ -85,7 +85,7 @@ TEST(Tier1Split, RejectionsBelowTheShareDoNotRepair) {
   EXPECT_EQ(w.GroupOf("http://q3.com/"), g);
   // A new version of q3 similar to the winner: the rejection no longer holds.
   Result r = w.Run({Page("http://q3.com/", R(1, 101), 1)});
-  EXPECT_EQ(r.routes[0], Route::kFastPath);
+  EXPECT_EQ(r.classes[0], Classification::kFastPath);
   EXPECT_EQ(w.Group(g).rejections(), 0u);
   EXPECT_FALSE(w.PageRec("http://q3.com/").rejected());
   EXPECT_EQ(w.Query("http://q3.com/").status, StatusAnswer::kDuplicate);
@@ -121,7 +121,7 @@ TEST(Tier1Split, TwoContentGroupIsRepairedAfterItsOneLoser) {
     if (!rs.empty()) w.Run(rs);
     const uint64_t g = w.GroupOf("http://w.com/");
     ASSERT_EQ(w.Group(g).members(), 2u + redirects);
-    ASSERT_EQ(w.Run({Page("http://w.com/", W1(), 100)}).routes[0], Route::kFastPath);
+    ASSERT_EQ(w.Run({Page("http://w.com/", W1(), 100)}).classes[0], Classification::kFastPath);
     EXPECT_EQ(w.Query("http://l.com/").status, StatusAnswer::kUnique);
     std::vector<RepairReport> repairs = w.Flush();
     ASSERT_EQ(repairs.size(), 1u);
@@ -144,7 +144,7 @@ TEST(Tier1Split, RepairThresholdCountsContentMembersOnly) {
   w.Run(rs);
   const uint64_t g = w.GroupOf("http://w.com/");
   ASSERT_EQ(w.Group(g).members(), 23u);
-  ASSERT_EQ(w.Run({Page("http://w.com/", W1(), 100)}).routes[0], Route::kFastPath);
+  ASSERT_EQ(w.Run({Page("http://w.com/", W1(), 100)}).classes[0], Classification::kFastPath);
   EXPECT_EQ(w.Query("http://l1.com/").status, StatusAnswer::kUnique);
   EXPECT_TRUE(w.Flush().empty());
   EXPECT_EQ(w.Group(g).rejections(), 1u);

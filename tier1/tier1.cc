@@ -1,4 +1,4 @@
-// Tier1's construction and what its parts share: the routes' and statuses' names, the options
+// Tier1's construction and what its parts share: the classifications' and statuses' names, the options
 // from the configuration, where a signature is read from, how the working set is committed.
 // The parts: Classify (classify.cc), Apply (apply.cc), the status queries (query.cc), Flush and
 // repair (repair.cc), CheckStore (check.cc).
@@ -10,14 +10,14 @@
 
 namespace neardup::tier1 {
 
-const char* RouteName(Route r) {
-  switch (r) {
-    case Route::kUnchanged: return "unchanged";
-    case Route::kFastPath: return "fast_path";
-    case Route::kTier2: return "tier2";
-    case Route::kEmpty: return "empty";
-    case Route::kRedirect: return "redirect";
-    case Route::kSuperseded: return "superseded";
+const char* ClassificationName(Classification c) {
+  switch (c) {
+    case Classification::kUnchanged: return "unchanged";
+    case Classification::kFastPath: return "fast_path";
+    case Classification::kTier2: return "tier2";
+    case Classification::kEmpty: return "empty";
+    case Classification::kRedirect: return "redirect";
+    case Classification::kSuperseded: return "superseded";
   }
   return "?";
 }

@@ -23,9 +23,9 @@
 // shard stores it, and Tier1 reads them through a SignatureSource.
 //
 //   Tier1 t1(store, source, options);
-//   t1.Classify(batch, &routes);                 // fast path or Tier 2, per page
+//   t1.Classify(batch, &classes);                // fast path or Tier 2, per page
 //   ... Tier 2 compares the kTier2 pages ...
-//   t1.Apply(batch, routes, matches, progress, &outcome);   // cases 1-3, one atomic commit
+//   t1.Apply(batch, classes, matches, progress, &outcome);  // cases 1-3, one atomic commit
 //   t1.QueryAndRecord(url, &answer);             // each page's acknowledgement (records rejections)
 //   t1.Flush();                                  // verification results, repairs
 //   t1.Query(url, nullptr, &answer);             // the crawler's question: read-only
@@ -83,7 +83,7 @@ struct PageUpdate {
   int64_t fetched_at_ms = 0;
 };
 
-enum class Route : uint8_t {
+enum class Classification : uint8_t {
   kUnchanged,   // same content digest as the stored version: stays in its group
   kFastPath,    // changed, still similar to its group's representative: stays
   kTier2,       // new or changed beyond the representative: Tier 2 decides
@@ -91,7 +91,7 @@ enum class Route : uint8_t {
   kRedirect,    // Case 3
   kSuperseded,  // a later record of the batch has the same URL; ignored
 };
-const char* RouteName(Route r);
+const char* ClassificationName(Classification c);
 
 // The URL of a market's winner in group g: mw.url(), or g's winner when that is empty.
 inline const std::string& MarketWinnerUrl(const pb::Tier1Group& g, const pb::MarketWinner& mw) {
@@ -148,20 +148,20 @@ class Tier1 {
  public:
   Tier1(GroupStore* store, SignatureSource* source, Tier1Options options);
 
-  // Decides, per page of the batch, whether Tier 1 keeps it (routes[i]) without Tier 2. Reads the
+  // Decides, per page of the batch, whether Tier 1 keeps it (classes[i]) without Tier 2. Reads the
   // store and the representatives' signatures; changes nothing. The batch's own signatures are
   // used for representatives that are in the batch.
   // `changed`, when given, is set per page: true for a recrawl whose content changed (kFastPath,
   // or kTier2 for a page that had content before), the denominator of the fast path's share.
-  Status Classify(std::span<const PageUpdate> batch, std::vector<Route>* routes,
+  Status Classify(std::span<const PageUpdate> batch, std::vector<Classification>* classes,
                   std::vector<bool>* changed = nullptr);
 
   // Applies a classified batch and Tier 2's matches for its kTier2 pages (cases 1-3, merges,
   // winners) and commits it, with `progress` (may be empty) in the meta row "progress", in one
-  // atomic write. InvalidArgument when routes or matches do not fit the batch.
+  // atomic write. InvalidArgument when classes or matches do not fit the batch.
   // `progress` (may be null) is stored with the outcome's Tier 2 removals added.
-  Status Apply(std::span<const PageUpdate> batch, std::span<const Route> routes, const Tier2Matches& matches,
-               const pb::Tier1Progress* progress, ApplyOutcome* outcome);
+  Status Apply(std::span<const PageUpdate> batch, std::span<const Classification> classes,
+               const Tier2Matches& matches, const pb::Tier1Progress* progress, ApplyOutcome* outcome);
 
   // The crawler's question for a URL, read-only: the answer comes from the store as it is and
   // changes nothing in it (a verification computed here is not kept, a loser below the threshold

@@ -110,7 +110,7 @@ class FakeSource : public SignatureSource {
 };
 
 struct Result {
-  std::vector<Route> routes;
+  std::vector<Classification> classes;
   std::vector<bool> changed;
   ApplyOutcome outcome;
   size_t tier2_pages = 0;
@@ -150,13 +150,13 @@ class World {
       if (in.redirect_to.empty()) u.signature = &sigs.emplace_back(Sig(in.url, in.shingles));
       batch.push_back(std::move(u));
     }
-    Status s = t1_->Classify(batch, &r.routes, &r.changed);
+    Status s = t1_->Classify(batch, &r.classes, &r.changed);
     EXPECT_TRUE(s.ok()) << s.ToString();
     if (!s.ok()) return r;
     Tier2Matches m;
     const double t = threshold();
     for (uint32_t i = 0; i < batch.size(); ++i) {
-      if (r.routes[i] != Route::kTier2) continue;
+      if (r.classes[i] != Classification::kTier2) continue;
       ++r.tier2_pages;
       for (const auto& [url, sig] : source_.sigs) {
         if (url != batch[i].url && F(*batch[i].signature, sig, t)) {
@@ -166,16 +166,17 @@ class World {
       // The new versions of the batch's other compared pages and of the pages the fast path kept,
       // as the pipeline's in-batch join gives them.
       for (uint32_t j = 0; j < batch.size(); ++j) {
-        const bool partner = (r.routes[j] == Route::kTier2 && j > i) || r.routes[j] == Route::kFastPath;
+        const bool partner =
+            (r.classes[j] == Classification::kTier2 && j > i) || r.classes[j] == Classification::kFastPath;
         if (partner && F(*batch[i].signature, *batch[j].signature, t)) {
           m.in_batch.push_back({std::min(i, j), std::max(i, j), J(*batch[i].signature, *batch[j].signature)});
         }
       }
     }
-    s = t1_->Apply(batch, r.routes, m, nullptr, &r.outcome);
+    s = t1_->Apply(batch, r.classes, m, nullptr, &r.outcome);
     EXPECT_TRUE(s.ok()) << s.ToString();
     for (size_t i = 0; i < batch.size(); ++i) {
-      if (r.routes[i] == Route::kSuperseded) continue;
+      if (r.classes[i] == Classification::kSuperseded) continue;
       if (batch[i].signature != nullptr && batch[i].signature->shingles_size() > 0) {
         source_.sigs[batch[i].url] = *batch[i].signature;
       } else {

@@ -1,6 +1,6 @@
 // Shard: one Tier 2 comparison shard (the paper's Section 5.1, Tier 2).
 //
-// A shard holds the signatures of the pages whose home partition it owns, durably in its own
+// A shard holds the signatures of the pages whose home cells it owns, durably in its own
 // directory, and answers many-to-all comparisons of batches of new or changed pages against them:
 // every pair at or above a threshold, exactly (no false negatives against brute force within the
 // shard). How it finds them, and its files, are in tier2/README.md.
