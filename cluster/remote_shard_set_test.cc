@@ -4,45 +4,22 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
+#include <filesystem>
 #include <string>
 
 #include "cluster/tier2_server.h"
 #include "common/config.h"
-#include "pipeline/pipeline.h"
-#include "testing/temp_dir.h"
+#include "pipeline/pipeline_test_util.h"
 
 namespace neardup::cluster {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-pipeline::PipelineOptions Options(const test::TempDir& dir, const std::string& name) {
-  pipeline::PipelineOptions o;
-  o.input = std::string(NEARDUP_SOURCE_DIR) + "/data/sample-crawl.jsonl";
-  o.store = dir.File(name + "-store");
-  o.groups_out = dir.File(name + "-groups.jsonl");
-  o.status_out = dir.File(name + "-status.jsonl");
-  o.config = DefaultConfig();
-  o.config.mutable_pipeline()->set_shards(3);
-  o.config.mutable_tier2()->set_sync(false);
-  o.config.mutable_tier1()->set_sync(false);
-  o.threshold = 0.9;
-  o.batch_pages = 100;
-  o.threads = 2;
-  o.progress = false;
-  return o;
-}
+using pipeline::test_util::ReadFile;
+using pipeline::test_util::SampleRun;
 
 TEST(RemoteShardSet, PipelineOverTwoServersGivesTheEmbeddedGroups) {
   test::TempDir dir;
-  auto local = pipeline::RunPipeline(Options(dir, "local"));
+  auto local = pipeline::RunPipeline(SampleRun(dir, "local"));
   ASSERT_TRUE(local.ok()) << local.status().ToString();
 
   std::vector<std::unique_ptr<Tier2Server>> servers;
@@ -55,12 +32,12 @@ TEST(RemoteShardSet, PipelineOverTwoServersGivesTheEmbeddedGroups) {
     remote.servers.push_back("127.0.0.1:" + std::to_string((*s)->port()));
     servers.push_back(std::move(*s));
   }
-  pipeline::PipelineOptions o = Options(dir, "remote");
+  pipeline::PipelineOptions o = SampleRun(dir, "remote");
   o.open_shards = [remote](const pipeline::ShardSetOptions& so) { return OpenRemoteShardSet(remote, so); };
   auto r = pipeline::RunPipeline(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(ReadFile(o.groups_out), ReadFile(Options(dir, "local").groups_out));
-  EXPECT_EQ(ReadFile(o.status_out), ReadFile(Options(dir, "local").status_out));
+  EXPECT_EQ(ReadFile(o.groups_out), ReadFile(SampleRun(dir, "local").groups_out));
+  EXPECT_EQ(ReadFile(o.status_out), ReadFile(SampleRun(dir, "local").status_out));
   EXPECT_EQ(r->groups, local->groups);
   EXPECT_EQ(r->shard_pages, local->shard_pages);  // the shards' stats come over the network too
   // The shards live in the servers' stores: shards 0 and 2 in the first, 1 in the second.

@@ -6,23 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <fstream>
-#include <sstream>
 #include <string>
 
-#include "common/config.h"
+#include "pipeline/pipeline_test_util.h"
 #include "pipeline/shard_set.h"
-#include "testing/temp_dir.h"
 
 namespace neardup::pipeline {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test_util::ReadFile;
+using test_util::SampleRun;
 
 // Counts the calls it passes on to a local set, and fails Publish of batch `fail_batch` once.
 class ObservedShardSet : public ShardSet {
@@ -69,29 +62,13 @@ class ObservedShardSet : public ShardSet {
   uint64_t fail_batch_;
 };
 
-PipelineOptions Options(const test::TempDir& dir, const std::string& name) {
-  PipelineOptions o;
-  o.input = std::string(NEARDUP_SOURCE_DIR) + "/data/sample-crawl.jsonl";
-  o.store = dir.File(name + "-store");
-  o.groups_out = dir.File(name + "-groups.jsonl");
-  o.config = DefaultConfig();
-  o.config.mutable_pipeline()->set_shards(3);
-  o.config.mutable_tier2()->set_sync(false);
-  o.config.mutable_tier1()->set_sync(false);
-  o.threshold = 0.9;
-  o.batch_pages = 100;
-  o.threads = 2;
-  o.progress = false;
-  return o;
-}
-
 TEST(PipelineSeam, SuppliedShardSetTakesEveryTier2StepAndGivesTheSameGroups) {
   test::TempDir dir;
-  auto local = RunPipeline(Options(dir, "local"));
+  auto local = RunPipeline(SampleRun(dir, "local"));
   ASSERT_TRUE(local.ok()) << local.status().ToString();
 
   ObservedShardSet::Counts counts;
-  PipelineOptions o = Options(dir, "seam");
+  PipelineOptions o = SampleRun(dir, "seam");
   o.open_shards = [&](const ShardSetOptions& so) -> StatusOr<std::unique_ptr<ShardSet>> {
     EXPECT_EQ(so.shards, 3u);
     ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> inner, OpenLocalShardSet(so));
@@ -99,7 +76,7 @@ TEST(PipelineSeam, SuppliedShardSetTakesEveryTier2StepAndGivesTheSameGroups) {
   };
   auto seam = RunPipeline(o);
   ASSERT_TRUE(seam.ok()) << seam.status().ToString();
-  EXPECT_EQ(ReadFile(o.groups_out), ReadFile(Options(dir, "local").groups_out));
+  EXPECT_EQ(ReadFile(o.groups_out), ReadFile(SampleRun(dir, "local").groups_out));
   EXPECT_GT(local->groups, 0u);
   EXPECT_EQ(seam->groups, local->groups);
   EXPECT_EQ(seam->batches, 10u);
@@ -113,7 +90,7 @@ TEST(PipelineSeam, SuppliedShardSetTakesEveryTier2StepAndGivesTheSameGroups) {
 
 TEST(PipelineSeam, ShardSetOfTheWrongSizeIsRefused) {
   test::TempDir dir;
-  PipelineOptions o = Options(dir, "wrong");
+  PipelineOptions o = SampleRun(dir, "wrong");
   o.open_shards = [](const ShardSetOptions& so) -> StatusOr<std::unique_ptr<ShardSet>> {
     ShardSetOptions fewer = so;
     fewer.shards = so.shards - 1;
@@ -128,11 +105,11 @@ TEST(PipelineSeam, ShardSetOfTheWrongSizeIsRefused) {
 // finishes the input and holds what a run that never stopped holds.
 TEST(PipelineSeam, ShardSetFailureStopsTheRunAndARestartFinishesIt) {
   test::TempDir dir;
-  auto clean = RunPipeline(Options(dir, "clean"));
+  auto clean = RunPipeline(SampleRun(dir, "clean"));
   ASSERT_TRUE(clean.ok()) << clean.status().ToString();
 
   ObservedShardSet::Counts counts;
-  PipelineOptions o = Options(dir, "failing");
+  PipelineOptions o = SampleRun(dir, "failing");
   o.open_shards = [&](const ShardSetOptions& so) -> StatusOr<std::unique_ptr<ShardSet>> {
     ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> inner, OpenLocalShardSet(so));
     return std::unique_ptr<ShardSet>(new ObservedShardSet(std::move(inner), &counts, /*fail_batch=*/4));
@@ -147,7 +124,7 @@ TEST(PipelineSeam, ShardSetFailureStopsTheRunAndARestartFinishesIt) {
   ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   EXPECT_TRUE(resumed->input_complete);
   EXPECT_GT(resumed->skipped_records, 0u);
-  EXPECT_EQ(ReadFile(o.groups_out), ReadFile(Options(dir, "clean").groups_out));
+  EXPECT_EQ(ReadFile(o.groups_out), ReadFile(SampleRun(dir, "clean").groups_out));
   EXPECT_EQ(resumed->groups, clean->groups);
 }
 

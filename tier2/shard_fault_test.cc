@@ -52,6 +52,21 @@ std::vector<ShardPage> Home(const std::vector<pb::PageSignature>& sigs) {
 // URL -> shingles: what the shard must hold.
 using Model = std::map<std::string, std::vector<uint64_t>>;
 
+// The model of a store that holds exactly `pages`.
+Model ModelOf(const std::vector<pb::PageSignature>& pages) {
+  Model m;
+  for (const auto& s : pages) m[s.url()] = {s.shingles().begin(), s.shingles().end()};
+  return m;
+}
+
+std::set<std::string> UrlsOf(std::initializer_list<const std::vector<pb::PageSignature>*> batches) {
+  std::set<std::string> urls;
+  for (const auto* b : batches) {
+    for (const auto& s : *b) urls.insert(s.url());
+  }
+  return urls;
+}
+
 // Reopens the store at `path` (default file system) and checks it holds exactly `model` among
 // `urls`.
 void ExpectHolds(const std::string& path, const Model& model, const std::set<std::string>& urls,
@@ -79,11 +94,8 @@ TEST(ShardFault, DiskFullDuringAnAppendIsAnErrorAndLosesNothing) {
   std::vector<pb::PageSignature> a, b;
   for (int i = 0; i < 10; ++i) a.push_back(SignatureOf("http://a/" + std::to_string(i), Hashes(rng, 60)));
   for (int i = 0; i < 10; ++i) b.push_back(SignatureOf("http://b/" + std::to_string(i), Hashes(rng, 60)));
-  Model model;
-  std::set<std::string> urls;
-  for (const auto& s : a) model[s.url()] = {s.shingles().begin(), s.shingles().end()};
-  for (const auto& s : a) urls.insert(s.url());
-  for (const auto& s : b) urls.insert(s.url());
+  Model model = ModelOf(a);
+  const std::set<std::string> urls = UrlsOf({&a, &b});
   {
     auto shard = Shard::Open(Options(dir.str(), &env));
     ASSERT_TRUE(shard.ok()) << shard.status().ToString();
@@ -124,11 +136,8 @@ TEST(ShardFault, FailedSyncIsAnErrorAndACrashThenKeepsOnlyWhatWasAcknowledged) {
     std::vector<pb::PageSignature> a, b;
     for (int i = 0; i < 8; ++i) a.push_back(SignatureOf("http://a/" + std::to_string(i), Hashes(rng, 40)));
     for (int i = 0; i < 8; ++i) b.push_back(SignatureOf("http://a/" + std::to_string(i + 4), Hashes(rng, 40)));
-    Model model;
-    std::set<std::string> urls;
-    for (const auto& s : a) model[s.url()] = {s.shingles().begin(), s.shingles().end()};
-    for (const auto& s : a) urls.insert(s.url());
-    for (const auto& s : b) urls.insert(s.url());
+    const Model model = ModelOf(a);
+    const std::set<std::string> urls = UrlsOf({&a, &b});
     {
       auto shard = Shard::Open(Options(dir.str(), &env));
       ASSERT_TRUE(shard.ok());
