@@ -24,6 +24,8 @@
 #include <span>
 #include <vector>
 
+#include "common/config.h"
+
 namespace neardup::baseline {
 
 struct SimilarPair {
@@ -35,7 +37,7 @@ struct SimilarPair {
 };
 
 struct AllPairsOptions {
-  double threshold = 0.9;  // in (0, 1]
+  double threshold = ConfigDefaults().baseline().threshold();  // in (0, 1]
   int threads = 0;         // 0 = one per core
 };
 

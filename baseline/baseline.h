@@ -26,7 +26,7 @@ namespace neardup::baseline {
 
 struct BaselineOptions {
   std::string input;          // crawl JSON Lines, "-" for stdin
-  double threshold = 0.9;     // in (0, 1]
+  double threshold = ConfigDefaults().baseline().threshold();  // in (0, 1]
   SignerOptions signer;       // shingle k, dims
   CrawlReaderOptions reader;
   int threads = 0;            // 0 = one per core

@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/config.h"
 #include "common/status.h"
 
 namespace neardup {
@@ -51,7 +52,7 @@ struct CrawlRecord {
 };
 
 struct CrawlReaderOptions {
-  uint64_t max_line_bytes = 8ull << 20;
+  uint64_t max_line_bytes = ConfigDefaults().reader().max_line_bytes();
   // When set, a record whose "url" fails it is passed over after reading only its URL: it is not
   // parsed further nor validated, and is counted in stats().passed_over, not in records or
   // bad_lines. For sampling a large crawl by URL (most records are not wanted). A line whose URL

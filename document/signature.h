@@ -15,14 +15,17 @@
 #include <string_view>
 #include <vector>
 
+#include "common/config.h"
 #include "common/status.h"
 #include "proto/neardup.pb.h"
 
 namespace neardup {
 
 struct SignerOptions {
-  int k = 5;     // words per shingle, 1..16
-  int dims = 3;  // sub-dictionaries, 1..16
+  // Words per shingle and sub-dictionaries (length dimensions); defaults and ranges: the
+  // configuration's shingle section (proto/config.proto).
+  int k = static_cast<int>(ConfigDefaults().shingle().k());
+  int dims = static_cast<int>(ConfigDefaults().shingle().dims());
 };
 
 // Checks the ranges above; the error names the offending option.

@@ -18,20 +18,23 @@
 #include <span>
 #include <vector>
 
+#include "common/config.h"
 #include "common/status.h"
 #include "partitioner/length_sample.h"
 #include "partitioner/partition_map.h"
 
 namespace neardup::partitioner {
 
+// Defaults, where the configuration has the option: its (proto/config.proto).
 struct MapBuildOptions {
-  uint32_t dims = 3;
+  uint32_t dims = ConfigDefaults().shingle().dims();
   uint32_t shards = 64;
-  double threshold = 0.9;
+  double threshold = ConfigDefaults().baseline().threshold();
   pb::PartitionMap::Routing routing = pb::PartitionMap::EXACT_L1;
-  double rho = 1.0;                 // RHO_BOX only, >= 1
-  uint32_t cells_per_shard = 6;     // cells per shard (at least 64 cells), before the fine-grain cap
-  uint32_t shingle_k = 5;
+  double rho = ConfigDefaults().pipeline().rho();  // RHO_BOX only, >= 1
+  // Cells per shard (at least 64 cells), before the fine-grain cap.
+  uint32_t cells_per_shard = ConfigDefaults().pipeline().cells_per_shard();
+  uint32_t shingle_k = ConfigDefaults().shingle().k();
   // Ratio of the SpotSigs fine-grain rule (consecutive interval left bounds p_i/p_{i+1} < ratio).
   // 0 = the threshold, as in the paper. Closer to 1 allows thinner intervals: better balance under
   // length spikes, more cells contacted per page. 0.95 measured best on the synthetic crawl

@@ -74,24 +74,25 @@ bool Preferred(const WinnerRules& rules, std::string_view host, std::string_view
 
 }  // namespace
 
+std::vector<Rule> RuleOrderOf(const pb::Tier1Config& config) {
+  std::vector<Rule> order;
+  for (const int r : config.winner_rules()) {
+    Rule rule;
+    switch (r) {
+      case pb::POPULARITY: rule = Rule::kPopularity; break;
+      case pb::STATIC: rule = Rule::kStatic; break;
+      case pb::SHORTER: rule = Rule::kShorter; break;
+      case pb::MARKET: rule = Rule::kMarket; break;
+      default: continue;  // refused by the config loader
+    }
+    if (std::find(order.begin(), order.end(), rule) == order.end()) order.push_back(rule);
+  }
+  return order;
+}
+
 WinnerRules WinnerRulesFromConfig(const pb::Tier1Config& config) {
   WinnerRules rules;
-  if (config.winner_rules_size() > 0) {
-    rules.order.clear();
-    for (const int r : config.winner_rules()) {
-      Rule rule;
-      switch (r) {
-        case pb::POPULARITY: rule = Rule::kPopularity; break;
-        case pb::STATIC: rule = Rule::kStatic; break;
-        case pb::SHORTER: rule = Rule::kShorter; break;
-        case pb::MARKET: rule = Rule::kMarket; break;
-        default: continue;  // refused by the config loader
-      }
-      if (std::find(rules.order.begin(), rules.order.end(), rule) == rules.order.end()) {
-        rules.order.push_back(rule);
-      }
-    }
-  }
+  if (config.winner_rules_size() > 0) rules.order = RuleOrderOf(config);
   if (config.has_popularity_buckets_per_doubling() && config.popularity_buckets_per_doubling() > 0) {
     rules.buckets_per_doubling = config.popularity_buckets_per_doubling();
   }

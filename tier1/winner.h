@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/config.h"
 #include "common/status.h"
 #include "proto/config.pb.h"
 
@@ -44,12 +45,18 @@ namespace neardup::tier1 {
 
 enum class Rule { kPopularity, kStatic, kShorter, kMarket };
 
+// The configuration's winner_rules as rules, in order, each once (unknown values skipped: the
+// config loader refuses them).
+std::vector<Rule> RuleOrderOf(const pb::Tier1Config& config);
+
+// Defaults: the configuration's (proto/config.proto, Tier1Config).
 struct WinnerRules {
-  std::vector<Rule> order = {Rule::kMarket, Rule::kPopularity, Rule::kStatic, Rule::kShorter};
-  double buckets_per_doubling = 4;  // > 0; popularity buckets per doubling of (1 + popularity)
+  std::vector<Rule> order = RuleOrderOf(ConfigDefaults().tier1());
+  // > 0; popularity buckets per doubling of (1 + popularity)
+  double buckets_per_doubling = ConfigDefaults().tier1().popularity_buckets_per_doubling();
   // The incumbent winner's margin: Incumbent() raises its popularity bucket by this many, so a
   // challenger wins on POPULARITY only from more than this many buckets above it. 0 = none.
-  uint32_t hysteresis_buckets = 1;
+  uint32_t hysteresis_buckets = ConfigDefaults().tier1().winner_hysteresis_buckets();
   // market -> host suffixes preferred for it; a market absent here prefers ".<market>".
   std::vector<std::pair<std::string, std::vector<std::string>>> market_suffixes;
 };
