@@ -1,6 +1,6 @@
 // Tier2Server: a Tier2Service on a TCP port. Each connection carries frames (cluster/frame.h) of
 // Tier 2 requests, answered in order on that connection; connections are served at once. Network
-// I/O runs on `io_threads` threads (one io_context each), the requests' work (comparisons, writes)
+// I/O runs on `io_threads` threads over one io_context, the requests' work (comparisons, writes)
 // on a separate pool of `work_threads`, so a long comparison never holds up reading and writing.
 //
 //   Tier2ServerOptions o;  o.listen = "127.0.0.1:0";  o.store = "/data/tier2-a";
