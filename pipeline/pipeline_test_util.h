@@ -2,22 +2,16 @@
 // run of the bundled sample crawl (1,000 records, 10 batches, 3 shards) in a test directory.
 #pragma once
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "common/config.h"
 #include "pipeline/pipeline.h"
+#include "testing/files.h"
 #include "testing/temp_dir.h"
 
 namespace neardup::pipeline::test_util {
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::neardup::test::ReadFile;
 
 // A run of data/sample-crawl.jsonl into `dir`: store, --out and --status-out named after `name`.
 // NEARDUP_SOURCE_DIR is the test's compile definition.

@@ -23,26 +23,34 @@ class PosixFile final : public File {
     size_t want = 0;
     for (const iovec& p : parts) want += p.iov_len;
     *read = 0;
-    std::vector<iovec> rest(parts.begin(), parts.end());
-    size_t first = 0;  // rest[first..] still to fill
+    // One preadv almost always fills the parts (a record read on the verification path): the
+    // parts are copied, to advance past a short read, only when it does not.
+    std::vector<iovec> rest;  // what is left to fill, after a short read
+    const iovec* vec = parts.data();
+    size_t count = parts.size();
     while (*read < want) {
-      const ssize_t n = ::preadv(fd_, rest.data() + first, static_cast<int>(rest.size() - first),
-                                 static_cast<off_t>(offset + *read));
+      const ssize_t n = ::preadv(fd_, vec, static_cast<int>(count), static_cast<off_t>(offset + *read));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return Errno("read " + path() + " at offset " + std::to_string(offset + *read));
       if (n == 0) break;  // the end of the file
       *read += static_cast<size_t>(n);
+      if (*read == want) break;
+      if (vec != rest.data()) rest.assign(vec, vec + count);
       // Skip what the read filled.
-      for (size_t got = static_cast<size_t>(n); got > 0 && first < rest.size();) {
-        if (got >= rest[first].iov_len) {
-          got -= rest[first].iov_len;
-          ++first;
+      size_t filled = 0;
+      for (size_t got = static_cast<size_t>(n); got > 0;) {
+        if (got >= rest[filled].iov_len) {
+          got -= rest[filled].iov_len;
+          ++filled;
         } else {
-          rest[first].iov_base = static_cast<char*>(rest[first].iov_base) + got;
-          rest[first].iov_len -= got;
+          rest[filled].iov_base = static_cast<char*>(rest[filled].iov_base) + got;
+          rest[filled].iov_len -= got;
           got = 0;
         }
       }
+      rest.erase(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(filled));
+      vec = rest.data();
+      count = rest.size();
     }
     return Status::Ok();
   }

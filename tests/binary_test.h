@@ -17,6 +17,8 @@
 #include <sstream>
 #include <string>
 
+#include "testing/files.h"
+
 namespace neardup {
 
 struct Outcome {
@@ -39,12 +41,7 @@ class BinaryTest : public ::testing::Test {
   void Write(const std::string& name, const std::string& content) const {
     std::ofstream(Path(name), std::ios::binary) << content;
   }
-  static std::string Read(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  static std::string Read(const std::string& path) { return test::ReadFile(path); }
   // Runs `neardup <args>` through the shell; stdout and stderr are captured.
   Outcome Neardup(const std::string& args) const {
     const std::string out = Path("stdout.txt"), err = Path("stderr.txt");
