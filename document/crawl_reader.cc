@@ -189,8 +189,19 @@ bool CrawlReader::ReadLine(bool* too_long) {
   for (;;) {
     if (buf_pos_ == buf_len_) {
       if (eof_) break;
-      buf_len_ = std::fread(buf_.get(), 1, kReadBuffer, file_);
+      size_t want = kReadBuffer;
+      if (options_.readable) {
+        const uint64_t limit = options_.readable();
+        if (limit <= read_pos_) {
+          paused_ = true;
+          break;
+        }
+        want = static_cast<size_t>(std::min<uint64_t>(want, limit - read_pos_));
+        std::clearerr(file_);  // an end of file seen before is not the end of a growing file
+      }
+      buf_len_ = std::fread(buf_.get(), 1, want, file_);
       buf_pos_ = 0;
+      read_pos_ += buf_len_;
       if (buf_len_ == 0) {
         if (std::ferror(file_)) status_ = IoError(std::string("read error: ") + std::strerror(errno));
         eof_ = true;
@@ -244,6 +255,7 @@ void CrawlReader::Report(uint64_t line, std::string reason) {
 
 bool CrawlReader::Next(CrawlRecord* record) {
   bool too_long = false;
+  paused_ = false;
   while (status_.ok() && ReadLine(&too_long)) {
     const uint64_t line_no = ++stats_.lines;
     if (too_long) {

@@ -61,6 +61,11 @@ struct CrawlReaderOptions {
   // Bad lines are counted but not logged: for a second pass over an input whose bad lines another
   // pass reports (the pipeline's map sample, before the run itself reads every line).
   bool quiet_bad_lines = false;
+  // Follows a growing file (a Tier 1 server's ingest log): when set, the reader reads no further
+  // than the first readable() bytes, which must end at a line's end, and asks again when it gets
+  // there; with nothing more readable, Next() returns false with paused() true, and may be called
+  // again later. Without it the reader reads to the end of the file.
+  std::function<uint64_t()> readable;
 };
 
 struct CrawlReaderStats {
@@ -102,8 +107,10 @@ class CrawlReader {
   void set_on_bad_line(std::function<void(const BadLine&)> f) { on_bad_line_ = std::move(f); }
 
   // Fills *record with the next good record and returns true; false at end of input or on an I/O
-  // error (then status() says which).
+  // error (then status() says which), or when a followed file has nothing more readable yet
+  // (paused(): see CrawlReaderOptions::readable).
   bool Next(CrawlRecord* record);
+  bool paused() const { return paused_; }
 
   const Status& status() const { return status_; }
   const CrawlReaderStats& stats() const { return stats_; }
@@ -128,6 +135,8 @@ class CrawlReader {
   std::unique_ptr<char[]> buf_;
   size_t buf_pos_ = 0, buf_len_ = 0;
   bool eof_ = false;
+  bool paused_ = false;
+  uint64_t read_pos_ = 0;  // bytes read from the file into buf_
   std::string line_;
   std::string_view line_view_;
   CrawlReaderStats stats_;

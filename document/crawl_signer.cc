@@ -49,7 +49,18 @@ Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, co
   int cur = 0;
   size_t got = read_round(rounds[cur]);
   Status result;
-  while (got > 0 && result.ok()) {
+  while (result.ok()) {
+    if (got == 0) {
+      if (!options.idle || !reader->paused() || !reader->status().ok()) break;
+      StatusOr<bool> more = options.idle();
+      if (!more.ok()) {
+        result = more.status();
+        break;
+      }
+      if (!*more) break;
+      got = read_round(rounds[cur]);
+      continue;
+    }
     std::vector<CrawlRecord>& round = rounds[cur];
     std::atomic<size_t> next{0};
     auto work = [&](int w) {

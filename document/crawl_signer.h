@@ -31,6 +31,11 @@ struct CrawlSignerOptions {
   std::string progress_label;       // non-empty: log progress lines under this name
   // Optional: records for which this returns false are skipped before signing (e.g. sampling).
   std::function<bool(const CrawlRecord&)> keep;
+  // Following a growing input (reader.readable set): called on the calling thread, between
+  // rounds, when the reader has nothing more readable (every record read so far was delivered).
+  // It returns true to read on (it may first wait for more), false to end the input there; an
+  // error stops reading and is returned.
+  std::function<StatusOr<bool>()> idle;
 };
 
 // For a redirect record the features are empty (no words). `record` and `features` may be moved from.

@@ -8,6 +8,8 @@ namespace internal {
 StatusOr<PipelineSummary> Pipeline::Run() {
   const auto start = SteadyClock::now();
   RETURN_IF_ERROR(Setup());
+  IngestFeed* const feed = o_.feed;
+  OpenFeed();
   if (!sum_.already_consumed.empty()) {
     spdlog::warn("pipeline: {} was consumed whole already (as {}): nothing to do", o_.input, sum_.already_consumed);
     return Finish(start);
@@ -38,6 +40,9 @@ StatusOr<PipelineSummary> Pipeline::Run() {
         s = FinishShardWrites();  // the last batch's
       } else {
         s = b->redo ? Redo(*b) : Process(std::move(b));
+        // The batch's pages are answered; what a status query reads of them is durable first.
+        if (s.ok() && feed != nullptr) s = store_->rows().WaitForWrites();
+        if (s.ok() && feed != nullptr) feed->BatchDone(progress_.batches_committed(), progress_.current().bytes());
       }
       sum_.tiers_cpu_seconds += ThreadCpuSeconds() - cpu0;
       if (!s.ok()) {
@@ -58,7 +63,14 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   so.progress_label = o_.progress ? "run" : "";
   const uint64_t first = redo_ ? redo_from_ : skip_;
   uint64_t seen = 0;
-  so.keep = [&](const CrawlRecord&) {
+  // Following a feed: where the records read so far end, when the last one was read, and when
+  // the batch being filled got its first record.
+  uint64_t read_end = 0;
+  auto last_read = SteadyClock::now(), batch_started = last_read;
+  bool stopped = false;
+  so.keep = [&](const CrawlRecord& r) {
+    read_end = r.end_offset;
+    last_read = SteadyClock::now();
     const uint64_t i = seen++;
     // The redo batch is always read whole; max_records limits only records new to the store.
     return i >= first && (i < skip_ || o_.max_records == 0 || i < o_.max_records);
@@ -94,11 +106,41 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   NameLevelDbBackgroundThread();
   CrawlReaderStats reader_stats;
   Status read;
+  if (feed != nullptr) {
+    so.reader.readable = [feed] { return feed->ReadableBytes(); };
+    // Caught up with the feed: wait for more, cutting the batch held short when the input stays
+    // idle for linger or its first record waited max_batch_delay.
+    so.idle = [&]() -> StatusOr<bool> {
+      for (;;) {
+        if (feed->Stopping()) {
+          stopped = true;
+          return false;
+        }
+        if (feed->ReadableBytes() > read_end) return true;
+        const auto now = SteadyClock::now();
+        if (batch->records.empty()) {
+          feed->WaitReadable(read_end, now + std::chrono::milliseconds(200));
+          continue;
+        }
+        const auto cut = std::min(last_read + o_.linger, batch_started + o_.max_batch_delay);
+        if (now >= cut) {
+          RETURN_IF_ERROR(hand_off());
+          continue;
+        }
+        feed->WaitReadable(read_end, cut);
+      }
+    };
+  }
   std::thread signing([&] {
     NameThisThread("nd-sign");
     if (Status s = LowerThreadPriority(nice); !s.ok()) spdlog::debug("pipeline: {}", s.ToString());
     read = SignCrawl(o_.input, so, [&](CrawlRecord& r, PageFeatures& f) -> Status {
+      if (feed != nullptr && feed->Stopping()) {
+        stopped = true;
+        return FailedPrecondition("pipeline: stopping");  // not an error of the run (below)
+      }
       Batch& b = *batch;
+      if (b.records.empty()) batch_started = SteadyClock::now();
       b.cell.push_back(0);
       b.shards.emplace_back();
       if (!r.is_redirect()) {
@@ -115,7 +157,9 @@ StatusOr<PipelineSummary> Pipeline::Run() {
       if ((b.redo && next_record == skip_) || (!b.redo && b.records.size() >= o_.batch_pages)) return hand_off();
       return Status::Ok();
     }, &reader_stats);
-    if (read.ok()) read = hand_off();
+    // A stopped feed's partial batch stays in the input, uncommitted, for the next run.
+    if (stopped) read = Status::Ok();
+    else if (read.ok()) read = hand_off();
     queue.Close();
   });
   signing.join();
@@ -123,12 +167,29 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   RETURN_IF_ERROR(worker_status);
   RETURN_IF_ERROR(read);
   RETURN_IF_ERROR(SyncStatusFile());
-  // Read to its end (not cut short by max_records): the input is consumed.
-  if (o_.max_records == 0 || seen <= o_.max_records) {
+  // Read to its end (not cut short by max_records): the input is consumed. A feed's never is.
+  if (feed == nullptr && (o_.max_records == 0 || seen <= o_.max_records)) {
     RETURN_IF_ERROR(RecordInputConsumed());
     sum_.input_complete = true;
   }
   return Finish(start);
+}
+
+void Pipeline::OpenFeed() {
+  if (o_.feed == nullptr || feed_open_) return;
+  IngestFeed::View v;
+  v.shards = shards_.get();
+  v.map = &*map_;
+  v.threshold = threshold_;
+  v.signer = signer_;
+  o_.feed->Opened(v);
+  feed_open_ = true;
+}
+
+void Pipeline::CloseFeed() {
+  if (!feed_open_) return;
+  feed_open_ = false;
+  o_.feed->Closing();
 }
 
 StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
@@ -163,10 +224,12 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
     sum_.shard_compactions += st.compactions;
     sum_.shard_rebuilds += st.rebuilds;
   }
+  CloseFeed();
   tier1_.reset();
   source_.reset();
   shards_.reset();
-  store_.reset();
+  owned_store_.reset();
+  store_ = nullptr;
   if (temporary_) {
     std::error_code ec;
     fs::remove_all(dir_, ec);

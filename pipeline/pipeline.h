@@ -39,6 +39,7 @@
 // Thread safety: RunPipeline is reentrant; it owns everything it opens.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -47,6 +48,7 @@
 #include "common/status.h"
 #include "document/crawl_reader.h"
 #include "document/signature.h"
+#include "pipeline/ingest_feed.h"
 #include "pipeline/shard_set.h"
 #include "pipeline/store.h"
 #include "proto/config.pb.h"
@@ -77,7 +79,18 @@ struct PipelineOptions {
   // How the pipeline reaches the store's shards (pipeline/shard_set.h): empty opens them in this
   // process (OpenLocalShardSet); a cluster passes a set whose shards are served elsewhere.
   ShardSetOpener open_shards;
+  // A run fed by a growing input (pipeline/ingest_feed.h), not owned: input is read as the feed
+  // allows, batches are cut short after `linger` idle or `max_batch_delay`, and the run ends when
+  // the feed stops it (never recording the input as consumed). Null: input is a finished file.
+  IngestFeed* feed = nullptr;
+  std::chrono::milliseconds linger{200}, max_batch_delay{2000};
+  // The store's group store, opened by the caller (GroupStoreOptionsFor) and kept open across
+  // runs (a server answers from it between them); not owned. Null: the run opens DIR/tier1.
+  tier1::GroupStore* groups = nullptr;
 };
+
+// How a run opens a store's group store (PipelineOptions::groups: a caller that opens it itself).
+tier1::GroupStore::Options GroupStoreOptionsFor(const StoreLayout& layout, const pb::NeardupConfig& config);
 
 struct PipelineSummary {
   // Non-empty: the input is one the store consumed whole before (under this name); nothing was

@@ -157,6 +157,42 @@ Status Pipeline::FinishShardWrites() {
   return s;
 }
 
+void Pipeline::ReportIncomplete(const Batch& b, const std::vector<std::vector<uint32_t>>& index,
+                                const std::vector<Status>& compared) {
+  if (o_.feed == nullptr) return;
+  const size_t n = b.records.size(), P = compared.size();
+  // Each shard's weight: the pages it holds, as it says (a shard that did not answer is asked
+  // too; one that cannot say weighs as the others' mean).
+  std::vector<double> weight(P, -1);
+  double known = 0;
+  size_t known_count = 0;
+  for (size_t m = 0; m < P; ++m) {
+    if (index[m].empty()) continue;
+    const tier2::ShardStats st = shards_->Stats(static_cast<uint32_t>(m));
+    if (st.resident_pages > 0 || compared[m].ok()) {
+      weight[m] = static_cast<double>(st.resident_pages);
+      known += weight[m];
+      ++known_count;
+    }
+  }
+  const double mean = known_count > 0 ? known / static_cast<double>(known_count) : 1;
+  std::vector<double> total(n, 0), answered(n, 0);
+  for (size_t m = 0; m < P; ++m) {
+    const double w = std::max(weight[m] < 0 ? mean : weight[m], 1e-9);  // an empty shard still counts
+    for (uint32_t i : index[m]) {
+      total[i] += w;
+      if (compared[m].ok()) answered[i] += w;
+    }
+  }
+  std::vector<std::string> urls(n);
+  std::vector<double> completeness(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    urls[i] = b.records[i].url;
+    if (total[i] > 0) completeness[i] = answered[i] / total[i];
+  }
+  o_.feed->CompareIncomplete(b.number, urls, completeness);
+}
+
 Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   Batch& b = *batch;
   const size_t n = b.records.size();
@@ -212,10 +248,16 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   }
   std::vector<tier2::CompareResult> results(P);
   t0 = SteadyClock::now();
-  RETURN_IF_ERROR(ForEachShard(*compare_pool_, [&](size_t m) -> Status {
+  std::vector<Status> compared(P);
+  Status all_compared = ForEachShard(*compare_pool_, [&](size_t m) -> Status {
     if (pages[m].empty()) return Status::Ok();
-    return shards_->Compare(static_cast<uint32_t>(m), pages[m], threshold_, &results[m]);
-  }, &sum_.shard_compare_seconds));
+    compared[m] = shards_->Compare(static_cast<uint32_t>(m), pages[m], threshold_, &results[m]);
+    return compared[m];
+  }, &sum_.shard_compare_seconds);
+  if (!all_compared.ok()) {
+    ReportIncomplete(b, index, compared);
+    return all_compared;
+  }
   sum_.tier2_compare_seconds += Since(t0);
   Tier2Matches matches;
   std::set<std::pair<uint32_t, uint32_t>> seen_pairs;

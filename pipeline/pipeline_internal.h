@@ -235,6 +235,7 @@ class Pipeline {
  public:
   explicit Pipeline(const PipelineOptions& o) : o_(o) {}
   ~Pipeline() {
+    CloseFeed();
     if (status_file_ != nullptr) std::fclose(status_file_);
   }
   StatusOr<PipelineSummary> Run();
@@ -243,6 +244,13 @@ class Pipeline {
   // After the batches: --out, the store's totals, and everything closed.
   StatusOr<PipelineSummary> Finish(SteadyClock::time_point start);
   Status Setup();
+  // The feed's view of the run (IngestFeed::Opened / Closing), once each.
+  void OpenFeed();
+  void CloseFeed();
+  // Tells the feed which pages of batch `b` Tier 2 could not compare in full (per shard: the
+  // status of its Compare; not called when all are ok).
+  void ReportIncomplete(const Batch& b, const std::vector<std::vector<uint32_t>>& index,
+                        const std::vector<Status>& compared);
   Status OpenMap();
   Status Resume();
   Status Process(std::unique_ptr<Batch> b);
@@ -300,7 +308,9 @@ class Pipeline {
   std::vector<uint64_t> expected_postings_;  // per shard, estimated from the map's sample (when built here)
   std::unique_ptr<ShardSet> shards_;
   size_t P() const { return shards_->size(); }
-  std::unique_ptr<GroupStore> store_;
+  bool feed_open_ = false;     // the feed was told Opened and not yet Closing
+  std::unique_ptr<GroupStore> owned_store_;  // when the run opened it (o_.groups null)
+  GroupStore* store_ = nullptr;
   std::unique_ptr<ShardSignatures> source_;
   std::unique_ptr<Tier1> tier1_;
   pb::Tier1Progress progress_;

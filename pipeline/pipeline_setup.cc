@@ -2,7 +2,22 @@
 // restart from the last committed batch, and an input recorded as consumed.
 #include "pipeline/pipeline_internal.h"
 
-namespace neardup::pipeline::internal {
+namespace neardup::pipeline {
+
+tier1::GroupStore::Options GroupStoreOptionsFor(const StoreLayout& layout, const pb::NeardupConfig& config) {
+  tier1::GroupStore::Options go;
+  go.path = layout.tier1();
+  go.sync = config.tier1().sync();
+  go.cache_bytes = static_cast<uint64_t>(config.tier1().cache_mib()) << 20;
+  go.compress = config.tier1().compress();
+  // Tier 1's commit is inserted and synced by the store's writer thread while the tiers' thread
+  // goes on with the batch's status queries (which see it); the status lines and the shards'
+  // writes wait for it.
+  go.async_writes = true;
+  return go;
+}
+
+namespace internal {
 
 Status Pipeline::Setup() {
   if (o_.input.empty()) return InvalidArgument("pipeline: an input crawl is required");
@@ -39,16 +54,13 @@ Status Pipeline::Setup() {
   fs::create_directories(dir_, ec);
   if (ec) return IoError("pipeline: cannot create store directory " + dir_ + ": " + ec.message());
 
-  GroupStore::Options go;
-  go.path = layout_.tier1();
-  go.sync = config_.tier1().sync();
-  go.cache_bytes = static_cast<uint64_t>(config_.tier1().cache_mib()) << 20;
-  go.compress = config_.tier1().compress();
-  // Tier 1's commit is inserted and synced by the store's writer thread while the tiers' thread
-  // goes on with the batch's status queries (which see it); the status lines and the shards'
-  // writes wait for it.
-  go.async_writes = true;
-  ASSIGN_OR_RETURN(store_, GroupStore::Open(go));
+  const GroupStore::Options go = GroupStoreOptionsFor(layout_, config_);
+  if (o_.groups != nullptr) {
+    store_ = o_.groups;
+  } else {
+    ASSIGN_OR_RETURN(owned_store_, GroupStore::Open(go));
+    store_ = owned_store_.get();
+  }
   std::string bytes;
   Status s = store_->rows().Get(store_->meta_family(), "progress", "", &bytes);
   if (s.ok()) {
@@ -95,7 +107,7 @@ Status Pipeline::Setup() {
     std::string map_bytes;
     map_->proto().SerializeToString(&map_bytes);
     RETURN_IF_ERROR(WriteFileAtomically(FileEnv::Default(), layout_.map(), map_bytes, config_.tier1().sync()));
-    RETURN_IF_ERROR(WriteStoreParams(store_.get(), params_));
+    RETURN_IF_ERROR(WriteStoreParams(store_, params_));
     config_.mutable_pipeline()->set_shards(params_.shards());
   } else {
     return stored.status();
@@ -121,7 +133,7 @@ Status Pipeline::Setup() {
   sum_.shard_store_seconds.assign(P, 0);
   sum_.cells = map_->cells();
   source_ = std::make_unique<ShardSignatures>(*map_, *shards_);
-  tier1_ = std::make_unique<Tier1>(store_.get(), source_.get(), Tier1OptionsFromConfig(config_.tier1(), threshold_));
+  tier1_ = std::make_unique<Tier1>(store_, source_.get(), Tier1OptionsFromConfig(config_.tier1(), threshold_));
   return Resume();
 }
 
@@ -285,4 +297,5 @@ Status Pipeline::RecordInputConsumed() {
   return store_->rows().WaitForWrites();
 }
 
-}  // namespace neardup::pipeline::internal
+}  // namespace internal
+}  // namespace neardup::pipeline

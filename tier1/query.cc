@@ -3,6 +3,7 @@
 // counts a rejection against the group (written by Flush, in repair.cc).
 #include "tier1/tier1.h"
 
+#include <map>
 #include <span>
 #include <string>
 
@@ -27,23 +28,29 @@ Status Tier1::QueryAndRecord(const std::string& url, StatusAnswer* out) {
   return Answer(url, nullptr, /*record=*/true, out);
 }
 
-Status Tier1::Answer(const std::string& url, const pb::PageSignature* current, bool record, StatusAnswer* out) {
-  *out = StatusAnswer();
-  if (txn_.cached() > options_.cache_records) {
-    // Bound the working set: commit the verification results so far (which evicts the records
-    // least recently used).
-    // Repairs wait for Flush(), so when they happen does not depend on the cache's size.
-    RETURN_IF_ERROR(CommitWorkingSet(/*durable=*/false));
-  }
-  if (pending_.count(url) > 0) {
-    out->status = StatusAnswer::kPending;
-    return Status::Ok();
-  }
-  ASSIGN_OR_RETURN(const pb::Tier1Page* page, txn_.FindPage(url));
+namespace {
+
+// What Answer learnt beyond the answer: whether it computed a verification (not the cached one),
+// on the stored version of the page, and against which winner version.
+struct Verification {
+  bool computed = false;
+  bool stored_version = false;
+  std::string winner_digest;
+};
+
+// The answer to a status query over a record source: Records has FindPage(url) ->
+// StatusOr<const pb::Tier1Page*> (null when absent; pointers stay valid during the call),
+// FindGroup(id) -> StatusOr<const pb::Tier1Group*>, and Fetch(url, page) ->
+// StatusOr<pb::PageSignature>; with kUnverifiedWhenUnavailable, Unavailable from Fetch
+// leaves the answer unverified (Tier 1's grouping) instead of failing.
+template <bool kUnverifiedWhenUnavailable, typename Records>
+Status AnswerFrom(Records& records, const std::string& url, const pb::PageSignature* current, double threshold,
+                  StatusAnswer* out, Verification* v) {
+  ASSIGN_OR_RETURN(const pb::Tier1Page* page, records.FindPage(url));
   if (page == nullptr) return Status::Ok();
   out->group = page->group();
   if (!page->crawled()) return Status::Ok();  // a redirect target never crawled
-  ASSIGN_OR_RETURN(const pb::Tier1Group* group, txn_.FindGroup(page->group()));
+  ASSIGN_OR_RETURN(const pb::Tier1Group* group, records.FindGroup(page->group()));
   if (group == nullptr) return Corruption("page " + url + " names group " + std::to_string(page->group()) + ", which does not exist");
   out->group_members = group->members();
   std::string winner = group->winner();
@@ -68,40 +75,71 @@ Status Tier1::Answer(const std::string& url, const pb::PageSignature* current, b
     out->status = StatusAnswer::kUnique;  // no words: similar to nothing
     return Status::Ok();
   }
-  ASSIGN_OR_RETURN(const pb::Tier1Page* wp, txn_.FindPage(winner));
+  ASSIGN_OR_RETURN(const pb::Tier1Page* wp, records.FindPage(winner));
   if (wp == nullptr || !wp->has_signature()) {
     out->status = StatusAnswer::kUnique;
     return Status::Ok();
   }
-  const bool stored_version = current == nullptr || current->content_digest() == page->content_digest();
+  v->stored_version = current == nullptr || current->content_digest() == page->content_digest();
   double sim = 0;
-  if (stored_version && page->verified_winner() == winner && page->verified_winner_digest() == wp->content_digest() &&
+  if (v->stored_version && page->verified_winner() == winner && page->verified_winner_digest() == wp->content_digest() &&
       page->verified_digest() == page->content_digest()) {
     sim = page->similarity_to_winner();
   } else {
-    ASSIGN_OR_RETURN(pb::PageSignature wsig, FetchSignature(winner, *wp));
-    pb::PageSignature own;
-    if (current == nullptr) {
-      ASSIGN_OR_RETURN(own, FetchSignature(url, *page));
-      current = &own;
+    StatusOr<pb::PageSignature> wsig = records.Fetch(winner, *wp);
+    StatusOr<pb::PageSignature> own = current != nullptr ? StatusOr<pb::PageSignature>(*current) : records.Fetch(url, *page);
+    for (const Status& s : {wsig.status(), own.status()}) {
+      if (kUnverifiedWhenUnavailable && s.code() == StatusCode::kUnavailable) {
+        out->status = StatusAnswer::kDuplicate;  // Tier 1's grouping, not verified
+        return Status::Ok();
+      }
+      RETURN_IF_ERROR(s);
     }
-    sim = Similarity(*current, wsig);
-    if (record) txn_.AddCounter("verifications", 1);
-    if (record && stored_version) {
-      const std::string wdigest = wp->content_digest();
-      ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn_.MutablePage(url));
-      rec->set_verified_winner(winner);
-      rec->set_verified_winner_digest(wdigest);
-      rec->set_verified_digest(rec->content_digest());
-      rec->set_similarity_to_winner(sim);
-      page = rec;
-    }
+    sim = Similarity(*own, *wsig);
+    v->computed = true;
+    v->winner_digest = wp->content_digest();
   }
   out->verified = true;
   out->similarity_to_winner = sim;
-  const bool ok = sim >= options_.threshold - 1e-9;
-  out->status = ok ? StatusAnswer::kDuplicate : StatusAnswer::kUnique;
-  if (record && stored_version && ok == page->rejected()) {
+  out->status = sim >= threshold - 1e-9 ? StatusAnswer::kDuplicate : StatusAnswer::kUnique;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Tier1::Answer(const std::string& url, const pb::PageSignature* current, bool record, StatusAnswer* out) {
+  *out = StatusAnswer();
+  if (txn_.cached() > options_.cache_records) {
+    // Bound the working set: commit the verification results so far (which evicts the records
+    // least recently used).
+    // Repairs wait for Flush(), so when they happen does not depend on the cache's size.
+    RETURN_IF_ERROR(CommitWorkingSet(/*durable=*/false));
+  }
+  if (pending_.count(url) > 0) {
+    out->status = StatusAnswer::kPending;
+    return Status::Ok();
+  }
+  struct TxnRecords {
+    Tier1* t;
+    StatusOr<const pb::Tier1Page*> FindPage(const std::string& u) { return t->txn_.FindPage(u); }
+    StatusOr<const pb::Tier1Group*> FindGroup(uint64_t g) { return t->txn_.FindGroup(g); }
+    StatusOr<pb::PageSignature> Fetch(const std::string& u, const pb::Tier1Page& p) { return t->FetchSignature(u, p); }
+  } records{this};
+  Verification v;
+  RETURN_IF_ERROR(AnswerFrom<false>(records, url, current, options_.threshold, out, &v));
+  if (!record || !out->verified || out->redirect || out->winner_url == url) return Status::Ok();
+  if (v.computed) txn_.AddCounter("verifications", 1);
+  if (!v.stored_version) return Status::Ok();
+  if (v.computed) {
+    ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn_.MutablePage(url));
+    rec->set_verified_winner(out->winner_url);
+    rec->set_verified_winner_digest(v.winner_digest);
+    rec->set_verified_digest(rec->content_digest());
+    rec->set_similarity_to_winner(out->similarity_to_winner);
+  }
+  const bool ok = out->status == StatusAnswer::kDuplicate;
+  ASSIGN_OR_RETURN(const pb::Tier1Page* page, txn_.FindPage(url));
+  if (page != nullptr && ok == page->rejected()) {
     // The verdict on this version changed: count (or uncount) it against the group.
     ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn_.MutablePage(url));
     ASSIGN_OR_RETURN(pb::Tier1Group * g, txn_.MutableGroup(rec->group()));
@@ -116,6 +154,47 @@ Status Tier1::Answer(const std::string& url, const pb::PageSignature* current, b
     }
   }
   return Status::Ok();
+}
+
+Status AnswerCommitted(const GroupStore& store, SignatureSource* source, double threshold, const std::string& url,
+                       const pb::PageSignature* current, StatusAnswer* out) {
+  *out = StatusAnswer();
+  struct CommittedRecords {
+    const GroupStore& store;
+    SignatureSource* source;
+    std::map<std::string, pb::Tier1Page> pages;
+    pb::Tier1Group group;
+    StatusOr<const pb::Tier1Page*> FindPage(const std::string& u) {
+      pb::Tier1Page p;
+      Status s = store.GetPage(u, &p);
+      if (s.code() == StatusCode::kNotFound) return static_cast<const pb::Tier1Page*>(nullptr);
+      RETURN_IF_ERROR(s);
+      return &(pages[u] = std::move(p));
+    }
+    StatusOr<const pb::Tier1Group*> FindGroup(uint64_t g) {
+      Status s = store.GetGroup(g, &group);
+      if (s.code() == StatusCode::kNotFound) return static_cast<const pb::Tier1Group*>(nullptr);
+      RETURN_IF_ERROR(s);
+      return &group;
+    }
+    StatusOr<pb::PageSignature> Fetch(const std::string& u, const pb::Tier1Page& p) {
+      if (source == nullptr || !p.has_signature()) return Unavailable("no signature source");
+      StatusOr<pb::PageSignature> sig = source->Fetch(u, p.home_cell());
+      // A shard that cannot answer now, or a page between a batch's commit and its shard's (the
+      // source has not stored it yet): the answer stays unverified.
+      if (!sig.ok() && sig.status().code() != StatusCode::kInvalidArgument) return Unavailable(sig.status().message());
+      return sig;
+    }
+  } records{store, source, {}, {}};
+  Verification v;
+  // A commit between two reads can make a page name a group it just left: read again.
+  Status s;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    *out = StatusAnswer();
+    s = AnswerFrom<true>(records, url, current, threshold, out, &v);
+    if (s.code() != StatusCode::kCorruption) break;
+  }
+  return s;
 }
 
 }  // namespace neardup::tier1

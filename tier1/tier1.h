@@ -229,6 +229,16 @@ class Tier1 {
   std::unordered_map<std::string, const pb::PageSignature*> batch_signatures_;
 };
 
+// The crawler's question answered from the store's committed records alone (what Tier1::Query
+// would answer with an empty working set, but no pending URLs): for a server's status queries,
+// from any thread while Tier 1 commits (GroupStore's const reads). Nothing is recorded. A loser
+// whose cached verification is stale is verified through `source` (thread-safe; may be null);
+// when the signatures cannot be had (no source, a shard that does not answer, a page whose shard
+// has not stored it yet) the answer is Tier 1's grouping with verified false. Errors:
+// IoError/Corruption from the store.
+Status AnswerCommitted(const GroupStore& store, SignatureSource* source, double threshold, const std::string& url,
+                       const pb::PageSignature* current, StatusAnswer* out);
+
 // Checks every invariant of the store: each page in exactly one group and listed there; member
 // lists, member counts and page records agree; each group's winner is a member; the redirect
 // index matches the pages' redirect targets; every redirecting page's target has a record in the

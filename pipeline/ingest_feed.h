@@ -1,0 +1,59 @@
+// IngestFeed: what a pipeline run fed by a growing input (a Tier 1 server's ingest log) needs
+// from the process that runs it, and what it tells that process as it goes.
+//
+// Such a run (PipelineOptions::feed) reads the input no further than ReadableBytes(), which ends
+// at a record's end; when it has read all of it, it waits (WaitReadable) and cuts the batch it
+// holds short once the input stayed idle for `linger`, or its first record waited
+// `max_batch_delay` (PipelineOptions): a steady stream makes full batches, a trickle makes small
+// ones soon. It never records the input as consumed, and ends (Ok) when Stopping() turns true:
+// what it had not committed stays in the input, for the next run.
+//
+// Calls come from the run's threads (the reading thread and the tiers' thread), so an
+// implementation is thread-safe. The references handed to Opened() are valid until Closing().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "document/signature.h"
+#include "partitioner/partition_map.h"
+
+namespace neardup::pipeline {
+
+class ShardSet;
+
+class IngestFeed {
+ public:
+  virtual ~IngestFeed() = default;
+
+  // Bytes of the input that may be read now (whole records).
+  virtual uint64_t ReadableBytes() = 0;
+  // Waits until ReadableBytes() > have, `until` passes, or Stopping(). Spurious returns are fine.
+  virtual void WaitReadable(uint64_t have, std::chrono::steady_clock::time_point until) = 0;
+  // The run is to end at the next record it reads or the next wait.
+  virtual bool Stopping() = 0;
+
+  // The run's shards and map are open: they may be read (const: ShardSet's Compare, Get, Stats)
+  // from other threads until Closing().
+  struct View {
+    const ShardSet* shards = nullptr;
+    const partitioner::PartitionMap* map = nullptr;
+    double threshold = 0;
+    SignerOptions signer;
+  };
+  virtual void Opened(const View& view) = 0;
+  virtual void Closing() = 0;
+  // The input's records up to byte `end_offset` are committed (batch `batch`), durably, and their
+  // pages answered: a status query now finds them decided.
+  virtual void BatchDone(uint64_t batch, uint64_t end_offset) = 0;
+  // Tier 2 could not compare batch `batch` (a shard did not answer): per page of the batch, its
+  // URL and the share of the resident pages of the shards it was routed to that answered (1: all
+  // did). The run ends with the error; the batch stays uncommitted and the next run compares it
+  // again.
+  virtual void CompareIncomplete(uint64_t batch, std::span<const std::string> urls,
+                                 std::span<const double> completeness) = 0;
+};
+
+}  // namespace neardup::pipeline
