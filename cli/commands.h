@@ -3,6 +3,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace neardup::cli {
 
@@ -14,6 +16,10 @@ void RegisterConfig(CLI::App& app, int* exit_code);
 void RegisterPartition(CLI::App& app, int* exit_code);
 void RegisterExperiment(CLI::App& app, int* exit_code);
 void RegisterTier2Server(CLI::App& app, int* exit_code);  // tier2_server_command.cc
+void RegisterTier1Server(CLI::App& app, int* exit_code);  // tier1_server_command.cc
+void RegisterClients(CLI::App& app, int* exit_code);      // ingest (client_commands.cc)
+// neardup status --server: each URL's answer from the API, a JSON line each; the exit code.
+int StatusOverHttp(const std::string& server, const std::vector<std::string>& urls);
 void RegisterRun(CLI::App& app, int* exit_code);       // run, check, accuracy (run_command.cc)
 void AddBenchStatus(CLI::App* bench, int* exit_code);  // run_command.cc
 

@@ -189,14 +189,17 @@ void RegisterAccuracyCommand(CLI::App& app, int* exit_code) {
 // The crawler's question, asked of a stopped run's store: for each record of --input (a URL, with
 // or without its current content), its status; content given is what gets verified.
 void RegisterStatusCommand(CLI::App& app, int* exit_code) {
-  auto* cmd = app.add_subcommand("status", "Duplicate status of URLs from a run's store (verifying the content given, if any)");
+  auto* cmd = app.add_subcommand("status", "Duplicate status of URLs from a run's store (verifying the content given, if "
+                                          "any), or from a Tier 1 server's API (--server)");
   struct Args {
-    std::string store, input;
+    std::string store, input, server;
     std::vector<std::string> urls;
     SharedOptions shared;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--store", a->store, "store directory of neardup run")->required();
+  auto* store = cmd->add_option("--store", a->store, "store directory of neardup run");
+  auto* server = cmd->add_option("--server", a->server, "or ask a Tier 1 server's API, http://host:port");
+  store->excludes(server);
   cmd->add_option("--url", a->urls, "URL to ask about (repeatable)");
   cmd->add_option("--input", a->input, "crawl records to ask about (JSON Lines; content, when present, is verified)");
   AddSharedOptions(cmd, &a->shared);
@@ -204,6 +207,12 @@ void RegisterStatusCommand(CLI::App& app, int* exit_code) {
     auto opts = ResolveShared(a->shared);
     if (!opts.ok()) { *exit_code = Fail(opts.status(), 2); return; }
     if (a->urls.empty() && a->input.empty()) { *exit_code = Fail(InvalidArgument("give --url or --input"), 2); return; }
+    if (!a->server.empty()) {
+      if (!a->input.empty()) { *exit_code = Fail(InvalidArgument("--server takes --url"), 2); return; }
+      *exit_code = StatusOverHttp(a->server, a->urls);
+      return;
+    }
+    if (a->store.empty()) { *exit_code = Fail(InvalidArgument("give --store or --server"), 2); return; }
     // Read-only: the store's files stay as they are, and its own parameters rule.
     auto opened = OpenStoreForQueries(a->store, &*opts);
     if (!opened.ok()) {

@@ -254,6 +254,14 @@ Status Pipeline::Resume() {
     if (done.bytes() != input_size_) continue;
     if (digest_->position() != input_size_) RETURN_IF_ERROR(digest_->Advance(input_size_));
     if (same(done)) {
+      if (o_.feed != nullptr) {
+        // A growing input recorded as consumed was read by a run that did not follow it: what is
+        // appended next would make it another input, read again from its start.
+        return FailedPrecondition(fmt::format(
+            "pipeline: store {} recorded {} as consumed whole (a run outside the server read it); a followed "
+            "input must not be: serve a copy of the store taken before that run",
+            dir_, o_.input));
+      }
       sum_.already_consumed = done.name();
       return Status::Ok();
     }

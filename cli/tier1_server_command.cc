@@ -1,0 +1,127 @@
+// neardup tier1-server: the group store, the batch loop over the ingest log and the crawlers'
+// HTTP API (cluster/tier1_service.h, cluster/http_api.h), until SIGINT or SIGTERM.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/common_options.h"
+#include "cluster/http_api.h"
+#include "cluster/http_server.h"
+#include "cluster/tier1_service.h"
+#include "cluster/tier2_server.h"
+#include "common/config.h"
+
+namespace neardup::cli {
+namespace {
+
+bool IsLoopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1"; }
+
+void WritePortFile(const std::string& path, uint16_t port) {
+  if (path.empty()) return;
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << port << "\n";
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+}  // namespace
+
+void RegisterTier1Server(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand("tier1-server",
+                                 "Serve the crawlers' HTTP API: ingest, status, groups; Tier 1 and the batch loop");
+  auto shared = std::make_shared<SharedOptions>();
+  struct Args {
+    std::optional<std::string> listen, store, map, token_file;
+    std::vector<std::string> tier2;
+    std::string port_file;
+    std::optional<uint32_t> batch;
+  };
+  auto a = std::make_shared<Args>();
+  AddSharedOptions(cmd, shared.get());
+  cmd->add_option("--listen", a->listen, "host:port of the HTTP API (overrides tier1_server.listen)");
+  cmd->add_option("--store", a->store, "store directory (overrides tier1_server.store)");
+  cmd->add_option("--map", a->map, "partition map of a new store (overrides tier1_server.map)");
+  cmd->add_option("--tier2", a->tier2, "Tier 2 servers host:port,... (overrides tier1_server.tier2)")->delimiter(',');
+  cmd->add_option("--bearer-token-file", a->token_file, "file holding the writers' bearer token");
+  cmd->add_option("--batch", a->batch, "pages per batch (B)");
+  cmd->add_option("--port-file", a->port_file, "write the API's port here once listening (for scripts)");
+  cmd->callback([shared, a, exit_code] {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    auto fail = [&](const Status& s) {
+      spdlog::error("{}", s.message());
+      *exit_code = s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+    };
+    auto opts = ResolveShared(*shared);
+    if (!opts.ok()) return fail(opts.status());
+    cluster::Tier1ServiceOptions so;
+    so.config = opts->config;
+    pb::Tier1ServerConfig& c = *so.config.mutable_tier1_server();
+    if (a->listen) c.set_listen(*a->listen);
+    if (a->store) c.set_store(*a->store);
+    if (a->map) c.set_map(*a->map);
+    if (!a->tier2.empty()) {
+      c.clear_tier2();
+      for (const auto& t : a->tier2) c.add_tier2(t);
+    }
+    if (a->token_file) c.set_bearer_token_file(*a->token_file);
+    so.threshold = opts->threshold;
+    so.signer = opts->signer;
+    so.given = opts->given;
+    so.batch_pages = a->batch.value_or(so.config.tier2().batch_pages());
+    std::string token = c.bearer_token();
+    if (!c.bearer_token_file().empty()) {
+      std::ifstream f(c.bearer_token_file());
+      if (!f) return fail(InvalidArgument("tier1-server: cannot read the bearer token file " + c.bearer_token_file()));
+      std::getline(f, token);
+    }
+    std::string host;
+    uint16_t port = 0;
+    if (Status s = cluster::ParseHostPort(c.listen(), &host, &port); !s.ok()) return fail(s);
+    if (!IsLoopback(host) && token.empty()) {
+      return fail(InvalidArgument("tier1-server: listening on " + c.listen() +
+                                  " (beyond loopback) needs a bearer token: tier1_server.bearer_token or "
+                                  "bearer_token_file"));
+    }
+    auto service = cluster::Tier1Service::Open(so);
+    if (!service.ok()) return fail(service.status());
+    cluster::HttpApi api(service->get(), token, static_cast<int>(c.io_threads()), c.retry_after_seconds());
+    cluster::HttpServerOptions ho;
+    ho.listen = c.listen();
+    ho.io_threads = static_cast<int>(c.io_threads());
+    ho.max_header_bytes = c.max_header_bytes();
+    ho.max_body_bytes = c.max_body_bytes();
+    ho.read_timeout_ms = c.read_timeout_ms();
+    ho.max_connections = c.max_connections();
+    auto server = cluster::HttpServer::Start(ho, api.Handler());
+    if (!server.ok()) {
+      (*service)->Stop();
+      return fail(server.status());
+    }
+    api.set_server(server->get());
+    spdlog::info("tier1-server: store {}, API on http://{}:{}/ ({} Tier 2 servers)", c.store(), host, (*server)->port(),
+                 c.tier2_size());
+    WritePortFile(a->port_file, (*server)->port());
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("tier1-server: signal {}: stopping", sig);
+    // The API stops first (nothing more is accepted), then the loop commits what it holds.
+    (*server)->Stop();
+    if (!(*service)->Stop()) {
+      spdlog::warn("tier1-server: the batch loop did not stop within {} ms; exiting (the ingest log keeps every "
+                   "acknowledged record)", c.stop_deadline_ms());
+      std::fflush(nullptr);
+      ::_exit(0);
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace neardup::cli

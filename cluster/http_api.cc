@@ -1,0 +1,331 @@
+#include "cluster/http_api.h"
+
+#include <chrono>
+#include <utility>
+
+#include <boost/asio.hpp>
+#include <fmt/format.h>
+#include <google/protobuf/util/json_util.h>
+
+#include "proto/api.pb.h"
+
+namespace neardup::cluster {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+
+std::string ToJson(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  o.always_print_primitive_fields = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
+}
+
+HttpResponse Error(const HttpRequest& request, unsigned code, const std::string& what, uint64_t line = 0) {
+  pb::ErrorReply e;
+  e.set_error(what);
+  e.set_line(line);
+  return JsonResponse(request, code, ToJson(e));
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The line number an ingest error names ("line N: ..."), 0 when none.
+uint64_t LineOf(const std::string& message) {
+  if (message.rfind("line ", 0) != 0) return 0;
+  uint64_t n = 0;
+  for (size_t i = 5; i < message.size() && message[i] >= '0' && message[i] <= '9'; ++i) n = n * 10 + static_cast<uint64_t>(message[i] - '0');
+  return n;
+}
+
+// Waits for an ingest's acknowledgement: `start(done)` queues it (or refuses it, returned), and
+// `done` comes from the log's thread; the coroutine resumes on its own executor.
+template <typename Start>
+asio::awaitable<std::pair<Status, uint64_t>> AwaitDurable(Start start) {
+  using Result = std::pair<Status, uint64_t>;
+  co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(Result)>(
+      [start = std::move(start)](auto handler) mutable {
+        auto h = std::make_shared<decltype(handler)>(std::move(handler));
+        auto deliver = [h](Result r) {
+          auto ex = asio::get_associated_executor(*h);
+          asio::post(ex, [h, r = std::move(r)]() mutable { std::move(*h)(std::move(r)); });
+        };
+        Status refused = start([deliver](const Status& s, uint64_t n) { deliver(Result(s, n)); });
+        if (!refused.ok()) deliver(Result(refused, 0));
+      },
+      asio::use_awaitable);
+}
+
+const char* EndpointName(HttpApi::Endpoint e) {
+  switch (e) {
+    case HttpApi::kPages: return "POST /v1/pages";
+    case HttpApi::kDelete: return "DELETE /v1/pages";
+    case HttpApi::kStatus: return "GET /v1/status";
+    case HttpApi::kGroups: return "GET /v1/groups";
+    case HttpApi::kHealth: return "GET /healthz";
+    case HttpApi::kMetrics: return "GET /metrics";
+    default: return "other";
+  }
+}
+
+}  // namespace
+
+std::string QueryParam(std::string_view target, std::string_view key) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return "";
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) != key || eq == std::string_view::npos) continue;
+    std::string out;
+    std::string_view v = pair.substr(eq + 1);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i] == '+') {
+        out += ' ';
+      } else if (v[i] == '%' && i + 2 < v.size() && HexValue(v[i + 1]) >= 0 && HexValue(v[i + 2]) >= 0) {
+        out += static_cast<char>(HexValue(v[i + 1]) * 16 + HexValue(v[i + 2]));
+        i += 2;
+      } else {
+        out += v[i];
+      }
+    }
+    return out;
+  }
+  return "";
+}
+
+HttpApi::HttpApi(Tier1Service* service, std::string bearer_token, int work_threads, uint32_t retry_after_seconds)
+    : service_(service),
+      token_(std::move(bearer_token)),
+      retry_after_(retry_after_seconds),
+      work_(std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, work_threads)))) {}
+
+HttpApi::~HttpApi() { work_->join(); }
+
+bool HttpApi::Authorized(const HttpRequest& request) const {
+  if (token_.empty()) return true;
+  const auto it = request.find(http::field::authorization);
+  if (it == request.end()) return false;
+  const std::string_view given(it->value().data(), it->value().size());
+  const std::string expected = "Bearer " + token_;
+  // Constant time in the token: every byte is compared whatever the first difference.
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+  }
+  return diff == 0;
+}
+
+asio::awaitable<HttpResponse> HttpApi::Handle(HttpRequest& request) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Endpoint e = kOther;
+  HttpResponse r = co_await Route(request, &e);
+  Observe(e, r.result_int(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  co_return r;
+}
+
+asio::awaitable<HttpResponse> HttpApi::Route(HttpRequest& request, Endpoint* e) {
+  const std::string_view target(request.target().data(), request.target().size());
+  const std::string_view path = target.substr(0, target.find('?'));
+  const http::verb m = request.method();
+  if (path == "/v1/pages") {
+    *e = m == http::verb::delete_ ? kDelete : kPages;
+    if (m != http::verb::post && m != http::verb::delete_) co_return Error(request, 405, "use POST or DELETE");
+    if (!Authorized(request)) {
+      ++unauthorized_;
+      HttpResponse r = Error(request, 401, "a bearer token is required to write");
+      r.set(http::field::www_authenticate, "Bearer");
+      co_return r;
+    }
+    co_return co_await Ingest(request, m == http::verb::delete_, QueryParam(target, "url"));
+  }
+  if (path == "/v1/status") {
+    *e = kStatus;
+    if (m != http::verb::get) co_return Error(request, 405, "use GET");
+    co_return Status(request, QueryParam(target, "url"));
+  }
+  if (path.rfind("/v1/groups/", 0) == 0) {
+    *e = kGroups;
+    if (m != http::verb::get) co_return Error(request, 405, "use GET");
+    co_return Group(request, std::string(path.substr(11)));
+  }
+  if (path == "/healthz") {
+    *e = kHealth;
+    const neardup::Status h = service_->Health();
+    co_return h.ok() ? JsonResponse(request, 200, R"({"status":"ok"})") : Error(request, 503, h.message());
+  }
+  if (path == "/metrics") {
+    *e = kMetrics;
+    co_return Metrics(request);
+  }
+  co_return Error(request, 404, "no such endpoint: " + std::string(path));
+}
+
+asio::awaitable<HttpResponse> HttpApi::Ingest(HttpRequest& request, bool is_delete, const std::string& url) {
+  if (is_delete && url.empty()) co_return Error(request, 400, "DELETE /v1/pages needs ?url=");
+  // Parsing a large body is work: off the network threads.
+  auto [status, accepted] = co_await asio::co_spawn(
+      *work_,
+      [this, &request, is_delete, &url]() -> asio::awaitable<std::pair<neardup::Status, uint64_t>> {
+        co_return co_await AwaitDurable([&](Tier1Service::IngestDone done) {
+          return is_delete ? service_->Delete(url, std::move(done)) : service_->Ingest(request.body(), std::move(done));
+        });
+      },
+      asio::use_awaitable);
+  switch (status.code()) {
+    case StatusCode::kOk: {
+      pb::IngestReply reply;
+      reply.set_accepted(accepted);
+      co_return JsonResponse(request, 202, ToJson(reply));
+    }
+    case StatusCode::kInvalidArgument:
+      co_return Error(request, 400, status.message(), LineOf(status.message()));
+    case StatusCode::kResourceExhausted: {
+      ++shed_;
+      HttpResponse r = Error(request, 429, status.message());
+      r.set(http::field::retry_after, std::to_string(retry_after_));
+      co_return r;
+    }
+    default: {
+      HttpResponse r = Error(request, 503, status.message());
+      r.set(http::field::retry_after, std::to_string(retry_after_));
+      co_return r;
+    }
+  }
+}
+
+HttpResponse HttpApi::Status(const HttpRequest& request, const std::string& url) {
+  if (url.empty()) return Error(request, 400, "GET /v1/status needs ?url=");
+  StatusOr<PageStatus> s = service_->Query(url);
+  if (!s.ok()) return Error(request, s.status().code() == StatusCode::kInvalidArgument ? 400 : 500, s.status().message());
+  const tier1::StatusAnswer& a = s->answer;
+  pb::StatusReply r;
+  r.set_url(url);
+  r.set_status(tier1::StatusName(a.status));
+  r.set_group(a.group);
+  r.set_winner(a.winner_url);
+  r.set_similarity_to_winner(a.verified && !a.redirect ? a.similarity_to_winner : 0);
+  r.set_verified(a.verified);
+  r.set_redirect(a.redirect);
+  r.set_group_members(a.group_members);
+  r.set_completeness(s->completeness);
+  r.set_map_version(s->map_generation);
+  if (s->completeness < 1) {
+    ++partial_answers_;
+    partial_micro_sum_ += static_cast<uint64_t>(s->completeness * 1e6);
+  }
+  return JsonResponse(request, 200, ToJson(r));
+}
+
+HttpResponse HttpApi::Group(const HttpRequest& request, const std::string& id) {
+  uint64_t g = 0;
+  if (id.empty() || id.size() > 20 || id.find_first_not_of("0123456789") != std::string::npos) {
+    return Error(request, 400, "a group id is a decimal number: " + id);
+  }
+  g = std::stoull(id);
+  StatusOr<GroupView> v = service_->Group(g);
+  if (!v.ok()) return Error(request, v.status().code() == StatusCode::kNotFound ? 404 : 500, v.status().message());
+  pb::GroupReply r;
+  r.set_id(v->id);
+  r.set_winner(v->winner);
+  for (const auto& [market, url] : v->market_winners) {
+    auto* mw = r.add_market_winners();
+    mw->set_market(market);
+    mw->set_url(url);
+  }
+  for (const auto& m : v->members) r.add_members(m);
+  r.set_rejections(v->rejections);
+  return JsonResponse(request, 200, ToJson(r));
+}
+
+void HttpApi::Observe(Endpoint e, unsigned code, double seconds) {
+  Counters& c = counters_[e];
+  const size_t cls = code >= 200 && code < 600 ? code / 100 - 2 : 3;
+  ++c.by_class[cls];
+  size_t b = 0;
+  while (b < kBuckets.size() && seconds > kBuckets[b]) ++b;
+  ++c.buckets[b];
+  ++c.count;
+  c.micros += static_cast<uint64_t>(seconds * 1e6);
+}
+
+HttpResponse HttpApi::Metrics(const HttpRequest& request) {
+  std::string o;
+  auto metric = [&](const char* name, const char* type, const char* help) {
+    o += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  };
+  metric("neardup_http_requests_total", "counter", "HTTP requests answered, by endpoint and status class.");
+  static const char* kClass[] = {"2xx", "3xx", "4xx", "5xx"};
+  for (int e = 0; e < kEndpoints; ++e) {
+    for (size_t k = 0; k < 4; ++k) {
+      o += fmt::format("neardup_http_requests_total{{endpoint=\"{}\",code=\"{}\"}} {}\n", EndpointName(Endpoint(e)),
+                       kClass[k], counters_[e].by_class[k].load());
+    }
+  }
+  metric("neardup_http_request_seconds", "histogram", "Time to answer an HTTP request, by endpoint.");
+  for (int e = 0; e < kEndpoints; ++e) {
+    const Counters& c = counters_[e];
+    uint64_t cum = 0;
+    for (size_t b = 0; b <= kBuckets.size(); ++b) {
+      cum += c.buckets[b].load();
+      const std::string le = b < kBuckets.size() ? fmt::format("{}", kBuckets[b]) : "+Inf";
+      o += fmt::format("neardup_http_request_seconds_bucket{{endpoint=\"{}\",le=\"{}\"}} {}\n", EndpointName(Endpoint(e)), le, cum);
+    }
+    o += fmt::format("neardup_http_request_seconds_sum{{endpoint=\"{}\"}} {}\n", EndpointName(Endpoint(e)),
+                     static_cast<double>(c.micros.load()) / 1e6);
+    o += fmt::format("neardup_http_request_seconds_count{{endpoint=\"{}\"}} {}\n", EndpointName(Endpoint(e)), cum);
+  }
+  const Tier1ServiceStats s = service_->Stats();
+  const IngestLog::Stats ls = service_->LogStats();
+  auto one = [&](const char* name, const char* type, const char* help, auto value) {
+    metric(name, type, help);
+    o += fmt::format("{} {}\n", name, value);
+  };
+  one("neardup_unauthorized_total", "counter", "Write requests refused for a missing or wrong bearer token.", unauthorized_.load());
+  one("neardup_shed_total", "counter", "Ingest requests answered 429 (backpressure).", shed_.load());
+  one("neardup_ingest_records_total", "counter", "Records accepted into the ingest log.", ls.records);
+  one("neardup_ingest_syncs_total", "counter", "Group commits of the ingest log (one fdatasync each).", ls.syncs);
+  one("neardup_ingest_log_bytes", "gauge", "Durable bytes of the ingest log.", s.log_bytes);
+  one("neardup_ingest_unsynced_bytes", "gauge", "Accepted bytes waiting to be made durable (queue depth).", s.unsynced_bytes);
+  one("neardup_ingest_backlog_bytes", "gauge", "Durable bytes the batch loop has not committed yet (queue depth).",
+      s.log_bytes > s.committed_bytes ? s.log_bytes - s.committed_bytes : 0);
+  one("neardup_pending_pages", "gauge", "Pages accepted whose batch has not committed.", s.pending_urls);
+  one("neardup_batches_total", "counter", "Batches committed.", s.batches);
+  one("neardup_loop_restarts_total", "counter", "Batch loop runs that failed and were started again.", s.failed_runs);
+  one("neardup_loop_running", "gauge", "1 while the batch loop's run is open (its shards answer).", s.loop_running ? 1 : 0);
+  one("neardup_incomplete_batches_total", "counter", "Batches whose Tier 2 comparison a shard did not answer.", s.incomplete_batches);
+  one("neardup_last_completeness", "gauge", "Completeness of the last partial comparison (1: none since the last commit).", s.last_completeness);
+  one("neardup_partial_answers_total", "counter", "Status answers with completeness below 1.", partial_answers_.load());
+  one("neardup_partial_answers_completeness_total", "counter", "Sum of the completeness of those answers.",
+      static_cast<double>(partial_micro_sum_.load()) / 1e6);
+  const pipeline::PipelineSummary& t = s.totals;
+  one("neardup_records_total", "counter", "Records processed by finished runs of the batch loop.", t.records);
+  one("neardup_pages", "gauge", "Pages in the group store at the last run's end.", t.pages);
+  one("neardup_groups", "gauge", "Groups in the group store at the last run's end.", t.groups);
+  one("neardup_fast_path_share", "gauge", "Share of changed pages Tier 1 kept without Tier 2 (finished runs).", t.fast_path_share());
+  one("neardup_tier2_comparisons_total", "counter", "(page, shard) comparisons sent to Tier 2 (finished runs).", t.tier2_sends);
+  one("neardup_rejections_total", "counter", "Losers rejected by verification against their winner.", t.rejections);
+  one("neardup_repairs_total", "counter", "Groups repaired (finished runs).", t.repairs);
+  if (server_ != nullptr) {
+    const HttpServerStats h = server_->stats();
+    one("neardup_http_connections_open", "gauge", "Open HTTP connections.", h.open_connections);
+    one("neardup_http_bad_requests_total", "counter", "Malformed, oversized or timed-out HTTP requests.", h.bad_requests);
+    one("neardup_http_refused_connections_total", "counter", "Connections refused past max_connections.", h.refused_connections);
+  }
+  HttpResponse r = JsonResponse(request, 200, std::move(o));
+  r.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+  return r;
+}
+
+}  // namespace neardup::cluster

@@ -1,0 +1,81 @@
+// HttpApi: the crawlers' HTTP API over a Tier1Service (cluster/tier1_service.h), as an
+// HttpHandler for cluster/http_server.h. JSON bodies are proto/api.proto's messages in Protobuf's
+// JSON mapping.
+//
+//   POST   /v1/pages           JSON Lines crawl records -> 202 {accepted} once durable; 400 names
+//                              the first bad line (nothing accepted); 429 + Retry-After past the
+//                              backpressure bounds; 503 when the log failed or the server stops
+//   DELETE /v1/pages?url=U     the page is gone (a `gone` record through the same path) -> 202
+//   GET    /v1/status?url=U    -> 200 StatusReply (pending pages carry their completeness)
+//   GET    /v1/groups/{id}     -> 200 GroupReply, 404 for an unknown group
+//   GET    /healthz            -> 200 {"status":"ok"}, or 503 with the reason
+//   GET    /metrics            -> Prometheus text exposition (version 0.0.4)
+//
+// Writers (POST and DELETE /v1/pages) present `Authorization: Bearer <token>` when a token is
+// configured (compared in constant time; 401 and counted otherwise); reads stay open.
+// Ingest's parsing runs on a pool of its own (`work_threads`), apart from the network threads.
+//
+// Thread safety: Handle runs on any I/O thread, for several requests at once.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "cluster/http_server.h"
+#include "cluster/tier1_service.h"
+
+namespace neardup::cluster {
+
+class HttpApi {
+ public:
+  // `service` is not owned and outlives the API. An empty token: writes need none.
+  HttpApi(Tier1Service* service, std::string bearer_token, int work_threads, uint32_t retry_after_seconds);
+  ~HttpApi();
+
+  boost::asio::awaitable<HttpResponse> Handle(HttpRequest& request);
+  HttpHandler Handler() {
+    return [this](HttpRequest& r) { return Handle(r); };
+  }
+  // The network's counters go into /metrics too (set once the server is up; may stay null).
+  void set_server(const HttpServer* server) { server_ = server; }
+
+  // The endpoints /metrics counts apart.
+  enum Endpoint { kPages, kDelete, kStatus, kGroups, kHealth, kMetrics, kOther, kEndpoints };
+
+ private:
+  boost::asio::awaitable<HttpResponse> Route(HttpRequest& request, Endpoint* endpoint);
+  boost::asio::awaitable<HttpResponse> Ingest(HttpRequest& request, bool is_delete, const std::string& url);
+  HttpResponse Status(const HttpRequest& request, const std::string& url);
+  HttpResponse Group(const HttpRequest& request, const std::string& id);
+  HttpResponse Metrics(const HttpRequest& request);
+  bool Authorized(const HttpRequest& request) const;
+  void Observe(Endpoint e, unsigned code, double seconds);
+
+  Tier1Service* const service_;
+  const std::string token_;
+  const uint32_t retry_after_;
+  const HttpServer* server_ = nullptr;
+  std::unique_ptr<boost::asio::thread_pool> work_;
+
+  // Per endpoint: requests by status class (2xx..5xx), and a latency histogram.
+  static constexpr std::array<double, 12> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                       0.05,   0.1,   0.25,   0.5,   1,    5};
+  struct Counters {
+    std::array<std::atomic<uint64_t>, 4> by_class{};
+    std::array<std::atomic<uint64_t>, kBuckets.size() + 1> buckets{};
+    std::atomic<uint64_t> count{0}, micros{0};
+  };
+  std::array<Counters, kEndpoints> counters_;
+  std::atomic<uint64_t> unauthorized_{0}, shed_{0};
+  // Completeness of the recent status answers: answers below 1, and their sum.
+  std::atomic<uint64_t> partial_answers_{0}, partial_micro_sum_{0};
+};
+
+// Percent-decodes the value of `key` in a query string ("a=1&url=..."); empty when absent.
+std::string QueryParam(std::string_view target, std::string_view key);
+
+}  // namespace neardup::cluster

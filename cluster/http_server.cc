@@ -1,0 +1,197 @@
+#include "cluster/http_server.h"
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cluster/tier2_server.h"  // ParseHostPort
+#include "common/thread_priority.h"
+
+namespace neardup::cluster {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::ip::tcp;
+
+class HttpServerImpl final : public HttpServer {
+ public:
+  HttpServerImpl(HttpServerOptions o, HttpHandler handler)
+      : options_(std::move(o)), handler_(std::move(handler)), acceptor_(io_) {}
+  ~HttpServerImpl() override { Stop(); }
+
+  Status Listen() {
+    std::string host;
+    uint16_t port = 0;
+    RETURN_IF_ERROR(ParseHostPort(options_.listen, &host, &port));
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(host, ec);
+    if (ec) return InvalidArgument("http server: " + host + " is not an IP address");
+    const tcp::endpoint endpoint(address, port);
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return IoError("http server: cannot listen on " + options_.listen + ": " + ec.message());
+    port_ = acceptor_.local_endpoint().port();
+    asio::co_spawn(io_, Accept(), asio::detached);
+    for (int i = 0; i < options_.io_threads; ++i) {
+      threads_.emplace_back([this, i] {
+        NameThisThread("nd-http-" + std::to_string(i));
+        io_.run();
+      });
+    }
+    return Status::Ok();
+  }
+
+  uint16_t port() const override { return port_; }
+
+  HttpServerStats stats() const override {
+    HttpServerStats s;
+    s.connections = connections_;
+    s.open_connections = open_;
+    s.requests = requests_;
+    s.bad_requests = bad_;
+    s.timeouts = timeouts_;
+    s.refused_connections = refused_;
+    return s;
+  }
+
+  void Stop() override {
+    if (stopped_.exchange(true)) return;
+    io_.stop();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+  }
+
+ private:
+  asio::awaitable<void> Accept() {
+    for (;;) {
+      boost::system::error_code ec;
+      tcp::socket socket = co_await acceptor_.async_accept(asio::make_strand(io_), asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+        continue;  // e.g. too many open files: the next accept may do
+      }
+      ++connections_;
+      auto ex = socket.get_executor();
+      asio::co_spawn(ex, Serve(std::move(socket)), asio::detached);
+    }
+  }
+
+  asio::awaitable<void> Serve(tcp::socket socket) {
+    beast::tcp_stream stream(std::move(socket));
+    if (open_.fetch_add(1) >= options_.max_connections) {
+      ++refused_;
+      HttpRequest none;
+      none.version(11);
+      HttpResponse r = JsonResponse(none, 503, R"({"error":"too many connections"})");
+      r.keep_alive(false);
+      r.prepare_payload();
+      boost::system::error_code ec;
+      stream.expires_after(std::chrono::seconds(1));
+      co_await http::async_write(stream, r, asio::redirect_error(asio::use_awaitable, ec));
+      stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+      --open_;
+      co_return;
+    }
+    beast::flat_buffer buffer;
+    bool first = true;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(options_.max_header_bytes);
+      parser.body_limit(options_.max_body_bytes);
+      boost::system::error_code ec;
+      // A connection idles between requests (keep-alive) for idle_timeout; once a request's
+      // first bytes are in, it has read_timeout for the whole of it.
+      if (buffer.size() == 0) {
+        stream.expires_after(std::chrono::milliseconds(first ? options_.read_timeout_ms : options_.idle_timeout_ms));
+        co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+        if (!ec) {
+          stream.expires_after(std::chrono::milliseconds(options_.read_timeout_ms));
+          co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+        }
+      } else {
+        stream.expires_after(std::chrono::milliseconds(options_.read_timeout_ms));
+        co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+      }
+      first = false;
+      if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset) break;
+      if (ec) {
+        unsigned code = 400;
+        std::string what = ec.message();
+        if (ec == beast::error::timeout) {
+          ++timeouts_;
+          if (!parser.got_some()) break;  // nothing of a request came: just close
+          code = 408;
+          what = "the request was not read in time";
+        } else if (ec == http::error::header_limit) {
+          code = 431;
+          what = "header over " + std::to_string(options_.max_header_bytes) + " bytes";
+        } else if (ec == http::error::body_limit) {
+          code = 413;
+          what = "body over " + std::to_string(options_.max_body_bytes) + " bytes";
+        }
+        ++bad_;
+        HttpRequest none;
+        none.version(11);
+        HttpResponse r = JsonResponse(none, code, "{\"error\":\"" + what + "\"}");
+        r.keep_alive(false);
+        r.prepare_payload();
+        stream.expires_after(std::chrono::seconds(2));
+        co_await http::async_write(stream, r, asio::redirect_error(asio::use_awaitable, ec));
+        break;
+      }
+      HttpRequest request = parser.release();
+      ++requests_;
+      HttpResponse response = co_await handler_(request);
+      const bool keep = request.keep_alive() && response.keep_alive();
+      response.keep_alive(keep);
+      response.prepare_payload();
+      stream.expires_after(std::chrono::milliseconds(options_.read_timeout_ms));
+      co_await http::async_write(stream, response, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec || !keep) break;
+    }
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    --open_;
+  }
+
+  const HttpServerOptions options_;
+  const HttpHandler handler_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  uint16_t port_ = 0;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopped_{false};
+  std::atomic<uint64_t> connections_{0}, open_{0}, requests_{0}, bad_{0}, timeouts_{0}, refused_{0};
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, HttpHandler handler) {
+  if (options.io_threads < 1) return InvalidArgument("http server: io_threads must be at least 1");
+  auto server = std::make_unique<HttpServerImpl>(options, std::move(handler));
+  RETURN_IF_ERROR(server->Listen());
+  return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+HttpResponse JsonResponse(const HttpRequest& request, unsigned status, std::string body) {
+  HttpResponse r{static_cast<http::status>(status), request.version()};
+  r.set(http::field::server, "neardup");
+  r.set(http::field::content_type, "application/json");
+  r.keep_alive(request.keep_alive());
+  if (!body.empty() && body.back() != '\n') body += '\n';
+  r.body() = std::move(body);
+  return r;
+}
+
+}  // namespace neardup::cluster

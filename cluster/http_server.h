@@ -1,0 +1,64 @@
+// HttpServer: HTTP/1.1 on Boost.Beast, for the crawlers' API (cluster/http_api.h). Keep-alive;
+// limits on a request's header and body, on the time to read a whole request (a client that
+// opens a connection and never finishes a request is cut off), and on open connections. Network
+// I/O runs on `io_threads` threads over one io_context; a handler that has heavy work moves it to
+// a pool of its own (co_await on another executor) and comes back.
+//
+//   HttpServerOptions o;  o.listen = "127.0.0.1:0";
+//   ASSIGN_OR_RETURN(auto server, HttpServer::Start(o, [&](HttpRequest& req) -> asio::awaitable<HttpResponse> {...}));
+//   server->port();  server->Stop();
+//
+// Bad requests are answered by the server itself, and the connection closed: malformed HTTP 400,
+// a header over its limit 431, a body over its limit 413, a request not read within the time 408
+// (or the connection just closed when nothing of a request came), past max_connections 503.
+//
+// Thread safety: Start, port and Stop from one thread; the handler runs on the I/O threads, for
+// several connections at once.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/http.hpp>
+
+#include "common/status.h"
+
+namespace neardup::cluster {
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+using HttpHandler = std::function<boost::asio::awaitable<HttpResponse>(HttpRequest& request)>;
+
+struct HttpServerOptions {
+  std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
+  int io_threads = 1;
+  uint32_t max_header_bytes = 16384;
+  uint64_t max_body_bytes = uint64_t{32} << 20;
+  uint32_t read_timeout_ms = 10000;  // from a request's first byte (or the connection's idle start) to its end
+  uint32_t idle_timeout_ms = 60000;  // a kept-alive connection with no request for this long closes
+  uint32_t max_connections = 1024;
+};
+
+struct HttpServerStats {
+  uint64_t connections = 0, open_connections = 0, requests = 0;
+  uint64_t bad_requests = 0, timeouts = 0, refused_connections = 0;
+};
+
+class HttpServer {
+ public:
+  // Binds and starts serving. InvalidArgument for a bad address; IoError when it cannot bind.
+  static StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options, HttpHandler handler);
+  virtual ~HttpServer() = default;
+  virtual uint16_t port() const = 0;
+  virtual HttpServerStats stats() const = 0;
+  // Stops accepting and closes every connection; a handler in flight is abandoned.
+  virtual void Stop() = 0;
+};
+
+// A response with a JSON body (and the request's HTTP version and keep-alive).
+HttpResponse JsonResponse(const HttpRequest& request, unsigned status, std::string body);
+
+}  // namespace neardup::cluster

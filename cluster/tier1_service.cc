@@ -1,0 +1,320 @@
+#include "cluster/tier1_service.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+
+#include "cluster/remote_shard_set.h"
+#include "common/json_write.h"
+#include "common/thread_priority.h"
+#include "document/crawl_reader.h"
+
+namespace neardup::cluster {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+Tier1Service::Tier1Service(Tier1ServiceOptions options) : o_(std::move(options)) {}
+
+StatusOr<std::unique_ptr<Tier1Service>> Tier1Service::Open(const Tier1ServiceOptions& options) {
+  const pb::Tier1ServerConfig& c = options.config.tier1_server();
+  if (c.store().empty()) return InvalidArgument("tier1-server: tier1_server.store (the store directory) is required");
+  std::unique_ptr<Tier1Service> s(new Tier1Service(options));
+  s->layout_.dir = c.store();
+  std::error_code ec;
+  fs::create_directories(c.store(), ec);
+  if (ec) return IoError("tier1-server: cannot create " + c.store() + ": " + ec.message());
+  if (!fs::exists(s->layout_.map()) && c.map().empty()) {
+    return InvalidArgument("tier1-server: store " + c.store() +
+                           " is new: tier1_server.map must name its partition map (neardup partition build)");
+  }
+  ASSIGN_OR_RETURN(s->groups_, tier1::GroupStore::Open(pipeline::GroupStoreOptionsFor(s->layout_, options.config)));
+  IngestLog::Options lo;
+  lo.path = c.store() + "/ingest.jsonl";
+  lo.max_pending_bytes = c.max_unsynced_bytes();
+  lo.sync = c.sync();
+  ASSIGN_OR_RETURN(s->log_, IngestLog::Open(lo));
+  // Where the batch loop stands: the records committed of the log (none for a new store).
+  std::string bytes;
+  if (s->groups_->rows().Get(s->groups_->meta_family(), "progress", "", &bytes).ok()) {
+    pb::Tier1Progress p;
+    if (p.ParseFromString(bytes)) s->committed_ = p.current().bytes();
+  }
+
+  pipeline::PipelineOptions& r = s->run_;
+  r.input = lo.path;
+  r.store = c.store();
+  if (!fs::exists(s->layout_.map())) r.map = c.map();
+  r.config = options.config;
+  r.threshold = options.threshold;
+  r.signer = options.signer;
+  r.batch_pages = options.batch_pages;
+  r.progress = false;
+  r.given = options.given;
+  r.feed = s.get();
+  r.groups = s->groups_.get();
+  r.linger = milliseconds(c.linger_ms());
+  r.max_batch_delay = milliseconds(c.max_batch_delay_ms());
+  if (c.tier2_size() > 0) {
+    RemoteShardSetOptions remote;
+    remote.servers.assign(c.tier2().begin(), c.tier2().end());
+    remote.call_timeout_ms = c.tier2_deadline_ms();
+    remote.connect_timeout_ms = std::min<uint32_t>(c.tier2_deadline_ms(), 5000);
+    r.open_shards = [remote](const pipeline::ShardSetOptions& so) { return OpenRemoteShardSet(remote, so); };
+  }
+  s->loop_ = std::thread([p = s.get()] {
+    NameThisThread("nd-t1-loop");
+    p->Loop();
+  });
+  return s;
+}
+
+Tier1Service::~Tier1Service() {
+  if (!Stop()) loop_.join();  // the deadline passed: wait for the loop all the same
+  log_->Close();
+}
+
+bool Tier1Service::Stop() {
+  if (!stopping_.exchange(true)) {
+    stop_loop_ = true;
+    loop_cv_.notify_all();
+  }
+  // The loop commits the batch it is in, reads no further and ends; past the deadline the caller
+  // may exit anyway (what the log holds is durable: the next start continues it).
+  const auto deadline = Clock::now() + milliseconds(o_.config.tier1_server().stop_deadline_ms());
+  {
+    std::unique_lock lock(loop_mu_);
+    if (!loop_cv_.wait_until(lock, deadline, [&] { return loop_done_; })) return false;
+  }
+  if (loop_.joinable()) loop_.join();
+  log_->Close();
+  return true;
+}
+
+void Tier1Service::Loop() {
+  const pb::Tier1ServerConfig& c = o_.config.tier1_server();
+  uint32_t backoff = c.retry_min_ms();
+  while (!stop_loop_) {
+    {
+      std::lock_guard lock(stats_mu_);
+      ++stats_.runs;
+    }
+    StatusOr<pipeline::PipelineSummary> run = pipeline::RunPipeline(run_);
+    {
+      std::lock_guard lock(stats_mu_);
+      if (run.ok()) {
+        failing_since_ = {};
+        backoff = c.retry_min_ms();
+        const pipeline::PipelineSummary& x = *run;
+        pipeline::PipelineSummary& t = stats_.totals;
+        t.records += x.records, t.batches += x.batches, t.new_pages += x.new_pages, t.unchanged += x.unchanged;
+        t.changed += x.changed, t.fast_path += x.fast_path, t.tier2_pages += x.tier2_pages;
+        t.tier2_sends += x.tier2_sends, t.tier2_candidates += x.tier2_candidates, t.tier2_pairs += x.tier2_pairs;
+        t.redirects += x.redirects, t.merges += x.merges, t.repairs += x.repairs;
+        t.verifications = x.verifications, t.rejections = x.rejections;
+        t.groups = x.groups, t.multi_groups = x.multi_groups, t.pages = x.pages, t.shards = x.shards;
+        if (stop_loop_) continue;  // stopped: the loop condition ends it
+        run = FailedPrecondition("the batch loop's run ended without being stopped");
+      }
+      ++stats_.failed_runs;
+      stats_.last_error = run.status().ToString();
+      if (failing_since_ == Clock::time_point{}) failing_since_ = Clock::now();
+    }
+    spdlog::warn("tier1-server: the batch loop stopped: {}; starting again in {} ms", run.status().ToString(), backoff);
+    std::unique_lock wait(loop_mu_);
+    loop_cv_.wait_for(wait, milliseconds(backoff), [&] { return stop_loop_.load(); });
+    backoff = std::min(backoff * 2, c.retry_max_ms());
+  }
+  {
+    std::lock_guard lock(loop_mu_);
+    loop_done_ = true;
+  }
+  loop_cv_.notify_all();
+}
+
+uint64_t Tier1Service::ReadableBytes() { return log_->durable_bytes(); }
+
+void Tier1Service::WaitReadable(uint64_t have, Clock::time_point until) {
+  // Short waits, so that Stopping() is seen soon.
+  log_->WaitDurable(have, std::min(until, Clock::now() + milliseconds(100)));
+}
+
+void Tier1Service::Opened(const View& view) {
+  std::unique_lock lock(view_mu_);
+  view_ = view;
+  map_generation_ = view.map->proto().generation();
+  signatures_ = std::make_unique<pipeline::ShardSetSignatures>(*view.map, *view.shards);
+  std::lock_guard sl(stats_mu_);
+  stats_.loop_running = true;
+}
+
+void Tier1Service::Closing() {
+  {
+    std::unique_lock lock(view_mu_);
+    view_ = View();
+    signatures_.reset();
+  }
+  std::lock_guard sl(stats_mu_);
+  stats_.loop_running = false;
+}
+
+void Tier1Service::BatchDone(uint64_t, uint64_t end_offset) {
+  committed_ = end_offset;
+  {
+    std::lock_guard lock(pending_mu_);
+    auto end = pending_by_offset_.upper_bound(end_offset);
+    for (auto it = pending_by_offset_.begin(); it != end; ++it) {
+      auto p = pending_.find(it->second);
+      if (p != pending_.end() && p->second <= end_offset) {
+        pending_.erase(p);
+        completeness_.erase(it->second);
+      }
+    }
+    pending_by_offset_.erase(pending_by_offset_.begin(), end);
+  }
+  std::lock_guard sl(stats_mu_);
+  ++stats_.batches;
+  failing_since_ = {};
+  stats_.last_completeness = 1;
+}
+
+void Tier1Service::CompareIncomplete(uint64_t, std::span<const std::string> urls, std::span<const double> completeness) {
+  double least = 1;
+  {
+    std::lock_guard lock(pending_mu_);
+    for (size_t i = 0; i < urls.size(); ++i) {
+      completeness_[urls[i]] = completeness[i];
+      least = std::min(least, completeness[i]);
+    }
+  }
+  std::lock_guard sl(stats_mu_);
+  ++stats_.incomplete_batches;
+  stats_.last_completeness = least;
+}
+
+void Tier1Service::MarkPending(const std::vector<std::pair<std::string, uint64_t>>& urls) {
+  std::lock_guard lock(pending_mu_);
+  for (const auto& [url, end] : urls) {
+    if (end <= committed_) continue;  // committed already (a fast loop)
+    uint64_t& at = pending_[url];
+    at = std::max(at, end);
+    pending_by_offset_.emplace(end, url);
+  }
+}
+
+Status Tier1Service::Ingest(std::string_view body, IngestDone done) {
+  if (stopping_) return FailedPrecondition("tier1-server: stopping");
+  const pb::Tier1ServerConfig& c = o_.config.tier1_server();
+  const uint64_t durable = log_->durable_bytes(), committed = committed_.load();
+  if (durable > committed && durable - committed > c.max_backlog_bytes()) {
+    ++refused_;
+    return ResourceExhausted("tier1-server: " + std::to_string(durable - committed) +
+                             " bytes of accepted records wait for the batch loop");
+  }
+  // Every line is checked before any is accepted: a body is taken whole or not at all.
+  std::string lines;
+  lines.reserve(body.size() + 1);
+  auto urls = std::make_shared<std::vector<std::pair<std::string, uint64_t>>>();
+  CrawlRecord r;
+  uint64_t line_no = 0;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t nl = body.find('\n', pos);
+    if (nl == std::string_view::npos) nl = body.size();
+    std::string_view line = body.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    if (line.size() > o_.config.reader().max_line_bytes()) {
+      return InvalidArgument("line " + std::to_string(line_no) + ": longer than reader.max_line_bytes (" +
+                             std::to_string(o_.config.reader().max_line_bytes()) + ")");
+    }
+    if (Status s = ParseCrawlRecord(line, &r); !s.ok()) {
+      return InvalidArgument("line " + std::to_string(line_no) + ": " + s.message());
+    }
+    lines.append(line);
+    lines += '\n';
+    urls->emplace_back(std::move(r.url), lines.size());  // the offset within the append, for now
+  }
+  if (urls->empty()) {
+    done(Status::Ok(), 0);
+    return Status::Ok();
+  }
+  const uint64_t size = lines.size(), n = urls->size();
+  Status s = log_->Append(std::move(lines), n, [this, urls, size, n, done = std::move(done)](const Status& st, uint64_t end) {
+    if (st.ok()) {
+      for (auto& [url, off] : *urls) off += end - size;
+      MarkPending(*urls);
+    }
+    done(st, st.ok() ? n : 0);
+  });
+  if (s.code() == StatusCode::kResourceExhausted) ++refused_;
+  return s;
+}
+
+Status Tier1Service::Delete(const std::string& url, IngestDone done) {
+  if (!IsAbsoluteHttpUrl(url)) return InvalidArgument("url: not an absolute http(s) URL: " + url);
+  std::string line = "{\"url\":";
+  AppendJsonString(&line, url);
+  line += ",\"gone\":true}\n";
+  return Ingest(line, std::move(done));
+}
+
+StatusOr<PageStatus> Tier1Service::Query(const std::string& url) {
+  if (!IsAbsoluteHttpUrl(url)) return InvalidArgument("url: not an absolute http(s) URL: " + url);
+  PageStatus out;
+  {
+    std::lock_guard lock(pending_mu_);
+    if (auto it = pending_.find(url); it != pending_.end() && it->second > committed_.load()) {
+      out.answer.status = tier1::StatusAnswer::kPending;
+      if (auto c = completeness_.find(url); c != completeness_.end()) out.completeness = c->second;
+    }
+  }
+  std::shared_lock lock(view_mu_);
+  out.map_generation = map_generation_;
+  if (out.answer.status == tier1::StatusAnswer::kPending) return out;
+  RETURN_IF_ERROR(tier1::AnswerCommitted(*groups_, signatures_.get(), o_.threshold, url, nullptr, &out.answer));
+  return out;
+}
+
+StatusOr<GroupView> Tier1Service::Group(uint64_t id) {
+  pb::Tier1Group g;
+  RETURN_IF_ERROR(groups_->GetGroup(id, &g));
+  GroupView v;
+  v.id = id;
+  v.winner = g.winner();
+  v.rejections = g.rejections();
+  for (const auto& mw : g.market_winners()) v.market_winners.emplace_back(mw.market(), tier1::MarketWinnerUrl(g, mw));
+  RETURN_IF_ERROR(groups_->Members(id, &v.members));
+  return v;
+}
+
+Tier1ServiceStats Tier1Service::Stats() {
+  Tier1ServiceStats s;
+  {
+    std::lock_guard lock(stats_mu_);
+    s = stats_;
+  }
+  const IngestLog::Stats ls = log_->stats();
+  s.log_bytes = log_->durable_bytes();
+  s.committed_bytes = committed_.load();
+  s.unsynced_bytes = ls.pending_bytes;
+  s.accepted_records = ls.records;
+  s.refused_ingest = refused_.load() + ls.refused;
+  std::lock_guard lock(pending_mu_);
+  s.pending_urls = pending_.size();
+  return s;
+}
+
+Status Tier1Service::Health() {
+  std::lock_guard lock(stats_mu_);
+  if (failing_since_ != Clock::time_point{} && Clock::now() - failing_since_ > std::chrono::seconds(30)) {
+    return Unavailable("the batch loop has been failing for over 30 s: " + stats_.last_error);
+  }
+  return Status::Ok();
+}
+
+}  // namespace neardup::cluster

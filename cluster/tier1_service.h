@@ -1,0 +1,165 @@
+// Tier1Service: the Tier 1 server apart from HTTP. It owns the store's group store and the ingest
+// log (cluster/ingest_log.h), runs the embedded pipeline's batch loop over that log (a run fed by
+// it, pipeline/ingest_feed.h) on a thread of its own, and answers the crawlers' questions.
+//
+//   ingest:  Ingest(body, done)  - every line of a JSON Lines body checked (the crawl record
+//            format); all are appended to the log, or none; `done` once they are durable: the
+//            acknowledgement. Each accepted URL is `pending` until the batch holding its record
+//            commits.
+//   status:  Query(url)          - from committed records (tier1::AnswerCommitted), or pending,
+//            with the completeness of the last Tier 2 comparison of its batch when that was partial.
+//   groups:  Group(id)           - members, winner, per-market winners.
+//   delete:  Delete(url, done)   - a `gone` record through the same log.
+//
+// The batch loop: RunPipeline with the log as a followed input, Tier 2 through `tier2` servers
+// (cluster/remote_shard_set.h) or in this process. A run that fails (a Tier 2 server down or past
+// its deadline) is started again after a backoff (doubling, retry_min_ms..retry_max_ms): the
+// restart redoes what a shard missed, so nothing accepted is dropped and the groups end as if
+// nothing failed. Meanwhile status queries are answered from the committed records.
+//
+// Backpressure: Ingest refuses with ResourceExhausted when the log's unsynced bytes or its backlog
+// (durable, not yet committed) pass their bounds; the caller answers 429.
+//
+// Thread safety: every public method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "cluster/ingest_log.h"
+#include "common/status.h"
+#include "pipeline/pipeline.h"
+#include "proto/config.pb.h"
+#include "tier1/tier1.h"
+
+namespace neardup::cluster {
+
+struct Tier1ServiceOptions {
+  pb::NeardupConfig config;  // defaults filled; tier1_server: store, map, tier2, limits, timing
+  double threshold = ConfigDefaults().baseline().threshold();
+  SignerOptions signer;
+  pipeline::GivenParams given;
+  uint32_t batch_pages = ConfigDefaults().tier2().batch_pages();
+};
+
+struct PageStatus {
+  tier1::StatusAnswer answer;
+  // 1: the answer rests on every shard; below: the pending page's last comparison reached only
+  // this share of its routed shards' pages (it is compared again when they are back).
+  double completeness = 1;
+  uint64_t map_generation = 0;
+};
+
+struct GroupView {
+  uint64_t id = 0;
+  std::string winner;
+  std::vector<std::pair<std::string, std::string>> market_winners;  // market, url
+  std::vector<std::string> members;
+  uint64_t rejections = 0;
+};
+
+struct Tier1ServiceStats {
+  uint64_t log_bytes = 0, committed_bytes = 0, unsynced_bytes = 0;
+  uint64_t accepted_records = 0, refused_ingest = 0, pending_urls = 0;
+  uint64_t batches = 0, runs = 0, failed_runs = 0;
+  bool loop_running = false;          // a run is open (its shards answer)
+  std::string last_error;             // of the last failed run
+  pipeline::PipelineSummary totals;   // summed over the finished runs
+  double last_completeness = 1;       // of the last partial comparison (1: none since the last commit)
+  uint64_t incomplete_batches = 0;
+};
+
+class Tier1Service : public pipeline::IngestFeed {
+ public:
+  // Opens the store (creating it with tier1_server.map when new), the ingest log, and starts the
+  // batch loop. InvalidArgument without a store or, for a new store, a map; IoError/Corruption
+  // from the store or the log; FailedPrecondition for parameters the store disagrees with.
+  static StatusOr<std::unique_ptr<Tier1Service>> Open(const Tier1ServiceOptions& options);
+  // Stop() first.
+  ~Tier1Service() override;
+
+  using IngestDone = std::function<void(const Status& status, uint64_t accepted)>;
+  // Checks and queues a JSON Lines body. Refused at once (returned; `done` not called):
+  // InvalidArgument naming the first bad line (1-based) and why, nothing of the body accepted;
+  // ResourceExhausted past a backpressure bound; FailedPrecondition once stopping; IoError after
+  // the log failed. Else `done` runs once (on the log's thread) with Ok and the records accepted
+  // when durable, or the write's error.
+  Status Ingest(std::string_view body, IngestDone done);
+  Status Delete(const std::string& url, IngestDone done);
+
+  // InvalidArgument for a URL that is not an absolute http(s) URL; IoError/Corruption from the store.
+  StatusOr<PageStatus> Query(const std::string& url);
+  // NotFound for an unknown group.
+  StatusOr<GroupView> Group(uint64_t id);
+  Tier1ServiceStats Stats();
+  IngestLog::Stats LogStats() const { return log_->stats(); }
+  // Fails (a reason) when the loop cannot make progress for long, or the log failed.
+  Status Health();
+
+  // Stops taking ingest and stops the batch loop at its next record or wait (the batch it is in
+  // commits); the log is closed (everything acknowledged stays in it for the next start). False
+  // when the loop did not end within stop_deadline_ms: the caller may exit all the same (the
+  // destructor waits for it).
+  bool Stop();
+
+  // IngestFeed (the batch loop's side).
+  uint64_t ReadableBytes() override;
+  void WaitReadable(uint64_t have, std::chrono::steady_clock::time_point until) override;
+  bool Stopping() override { return stopping_.load(std::memory_order_relaxed); }
+  void Opened(const View& view) override;
+  void Closing() override;
+  void BatchDone(uint64_t batch, uint64_t end_offset) override;
+  void CompareIncomplete(uint64_t batch, std::span<const std::string> urls, std::span<const double> completeness) override;
+
+ private:
+  explicit Tier1Service(Tier1ServiceOptions options);
+  void Loop();
+  // Marks the URLs of an acknowledged append pending, each up to its record's end offset.
+  void MarkPending(const std::vector<std::pair<std::string, uint64_t>>& urls);
+
+  const Tier1ServiceOptions o_;
+  pipeline::StoreLayout layout_;
+  std::unique_ptr<tier1::GroupStore> groups_;
+  std::unique_ptr<IngestLog> log_;
+  pipeline::PipelineOptions run_;
+  uint64_t map_generation_ = 0;
+
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> stop_loop_{false};   // the loop ends after its current run
+  std::atomic<uint64_t> committed_{0};   // log bytes committed
+  std::atomic<uint64_t> refused_{0};
+
+  // The open run's view (Opened..Closing): readers hold view_mu_ shared.
+  std::shared_mutex view_mu_;
+  View view_;  // guarded by view_mu_
+  std::unique_ptr<pipeline::ShardSetSignatures> signatures_;  // guarded by view_mu_
+
+  // Pending URLs: each with the end offset of its latest acknowledged record; ordered by offset
+  // to drop them as batches commit. Completeness of pages of a partially compared batch.
+  std::mutex pending_mu_;
+  std::unordered_map<std::string, uint64_t> pending_;         // guarded by pending_mu_
+  std::multimap<uint64_t, std::string> pending_by_offset_;    // guarded by pending_mu_
+  std::unordered_map<std::string, double> completeness_;      // guarded by pending_mu_
+
+  std::mutex stats_mu_;
+  Tier1ServiceStats stats_;  // guarded by stats_mu_
+  std::chrono::steady_clock::time_point failing_since_{};  // guarded by stats_mu_ (epoch: not failing)
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;  // the backoff wait; stop; the loop's end
+  bool loop_done_ = false;           // guarded by loop_mu_
+  std::thread loop_;
+};
+
+}  // namespace neardup::cluster

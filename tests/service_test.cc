@@ -1,0 +1,265 @@
+// The cluster service end to end, in processes on loopback: Tier 2 servers, a Tier 1 server with
+// the crawlers' HTTP API, and `neardup ingest`. What a crawl ingested over HTTP ends as equals
+// `neardup run` on the same crawl; a Tier 2 server killed during ingest makes answers partial and
+// pending, and costs nothing once it is back; a Tier 1 server killed loses nothing it
+// acknowledged. Every wait is bounded.
+#include <signal.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <simdjson.h>
+
+#include "cluster/http_client.h"
+#include "tests/binary_test.h"
+
+extern char** environ;
+
+namespace neardup {
+namespace {
+
+using std::chrono::milliseconds;
+
+class ServiceTest : public BinaryTest {
+ protected:
+  void TearDown() override {
+    for (auto& [name, pid] : procs_) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    BinaryTest::TearDown();
+  }
+
+  // Starts `neardup <args> --port-file F` as process `name`; its port once F appears ("" after 30 s).
+  std::string Start(const std::string& name, std::vector<std::string> args) {
+    const std::string port_file = Path(name + ".port");
+    std::filesystem::remove(port_file);
+    args.insert(args.begin(), {NEARDUP_BIN, "--log-level", "warn"});
+    args.push_back("--port-file");
+    args.push_back(port_file);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    const std::string log = Path(name + ".log");
+    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, NEARDUP_BIN, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) return "";
+    procs_[name] = pid;
+    for (int i = 0; i < 3000 && !std::filesystem::exists(port_file); ++i) std::this_thread::sleep_for(milliseconds(10));
+    std::string port = Read(port_file);
+    while (!port.empty() && port.back() == '\n') port.pop_back();
+    return port;
+  }
+
+  // Sends `sig`; the exit code (-1: killed by a signal, or still running after 30 s).
+  int Signal(const std::string& name, int sig) {
+    const pid_t pid = procs_.at(name);
+    ::kill(pid, sig);
+    for (int t = 0; t < 3000; ++t) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        procs_.erase(name);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return -1;
+  }
+
+  // A metric's value from /metrics (-1 when absent or unreachable).
+  static double Metric(cluster::HttpClient& c, const std::string& name) {
+    auto r = c.Request("GET", "/metrics", "");
+    if (!r.ok()) return -1;
+    const size_t at = r->body.find("\n" + name + " ");
+    if (at == std::string::npos) return -1;
+    return std::strtod(r->body.c_str() + at + name.size() + 2, nullptr);
+  }
+
+  // Waits (at most `seconds`) until every accepted record is committed: nothing pending.
+  static bool WaitSettled(cluster::HttpClient& c, int seconds) {
+    for (int i = 0; i < seconds * 10; ++i) {
+      if (Metric(c, "neardup_pending_pages") == 0 && Metric(c, "neardup_ingest_backlog_bytes") == 0) return true;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    return false;
+  }
+
+  struct Answer {
+    std::string status, winner;
+    uint64_t group = 0;
+    double completeness = 1;
+  };
+  static Answer Ask(cluster::HttpClient& c, const std::string& url) {
+    Answer a;
+    auto r = c.Request("GET", "/v1/status?url=" + cluster::UrlEncode(url), "");
+    if (!r.ok() || r->status != 200) return a;
+    simdjson::dom::parser p;
+    simdjson::dom::element e;
+    if (p.parse(r->body).get(e) != simdjson::SUCCESS) return a;
+    a.status = std::string(e["status"].get_string().value_unsafe());
+    a.winner = std::string(e["winner"].get_string().value_unsafe());
+    a.group = std::stoull(std::string(e["group"].get_string().value_unsafe()));
+    a.completeness = e["completeness"].get_double().value_unsafe();
+    return a;
+  }
+
+  // The embedded run's final answer for every page (its --out file): url -> answer.
+  std::map<std::string, Answer> Expected(const std::string& out) {
+    std::map<std::string, Answer> m;
+    simdjson::dom::parser p;
+    std::istringstream in(Read(out));
+    for (std::string line; std::getline(in, line);) {
+      simdjson::dom::element e;
+      if (p.parse(line).get(e) != simdjson::SUCCESS) continue;
+      Answer a;
+      a.status = std::string(e["status"].get_string().value_unsafe());
+      a.winner = std::string(e["winner"].get_string().value_unsafe());
+      a.group = e["group"].get_uint64().value_unsafe();
+      m[std::string(e["url"].get_string().value_unsafe())] = a;
+    }
+    return m;
+  }
+
+  // How many pages the API answers otherwise than the embedded run (status, group, winner).
+  static int Differences(cluster::HttpClient& c, const std::map<std::string, Answer>& expected) {
+    int diff = 0;
+    for (const auto& [url, want] : expected) {
+      const Answer got = Ask(c, url);
+      if (got.status != want.status || got.group != want.group || got.winner != want.winner) {
+        if (++diff <= 3) ADD_FAILURE() << url << ": " << got.status << " " << got.group << " " << got.winner << " != " << want.status << " " << want.group << " " << want.winner;
+      }
+    }
+    return diff;
+  }
+
+  // The embedded run of the sample crawl (batches of 100, 4 shards) into `local`, and a cluster's
+  // configuration: batches cut only when the log stays idle 3 s, so both runs batch alike.
+  void Embedded() {
+    Outcome local = Neardup("--log-level warn run --input " + crawl_ + " --batch 100 --shards 4 --store " + Path("local") +
+                            " --out " + Path("local.jsonl"));
+    ASSERT_EQ(local.code, 0) << local.err;
+    Write("t1.textproto", "tier1_server { linger_ms: 3000 max_batch_delay_ms: 600000 tier2_deadline_ms: 2000 "
+                          "retry_min_ms: 100 retry_max_ms: 500 }\n");
+  }
+  std::vector<std::string> Tier1Args(const std::string& tier2) {
+    return {"tier1-server", "--config", Path("t1.textproto"), "--listen", "127.0.0.1:0", "--store", Path("cl"),
+            "--map", Path("local/map.pb"), "--batch", "100", "--tier2", tier2};
+  }
+
+  const std::string crawl_ = std::string(NEARDUP_SOURCE_DIR) + "/data/sample-crawl.jsonl";
+  std::map<std::string, pid_t> procs_;
+};
+
+TEST_F(ServiceTest, IngestOverHttpEndsAsTheEmbeddedRun) {
+  Embedded();
+  const std::string a = Start("tier2-a", {"tier2-server", "--store", Path("t2a")});
+  const std::string b = Start("tier2-b", {"tier2-server", "--store", Path("t2b")});
+  ASSERT_FALSE(a.empty() || b.empty());
+  const std::string api = Start("tier1", Tier1Args("127.0.0.1:" + a + ",127.0.0.1:" + b));
+  ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
+  const std::string server = "http://127.0.0.1:" + api;
+  Outcome ingest = Neardup("ingest --server " + server + " --input " + crawl_ + " --batch-records 170");
+  ASSERT_EQ(ingest.code, 0) << ingest.err;
+  EXPECT_NE(ingest.out.find("1000 of 1000 records accepted"), std::string::npos) << ingest.out;
+  auto client = cluster::HttpClient::Create(server);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("tier1.log"));
+  EXPECT_EQ(Metric(**client, "neardup_batches_total"), 10);
+  EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
+  Outcome one = Neardup("status --server " + server + " --url https://nocucoos.fr/p/1181");
+  EXPECT_EQ(one.code, 0);
+  EXPECT_NE(one.out.find("\"status\":\"duplicate\""), std::string::npos) << one.out;
+  EXPECT_EQ(Signal("tier1", SIGTERM), 0) << Read(Path("tier1.log"));
+  // The groups file of the stopped store: the embedded run's, byte for byte.
+  Outcome out = Neardup("--log-level warn run --input " + Path("cl/ingest.jsonl") + " --store " + Path("cl") +
+                        " --batch 100 --tier2 127.0.0.1:" + a + ",127.0.0.1:" + b + " --out " + Path("cl.jsonl"));
+  ASSERT_EQ(out.code, 0) << out.err;
+  EXPECT_EQ(Read(Path("cl.jsonl")), Read(Path("local.jsonl")));
+}
+
+TEST_F(ServiceTest, ATier2KilledDuringIngestLeavesPagesPendingAndCostsNothing) {
+  Embedded();
+  const std::string a = Start("tier2-a", {"tier2-server", "--store", Path("t2a")});
+  const std::string b = Start("tier2-b", {"tier2-server", "--store", Path("t2b")});
+  ASSERT_FALSE(a.empty() || b.empty());
+  const std::string api = Start("tier1", Tier1Args("127.0.0.1:" + a + ",127.0.0.1:" + b));
+  ASSERT_FALSE(api.empty());
+  const std::string server = "http://127.0.0.1:" + api;
+  auto client = cluster::HttpClient::Create(server);
+  ASSERT_TRUE(client.ok());
+  // Half the crawl, settled; then Tier 2 server b dies and the other half comes.
+  std::istringstream all(Read(crawl_));
+  std::string first, second, line;
+  for (int i = 0; std::getline(all, line); ++i) (i < 500 ? first : second) += line + "\n";
+  Write("first.jsonl", first);
+  Write("second.jsonl", second);
+  ASSERT_EQ(Neardup("ingest --server " + server + " --input " + Path("first.jsonl")).code, 0);
+  ASSERT_TRUE(WaitSettled(**client, 60));
+  EXPECT_EQ(Signal("tier2-b", SIGKILL), -1);
+  Outcome ingest = Neardup("ingest --server " + server + " --input " + Path("second.jsonl"));
+  ASSERT_EQ(ingest.code, 0) << ingest.err;  // accepted: the log does not need Tier 2
+  // The next batch cannot be compared in full: its pages stay pending, saying how complete.
+  bool partial = false;
+  for (int i = 0; i < 300 && !partial; ++i) {
+    std::this_thread::sleep_for(milliseconds(100));
+    partial = Metric(**client, "neardup_incomplete_batches_total") >= 1;
+  }
+  ASSERT_TRUE(partial) << Read(Path("tier1.log"));
+  std::istringstream rest(second);
+  int pending = 0, below_one = 0;
+  simdjson::dom::parser p;
+  for (int i = 0; i < 100 && std::getline(rest, line); ++i) {
+    simdjson::dom::element e;
+    ASSERT_EQ(p.parse(line).get(e), simdjson::SUCCESS);
+    const Answer ans = Ask(**client, std::string(e["url"].get_string().value_unsafe()));
+    pending += ans.status == "pending";
+    below_one += ans.completeness < 1;
+  }
+  EXPECT_EQ(pending, 100);
+  EXPECT_GT(below_one, 0);
+  // Every URL of the second half is pending (a URL recrawled there counts once).
+  std::set<std::string> urls;
+  std::istringstream again(second);
+  while (std::getline(again, line)) {
+    simdjson::dom::element e;
+    if (p.parse(line).get(e) == simdjson::SUCCESS) urls.insert(std::string(e["url"].get_string().value_unsafe()));
+  }
+  EXPECT_EQ(Metric(**client, "neardup_pending_pages"), static_cast<double>(urls.size()));
+  // Back on its port, with its store: the pending pages complete, as if nothing had happened.
+  ASSERT_EQ(Start("tier2-b", {"tier2-server", "--store", Path("t2b"), "--listen", "127.0.0.1:" + b}), b);
+  ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("tier1.log"));
+  EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
+  EXPECT_GE(Metric(**client, "neardup_loop_restarts_total"), 1);
+}
+
+TEST_F(ServiceTest, ATier1KilledLosesNothingItAcknowledged) {
+  Embedded();
+  const std::string a = Start("tier2-a", {"tier2-server", "--store", Path("t2a")});
+  ASSERT_FALSE(a.empty());
+  std::vector<std::string> args = Tier1Args("127.0.0.1:" + a);
+  std::string api = Start("tier1", args);
+  ASSERT_FALSE(api.empty());
+  ASSERT_EQ(Neardup("ingest --server http://127.0.0.1:" + api + " --input " + crawl_).code, 0);
+  // Killed at once: some batches committed, the rest only in the synced log.
+  EXPECT_EQ(Signal("tier1", SIGKILL), -1);
+  args[6] = Path("cl");
+  api = Start("tier1", args);
+  ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
+  auto client = cluster::HttpClient::Create("http://127.0.0.1:" + api);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("tier1.log"));
+  EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
+}
+
+}  // namespace
+}  // namespace neardup
