@@ -129,11 +129,10 @@ class HttpServerImpl final : public HttpServer {
         unsigned code = 400;
         std::string what = ec.message();
         if (ec == beast::error::timeout) {
-          ++timeouts_;
-          if (!parser.got_some()) break;  // nothing of a request came: just close
-          code = 408;
-          what = "the request was not read in time";
-        } else if (ec == http::error::header_limit) {
+          ++timeouts_;  // the stream closed the socket: nothing can be answered
+          break;
+        }
+        if (ec == http::error::header_limit) {
           code = 431;
           what = "header over " + std::to_string(options_.max_header_bytes) + " bytes";
         } else if (ec == http::error::body_limit) {

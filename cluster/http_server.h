@@ -9,8 +9,9 @@
 //   server->port();  server->Stop();
 //
 // Bad requests are answered by the server itself, and the connection closed: malformed HTTP 400,
-// a header over its limit 431, a body over its limit 413, a request not read within the time 408
-// (or the connection just closed when nothing of a request came), past max_connections 503.
+// a header over its limit 431, a body over its limit 413, past max_connections 503. A request not
+// read within the time (or a connection idle past idle_timeout_ms) is cut off: the connection is
+// closed without an answer.
 //
 // Thread safety: Start, port and Stop from one thread; the handler runs on the I/O threads, for
 // several connections at once.

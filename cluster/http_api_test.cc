@@ -1,0 +1,283 @@
+// The crawlers' HTTP API in one process: a Tier1Service on a store made from the sample crawl's
+// map, the API on a loopback port, and clients that misbehave next to one that does not.
+#include "cluster/http_api.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "cluster/http_client.h"
+#include "cluster/http_server.h"
+#include "common/config.h"
+#include "common/progress.h"
+#include "pipeline/pipeline_test_util.h"
+
+namespace neardup::cluster {
+namespace {
+
+using pipeline::test_util::ReadFile;
+using pipeline::test_util::SampleRun;
+using std::chrono::milliseconds;
+
+// Sends `bytes` on a new connection and reads until the server closes it or `wait` passes.
+// `closed` tells which.
+std::string RawExchange(uint16_t port, const std::string& bytes, milliseconds wait, bool* closed = nullptr) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return "";
+  }
+  if (!bytes.empty()) (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  std::string out;
+  const auto until = std::chrono::steady_clock::now() + wait;
+  bool eof = false;
+  while (!eof) {
+    const auto left = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now()).count();
+    if (left <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) eof = true;
+    else out.append(buf, static_cast<size_t>(n));
+  }
+  if (closed != nullptr) *closed = eof;
+  ::close(fd);
+  return out;
+}
+
+class HttpApiTest : public ::testing::Test {
+ protected:
+  // The sample crawl's map (from an embedded run), and a service on a new store with it.
+  void StartService(const std::function<void(pb::Tier1ServerConfig*)>& configure = nullptr, std::string token = "") {
+    auto local = pipeline::RunPipeline(SampleRun(dir_, "local"));
+    ASSERT_TRUE(local.ok()) << local.status().ToString();
+    Tier1ServiceOptions o;
+    o.config = DefaultConfig();
+    o.config.mutable_tier1()->set_sync(false);
+    o.config.mutable_tier2()->set_sync(false);
+    o.batch_pages = 100;
+    pb::Tier1ServerConfig* c = o.config.mutable_tier1_server();
+    c->set_store(dir_.File("svc"));
+    c->set_map(dir_.File("local-store") + "/map.pb");
+    c->set_sync(false);
+    c->set_linger_ms(50);
+    if (configure) configure(c);
+    auto s = Tier1Service::Open(o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    service_ = std::move(*s);
+    api_ = std::make_unique<HttpApi>(service_.get(), token, 1, c->retry_after_seconds());
+    HttpServerOptions ho;
+    ho.max_header_bytes = c->max_header_bytes();
+    ho.max_body_bytes = c->max_body_bytes();
+    ho.read_timeout_ms = c->read_timeout_ms();
+    auto h = HttpServer::Start(ho, api_->Handler());
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    server_ = std::move(*h);
+    api_->set_server(server_.get());
+    auto cl = HttpClient::Create("http://127.0.0.1:" + std::to_string(server_->port()));
+    ASSERT_TRUE(cl.ok());
+    client_ = std::move(*cl);
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (service_) service_->Stop();
+  }
+  bool Healthy() {
+    auto r = client_->Request("GET", "/healthz", "");
+    return r.ok() && r->status == 200;
+  }
+  std::string Crawl() { return ReadFile(std::string(NEARDUP_SOURCE_DIR) + "/data/sample-crawl.jsonl"); }
+
+  test::TempDir dir_;
+  std::unique_ptr<Tier1Service> service_;
+  std::unique_ptr<HttpApi> api_;
+  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<HttpClient> client_;
+};
+
+TEST_F(HttpApiTest, BadRequestsAreRefusedWhileOthersAreServed) {
+  StartService([](pb::Tier1ServerConfig* c) {
+    c->set_max_header_bytes(1024);
+    c->set_max_body_bytes(64 << 10);
+    c->set_read_timeout_ms(300);
+  });
+  const uint16_t port = server_->port();
+  auto starts = [](const std::string& reply, const std::string& status) {
+    return reply.rfind("HTTP/1.1 " + status, 0) == 0;
+  };
+  EXPECT_TRUE(starts(RawExchange(port, "HELLO THERE\r\n\r\n", milliseconds(2000)), "400")) << "garbage";
+  EXPECT_TRUE(Healthy());
+  const std::string big_header = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(2000, 'a') + "\r\n\r\n";
+  EXPECT_TRUE(starts(RawExchange(port, big_header, milliseconds(2000)), "431"));
+  EXPECT_TRUE(starts(RawExchange(port, "POST /v1/pages HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n", milliseconds(2000)), "413"));
+  EXPECT_TRUE(Healthy());
+  // A request that stops half way is cut off once the read time is up.
+  bool closed = false;
+  const std::string half = RawExchange(port, "POST /v1/pages HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc",
+                                       milliseconds(3000), &closed);
+  EXPECT_EQ(half, "");
+  EXPECT_TRUE(closed);
+  // A connection that never says anything is closed.
+  closed = false;
+  EXPECT_EQ(RawExchange(port, "", milliseconds(3000), &closed), "");
+  EXPECT_TRUE(closed);
+  EXPECT_TRUE(Healthy());
+  EXPECT_GE(server_->stats().timeouts, 2u);
+  // Bad records: named by line, nothing of the body accepted.
+  const std::string good = "{\"url\":\"http://a.example/1\",\"text\":\"one two three four five six\"}\n";
+  auto r = client_->Request("POST", "/v1/pages", good + "{not json}\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400u);
+  EXPECT_NE(r->body.find("\"line\":\"2\""), std::string::npos) << r->body;
+  r = client_->Request("POST", "/v1/pages", good + good + "{\"url\":5,\"text\":\"x\"}\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400u);
+  EXPECT_NE(r->body.find("\"line\":\"3\""), std::string::npos) << r->body;
+  r = client_->Request("GET", "/v1/status?url=" + UrlEncode("http://a.example/1"), "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find("\"status\":\"unknown\""), std::string::npos) << r->body;
+  r = client_->Request("GET", "/v1/status?url=not-a-url", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400u);
+  r = client_->Request("DELETE", "/v1/pages", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400u);
+  r = client_->Request("GET", "/v1/groups/x1", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400u);
+  r = client_->Request("GET", "/v1/nothing", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 404u);
+  // And a good one still goes through.
+  r = client_->Request("POST", "/v1/pages", good);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 202u) << r->body;
+  EXPECT_EQ(server_->stats().bad_requests, 3u);  // garbage, 431, 413
+}
+
+TEST_F(HttpApiTest, WritesNeedTheBearerTokenAndReadsDoNot) {
+  StartService(nullptr, "s3cret");
+  const std::string page = "{\"url\":\"http://a.example/1\",\"text\":\"one two three four five six\"}\n";
+  auto r = client_->Request("POST", "/v1/pages", page);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 401u);
+  r = client_->Request("POST", "/v1/pages", page, {{"Authorization", "Bearer s3creT"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 401u);
+  r = client_->Request("DELETE", "/v1/pages?url=http%3A%2F%2Fa.example%2F1", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 401u);
+  r = client_->Request("POST", "/v1/pages", page, {{"Authorization", "Bearer s3cret"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 202u);
+  r = client_->Request("GET", "/v1/status?url=http%3A%2F%2Fa.example%2F1", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200u);
+  r = client_->Request("GET", "/metrics", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find("\nneardup_unauthorized_total 3\n"), std::string::npos);
+}
+
+TEST_F(HttpApiTest, TheCrawlIsAnsweredAndGroupsAreListed) {
+  StartService();
+  auto r = client_->Request("POST", "/v1/pages", Crawl());
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 202u) << r->body;
+  EXPECT_NE(r->body.find("\"accepted\":\"1000\""), std::string::npos) << r->body;
+  // Settled within 60 s: nothing pending.
+  for (int i = 0; i < 600 && service_->Stats().pending_urls > 0; ++i) std::this_thread::sleep_for(milliseconds(100));
+  ASSERT_EQ(service_->Stats().pending_urls, 0u);
+  r = client_->Request("GET", "/v1/status?url=" + UrlEncode("https://nocucoos.fr/p/1181"), "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find("\"status\":\"duplicate\""), std::string::npos) << r->body;
+  const size_t at = r->body.find("\"group\":\"") + 9;
+  const std::string group = r->body.substr(at, r->body.find('"', at) - at);
+  r = client_->Request("GET", "/v1/groups/" + group, "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200u);
+  EXPECT_NE(r->body.find("https://nocucoos.fr/p/1181"), std::string::npos) << r->body;
+  r = client_->Request("GET", "/v1/groups/999999999", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 404u);
+}
+
+// The exposition passes Prometheus's own checker (Debian's prometheus package: promtool).
+TEST_F(HttpApiTest, MetricsPassPromtool) {
+  StartService();
+  ASSERT_TRUE(client_->Request("GET", "/v1/status?url=http%3A%2F%2Fa.example%2F", "").ok());
+  auto r = client_->Request("GET", "/metrics", "");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200u);
+  EXPECT_NE(r->body.find("neardup_http_request_seconds_bucket{endpoint=\"GET /v1/status\",le=\"+Inf\"} 1"), std::string::npos);
+  const std::string file = dir_.File("metrics.txt");
+  std::ofstream(file) << r->body;
+  const std::string out = dir_.File("promtool.txt");
+  const int rc = std::system(("promtool check metrics < " + file + " > " + out + " 2>&1").c_str());
+  EXPECT_EQ(rc, 0) << ReadFile(out);
+}
+
+// Far more ingest than the loop takes (it commits nothing for 5 s): past the backlog bound, 429
+// with Retry-After; status queries are answered all the while, and memory stays bounded.
+TEST_F(HttpApiTest, OverloadShedsIngestAndKeepsAnsweringStatus) {
+  StartService([](pb::Tier1ServerConfig* c) {
+    c->set_linger_ms(5000);
+    c->set_max_batch_delay_ms(5000);
+    c->set_max_backlog_bytes(256 << 10);
+  });
+  const std::string body = Crawl().substr(0, 64 << 10);
+  const std::string lines = body.substr(0, body.rfind('\n') + 1);
+  const uint64_t rss0 = AnonRssBytes();
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> accepted{0}, shed{0}, other{0}, answered{0}, unanswered{0};
+  const uint16_t port = server_->port();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      auto c = HttpClient::Create("http://127.0.0.1:" + std::to_string(port));
+      while (!stop) {
+        auto r = (*c)->Request("POST", "/v1/pages", lines);
+        if (r.ok() && r->status == 202) ++accepted;
+        else if (r.ok() && r->status == 429 && r->headers.count("retry-after")) ++shed;
+        else ++other;
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    auto c = HttpClient::Create("http://127.0.0.1:" + std::to_string(port));
+    while (!stop) {
+      auto r = (*c)->Request("GET", "/v1/status?url=http%3A%2F%2Fa.example%2F", "");
+      (r.ok() && r->status == 200 ? answered : unanswered)++;
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(3000));
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_GT(accepted.load(), 0u);
+  EXPECT_GT(shed.load(), 0u);
+  EXPECT_EQ(other.load(), 0u);
+  EXPECT_GT(answered.load(), 100u);
+  EXPECT_EQ(unanswered.load(), 0u);
+  // Memory: the queues are bounded, so the heap grows by a few requests' worth, not by what was sent.
+  const uint64_t rss1 = AnonRssBytes();
+  EXPECT_LT(rss1 > rss0 ? rss1 - rss0 : 0, uint64_t{64} << 20) << "sent " << (accepted + shed) * lines.size() << " bytes";
+  // What was accepted is bounded by the backlog: one request's worth over it at most.
+  const Tier1ServiceStats s = service_->Stats();
+  EXPECT_LE(s.log_bytes - s.committed_bytes, (256u << 10) + 4 * lines.size());
+}
+
+}  // namespace
+}  // namespace neardup::cluster
