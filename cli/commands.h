@@ -18,6 +18,7 @@ void RegisterExperiment(CLI::App& app, int* exit_code);
 void RegisterTier2Server(CLI::App& app, int* exit_code);  // tier2_server_command.cc
 void RegisterTier1Server(CLI::App& app, int* exit_code);  // tier1_server_command.cc
 void RegisterClients(CLI::App& app, int* exit_code);      // ingest (client_commands.cc)
+void RegisterCluster(CLI::App& app, int* exit_code);      // cluster up / down (cluster_command.cc)
 // neardup status --server: each URL's answer from the API, a JSON line each; the exit code.
 int StatusOverHttp(const std::string& server, const std::vector<std::string>& urls);
 void RegisterRun(CLI::App& app, int* exit_code);       // run, check, accuracy (run_command.cc)

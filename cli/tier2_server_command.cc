@@ -4,41 +4,63 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cluster/tier2_server.h"
+#include "common/config.h"
 
 namespace neardup::cli {
 
 void RegisterTier2Server(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("tier2-server", "Serve Tier 2 shards over TCP to a Tier 1 (neardup run --tier2)");
-  auto o = std::make_shared<cluster::Tier2ServerOptions>();
-  auto port_file = std::make_shared<std::string>();
-  cmd->add_option("--listen", o->listen, "host:port to listen on (port 0: any free one)")->capture_default_str();
-  cmd->add_option("--store", o->store, "directory of this server's shards")->required();
-  cmd->add_option("--io-threads", o->io_threads, "network threads")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--work-threads", o->work_threads, "threads that compare and write")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--port-file", *port_file, "write the port listened on here once listening (for scripts)");
-  cmd->callback([o, port_file, exit_code] {
+  struct Args {
+    std::string config, port_file;
+    std::optional<std::string> listen, store;
+    std::optional<int> io_threads, work_threads;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--config", a->config, "configuration (its tier2_server section; the flags below override it)");
+  cmd->add_option("--listen", a->listen, "host:port to listen on (port 0: any free one)");
+  cmd->add_option("--store", a->store, "directory of this server's shards");
+  cmd->add_option("--io-threads", a->io_threads, "network threads")->check(CLI::PositiveNumber);
+  cmd->add_option("--work-threads", a->work_threads, "threads that compare and write")->check(CLI::PositiveNumber);
+  cmd->add_option("--port-file", a->port_file, "write the port listened on here once listening (for scripts)");
+  cmd->callback([a, exit_code] {
+    auto cfg = a->config.empty() ? StatusOr<pb::NeardupConfig>(DefaultConfig()) : LoadConfig(a->config);
+    if (!cfg.ok()) {
+      spdlog::error("{}", cfg.status().message());
+      *exit_code = 2;
+      return;
+    }
+    const pb::Tier2ServerConfig& c = cfg->tier2_server();
+    cluster::Tier2ServerOptions o;
+    o.listen = a->listen.value_or(c.listen());
+    o.store = a->store.value_or(c.store());
+    o.io_threads = a->io_threads.value_or(static_cast<int>(c.io_threads()));
+    o.work_threads = a->work_threads.value_or(static_cast<int>(c.work_threads()));
+    if (o.store.empty()) {
+      spdlog::error("tier2-server: --store (or tier2_server.store) is required");
+      *exit_code = 2;
+      return;
+    }
     // SIGINT and SIGTERM are taken by this thread (sigwait), not by the server's threads.
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    auto server = cluster::Tier2Server::Start(*o);
+    auto server = cluster::Tier2Server::Start(o);
     if (!server.ok()) {
       spdlog::error("{}", server.status().message());
       *exit_code = server.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
       return;
     }
-    spdlog::info("tier2-server: serving {} on port {}", o->store, (*server)->port());
-    if (!port_file->empty()) {
-      const std::string tmp = *port_file + ".tmp";
+    spdlog::info("tier2-server: serving {} on port {}", o.store, (*server)->port());
+    if (!a->port_file.empty()) {
+      const std::string tmp = a->port_file + ".tmp";
       std::ofstream(tmp) << (*server)->port() << "\n";
-      std::rename(tmp.c_str(), port_file->c_str());
+      std::rename(tmp.c_str(), a->port_file.c_str());
     }
     int sig = 0;
     sigwait(&signals, &sig);

@@ -261,5 +261,42 @@ TEST_F(ServiceTest, ATier1KilledLosesNothingItAcknowledged) {
   EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
 }
 
+// cluster up starts and supervises the members (a Tier 2 server killed is started again, on its
+// address), the crawl ingested through it ends as the embedded run, and cluster down stops them all.
+TEST_F(ServiceTest, ClusterUpSupervisesAndClusterDownStops) {
+  Embedded();
+  Write("cluster.textproto", "cluster { dir: \"" + Path("cl") + "\" tier2_servers: 2 restart_min_ms: 100 }\n"
+                             "tier1_server { listen: \"127.0.0.1:0\" map: \"" + Path("local/map.pb") + "\" "
+                             "linger_ms: 3000 max_batch_delay_ms: 600000 tier2_deadline_ms: 2000 retry_min_ms: 100 "
+                             "retry_max_ms: 500 }\n"
+                             "tier2 { batch_pages: 100 }\n");
+  Outcome up = Neardup("cluster up --config " + Path("cluster.textproto"));
+  ASSERT_EQ(up.code, 0) << up.err << Read(Path("cl/logs/supervisor.log"));
+  const size_t at = up.out.find("http://");
+  ASSERT_NE(at, std::string::npos) << up.out;
+  std::string server = up.out.substr(at);
+  while (!server.empty() && server.back() == '\n') server.pop_back();
+  auto client = cluster::HttpClient::Create(server);
+  ASSERT_TRUE(client.ok());
+  ASSERT_EQ(Neardup("ingest --server " + server + " --input " + crawl_).code, 0);
+  // A Tier 2 server dies: the supervisor starts it again on its address.
+  const std::string view = Read(Path("cl/membership.textproto"));
+  const size_t t2 = view.find("name: \"tier2-1\"");
+  ASSERT_NE(t2, std::string::npos) << view;
+  const size_t pid_at = view.find("pid: ", t2);
+  const pid_t pid = static_cast<pid_t>(std::stol(view.substr(pid_at + 5)));
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  ASSERT_TRUE(WaitSettled(**client, 90)) << Read(Path("cl/logs/supervisor.log")) << Read(Path("cl/logs/tier1.log"));
+  EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
+  EXPECT_NE(Read(Path("cl/logs/supervisor.log")).find("tier2-1 (pid " + std::to_string(pid) + ") was killed by signal 9"),
+            std::string::npos);
+  Outcome down = Neardup("cluster down --config " + Path("cluster.textproto"));
+  EXPECT_EQ(down.code, 0) << down.err;
+  const std::string log = Read(Path("cl/logs/supervisor.log"));
+  for (const char* m : {"tier1 stopped (exit 0)", "tier2-0 stopped (exit 0)", "tier2-1 stopped (exit 0)"}) {
+    EXPECT_NE(log.find(m), std::string::npos) << m << "\n" << log;
+  }
+}
+
 }  // namespace
 }  // namespace neardup

@@ -1,0 +1,278 @@
+#include "cluster/supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <boost/asio.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cluster/http_client.h"
+#include "cluster/tier2_server.h"  // ParseHostPort
+#include "partitioner/partition_map.h"
+#include "pipeline/store.h"
+
+extern char** environ;
+
+namespace neardup::cluster {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The last `n` lines of a log, for an error message.
+std::string Tail(const std::string& path, int n) {
+  const std::string text = ReadSmallFile(path);
+  size_t at = text.size();
+  for (int i = 0; i <= n && at != std::string::npos && at > 0; ++i) at = text.rfind('\n', at - 1);
+  return at == std::string::npos ? text : text.substr(at + 1);
+}
+
+bool TcpAnswers(const std::string& address) {
+  std::string host;
+  uint16_t port = 0;
+  if (!ParseHostPort(address, &host, &port).ok()) return false;
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket s(io);
+  boost::system::error_code ec;
+  s.connect({boost::asio::ip::make_address(host, ec), port}, ec);
+  return !ec;
+}
+
+}  // namespace
+
+Supervisor::Supervisor(SupervisorOptions options) : o_(std::move(options)) {}
+
+Supervisor::~Supervisor() { StopAll(); }
+
+std::string Supervisor::Path(const std::string& name) const { return o_.config.cluster().dir() + "/" + name; }
+
+Status Supervisor::Spawn(Member& m) {
+  const std::string port_file = Path(m.name + ".port");
+  std::error_code ec;
+  fs::remove(port_file, ec);
+  std::vector<std::string> args = {o_.binary};
+  args.insert(args.end(), m.args.begin(), m.args.end());
+  // The address it had (a restart takes the same port: the Tier 1 server knows it by it).
+  if (!m.address.empty()) args.insert(args.end(), {"--listen", m.address});
+  args.insert(args.end(), {"--port-file", port_file});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  const std::string log = Path("logs/" + m.name + ".log");
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  // The members take their signals from the supervisor, not from a terminal's Ctrl-C.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+  const int rc = posix_spawn(&m.pid, o_.binary.c_str(), &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return IoError("cluster: cannot start " + m.name + ": " + std::strerror(rc));
+  m.started = Clock::now();
+  spdlog::info("cluster: started {} (pid {})", m.name, m.pid);
+  return Status::Ok();
+}
+
+Status Supervisor::WaitHealthy(Member& m, Clock::time_point deadline) {
+  const std::string port_file = Path(m.name + ".port");
+  while (Clock::now() < deadline) {
+    if (m.pid != 0) {
+      int status = 0;
+      if (::waitpid(m.pid, &status, WNOHANG) == m.pid) {
+        m.pid = 0;
+        return IoError("cluster: " + m.name + " exited while starting; its log ends:\n" + Tail(Path("logs/" + m.name + ".log"), 5));
+      }
+    }
+    std::string port = ReadSmallFile(port_file);
+    while (!port.empty() && (port.back() == '\n')) port.pop_back();
+    if (!port.empty()) {
+      const std::string address = o_.config.cluster().host() + ":" + port;
+      if (m.role == "tier1") {
+        auto c = HttpClient::Create("http://" + address, milliseconds(2000));
+        if (c.ok()) {
+          auto r = (*c)->Request("GET", "/healthz", "");
+          if (r.ok() && r->status == 200) {
+            m.address = address;
+            return Status::Ok();
+          }
+        }
+      } else if (TcpAnswers(address)) {
+        m.address = address;
+        return Status::Ok();
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return DeadlineExceeded("cluster: " + m.name + " did not come up within cluster.start_timeout_ms; its log ends:\n" +
+                          Tail(Path("logs/" + m.name + ".log"), 5));
+}
+
+Status Supervisor::Start() {
+  const pb::ClusterConfig& c = o_.config.cluster();
+  std::error_code ec;
+  fs::create_directories(Path("logs"), ec);
+  if (ec) return IoError("cluster: cannot create " + Path("logs") + ": " + ec.message());
+  membership_ = FileMembership(Path("membership.textproto"));
+  std::vector<std::string> with_config;
+  if (!o_.config_path.empty()) with_config = {"--config", o_.config_path};
+  std::string tier2_list;
+  for (uint32_t i = 0; i < c.tier2_servers(); ++i) {
+    Member m;
+    m.name = "tier2-" + std::to_string(i);
+    m.role = "tier2";
+    m.store = Path(m.name);
+    m.args = {"--log-level", "info", "tier2-server"};
+    m.args.insert(m.args.end(), with_config.begin(), with_config.end());
+    m.args.insert(m.args.end(), {"--store", m.store});
+    if (c.tier2_base_port() != 0) m.address = c.host() + ":" + std::to_string(c.tier2_base_port() + i);
+    else m.address = c.host() + ":0";
+    members_.push_back(std::move(m));
+  }
+  const auto deadline = Clock::now() + milliseconds(c.start_timeout_ms());
+  for (Member& m : members_) {
+    Status s = Spawn(m);
+    if (s.ok()) s = WaitHealthy(m, deadline);
+    if (!s.ok()) {
+      StopAll();
+      return s;
+    }
+    tier2_list += (tier2_list.empty() ? "" : ",") + m.address;
+  }
+  Member t1;
+  t1.name = "tier1";
+  t1.role = "tier1";
+  t1.store = Path("tier1");
+  t1.args = {"--log-level", "info", "tier1-server"};
+  t1.args.insert(t1.args.end(), with_config.begin(), with_config.end());
+  t1.args.insert(t1.args.end(), {"--store", t1.store, "--tier2", tier2_list});
+  t1.address = o_.config.tier1_server().listen();
+  members_.push_back(std::move(t1));
+  Status s = Spawn(members_.back());
+  if (s.ok()) s = WaitHealthy(members_.back(), deadline);
+  if (!s.ok()) {
+    StopAll();
+    return s;
+  }
+  api_ = "http://" + members_.back().address;
+  // The shards each Tier 2 server holds, once the store's map is there.
+  auto map = partitioner::PartitionMap::Load(pipeline::StoreLayout{t1.store}.map());
+  if (map.ok()) {
+    shards_ = map->shards();
+    map_generation_ = map->proto().generation();
+  }
+  Publish();
+  return Status::Ok();
+}
+
+void Supervisor::Publish() {
+  if (!membership_) return;
+  pb::ClusterMembership view;
+  view.set_supervisor_pid(static_cast<uint32_t>(::getpid()));
+  view.set_map_generation(map_generation_);
+  const uint32_t servers = o_.config.cluster().tier2_servers();
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const Member& m = members_[i];
+    pb::ClusterMember* x = view.add_members();
+    x->set_name(m.name);
+    x->set_role(m.role);
+    x->set_address(m.address);
+    x->set_pid(static_cast<uint32_t>(m.pid));
+    x->set_restarts(m.restarts);
+    if (m.role == "tier2") {
+      for (uint32_t s : ShardsOfServer(shards_, servers, static_cast<uint32_t>(i))) x->add_shards(s);
+    }
+  }
+  if (Status s = membership_->Write(view); !s.ok()) spdlog::warn("cluster: {}", s.message());
+}
+
+void Supervisor::Run() {
+  const pb::ClusterConfig& c = o_.config.cluster();
+  while (!stop_) {
+    bool changed = false;
+    for (Member& m : members_) {
+      if (m.pid != 0) {
+        int status = 0;
+        if (::waitpid(m.pid, &status, WNOHANG) != m.pid) continue;
+        const std::string how = WIFEXITED(status) ? "exited with " + std::to_string(WEXITSTATUS(status))
+                                                  : "was killed by signal " + std::to_string(WTERMSIG(status));
+        // A member that ran a minute starts again soon; one that keeps dying waits longer each time.
+        m.backoff_ms = Clock::now() - m.started > std::chrono::minutes(1) || m.backoff_ms == 0
+                           ? c.restart_min_ms()
+                           : std::min(m.backoff_ms * 2, c.restart_max_ms());
+        m.restart_at = Clock::now() + milliseconds(m.backoff_ms);
+        spdlog::warn("cluster: {} (pid {}) {}; starting it again in {} ms", m.name, m.pid, how, m.backoff_ms);
+        m.pid = 0;
+        changed = true;
+      } else if (Clock::now() >= m.restart_at) {
+        ++m.restarts;
+        if (Status s = Spawn(m); !s.ok()) {
+          spdlog::error("{}", s.message());
+          m.restart_at = Clock::now() + milliseconds(c.restart_max_ms());
+        }
+        changed = true;
+      }
+    }
+    if (changed) Publish();
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  StopAll();
+  Publish();
+}
+
+void Supervisor::StopAll() {
+  // The Tier 1 server first: it stops taking ingest and commits what it holds, through the Tier 2
+  // servers, which are stopped after it.
+  const uint32_t grace = o_.config.tier1_server().stop_deadline_ms() + 5000;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<Member*> group;
+    for (Member& m : members_) {
+      if (m.pid != 0 && (m.role == "tier1") == (pass == 0)) group.push_back(&m);
+    }
+    for (Member* m : group) ::kill(m->pid, SIGTERM);
+    const auto deadline = Clock::now() + milliseconds(grace);
+    for (Member* m : group) {
+      for (;;) {
+        int status = 0;
+        if (::waitpid(m->pid, &status, WNOHANG) == m->pid) {
+          spdlog::info("cluster: {} stopped ({})", m->name,
+                       WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : "signal " + std::to_string(WTERMSIG(status)));
+          break;
+        }
+        if (Clock::now() > deadline) {
+          spdlog::warn("cluster: {} did not stop within {} ms: killed", m->name, grace);
+          ::kill(m->pid, SIGKILL);
+          ::waitpid(m->pid, nullptr, 0);
+          break;
+        }
+        std::this_thread::sleep_for(milliseconds(20));
+      }
+      m->pid = 0;
+    }
+  }
+}
+
+}  // namespace neardup::cluster

@@ -1,0 +1,76 @@
+// Supervisor: starts a cluster's processes on this host (`neardup tier2-server` x N, then
+// `neardup tier1-server` pointed at them), waits until each is healthy, and keeps them running: a
+// member that dies is started again on the same address with the same store, after a backoff that
+// doubles per restart (restart_min_ms..restart_max_ms, back to the minimum once it ran a minute),
+// and it is logged. Who serves what is written to the cluster's Membership after every change.
+// Stop() stops the Tier 1 server first (it stops taking ingest and commits what it holds), then
+// the Tier 2 servers, each with SIGTERM, and SIGKILL past the deadline.
+//
+// Layout under cluster.dir: tier1/ (the Tier 1 server's store), tier2-I/ (server I's shards),
+// logs/NAME.log (each member's standard error), NAME.port, membership.textproto.
+//
+// Thread safety: Start, then Run on one thread; Stop (or RequestStop) from any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster/membership.h"
+#include "common/status.h"
+#include "proto/config.pb.h"
+
+namespace neardup::cluster {
+
+struct SupervisorOptions {
+  std::string binary;          // the neardup binary the members run
+  std::string config_path;     // passed to every member (--config); empty: none
+  pb::NeardupConfig config;    // defaults filled: cluster, tier1_server, tier2_server sections
+};
+
+class Supervisor {
+ public:
+  explicit Supervisor(SupervisorOptions options);
+  ~Supervisor();
+
+  // Starts every member and waits (cluster.start_timeout_ms) until all are healthy. Errors:
+  // IoError when a directory cannot be made or a process cannot start; DeadlineExceeded naming
+  // the member that did not come up (its log's last lines included); the members started are
+  // stopped again.
+  Status Start();
+  // The API's base URL (http://host:port), once started.
+  const std::string& api() const { return api_; }
+  // Supervises until RequestStop(): restarts members that die. Then stops them all.
+  void Run();
+  void RequestStop() { stop_ = true; }
+
+ private:
+  struct Member {
+    std::string name, role, store, address;
+    std::vector<std::string> args;  // without the binary
+    pid_t pid = 0;
+    uint32_t restarts = 0;
+    uint32_t backoff_ms = 0;
+    std::chrono::steady_clock::time_point started, restart_at;
+  };
+  Status Spawn(Member& m);
+  // Waits until `m` answers (its port file, then /healthz or a TCP connect) or the deadline.
+  Status WaitHealthy(Member& m, std::chrono::steady_clock::time_point deadline);
+  void StopAll();
+  void Publish();
+  std::string Path(const std::string& name) const;
+
+  const SupervisorOptions o_;
+  std::vector<Member> members_;  // tier2-0..N-1, then tier1
+  std::string api_;
+  std::unique_ptr<Membership> membership_;
+  uint32_t shards_ = 0;
+  uint64_t map_generation_ = 0;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace neardup::cluster
