@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
+#include "document/crawl_reader.h"
 #include "proto/api.pb.h"
 
 namespace neardup::cluster {
@@ -152,7 +153,8 @@ asio::awaitable<HttpResponse> HttpApi::Route(HttpRequest& request, Endpoint* e) 
   }
   if (path == "/v1/status") {
     *e = kStatus;
-    if (m != http::verb::get) co_return Error(request, 405, "use GET");
+    if (m == http::verb::post) co_return co_await Probe(request);
+    if (m != http::verb::get) co_return Error(request, 405, "use GET or POST");
     co_return Status(request, QueryParam(target, "url"));
   }
   if (path.rfind("/v1/groups/", 0) == 0) {
@@ -207,7 +209,31 @@ asio::awaitable<HttpResponse> HttpApi::Ingest(HttpRequest& request, bool is_dele
 
 HttpResponse HttpApi::Status(const HttpRequest& request, const std::string& url) {
   if (url.empty()) return Error(request, 400, "GET /v1/status needs ?url=");
-  StatusOr<PageStatus> s = service_->Query(url);
+  return StatusReply(request, url, service_->Query(url));
+}
+
+asio::awaitable<HttpResponse> HttpApi::Probe(HttpRequest& request) {
+  // Signing and comparing are work: off the network threads.
+  // (co_spawn's result must be default-constructible: a pair, not a StatusOr.)
+  auto [status, answer] = co_await asio::co_spawn(
+      *work_,
+      [this, &request]() -> asio::awaitable<std::pair<neardup::Status, PageStatus>> {
+        StatusOr<PageStatus> p = service_->Probe(request.body());
+        if (!p.ok()) co_return std::make_pair(p.status(), PageStatus());
+        co_return std::make_pair(neardup::Status::Ok(), *p);
+      },
+      asio::use_awaitable);
+  const StatusOr<PageStatus> s = status.ok() ? StatusOr<PageStatus>(answer) : StatusOr<PageStatus>(status);
+  std::string url;
+  if (!s.ok()) co_return StatusReply(request, url, s);
+  CrawlRecord r;
+  std::string_view line = request.body();
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (ParseCrawlRecord(line, &r).ok()) url = r.url;
+  co_return StatusReply(request, url, s);
+}
+
+HttpResponse HttpApi::StatusReply(const HttpRequest& request, const std::string& url, const StatusOr<PageStatus>& s) {
   if (!s.ok()) return Error(request, s.status().code() == StatusCode::kInvalidArgument ? 400 : 500, s.status().message());
   const tier1::StatusAnswer& a = s->answer;
   pb::StatusReply r;

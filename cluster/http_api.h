@@ -7,6 +7,8 @@
 //                              backpressure bounds; 503 when the log failed or the server stops
 //   DELETE /v1/pages?url=U     the page is gone (a `gone` record through the same path) -> 202
 //   GET    /v1/status?url=U    -> 200 StatusReply (pending pages carry their completeness)
+//   POST   /v1/status          one crawl record with its content: what its status would be, from
+//                              the committed state (Tier1Service::Probe); nothing is stored
 //   GET    /v1/groups/{id}     -> 200 GroupReply, 404 for an unknown group
 //   GET    /healthz            -> 200 {"status":"ok"}, or 503 with the reason
 //   GET    /metrics            -> Prometheus text exposition (version 0.0.4)
@@ -50,6 +52,8 @@ class HttpApi {
   boost::asio::awaitable<HttpResponse> Route(HttpRequest& request, Endpoint* endpoint);
   boost::asio::awaitable<HttpResponse> Ingest(HttpRequest& request, bool is_delete, const std::string& url);
   HttpResponse Status(const HttpRequest& request, const std::string& url);
+  boost::asio::awaitable<HttpResponse> Probe(HttpRequest& request);
+  HttpResponse StatusReply(const HttpRequest& request, const std::string& url, const StatusOr<PageStatus>& s);
   HttpResponse Group(const HttpRequest& request, const std::string& id);
   HttpResponse Metrics(const HttpRequest& request);
   bool Authorized(const HttpRequest& request) const;

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "cluster/http_client.h"
@@ -213,6 +214,39 @@ TEST_F(HttpApiTest, TheCrawlIsAnsweredAndGroupsAreListed) {
   r = client_->Request("GET", "/v1/groups/999999999", "");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 404u);
+
+  // POST /v1/status: the question before storing. The page's own record: its answer, verified on
+  // the content given. The same content under a new URL: a duplicate of that group, found in
+  // Tier 2. New words: unique. Nothing is stored.
+  std::string record;
+  std::istringstream crawl(Crawl());
+  for (std::string line; std::getline(crawl, line);) {
+    if (line.find("\"https://nocucoos.fr/p/1181\"") != std::string::npos) record = line;
+  }
+  ASSERT_FALSE(record.empty());
+  r = client_->Request("POST", "/v1/status", record);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find("\"status\":\"duplicate\""), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("\"group\":\"" + group + "\""), std::string::npos) << r->body;
+  std::string copy = record;
+  copy.replace(copy.find("https://nocucoos.fr/p/1181"), 26, "http://new.example/copy/1");
+  r = client_->Request("POST", "/v1/status", copy);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find("\"status\":\"duplicate\""), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("\"group\":\"" + group + "\""), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("\"verified\":true"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("\"completeness\":1"), std::string::npos) << r->body;
+  r = client_->Request("POST", "/v1/status",
+                       "{\"url\":\"http://new.example/2\",\"text\":\"quartz zebra umbrella violin kettle lantern "
+                       "meadow harbor pepper saddle\"}");
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find("\"status\":\"unique\""), std::string::npos) << r->body;
+  r = client_->Request("POST", "/v1/status", "{\"url\":\"http://new.example/3\"}");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400u) << r->body;
+  r = client_->Request("GET", "/v1/status?url=" + UrlEncode("http://new.example/copy/1"), "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find("\"status\":\"unknown\""), std::string::npos) << r->body;
 }
 
 // The exposition passes Prometheus's own checker (Debian's prometheus package: promtool).

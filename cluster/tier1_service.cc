@@ -10,6 +10,9 @@
 #include "common/json_write.h"
 #include "common/thread_priority.h"
 #include "document/crawl_reader.h"
+#include "document/html_text.h"
+#include "document/shingle.h"
+#include "document/signature.h"
 
 namespace neardup::cluster {
 namespace fs = std::filesystem;
@@ -145,6 +148,7 @@ void Tier1Service::Opened(const View& view) {
   std::unique_lock lock(view_mu_);
   view_ = view;
   map_generation_ = view.map->proto().generation();
+  threshold_ = view.threshold;
   signatures_ = std::make_unique<pipeline::ShardSetSignatures>(*view.map, *view.shards);
   std::lock_guard sl(stats_mu_);
   stats_.loop_running = true;
@@ -276,7 +280,90 @@ StatusOr<PageStatus> Tier1Service::Query(const std::string& url) {
   std::shared_lock lock(view_mu_);
   out.map_generation = map_generation_;
   if (out.answer.status == tier1::StatusAnswer::kPending) return out;
-  RETURN_IF_ERROR(tier1::AnswerCommitted(*groups_, signatures_.get(), o_.threshold, url, nullptr, &out.answer));
+  RETURN_IF_ERROR(tier1::AnswerCommitted(*groups_, signatures_.get(), threshold_, url, nullptr, &out.answer));
+  return out;
+}
+
+StatusOr<PageStatus> Tier1Service::Probe(std::string_view record) {
+  CrawlRecord r;
+  std::string_view line = record;
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  RETURN_IF_ERROR(ParseCrawlRecord(line, &r));
+  if (r.is_redirect()) return Query(r.url);  // a redirect has no content to compare
+  // Sign as the batch loop does: the visible text of HTML, words, shingles.
+  thread_local std::unique_ptr<HtmlToText> extractor;
+  if (extractor == nullptr) {
+    ASSIGN_OR_RETURN(extractor, HtmlToText::Create());
+  }
+  std::string text;
+  std::string_view body = r.body;
+  if (r.is_html) {
+    RETURN_IF_ERROR(extractor->Extract(r.body, &text));
+    body = text;
+  }
+  PageStatus out;
+  std::shared_lock lock(view_mu_);
+  out.map_generation = map_generation_;
+  if (view_.shards == nullptr) {
+    out.completeness = 0;  // no shard to ask while the loop is down: Tier 1's knowledge only
+  }
+  const SignerOptions& so = view_.shards != nullptr ? view_.signer : o_.signer;
+  PageFeatures f;
+  Signer(so).Sign(body, &f);
+  const pb::PageSignature sig = ToProto(r.url, f, so);
+  // The stored version: answered from the page's group, verified on the content given.
+  pb::Tier1Page page;
+  if (groups_->GetPage(r.url, &page).ok() && page.crawled() && page.content_digest() == sig.content_digest()) {
+    RETURN_IF_ERROR(tier1::AnswerCommitted(*groups_, signatures_.get(), threshold_, r.url, &sig, &out.answer));
+    out.completeness = 1;
+    return out;
+  }
+  if (view_.shards == nullptr || f.shingles.empty()) {
+    out.answer.status = tier1::StatusAnswer::kUnique;  // no words, or no shard: nothing found similar
+    return out;
+  }
+  const auto v = view_.map->VectorOf(f);
+  std::vector<uint32_t> routed;
+  view_.map->RouteShards(v, &routed);
+  double total = 0, answered = 0;
+  const tier2::ResidentMatch* best = nullptr;
+  std::vector<tier2::CompareResult> results(routed.size());
+  const tier2::ShardPage probe{&sig, false, /*validated=*/true};
+  for (size_t i = 0; i < routed.size(); ++i) {
+    const double w = std::max<double>(1, static_cast<double>(view_.shards->Stats(routed[i]).resident_pages));
+    total += w;
+    if (!view_.shards->Compare(routed[i], std::span(&probe, 1), view_.threshold, &results[i]).ok()) continue;
+    answered += w;
+    for (const auto& m : results[i].resident) {
+      if (m.url == r.url) continue;  // its own stored version
+      if (best == nullptr || m.similarity > best->similarity || (m.similarity == best->similarity && m.url < best->url)) best = &m;
+    }
+  }
+  out.completeness = total > 0 ? answered / total : 1;
+  if (best == nullptr) {
+    out.answer.status = tier1::StatusAnswer::kUnique;
+    return out;
+  }
+  // The best match's group, and the page's similarity to that group's winner.
+  tier1::StatusAnswer of_match;
+  RETURN_IF_ERROR(tier1::AnswerCommitted(*groups_, signatures_.get(), threshold_, best->url, nullptr, &of_match));
+  out.answer.group = of_match.group;
+  out.answer.winner_url = of_match.winner_url;
+  out.answer.group_members = of_match.group_members;
+  pb::Tier1Page winner;
+  StatusOr<pb::PageSignature> wsig = NotFound("no winner");
+  if (!of_match.winner_url.empty() && groups_->GetPage(of_match.winner_url, &winner).ok() && winner.has_signature()) {
+    wsig = signatures_->Fetch(of_match.winner_url, winner.home_cell());
+  }
+  if (!wsig.ok()) {
+    out.answer.status = tier1::StatusAnswer::kDuplicate;  // of its best match's group; not verified
+    return out;
+  }
+  const double sim = Jaccard(std::span<const uint64_t>(sig.shingles().data(), static_cast<size_t>(sig.shingles_size())),
+                             std::span<const uint64_t>(wsig->shingles().data(), static_cast<size_t>(wsig->shingles_size())));
+  out.answer.verified = true;
+  out.answer.similarity_to_winner = sim;
+  out.answer.status = sim >= threshold_ - 1e-9 ? tier1::StatusAnswer::kDuplicate : tier1::StatusAnswer::kUnique;
   return out;
 }
 

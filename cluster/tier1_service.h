@@ -100,6 +100,14 @@ class Tier1Service : public pipeline::IngestFeed {
 
   // InvalidArgument for a URL that is not an absolute http(s) URL; IoError/Corruption from the store.
   StatusOr<PageStatus> Query(const std::string& url);
+  // The crawler's question before it stores a page: what the page's status would be with this
+  // content, from the committed state, changing nothing. Unchanged content (the stored version's
+  // digest) is answered as Query, verified on the content given. Otherwise the page is compared on
+  // the Tier 2 shards it routes to: its best match's group and winner, duplicate when it is as
+  // similar as the threshold to that winner, else unique; completeness is the share of the routed
+  // shards' pages that answered (0 while the batch loop is down and no shard can be asked).
+  // InvalidArgument for a record that does not parse (one JSON line, the crawl record format).
+  StatusOr<PageStatus> Probe(std::string_view record);
   // NotFound for an unknown group.
   StatusOr<GroupView> Group(uint64_t id);
   Tier1ServiceStats Stats();
@@ -143,6 +151,7 @@ class Tier1Service : public pipeline::IngestFeed {
   // The open run's view (Opened..Closing): readers hold view_mu_ shared.
   std::shared_mutex view_mu_;
   View view_;  // guarded by view_mu_
+  double threshold_ = o_.threshold;  // the store's, once a run opened it; guarded by view_mu_
   std::unique_ptr<pipeline::ShardSetSignatures> signatures_;  // guarded by view_mu_
 
   // Pending URLs: each with the end offset of its latest acknowledged record; ordered by offset
