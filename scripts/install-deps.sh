@@ -20,6 +20,7 @@ PACKAGES=(
   libgoogle-perftools-dev             # tcmalloc: the neardup binary's allocator
   libboost1.81-dev                    # Boost.Asio: the servers and clients between the tiers
   python3-scrapy                      # clients/scrapy: the Scrapy middleware's end-to-end test
+  prometheus                          # promtool: a test checks the /metrics exposition
 )
 if [ "${1:-}" = "experiments" ]; then
   PACKAGES+=(gnuplot-nox)             # PNG plots of experiments/results/*.csv

@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# The whole test suite: release build + ctest, the same suite under ASan+UBSan, then the concurrent
-# code's tests (row store, worker pools, shards, the pipeline end to end) under ThreadSanitizer.
-# Set NEARDUP_SKIP_SANITIZE=1 to run only the release suite.
+# The whole test suite: the optimised binary's end-to-end tests (ctest label e2e), every test
+# under ASan+UBSan, then the concurrent code's tests (row store, worker pools, shards, the pipeline,
+# the servers and the HTTP API) under ThreadSanitizer.
+# Set NEARDUP_SKIP_SANITIZE=1 to run every test on the optimised build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-bash scripts/build.sh release
-(cd build && ctest --output-on-failure -j2 --timeout 600)
-if [ "${NEARDUP_SKIP_SANITIZE:-0}" != "1" ]; then
+if [ "${NEARDUP_SKIP_SANITIZE:-0}" = "1" ]; then
+  bash scripts/build.sh release
+  (cd build && ctest --output-on-failure -j2 --timeout 600)
+else
+  # The optimised binary end to end (label e2e); every test, unit tests included, runs under the
+  # sanitizers below, with asserts alive.
+  bash scripts/build.sh release neardup e2e_tests
+  (cd build && ctest --output-on-failure -j2 --timeout 600 -L e2e)
   bash scripts/build.sh sanitize
   (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j2 --timeout 900)
-  concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_compare_test shard_write_test pipeline_test remote_shard_set_test store_test)
+  concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_compare_test shard_write_test pipeline_test
+              remote_shard_set_test store_test ingest_log_test http_api_test service_test)
   bash scripts/build.sh tsan "${concurrent[@]}"
   # LevelDB is not built with ThreadSanitizer: what it does inside its own library is not checked.
   (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \
-     ctest --output-on-failure -j2 --timeout 900 -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|StoreTest)\.')
+     ctest --output-on-failure -j2 --timeout 900 -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|StoreTest|IngestLog|HttpApiTest|ServiceTest)\.')
 fi
 echo "test.sh: suite finished in $(( $(date +%s) - start ))s"
