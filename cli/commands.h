@@ -23,5 +23,6 @@ void RegisterCluster(CLI::App& app, int* exit_code);      // cluster up / down (
 int StatusOverHttp(const std::string& server, const std::vector<std::string>& urls);
 void RegisterRun(CLI::App& app, int* exit_code);       // run, check, accuracy (run_command.cc)
 void AddBenchStatus(CLI::App* bench, int* exit_code);  // run_command.cc
+void AddBenchStatusHttp(CLI::App* bench, int* exit_code);  // bench_service.cc
 
 }  // namespace neardup::cli

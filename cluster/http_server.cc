@@ -103,7 +103,11 @@ class HttpServerImpl final : public HttpServer {
       --open_;
       co_return;
     }
+    // Beast reads at most the buffer's free room (and 64 KB): with the few hundred bytes a
+    // request's header leaves, a large body came in thousands of small reads, each a system call
+    // and a timer (5 MB took 1.8 s). Room for 64 KB per connection reads it in 0.2 s.
     beast::flat_buffer buffer;
+    buffer.reserve(64 << 10);
     bool first = true;
     for (;;) {
       http::request_parser<http::string_body> parser;
