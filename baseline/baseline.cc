@@ -68,7 +68,7 @@ StatusOr<BaselineResult> RunBaseline(const BaselineOptions& options) {
   auto id_of = [&](const std::string& url) -> uint32_t {
     auto [it, inserted] = ids.try_emplace(url, static_cast<uint32_t>(res.pages.size()));
     if (inserted) {
-      res.pages.push_back(BaselinePage{url, 0, false, false, 0});
+      res.pages.push_back(BaselinePage{url, 0, false, false, false, 0});
       sets.emplace_back();
       redirect.push_back(-1);
     }
@@ -79,12 +79,19 @@ StatusOr<BaselineResult> RunBaseline(const BaselineOptions& options) {
   sign_options.reader = options.reader;
   sign_options.threads = threads;
   if (options.progress) sign_options.progress_label = "baseline: read+sign";
-  // The last record of a URL wins: a recrawl replaces content, a redirect drops it.
+  // The last record of a URL wins: a recrawl replaces content, a redirect drops it, a gone record
+  // removes the URL (as if never crawled; what redirects to it still leads to it).
   RETURN_IF_ERROR(SignCrawl(options.input, sign_options, [&](CrawlRecord& rec, PageFeatures& f) {
     const uint32_t id = id_of(rec.url);
-    res.pages[id].crawled = true;
+    res.pages[id].crawled = !rec.gone;
+    res.pages[id].gone = rec.gone;
     (rec.is_html ? res.html_bytes : res.text_bytes) += rec.body.size();
-    if (rec.is_redirect()) {
+    if (rec.gone) {
+      res.pages[id].redirect = false;
+      res.pages[id].shingles = 0;
+      redirect[id] = -1;
+      std::vector<uint64_t>().swap(sets[id]);
+    } else if (rec.is_redirect()) {
       const uint32_t target = id_of(rec.redirect_to);
       res.pages[id].redirect = true;
       res.pages[id].shingles = 0;
@@ -102,6 +109,7 @@ StatusOr<BaselineResult> RunBaseline(const BaselineOptions& options) {
   res.read_sign_seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
   for (const auto& p : res.pages) {
+    if (p.gone) ++res.gone_pages;
     if (!p.crawled) continue;
     if (p.redirect) ++res.redirect_pages;
     else {

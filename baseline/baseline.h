@@ -2,10 +2,12 @@
 // against (the paper's Section 6.3).
 //
 // Reads a crawl, keeps the last version of every URL (a recrawl replaces the earlier record; a
-// page that turned into a redirect stops being compared), signs every content page, finds every
-// pair with exact Jaccard >= threshold (all_pairs.h), and forms groups as connected components
-// of those pairs plus redirects: a redirecting URL joins its target's group, through chains and
-// cycles alike (cycles are counted and reported, never followed forever).
+// page that turned into a redirect stops being compared; a page whose last record says it is gone
+// is removed: it is as if never crawled, like a redirect target without a record of its own),
+// signs every content page, finds every pair with exact Jaccard >= threshold (all_pairs.h), and
+// forms groups as connected components of those pairs plus redirects: a redirecting URL joins its
+// target's group, through chains and cycles alike (cycles are counted and reported, never
+// followed forever), a gone target included (its redirecting URLs stay together, without it).
 //
 //   BaselineOptions o; o.input = "crawl.jsonl"; o.threshold = 0.9;
 //   ASSIGN_OR_RETURN(BaselineResult r, RunBaseline(o));
@@ -36,18 +38,21 @@ struct BaselineOptions {
 struct BaselinePage {
   std::string url;
   uint32_t group = 0;         // group id: index (in first-seen order) of the group's first URL
-  bool crawled = false;       // false for a redirect target that has no record of its own
+  bool crawled = false;       // false for a redirect target that has no record of its own, or a gone URL
   bool redirect = false;      // its latest record is a redirect
+  bool gone = false;          // its latest record says it is gone (404/410): not crawled
   uint32_t shingles = 0;
 };
 
 struct BaselineResult {
-  std::vector<BaselinePage> pages;  // every URL seen (records and redirect targets), first-seen order
+  // Every URL seen (records, gone ones included, and redirect targets), in first-seen order.
+  std::vector<BaselinePage> pages;
   std::vector<SimilarPair> pairs;   // indices into pages
   uint64_t records = 0;             // good records read (including recrawls)
   uint64_t content_pages = 0;       // crawled URLs whose latest record has content
   uint64_t redirect_pages = 0;      // crawled URLs whose latest record is a redirect
   uint64_t empty_pages = 0;         // content pages with no words
+  uint64_t gone_pages = 0;          // URLs whose latest record says gone (not crawled)
   uint64_t redirect_cycles = 0;     // distinct cycles among redirects
   uint64_t groups = 0;              // groups over crawled URLs
   uint64_t multi_groups = 0;        // groups with >= 2 crawled URLs

@@ -85,14 +85,14 @@ void RegisterBaseline(CLI::App& app, int* exit_code) {
     const double pps = r->total_seconds > 0 ? r->records / r->total_seconds : 0;
     std::fprintf(stderr,
                  "baseline: %s\n"
-                 "baseline: %llu content pages, %llu redirects, %llu empty, %llu redirect cycles\n"
+                 "baseline: %llu content pages, %llu redirects, %llu empty, %llu gone, %llu redirect cycles\n"
                  "baseline: threshold %.3g, k %d: %llu pairs, %llu groups (%llu with 2+ pages)\n"
                  "baseline: join: %llu shingles, %llu in 2+ pages, %llu postings, %llu candidates verified\n"
                  "baseline: %.2fs total (read+sign %.2fs, order %.2fs, join %.2fs), %.0f records/s, peak RSS %.1f MiB\n",
                  SummarizeReader(r->reader).c_str(), (unsigned long long)r->content_pages,
                  (unsigned long long)r->redirect_pages, (unsigned long long)r->empty_pages,
-                 (unsigned long long)r->redirect_cycles, o.threshold, o.signer.k, (unsigned long long)r->pairs.size(),
-                 (unsigned long long)r->groups, (unsigned long long)r->multi_groups, (unsigned long long)j.tokens,
+                 (unsigned long long)r->gone_pages, (unsigned long long)r->redirect_cycles, o.threshold, o.signer.k,
+                 (unsigned long long)r->pairs.size(), (unsigned long long)r->groups, (unsigned long long)r->multi_groups, (unsigned long long)j.tokens,
                  (unsigned long long)j.frequent_tokens, (unsigned long long)j.indexed_entries,
                  (unsigned long long)j.candidates, r->total_seconds, r->read_sign_seconds, j.order_seconds,
                  j.join_seconds, pps, PeakRssBytes() / 1048576.0);

@@ -45,7 +45,7 @@ int BenchDocModel(const std::string& input, uint64_t max_records, int repeat) {
   std::vector<std::string> texts;
   std::vector<const CrawlRecord*> html_records;
   for (const auto& rec : records) {
-    if (rec.is_redirect()) continue;
+    if (!rec.has_content()) continue;
     if (rec.is_html) { html_records.push_back(&rec); html_bytes += rec.body.size(); ++html_docs; }
     else texts.push_back(rec.body);
   }

@@ -117,7 +117,7 @@ Status Tier2Bench::LoadSignatures(uint64_t needed) {
   std::set<std::string> urls;  // distinct URLs taken so far (bounded by `needed`)
   uint64_t taken = 0;
   so.keep = [&](const CrawlRecord& rec) {
-    if (rec.is_redirect() || urls.size() >= needed) return false;
+    if (!rec.has_content() || urls.size() >= needed) return false;
     urls.insert(rec.url);
     ++taken;
     return true;

@@ -26,6 +26,8 @@ void RegisterGenCrawl(CLI::App& app, int* exit_code) {
   cmd->add_option("--epoch", args->gen.epoch, "crawl epoch whose length mixture has drifted (see --length-drift)")->capture_default_str();
   cmd->add_option("--length-drift", args->gen.length_drift,
                   "per epoch: length spikes' weights x exp(+-d), body median x exp(d/2) (0 = no drift)")->capture_default_str();
+  cmd->add_option("--gone-share", args->gen.gone_share,
+                  "share of the recrawls that find the page gone (404/410), written as gone records")->capture_default_str();
   cmd->add_option("--shingle-k", args->gen.shingle_k, "k used for the truth file's jaccard_to_source")->capture_default_str();
   cmd->callback([args, exit_code] {
     auto open = [](const std::string& path) -> std::FILE* {
@@ -46,9 +48,10 @@ void RegisterGenCrawl(CLI::App& app, int* exit_code) {
     if (s.ok() && close_rc != 0) s = IoError("closing the output failed");
     if (!s.ok()) { spdlog::error("gen-crawl: {}", s.message()); *exit_code = s.code() == StatusCode::kInvalidArgument ? 2 : 1; return; }
     const double secs = progress.ElapsedSeconds();
-    spdlog::info("gen-crawl: {} records ({} content, {} redirects, {} recrawls, {} families), {:.1f} MB in {:.1f}s, peak RSS {:.0f} MiB",
-                 stats.records, stats.content_records, stats.redirect_records, stats.recrawl_records, stats.families,
-                 stats.bytes / 1e6, secs, PeakRssBytes() / 1048576.0);
+    spdlog::info("gen-crawl: {} records ({} content, {} redirects, {} gone, {} recrawls, {} families), {:.1f} MB in {:.1f}s, "
+                 "peak RSS {:.0f} MiB",
+                 stats.records, stats.content_records, stats.redirect_records, stats.gone_records, stats.recrawl_records,
+                 stats.families, stats.bytes / 1e6, secs, PeakRssBytes() / 1048576.0);
   });
 }
 

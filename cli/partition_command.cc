@@ -134,7 +134,9 @@ int RunRoute(const std::string& map_path, const std::string& input, const Shared
   Status s = SignCrawl(input, so, [&](CrawlRecord& rec, PageFeatures& f) {
     line.assign("{\"url\":");
     AppendJsonString(&line, rec.url);
-    if (rec.is_redirect()) {
+    if (rec.gone) {
+      line.append(",\"gone\":true}\n");
+    } else if (rec.is_redirect()) {
       line.append(",\"redirect\":true}\n");
     } else {
       const auto v = map->VectorOf(f);

@@ -245,7 +245,7 @@ void RegisterStatusCommand(CLI::App& app, int* exit_code) {
       so.reader = opts->reader;
       so.threads = opts->threads;
       Status s = SignCrawl(a->input, so, [&](CrawlRecord& r, PageFeatures& f) -> Status {
-        if (r.is_redirect() || (r.body.empty())) return answer(r.url, nullptr);
+        if (!r.has_content() || r.body.empty()) return answer(r.url, nullptr);
         const pb::PageSignature sig = ToProto(r.url, f, opts->signer);
         return answer(r.url, &sig);
       });

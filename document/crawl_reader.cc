@@ -53,15 +53,25 @@ Status ParseElement(simdjson::dom::element doc, CrawlRecord* out) {
   RETURN_IF_ERROR(OptionalString(obj, "html", &out->body, &has_html));
   RETURN_IF_ERROR(OptionalString(obj, "text", has_html ? &text : &out->body, &has_text));
   out->is_html = has_html;
-  if (out->is_redirect()) {
+  out->gone = false;
+  simdjson::dom::element e;
+  if (obj["gone"].get(e) == simdjson::SUCCESS && !e.is_null()) {
+    bool gone = false;
+    if (e.get_bool().get(gone) != simdjson::SUCCESS) return FieldError("gone", "must be a boolean (true or false)");
+    out->gone = gone;
+  }
+  if (out->gone) {
+    out->body.clear();
+    out->is_html = false;
+    out->redirect_to.clear();
+  } else if (out->is_redirect()) {
     out->body.clear();
     out->is_html = false;
   } else if (!has_html && !has_text) {
-    return InvalidArgument("needs 'html' or 'text' (or 'redirect_to')");
+    return InvalidArgument("needs 'html' or 'text' (or 'redirect_to', or 'gone': true)");
   }
 
   out->popularity = 0;
-  simdjson::dom::element e;
   if (obj["popularity"].get(e) == simdjson::SUCCESS && !e.is_null()) {
     double p;
     if (e.get_double().get(p) != simdjson::SUCCESS) return FieldError("popularity", "must be a number");

@@ -2,9 +2,12 @@
 //
 // One JSON object per line:
 //   url          required; absolute http:// or https:// URL
-//   html | text  one of them required unless redirect_to is given. With both, html is used and
-//                text ignored (html is the fetched page; text may be a lossy extract).
+//   html | text  one of them required unless redirect_to or gone is given. With both, html is
+//                used and text ignored (html is the fetched page; text may be a lossy extract).
 //   redirect_to  optional URL: this URL redirects there (content, if any, is ignored)
+//   gone         optional boolean (true or false, default false): true when the crawler got 404
+//                or 410 for the URL: the page no longer exists (content and redirect_to, if
+//                any, are ignored). false is the same as absent.
 //   popularity   optional number >= 0 (default 0)
 //   fetched_at   optional RFC 3339 time, e.g. "2024-06-03T00:09:48Z" or "...+02:00"
 //   market       optional string, e.g. "uk"
@@ -39,9 +42,10 @@ namespace neardup {
 
 struct CrawlRecord {
   std::string url;
-  std::string body;        // the html or text content (empty for a redirect)
+  std::string body;        // the html or text content (empty for a redirect or a gone page)
   bool is_html = false;    // body is HTML (true) or plain text (false)
-  std::string redirect_to; // empty when the page does not redirect
+  std::string redirect_to; // empty when the page does not redirect (always for a gone page)
+  bool gone = false;       // the URL answered 404/410: no content, no redirect
   double popularity = 0;
   std::optional<int64_t> fetched_at_ms;  // milliseconds since the Unix epoch, UTC
   std::string market;
@@ -49,6 +53,8 @@ struct CrawlRecord {
   uint64_t end_offset = 0; // bytes of the input up to and including this record's line
 
   bool is_redirect() const { return !redirect_to.empty(); }
+  // A content record (html or text, possibly without words): neither a redirect nor gone.
+  bool has_content() const { return !gone && redirect_to.empty(); }
 };
 
 struct CrawlReaderOptions {

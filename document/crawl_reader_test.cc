@@ -144,6 +144,54 @@ TEST(CrawlReader, RedirectsIncludingToItself) {
   EXPECT_THAT(r.bad[0].reason, HasSubstr("redirect_to"));
 }
 
+TEST(CrawlReader, GoneRecordsNeedNoContentAndIgnoreAnyGiven) {
+  ReadAll r("{\"url\":\"http://a.example/\",\"gone\":true}\n"
+            "{\"url\":\"http://b.example/\",\"gone\":true,\"text\":\"ignored\",\"redirect_to\":\"http://c.example/\","
+            "\"popularity\":3,\"market\":\"de\"}\n"
+            "{\"url\":\"http://c.example/\",\"gone\":false,\"text\":\"kept\"}\n"
+            "{\"url\":\"http://d.example/\",\"gone\":null,\"html\":\"<p>kept</p>\"}\n");
+  ASSERT_EQ(r.records.size(), 4u) << (r.bad.empty() ? "" : r.bad[0].reason);
+  EXPECT_TRUE(r.records[0].gone);
+  EXPECT_FALSE(r.records[0].has_content());
+  EXPECT_FALSE(r.records[0].is_redirect());
+  EXPECT_TRUE(r.records[0].body.empty());
+  EXPECT_TRUE(r.records[1].gone);
+  EXPECT_TRUE(r.records[1].body.empty());
+  EXPECT_FALSE(r.records[1].is_html);
+  EXPECT_TRUE(r.records[1].redirect_to.empty());
+  EXPECT_DOUBLE_EQ(r.records[1].popularity, 3);
+  EXPECT_EQ(r.records[1].market, "de");
+  // false, or null, is the same as absent.
+  EXPECT_FALSE(r.records[2].gone);
+  EXPECT_TRUE(r.records[2].has_content());
+  EXPECT_EQ(r.records[2].body, "kept");
+  EXPECT_FALSE(r.records[3].gone);
+  EXPECT_TRUE(r.records[3].is_html);
+  // The reader reuses the record it fills: a gone record leaves nothing behind for the next one.
+  CrawlRecord rec;
+  ASSERT_TRUE(ParseCrawlRecord(R"({"url":"http://a.example/","gone":true})", &rec).ok());
+  ASSERT_TRUE(ParseCrawlRecord(R"({"url":"http://a.example/","text":"back"})", &rec).ok());
+  EXPECT_FALSE(rec.gone);
+  EXPECT_EQ(rec.body, "back");
+}
+
+TEST(CrawlReader, MistypedGoneIsABadLine) {
+  ReadAll r("{\"url\":\"http://a.example/\",\"gone\":\"true\"}\n"
+            "{\"url\":\"http://b.example/\",\"gone\":1,\"text\":\"t\"}\n"
+            "{\"url\":\"http://c.example/\",\"gone\":[true]}\n"
+            "{\"url\":\"http://d.example/\",\"gone\":false}\n"  // not gone, and no content
+            "{\"url\":\"http://e.example/\",\"gone\":true}\n");
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0].url, "http://e.example/");
+  ASSERT_EQ(r.bad.size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.bad[i].line, static_cast<uint64_t>(i + 1));
+    EXPECT_THAT(r.bad[i].reason, HasSubstr("field 'gone' must be a boolean"));
+  }
+  EXPECT_EQ(r.bad[3].line, 4u);
+  EXPECT_THAT(r.bad[3].reason, HasSubstr("needs 'html' or 'text'"));
+}
+
 // Lines are parsed in place in the read buffer (1 MiB) when they lie whole in it, and copied when
 // they straddle its end: every record comes out the same either way, whatever its line ending.
 TEST(CrawlReader, LinesAcrossReadBufferBoundariesParseTheSame) {

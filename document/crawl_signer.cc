@@ -68,8 +68,8 @@ Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, co
       for (size_t i; (i = next.fetch_add(kChunk)) < got;) {
         for (size_t k = i; k < std::min(got, i + kChunk); ++k) {
           const CrawlRecord& rec = round[k];
-          std::string_view body = rec.is_redirect() ? std::string_view() : std::string_view(rec.body);
-          if (rec.is_html && !rec.is_redirect()) {
+          std::string_view body = rec.has_content() ? std::string_view(rec.body) : std::string_view();
+          if (rec.is_html && rec.has_content()) {
             if (Status s = extractors[w]->Extract(rec.body, &text); !s.ok()) { errors[w] = s; continue; }
             body = text;
           }

@@ -38,7 +38,8 @@ struct CrawlSignerOptions {
   std::function<StatusOr<bool>()> idle;
 };
 
-// For a redirect record the features are empty (no words). `record` and `features` may be moved from.
+// For a redirect or gone record the features are empty (no words). `record` and `features` may be
+// moved from.
 using SignedRecordSink = std::function<Status(CrawlRecord& record, PageFeatures& features)>;
 
 Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, const SignedRecordSink& sink,

@@ -116,7 +116,7 @@ StatusOr<Corpus> LoadCorpus(const PartitionExperimentOptions& o, const std::stri
       hashes.push_back(XXH3_64bits_withSeed(rec.url.data(), rec.url.size(), 0x53544142));
     }
     Page& p = pages[it->second];
-    p.alive = !rec.is_redirect() && !f.shingles.empty();
+    p.alive = rec.has_content() && !f.shingles.empty();
     std::copy(f.length_vector.begin(), f.length_vector.end(), p.w.begin());
     std::copy(f.shingle_vector.begin(), f.shingle_vector.end(), p.s.begin());
     if (keep_sets) p.set = std::move(f.shingles);

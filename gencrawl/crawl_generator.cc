@@ -20,6 +20,9 @@ Status GenerateCrawl(const CrawlGenOptions& options, std::FILE* crawl, std::FILE
   if (!(options.length_drift >= 0.0 && options.length_drift <= 0.2)) {
     return InvalidArgument("GenerateCrawl: length_drift must be in [0, 0.2], got " + std::to_string(options.length_drift));
   }
+  if (!(options.gone_share >= 0.0 && options.gone_share <= 1.0)) {
+    return InvalidArgument("GenerateCrawl: gone_share must be in [0, 1], got " + std::to_string(options.gone_share));
+  }
   if (options.epoch > 100) return InvalidArgument("GenerateCrawl: epoch must be in 0..100, got " + std::to_string(options.epoch));
   if (options.shingle_k < 1 || options.shingle_k > 16) {
     return InvalidArgument("GenerateCrawl: shingle_k must be in 1..16, got " + std::to_string(options.shingle_k));

@@ -8,7 +8,8 @@
 // What the crawl looks like (one JSON object per line, in fetch order):
 //   {"url":"https://www.example.com/news/slug-words-123.html", "fetched_at":"2024-06-03T00:09:48Z",
 //    "market":"us", "popularity":12.5, "text":"..."}            -- or "html":"..." instead of "text",
-//                                                                -- or "redirect_to":"<url>" instead.
+//                                                                -- or "redirect_to":"<url>" instead,
+//                                                                -- or "gone":true instead.
 //  - url: absolute http/https URL; static paths and dynamic ones with query strings and session ids.
 //  - fetched_at: RFC 3339 UTC, non-decreasing through the file, spread over 14 days from 2024-06-03.
 //  - market: "us", "uk", "de" or "fr"; the host ends in .com, .co.uk, .de or .fr accordingly.
@@ -49,6 +50,8 @@
 //   recrawl_rewrite     a later fetch with entirely new text (family -1)
 //   recrawl_to_redirect a later fetch of an earlier content URL that now redirects (to another
 //                       member of its family when it has one)
+//   recrawl_gone        a later fetch of an earlier content URL that answered 404 or 410 (only with
+//                       CrawlGenOptions::gone_share > 0); pages may still redirect to it
 //  family: the family id (0, 1, ...) for family pages and for recrawls of them; for a redirect, the
 //  family of the page it leads to; -1 otherwise.
 //  jaccard_to_source: the shingle Jaccard (k = shingle_k, computed with HashWords + ShingleSet +
@@ -57,8 +60,8 @@
 //  Omitted for originals, unique pages and redirects.
 //
 // Composition (approximately, for large `pages`): ~82% first fetches of content pages, of which
-// ~36% belong to a family of two or more pages; ~6% redirect records; ~12% recrawls. Very small
-// corpora (pages < 20) contain only content pages.
+// ~36% belong to a family of two or more pages; ~6% redirect records; ~12% recrawls (gone_share
+// of them gone records). Very small corpora (pages < 20) contain only content pages.
 //
 // Determinism: the output is a pure function of the options. The generator uses its own PRNG
 // (xoshiro256**), its own distributions and its own exp/log built from IEEE basic operations, so
@@ -93,12 +96,18 @@ struct CrawlGenOptions {
   // for another crawl. Epoch 0 or drift 0 gives exactly the bytes of the undrifted generator.
   uint32_t epoch = 0;
   double length_drift = 0;
+  // Share of the recrawls that find the page gone (404 or 410), written as {"url":..., ...,
+  // "gone":true} (kind recrawl_gone) instead of the recrawl planned. Drawn from a stream of its
+  // own: every other record is the same as with 0, which writes exactly the bytes of a generator
+  // without the option.
+  double gone_share = 0;
 };
 
 struct CrawlGenStats {
   uint64_t records = 0;           // lines written to the crawl (== options.pages)
   uint64_t content_records = 0;   // records with "html" or "text" (first fetches and recrawls)
   uint64_t redirect_records = 0;  // records with "redirect_to" (including recrawl_to_redirect)
+  uint64_t gone_records = 0;      // records with "gone": true (recrawl_gone)
   uint64_t recrawl_records = 0;   // recrawl_* records of every kind
   uint64_t families = 0;          // near-duplicate families (an original plus at least one member)
   uint64_t bytes = 0;             // bytes written to the crawl file
@@ -109,7 +118,7 @@ struct CrawlGenStats {
 // Errors:
 //   InvalidArgument  crawl is null; pages == 0 or pages > 100,000,000; html_share is not in
 //                    [0, 1] (or is NaN); shingle_k is not in 1..16; length_drift is not in
-//                    [0, 0.2]; epoch > 100.
+//                    [0, 0.2]; epoch > 100; gone_share is not in [0, 1].
 //   IoError          a write to either file failed (short fwrite, ferror, or fflush failure);
 //                    the files then hold a prefix of the output.
 Status GenerateCrawl(const CrawlGenOptions& options, std::FILE* crawl, std::FILE* truth, CrawlGenStats* stats);

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <set>
+#include <string>
 
 #include "gencrawl/test_corpus.h"
 
@@ -45,6 +47,59 @@ TEST(CrawlGeneratorTest, StatsMatchTheOutput) {
   EXPECT_EQ(out.stats.bytes, out.crawl.size());
   EXPECT_GT(out.stats.families, 0u);
   EXPECT_GT(out.stats.recrawl_records, 0u);
+}
+
+// gone_share turns some recrawls into gone records and changes nothing else: every other line is
+// the line of the crawl without gone records; each gone record is a later fetch of a URL fetched
+// with content before. 0 is the generator without the option.
+TEST(CrawlGeneratorTest, GoneShareTurnsRecrawlsIntoGoneRecordsAndChangesNothingElse) {
+  CrawlGenOptions o;
+  o.pages = 3000;
+  o.seed = 9;
+  const Output plain = Generate(o);
+  o.gone_share = 0;
+  EXPECT_EQ(Generate(o).crawl, plain.crawl);
+  o.gone_share = 0.5;
+  const Output gone = Generate(o);
+  ASSERT_TRUE(gone.status.ok());
+  EXPECT_EQ(gone.stats.records, 3000u);
+  EXPECT_EQ(gone.stats.content_records + gone.stats.redirect_records + gone.stats.gone_records, gone.stats.records);
+  EXPECT_EQ(gone.stats.recrawl_records, plain.stats.recrawl_records);
+  // About half of the ~12% recrawls.
+  EXPECT_GT(gone.stats.gone_records, 120u);
+  EXPECT_LT(gone.stats.gone_records, 240u);
+  const auto a = Lines(plain.crawl), b = Lines(gone.crawl);
+  const auto ta = Lines(plain.truth), tb = Lines(gone.truth);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(tb.size(), b.size());
+  simdjson::dom::parser parser;
+  std::set<std::string> fetched;  // URLs fetched with content so far
+  uint64_t gone_lines = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    simdjson::dom::element e;
+    ASSERT_EQ(parser.parse(std::string(b[i])).get(e), simdjson::SUCCESS);
+    const std::string url{std::string_view(e["url"])};
+    bool is_gone = false;
+    if (e["gone"].get_bool().get(is_gone) != simdjson::SUCCESS || !is_gone) {
+      EXPECT_EQ(a[i], b[i]) << "line " << i + 1;
+      EXPECT_EQ(ta[i], tb[i]) << "line " << i + 1;
+      if (e["redirect_to"].error() != simdjson::SUCCESS) fetched.insert(url);
+      continue;
+    }
+    ++gone_lines;
+    EXPECT_EQ(e["text"].error(), simdjson::NO_SUCH_FIELD);
+    EXPECT_EQ(e["html"].error(), simdjson::NO_SUCH_FIELD);
+    EXPECT_EQ(e["redirect_to"].error(), simdjson::NO_SUCH_FIELD);
+    EXPECT_EQ(fetched.count(url), 1u) << url << " is gone before it was fetched";
+    EXPECT_NE(tb[i].find("\"kind\":\"recrawl_gone\""), std::string_view::npos) << tb[i];
+    EXPECT_EQ(tb[i].find("jaccard_to_source"), std::string_view::npos) << tb[i];
+    simdjson::dom::element before;
+    ASSERT_EQ(parser.parse(std::string(ta[i])).get(before), simdjson::SUCCESS);
+    EXPECT_EQ(std::string_view(before["url"]), url) << "the recrawl it replaces has its URL";
+  }
+  EXPECT_EQ(gone_lines, gone.stats.gone_records);
+  o.gone_share = 1.01;
+  EXPECT_EQ(Generate(o).status.code(), StatusCode::kInvalidArgument);
 }
 
 TEST(CrawlGeneratorTest, TinyCorporaHaveExactlyThePagesAsked) {

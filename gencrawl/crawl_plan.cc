@@ -65,7 +65,10 @@ CrawlPlan PlanCrawl(const CrawlGenOptions& o) {
   }
   const uint32_t content_recs = static_cast<uint32_t>(p.recs.size());
   AddRedirects(&b, redirects, content_recs);
+  const uint32_t first_recrawl = static_cast<uint32_t>(p.recs.size());
   AddRecrawls(&b, recrawls, content_recs);
+  // From a stream of its own: the rest of the crawl is the same whatever the share.
+  if (o.gone_share > 0) MakeRecrawlsGone(&p, first_recrawl, o.gone_share, o.seed);
   while (p.recs.size() < n) b.AddUnique();  // tiny corpora: too few recrawl candidates
   return b.Finish();
 }

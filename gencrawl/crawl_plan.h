@@ -28,20 +28,20 @@ constexpr uint32_t kTraceSeconds = 14 * 86400;  // the crawl's span
 // Record kinds, as the truth file names them (crawl_generator.h describes each).
 enum Kind : uint8_t {
   kOriginal, kUnique, kExactCopy, kMirror, kBoilerplate, kEdit, kRedirect, kRedirectChain,
-  kRedirectCycle, kRecrawlUnchanged, kRecrawlSmallEdit, kRecrawlRewrite, kRecrawlToRedirect,
+  kRedirectCycle, kRecrawlUnchanged, kRecrawlSmallEdit, kRecrawlRewrite, kRecrawlToRedirect, kRecrawlGone,
 };
 inline constexpr const char* kKindNames[] = {"original", "unique", "exact_copy", "mirror", "boilerplate",
                                              "edit", "redirect", "redirect_chain", "redirect_cycle",
                                              "recrawl_unchanged", "recrawl_small_edit", "recrawl_rewrite",
-                                             "recrawl_to_redirect"};
+                                             "recrawl_to_redirect", "recrawl_gone"};
 
-enum Format : uint8_t { kText, kHtml, kRedirectOnly };
+enum Format : uint8_t { kText, kHtml, kRedirectOnly, kGoneOnly };
 
 struct Rec {
   double popularity;
   uint32_t time;         // seconds since the trace start
   uint32_t url;
-  uint32_t content;      // kNone for redirects
+  uint32_t content;      // kNone for redirects and gone records
   uint32_t target_url;   // redirect target, or kNone
   uint32_t src_content;  // content to measure jaccard_to_source against, or kNone
   int32_t family;
@@ -120,7 +120,8 @@ class PlanBuilder {
 };
 
 // The plan of the crawl `o` describes (options already validated): ~82% first fetches of content
-// pages (unique pages and families), ~6% redirect records, ~12% recrawls.
+// pages (unique pages and families), ~6% redirect records, ~12% recrawls (o.gone_share of them
+// gone records).
 CrawlPlan PlanCrawl(const CrawlGenOptions& o);
 
 }  // namespace neardup::gencrawl

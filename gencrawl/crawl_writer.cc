@@ -106,7 +106,10 @@ Status CrawlWriter::Write(std::FILE* crawl, std::FILE* truth, CrawlGenStats* sta
     out.append("\",\"popularity\":");
     AppendJsonNumber(&out, r.popularity);
     const std::string* own_text = nullptr;
-    if (r.format == kRedirectOnly) {
+    if (r.format == kGoneOnly) {
+      out.append(",\"gone\":true");
+      ++st.gone_records;
+    } else if (r.format == kRedirectOnly) {
       page.clear();
       urls_.Append(plan_.urls[r.target_url], &page);
       out.append(",\"redirect_to\":");

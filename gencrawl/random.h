@@ -35,7 +35,7 @@ inline uint64_t Mix(uint64_t a, uint64_t b) {
 enum Salt : uint64_t {
   kSaltPlan = 1, kSaltSlug, kSaltSession, kSaltVariant, kSaltBoilerplate, kSaltNav, kSaltFooter,
   kSaltNavWords, kSaltFooterWords, kSaltBlocks, kSaltWords, kSaltDeco, kSaltTemplate, kSaltPage,
-  kSaltHost,
+  kSaltHost, kSaltGone,
 };
 
 // xoshiro256**.

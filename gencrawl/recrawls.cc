@@ -89,4 +89,20 @@ uint64_t AddRecrawls(PlanBuilder* b, uint64_t count, uint32_t content_recs) {
   return count;
 }
 
+uint64_t MakeRecrawlsGone(CrawlPlan* plan, uint32_t first, double share, uint64_t seed) {
+  Rng rng(Mix(seed, kSaltGone));
+  uint64_t turned = 0;
+  for (size_t i = first; i < plan->recs.size(); ++i) {
+    Rec& r = plan->recs[i];
+    if (r.kind < kRecrawlUnchanged || !rng.Chance(share)) continue;
+    r.kind = kRecrawlGone;
+    r.format = kGoneOnly;
+    r.content = kNone;
+    r.target_url = kNone;
+    r.src_content = kNone;
+    ++turned;
+  }
+  return turned;
+}
+
 }  // namespace neardup::gencrawl

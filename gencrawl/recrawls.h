@@ -1,7 +1,7 @@
 // Recrawls: later fetches of earlier content URLs, popular pages more often. A recrawl is
 // unchanged, a small edit (aiming at Jaccard 0.80..0.99 to the previous fetch), a rewrite (new
-// text), or a redirect (to another member of the page's family when it has one). A planning step
-// of PlanCrawl (crawl_plan.h).
+// text), a redirect (to another member of the page's family when it has one), or, with
+// CrawlGenOptions::gone_share, gone. A planning step of PlanCrawl (crawl_plan.h).
 #pragma once
 
 #include <cstdint>
@@ -14,5 +14,11 @@ namespace neardup::gencrawl {
 // pages), each at least 6 hours after the fetch it repeats; only pages fetched at least a day
 // before the crawl's end are candidates. Returns the number planned.
 uint64_t AddRecrawls(PlanBuilder* b, uint64_t count, uint32_t content_recs);
+
+// Turns each recrawl of recs[first, end) into a gone record (kRecrawlGone: the URL answered 404 or
+// 410; no content, no redirect) with probability `share`, drawing from its own stream
+// (Mix(seed, kSaltGone)), not the planning stream: every other record stays as it was. Returns
+// the number turned.
+uint64_t MakeRecrawlsGone(CrawlPlan* plan, uint32_t first, double share, uint64_t seed);
 
 }  // namespace neardup::gencrawl

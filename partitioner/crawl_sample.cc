@@ -39,7 +39,7 @@ StatusOr<CrawlSample> SampleCrawl(const std::string& input, const CrawlSampleOpt
       urls.push_back(rec.url);
     }
     Page& p = pages[it->second];
-    p.alive = !rec.is_redirect();
+    p.alive = rec.has_content();  // the last record of a URL wins: a redirect or gone record drops it
     p.words = std::move(f.length_vector);
     p.shingles = std::move(f.shingle_vector);
     return Status::Ok();

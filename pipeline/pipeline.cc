@@ -143,7 +143,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
       if (b.records.empty()) batch_started = SteadyClock::now();
       b.cell.push_back(0);
       b.shards.emplace_back();
-      if (!r.is_redirect()) {
+      if (r.has_content()) {
         const auto v = map_->VectorOf(f);
         b.cell.back() = map_->Home(v);
         if (!f.shingles.empty()) map_->RouteShards(v, &b.shards.back());
@@ -259,6 +259,8 @@ std::string FormatSummary(const PipelineSummary& s) {
                    s.batches, s.redone_shard_batches, s.status_lines_rewritten);
   o += fmt::format("pages              {} new, {} unchanged, {} changed, {} redirects, {} empty, {} superseded in batch\n",
                    s.new_pages, s.unchanged, s.changed, s.redirects, s.empty, s.superseded);
+  o += fmt::format("gone               {} pages removed, {} gone records for URLs the store did not hold\n", s.gone,
+                   s.gone_unknown);
   o += fmt::format("tier 1 fast path   {} of {} changed pages ({:.1f}%) kept without Tier 2\n", s.fast_path, s.changed,
                    100.0 * s.fast_path_share());
   o += fmt::format("tier 2             {} pages compared, {} page-shard sends over {} shards ({} cells), {} candidates, "

@@ -5,19 +5,21 @@
 //   1. sign the records (all cores; document/crawl_signer.h) and place each content page with the
 //      partition map: its home cell, and the shards it must be compared on;
 //   2. Tier 1 classifies: unchanged or still similar to its group's representative -> stays;
-//      new, changed or a former redirect -> Tier 2;
+//      new, changed or a former redirect -> Tier 2; a gone record (404/410) -> removed in step 4;
 //   3. Tier 2: every shard compares the pages routed to it, in parallel (tier2/shard.h);
-//   4. Tier 1 applies cases 1-3 and commits, with the pipeline's progress, atomically; meanwhile
+//   4. Tier 1 removes the gone pages, applies cases 1-3 and commits, with the pipeline's progress
+//      and the Tier 2 removals it owes (gone pages, redirects, moves), atomically; meanwhile
 //      the shards stage the batch's home pages (tier2/shard.h: Shard::Stage, most of the work of
 //      storing them; nothing of it is visible or durable yet);
-//   5. the shards store what they staged and drop what moved away, each tagged with the batch
-//      number, in the background: step 6 and the next batch's step 2 go on meanwhile, and see
-//      the batch as stored (Tier 1 reads its signatures from the batch, not the shards); the
+//   5. the shards store what they staged and drop what moved away or is gone, each tagged with
+//      the batch number, in the background: step 6 and the next batch's step 2 go on meanwhile,
+//      and see the batch as stored (Tier 1 reads its signatures from the batch, not the shards); the
 //      next batch's step 3 waits until the shards answer with it (tier2/shard.h: Publish), not
 //      for their commit records, which follow once Tier 1's commit of the batch is durable
 //      (CommitPublished), while that step 3 runs; its step 4 waits for them;
-//   6. the status of every page of the batch is queried (verification against the winner),
-//      written to the status output, and groups past the rejection threshold are repaired.
+//   6. the status of every page of the batch is queried (verification against the winner; a gone
+//      page answers unknown), written to the status output, and groups past the rejection
+//      threshold are repaired.
 // A page's status line is written only after step 4 committed it: that is the acknowledgement.
 // Only the last committed batch can be missing from a shard, which is what a restart redoes.
 //
@@ -110,6 +112,9 @@ struct PipelineSummary {
   uint64_t tier2_verifications = 0;
   uint64_t tier2_pairs = 0;
   uint64_t redirects = 0, empty = 0, superseded = 0;
+  // Gone records (404/410) applied: pages removed (or, when pages redirect to them, left as
+  // placeholders without content), and records for URLs the store held no crawled page of.
+  uint64_t gone = 0, gone_unknown = 0;
   uint64_t merges = 0, moves = 0, new_groups = 0, redirect_cycles = 0;
   uint64_t verifications = 0, rejections = 0, repairs = 0, repair_splits = 0;
   uint64_t redone_shard_batches = 0;  // step 5 redone after a crash

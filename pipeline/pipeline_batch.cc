@@ -65,7 +65,8 @@ Status Pipeline::Redo(Batch& b) {
   } else {
     std::unordered_map<std::string_view, size_t> last;
     for (size_t i = 0; i < b.records.size(); ++i) {
-      if (b.records[i].is_redirect()) classes[i] = Classification::kRedirect;
+      if (b.records[i].gone) classes[i] = Classification::kGone;
+      else if (b.records[i].is_redirect()) classes[i] = Classification::kRedirect;
       else if (b.signatures[i].shingles_size() == 0) classes[i] = Classification::kEmpty;
       auto [it, fresh] = last.emplace(b.records[i].url, i);
       if (!fresh) classes[it->second] = Classification::kSuperseded, it->second = i;
@@ -203,7 +204,8 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
     PageUpdate& u = updates[i];
     u.url = r.url;
     u.redirect_to = r.redirect_to;
-    u.signature = r.is_redirect() ? nullptr : &b.signatures[i];
+    u.signature = r.has_content() ? &b.signatures[i] : nullptr;
+    u.gone = r.gone;
     u.home_cell = b.cell[i];
     u.popularity = r.popularity;
     u.market = r.market;
@@ -294,6 +296,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
       case Classification::kEmpty: ++sum_.empty; break;
       case Classification::kSuperseded: ++sum_.superseded; break;
       case Classification::kTier2: break;
+      case Classification::kGone: break;  // counted by Tier 1 (ApplyOutcome): removed, or unknown
     }
   }
 
@@ -334,6 +337,8 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   sum_.moves += outcome.moves;
   sum_.new_groups += outcome.new_groups;
   sum_.redirect_cycles += outcome.redirect_cycles;
+  sum_.gone += outcome.gone;
+  sum_.gone_unknown += outcome.gone_unknown;
   tier1_->SetPending({});
 
   StartShardWrites(std::move(batch), std::move(classes));

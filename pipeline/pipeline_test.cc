@@ -1,15 +1,22 @@
 // The pipeline through its seam: a ShardSet supplied by PipelineOptions::open_shards takes every
 // Tier 2 step, gives the groups the local shards give, and a failure of it stops the run so that a
-// restart finishes it with the same groups.
+// restart finishes it with the same groups. Gone records through the whole pipeline, with a crash
+// in the batch that carries them.
 #include "pipeline/pipeline.h"
 
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <atomic>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "pipeline/pipeline_test_util.h"
 #include "pipeline/shard_set.h"
+#include "tier1/tier1.h"
 
 namespace neardup::pipeline {
 namespace {
@@ -126,6 +133,228 @@ TEST(PipelineSeam, ShardSetFailureStopsTheRunAndARestartFinishesIt) {
   EXPECT_GT(resumed->skipped_records, 0u);
   EXPECT_EQ(ReadFile(o.groups_out), ReadFile(SampleRun(dir, "clean").groups_out));
   EXPECT_EQ(resumed->groups, clean->groups);
+}
+
+// ---- Gone records ------------------------------------------------------------------------------
+
+// A line of --out.
+struct OutPage {
+  uint64_t group = 0;
+  std::string winner, status;
+  bool crawled = true;
+};
+std::map<std::string, OutPage> ReadGroups(const std::string& path) {
+  std::map<std::string, OutPage> out;
+  simdjson::dom::parser parser;
+  std::istringstream in(ReadFile(path));
+  for (std::string line; std::getline(in, line);) {
+    simdjson::dom::element e;
+    if (parser.parse(line).get(e) != simdjson::SUCCESS) {
+      ADD_FAILURE() << path << ": not JSON: " << line;
+      continue;
+    }
+    OutPage p;
+    p.group = uint64_t(e["group"]);
+    p.winner = std::string(std::string_view(e["winner"]));
+    p.status = std::string(std::string_view(e["status"]));
+    bool crawled = true;
+    if (e["crawled"].get_bool().get(crawled) == simdjson::SUCCESS) p.crawled = crawled;
+    out.emplace(std::string(std::string_view(e["url"])), std::move(p));
+  }
+  return out;
+}
+
+// url -> the status line's "status" and "route" (the last line of the URL in the file).
+std::map<std::string, std::pair<std::string, std::string>> ReadStatusLines(const std::string& path) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  simdjson::dom::parser parser;
+  std::istringstream in(ReadFile(path));
+  for (std::string line; std::getline(in, line);) {
+    simdjson::dom::element e;
+    if (parser.parse(line).get(e) != simdjson::SUCCESS) continue;
+    out[std::string(std::string_view(e["url"]))] = {std::string(std::string_view(e["status"])),
+                                                   std::string(std::string_view(e["route"]))};
+  }
+  return out;
+}
+
+// A stopped run's store, read only: its group store and its shards.
+struct ReadOnly {
+  OpenedStore store;
+  std::unique_ptr<ShardSet> shards;
+};
+ReadOnly OpenReadOnly(const std::string& dir) {
+  ReadOnly r;
+  ShardSetOptions so;
+  so.layout.dir = dir;
+  pb::NeardupConfig config = DefaultConfig();
+  double threshold = 0;
+  SignerOptions signer;
+  auto opened = OpenStoreReadOnly(so.layout, {}, &config, &threshold, &signer);
+  EXPECT_TRUE(opened.ok()) << dir << ": " << opened.status().ToString();
+  if (!opened.ok()) return r;
+  r.store = std::move(*opened);
+  so.config = config;
+  so.shards = r.store.map->shards();
+  so.read_only = true;
+  auto shards = OpenLocalShardSet(so);
+  EXPECT_TRUE(shards.ok()) << shards.status().ToString();
+  if (shards.ok()) r.shards = std::move(*shards);
+  return r;
+}
+// How many of the shards hold a signature for `url` (Get succeeds; any other error than NotFound fails).
+int ShardsHolding(const ShardSet& shards, const std::string& url) {
+  int n = 0;
+  for (uint32_t m = 0; m < shards.size(); ++m) {
+    auto got = shards.Get(m, url);
+    if (got.ok()) ++n;
+    else EXPECT_EQ(got.status().code(), StatusCode::kNotFound) << got.status().ToString();
+  }
+  return n;
+}
+
+// The sample crawl, then a last batch of gone records: a group's winner, another group's loser, a
+// page other pages redirect to, and a URL never seen. Run whole, and run with the shards failing
+// that last batch (Tier 1 committed it; no shard did) then restarted: the restart redoes the
+// shards' part, removals included. Both end with the same store: the gone pages out of their
+// groups (a new winner for the first), out of every shard, out of --out (the redirect target kept
+// as a placeholder beside its redirects), their status lines unknown, the invariants holding.
+TEST(PipelineGone, GonePagesLeaveGroupsAndShardsAndACrashInTheirBatchIsRedone) {
+  test::TempDir dir;
+  ASSERT_TRUE(RunPipeline(SampleRun(dir, "base")).ok());
+  const auto base = ReadGroups(SampleRun(dir, "base").groups_out);
+
+  // The sample's last record per URL: content or redirect, and who redirects where.
+  const std::string sample = ReadFile(std::string(NEARDUP_SOURCE_DIR) + "/data/sample-crawl.jsonl");
+  ASSERT_FALSE(sample.empty());
+  ASSERT_EQ(sample.back(), '\n');
+  std::map<std::string, std::string> redirect_of;  // url -> target ("" for content)
+  {
+    simdjson::dom::parser parser;
+    std::istringstream in(sample);
+    for (std::string line; std::getline(in, line);) {
+      simdjson::dom::element e;
+      ASSERT_EQ(parser.parse(line).get(e), simdjson::SUCCESS);
+      std::string_view target;
+      if (e["redirect_to"].get_string().get(target) != simdjson::SUCCESS) target = "";
+      redirect_of[std::string(std::string_view(e["url"]))] = std::string(target);
+    }
+  }
+  std::set<std::string> targets;
+  for (const auto& [url, target] : redirect_of) {
+    if (!target.empty()) targets.insert(target);
+  }
+  auto content = [&](const std::string& url) {
+    auto it = redirect_of.find(url);
+    return it != redirect_of.end() && it->second.empty();
+  };
+  std::map<uint64_t, int> content_members;
+  for (const auto& [url, p] : base) content_members[p.group] += content(url);
+  std::string winner, loser, target;
+  for (const auto& [url, p] : base) {
+    if (!content(url) || targets.count(url) > 0) continue;
+    if (winner.empty() && p.status == "winner" && content_members[p.group] >= 3) winner = url;
+  }
+  ASSERT_FALSE(winner.empty()) << "the sample has no group of 3 content pages";
+  for (const auto& [url, p] : base) {
+    if (!content(url) || targets.count(url) > 0 || p.group == base.at(winner).group) continue;
+    if (loser.empty() && p.status == "duplicate") loser = url;
+  }
+  ASSERT_FALSE(loser.empty()) << "the sample has no second group with a duplicate";
+  for (const std::string& t : targets) {
+    if (content(t) && base.count(t) > 0 && base.at(t).group != base.at(winner).group &&
+        base.at(t).group != base.at(loser).group) {
+      target = t;
+      break;
+    }
+  }
+  ASSERT_FALSE(target.empty()) << "the sample has no crawled redirect target";
+  const std::string never = "http://never.example/gone";
+  {
+    ReadOnly before = OpenReadOnly(SampleRun(dir, "base").store);
+    ASSERT_NE(before.shards, nullptr);
+    for (const std::string& url : {winner, loser, target}) EXPECT_EQ(ShardsHolding(*before.shards, url), 1) << url;
+  }
+  const std::string input = dir.File("with-gone.jsonl");
+  {
+    std::ofstream out(input, std::ios::binary);
+    out << sample;
+    for (const std::string& url : {winner, loser, target, never}) {
+      out << R"({"url":")" << url << R"(","gone":true})" << "\n";
+    }
+  }
+
+  PipelineOptions clean_options = SampleRun(dir, "clean");
+  clean_options.input = input;
+  auto clean = RunPipeline(clean_options);
+  ASSERT_TRUE(clean.ok()) << clean.status().ToString();
+  EXPECT_EQ(clean->batches, 11u);
+  EXPECT_EQ(clean->gone, 3u);
+  EXPECT_EQ(clean->gone_unknown, 1u);
+  EXPECT_NE(FormatSummary(*clean).find("gone               3 pages removed, 1 gone records for URLs the store did not hold"),
+            std::string::npos)
+      << FormatSummary(*clean);
+
+  ObservedShardSet::Counts counts;
+  PipelineOptions o = SampleRun(dir, "crash");
+  o.input = input;
+  o.open_shards = [&](const ShardSetOptions& so) -> StatusOr<std::unique_ptr<ShardSet>> {
+    ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> inner, OpenLocalShardSet(so));
+    return std::unique_ptr<ShardSet>(new ObservedShardSet(std::move(inner), &counts, /*fail_batch=*/11));
+  };
+  auto failed = RunPipeline(o);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kIoError);
+  o.open_shards = nullptr;
+  auto resumed = RunPipeline(o);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_TRUE(resumed->input_complete);
+  EXPECT_EQ(resumed->skipped_records, clean->records);
+  EXPECT_EQ(resumed->redone_shard_batches, 3u) << "every shard missed the last batch";
+  EXPECT_EQ(resumed->status_lines_rewritten, 4u);
+  EXPECT_EQ(ReadFile(o.groups_out), ReadFile(clean_options.groups_out));
+  EXPECT_EQ(ReadFile(o.status_out), ReadFile(clean_options.status_out));
+
+  for (const std::string& store : {clean_options.store, o.store}) {
+    SCOPED_TRACE(store);
+    ReadOnly after = OpenReadOnly(store);
+    ASSERT_NE(after.shards, nullptr);
+    for (const std::string& url : {winner, loser, target, never}) EXPECT_EQ(ShardsHolding(*after.shards, url), 0) << url;
+    tier1::CheckReport report;
+    ASSERT_TRUE(tier1::CheckStore(*after.store.groups, &report).ok());
+    EXPECT_EQ(report.violation_count, 0u);
+    for (const std::string& v : report.violations) ADD_FAILURE() << "invariant: " << v;
+  }
+  const auto groups = ReadGroups(o.groups_out);
+  EXPECT_EQ(groups.count(winner), 0u);
+  EXPECT_EQ(groups.count(loser), 0u);
+  EXPECT_EQ(groups.count(never), 0u);
+  ASSERT_EQ(groups.count(target), 1u) << "pages redirect to it: it stays, a placeholder";
+  EXPECT_FALSE(groups.at(target).crawled);
+  EXPECT_EQ(groups.at(target).status, "unknown");
+  for (const auto& [url, to] : redirect_of) {
+    if (to == target) {
+      EXPECT_EQ(groups.at(url).group, groups.at(target).group) << url << " redirects to " << target;
+    }
+  }
+  // The winner's group lives on with another winner, one of its members.
+  size_t left = 0;
+  for (const auto& [url, p] : base) {
+    if (p.group != base.at(winner).group || url == winner) continue;
+    ++left;
+    ASSERT_EQ(groups.count(url), 1u) << url;
+    const std::string& w = groups.at(url).winner;
+    EXPECT_NE(w, winner);
+    ASSERT_EQ(groups.count(w), 1u) << w;
+    EXPECT_EQ(groups.at(w).group, groups.at(url).group);
+  }
+  EXPECT_GE(left, 2u);
+  const auto status = ReadStatusLines(o.status_out);
+  for (const std::string& url : {winner, loser, target, never}) {
+    ASSERT_EQ(status.count(url), 1u) << url;
+    EXPECT_EQ(status.at(url).first, "unknown") << url;
+    EXPECT_EQ(status.at(url).second, "gone") << url;
+  }
 }
 
 }  // namespace

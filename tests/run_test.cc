@@ -147,6 +147,69 @@ TEST_F(RunTest, RunMatchesBaseline) {
               worst_rer);
 }
 
+// Crawls where some recrawls find their page gone (gen-crawl --gone-share): the run against the
+// exact baseline over the pages that are not gone. Neither lists a gone URL as crawled; pages that
+// redirect to one stay together in both.
+TEST_F(RunTest, RunWithGoneRecordsMatchesBaseline) {
+  const int pages = kSlow ? 3000 : 5000;
+  const std::string crawl = Path("crawl-gone.jsonl");
+  const Outcome g = Neardup("gen-crawl --pages " + std::to_string(pages) + " --seed 36 --gone-share 0.5 --out " + crawl);
+  ASSERT_EQ(g.code, 0) << g.err;
+  // The URLs whose last record is gone.
+  std::set<std::string> gone;
+  {
+    simdjson::dom::parser parser;
+    std::ifstream in(crawl);
+    for (std::string line; std::getline(in, line);) {
+      simdjson::dom::element e;
+      ASSERT_EQ(parser.parse(line).get(e), simdjson::SUCCESS);
+      const std::string url{std::string_view(e["url"])};
+      bool is_gone = false;
+      if (e["gone"].get_bool().get(is_gone) == simdjson::SUCCESS && is_gone) gone.insert(url);
+      else gone.erase(url);
+    }
+  }
+  ASSERT_GT(gone.size(), static_cast<size_t>(pages) / 50) << "the crawl should have gone pages";
+  for (const double t : {0.9, 0.8}) {
+    const std::string ts = t == 0.9 ? "0.9" : "0.8";
+    const std::string base = Path("baseline-gone.jsonl");
+    const Outcome b = Neardup("--log-level warn baseline --input " + crawl + " --threshold " + ts + " --groups " + base);
+    ASSERT_EQ(b.code, 0) << b.err;
+    const auto base_groups = Groups(base);
+    for (const std::string& url : gone) EXPECT_EQ(base_groups.count(url), 0u) << url << " is gone, yet in the baseline";
+    for (const int batch : {1000, 97}) {
+      for (const int shards : {1, 4}) {
+        const std::string what = "threshold " + ts + ", batch " + std::to_string(batch) + ", shards " + std::to_string(shards);
+        SCOPED_TRACE(what);
+        const std::string store = Path("store-gone"), out = Path("groups-gone.jsonl");
+        fs::remove_all(store);
+        const Outcome r = Neardup("--log-level warn run --input " + crawl + " --store " + store + " --out " + out +
+                                  " --threshold " + ts + " --batch " + std::to_string(batch) + " --shards " +
+                                  std::to_string(shards) + " --routing exact");
+        ASSERT_EQ(r.code, 0) << r.err;
+        EXPECT_THAT(r.out, HasSubstr("gone               "));
+        EXPECT_THAT(r.out, ::testing::Not(HasSubstr("gone               0 pages removed"))) << r.out;
+        const Accuracy a = CompareGroups(out, base);
+        std::printf("[ run      ] gone pages, %s: %s\n", what.c_str(), a.line.c_str());
+        EXPECT_LE(a.rep, 0.005) << a.line;
+        EXPECT_LE(a.rer, 0.005) << a.line;
+        EXPECT_EQ(a.only_baseline, 0) << a.line;
+        EXPECT_EQ(a.only_system, 0) << a.line << ": the run lists pages as crawled that the baseline does not";
+        const auto run_groups = Groups(out);
+        size_t listed = 0;
+        for (const std::string& url : gone) {
+          const auto it = run_groups.find(url);
+          if (it != run_groups.end() && it->second.crawled && ++listed <= 5) {
+            ADD_FAILURE() << url << " is gone but listed as crawled";
+          }
+        }
+        EXPECT_EQ(listed, 0u);
+        ExpectStoreChecks(store, what);
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. Crash and resume.
 

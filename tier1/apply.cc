@@ -1,7 +1,8 @@
-// Tier1::Apply (tier1/tier1.h): a classified batch and Tier 2's matches applied to the groups,
-// Cases 1-3 of the paper's Section 5.1, then one atomic commit. With it, the group edits Apply is
-// made of, which Repair (repair.cc) uses too: moving pages with the pages redirecting to them,
-// merging groups, and bringing the touched groups' winners up to date.
+// Tier1::Apply (tier1/tier1.h): a classified batch and Tier 2's matches applied to the groups, the
+// gone pages removed and Cases 1-3 of the paper's Section 5.1, then one atomic commit. With it,
+// the group edits Apply is made of, which Repair (repair.cc) uses too: a page leaving its group,
+// moving pages with the pages redirecting to them, merging groups, and bringing the touched
+// groups' winners up to date.
 #include "tier1/tier1.h"
 
 #include <algorithm>
@@ -33,7 +34,7 @@ bool IsMarketWinner(const pb::Tier1Group& g, const std::string& url) {
 
 }  // namespace
 
-// ---- The group edits: moves, merges, winners ---------------------------------------------------
+// ---- The group edits: leaving, moves, merges, winners -------------------------------------------
 
 Status Tier1::RedirectClosure(GroupStore::Txn& txn, const std::string& url, std::vector<std::string>* out) {
   out->assign(1, url);
@@ -50,6 +51,21 @@ Status Tier1::RedirectClosure(GroupStore::Txn& txn, const std::string& url, std:
   }
 }
 
+Status Tier1::LeaveGroup(GroupStore::Txn& txn, const std::string& url, const pb::Tier1Page& rec, Touched* touched) {
+  const uint64_t from = rec.group();
+  ASSIGN_OR_RETURN(pb::Tier1Group * src, txn.MutableGroup(from));
+  txn.RemoveMember(from, url);
+  src->set_members(src->members() > 0 ? src->members() - 1 : 0);
+  if (rec.rejected()) src->set_rejections(src->rejections() > 0 ? src->rejections() - 1 : 0);
+  if (src->members() == 0) {
+    txn.DeleteGroup(from);
+    touched->groups.erase(from);
+  } else if (IsMarketWinner(*src, url)) {
+    touched->groups[from].full = true;
+  }
+  return Status::Ok();
+}
+
 Status Tier1::MovePages(GroupStore::Txn& txn, const std::vector<std::string>& pages, uint64_t /*from*/,
                         uint64_t to, Touched* touched) {
   ASSIGN_OR_RETURN(pb::Tier1Group * dest, txn.MutableGroup(to));
@@ -58,16 +74,7 @@ Status Tier1::MovePages(GroupStore::Txn& txn, const std::vector<std::string>& pa
     const uint64_t from = rec->group();
     if (from == to) continue;
     if (from != 0) {
-      ASSIGN_OR_RETURN(pb::Tier1Group * src, txn.MutableGroup(from));
-      txn.RemoveMember(from, url);
-      src->set_members(src->members() > 0 ? src->members() - 1 : 0);
-      if (rec->rejected()) src->set_rejections(src->rejections() > 0 ? src->rejections() - 1 : 0);
-      if (src->members() == 0) {
-        txn.DeleteGroup(from);
-        touched->groups.erase(from);
-      } else if (IsMarketWinner(*src, url)) {
-        touched->groups[from].full = true;
-      }
+      RETURN_IF_ERROR(LeaveGroup(txn, url, *rec, touched));
       txn.AddCounter("moves", 1);
     }
     rec->set_rejected(false);
@@ -198,7 +205,49 @@ Status Tier1::UpdateWinners(GroupStore::Txn& txn, Touched* touched) {
   return Status::Ok();
 }
 
-// ---- Apply: the batch, in three steps ----------------------------------------------------------
+// ---- Gone pages ---------------------------------------------------------------------------------
+
+Status Tier1::ApplyGone(GroupStore::Txn& txn, const std::string& url, Touched* touched, ApplyOutcome* outcome) {
+  ASSIGN_OR_RETURN(const pb::Tier1Page* found, txn.FindPage(url));
+  if (found == nullptr || !found->crawled()) {
+    // Never seen, or a redirect target never crawled (already a placeholder): nothing to remove.
+    ++outcome->gone_unknown;
+    txn.AddCounter("gone_unknown", 1);
+    return Status::Ok();
+  }
+  ++outcome->gone;
+  txn.AddCounter("gone", 1);
+  const pb::Tier1Page old = *found;
+  if (old.has_signature()) outcome->tier2_removals.emplace_back(url, old.home_cell());
+  if (!old.redirect_to().empty()) txn.RemoveRedirect(old.redirect_to(), url);
+  std::vector<std::string> closure;
+  RETURN_IF_ERROR(RedirectClosure(txn, url, &closure));
+  if (closure.size() == 1) {  // nobody redirects to it: it leaves, record and all
+    if (old.group() != 0) RETURN_IF_ERROR(LeaveGroup(txn, url, old, touched));
+    return txn.DeletePage(url);
+  }
+  // Pages redirect to it: it stays for them, a placeholder as for a target never crawled, and they
+  // stay with it (a redirecting page shares its target's group).
+  const uint64_t gid = old.group();
+  if (old.rejected() && gid != 0) {
+    ASSIGN_OR_RETURN(pb::Tier1Group * g, txn.MutableGroup(gid));
+    g->set_rejections(g->rejections() > 0 ? g->rejections() - 1 : 0);
+  }
+  ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn.MutablePage(url));
+  rec->Clear();
+  rec->set_group(gid);
+  ASSIGN_OR_RETURN(const pb::Tier1Group* g, txn.FindGroup(gid));
+  if (g != nullptr && g->members() == closure.size()) {  // they are the whole group: it stays theirs
+    touched->groups[gid].full = true;  // the page can no longer be its winner
+    return Status::Ok();
+  }
+  // The rest of the group stays where it is (not recomputed, as Case 1 leaves it).
+  const uint64_t into = txn.NewGroupId();
+  ++outcome->new_groups;
+  return MovePages(txn, closure, gid, into, touched);
+}
+
+// ---- Apply: the batch, in four steps -----------------------------------------------------------
 
 Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classification> classes,
                     const Tier2Matches& matches, const pb::Tier1Progress* progress, ApplyOutcome* outcome) {
@@ -208,6 +257,12 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
   const size_t n = batch.size();
   std::vector<std::vector<std::pair<std::string_view, double>>> resident(n);
   std::vector<std::vector<std::pair<uint32_t, double>>> partners(n);
+  for (size_t i = 0; i < n; ++i) {
+    if ((classes[i] == Classification::kGone) != (batch[i].gone && classes[i] != Classification::kSuperseded)) {
+      return InvalidArgument("batch page " + std::to_string(i) + " (" + batch[i].url + ") is " +
+                             (batch[i].gone ? "gone but not classified kGone" : "classified kGone but not gone"));
+    }
+  }
   for (const auto& r : matches.resident) {
     if (r.page >= n || classes[r.page] != Classification::kTier2) {
       return InvalidArgument("Tier 2 match for batch page " + std::to_string(r.page) + " that was not sent to Tier 2");
@@ -227,13 +282,14 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     partners[m.b].emplace_back(m.a, m.similarity);
   }
   // Resident versions of URLs whose new version is in this batch (re-compared, kept by the fast
-  // path with new content, emptied or turned into a redirect) are stale: matches with them do not
-  // count. The new versions of kTier2 and kFastPath pages meet the batch's kTier2 pages in the
-  // in-batch join instead.
+  // path with new content, emptied, turned into a redirect or gone) are stale: matches with them
+  // do not count. The new versions of kTier2 and kFastPath pages meet the batch's kTier2 pages in
+  // the in-batch join instead.
   std::unordered_set<std::string_view> stale;
   for (size_t i = 0; i < n; ++i) {
     if (classes[i] == Classification::kTier2 || classes[i] == Classification::kFastPath ||
-        classes[i] == Classification::kEmpty || classes[i] == Classification::kRedirect) {
+        classes[i] == Classification::kEmpty || classes[i] == Classification::kRedirect ||
+        classes[i] == Classification::kGone) {
       stale.insert(batch[i].url);
     }
   }
@@ -269,7 +325,13 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     return Status::Ok();
   };
 
-  // 1. Pages Tier 1 kept: refresh their records; a changed rank may change the winner.
+  // 1. Gone pages, first: the batch's other records never join them (a redirect to one finds it
+  // gone, or a placeholder, as a target never crawled).
+  for (size_t i = 0; i < n; ++i) {
+    if (classes[i] == Classification::kGone) RETURN_IF_ERROR(ApplyGone(txn, batch[i].url, &touched, outcome));
+  }
+
+  // 2. Pages Tier 1 kept: refresh their records; a changed rank may change the winner.
   for (size_t i = 0; i < n; ++i) {
     if (classes[i] != Classification::kUnchanged && classes[i] != Classification::kFastPath) continue;
     const PageUpdate& u = batch[i];
@@ -291,7 +353,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     txn.AddCounter(classes[i] == Classification::kUnchanged ? "unchanged" : "fast_path", 1);
   }
 
-  // 2. Pages Tier 2 decided, in input order (Cases 1 and 2). A page kept by the fast path is in
+  // 3. Pages Tier 2 decided, in input order (Cases 1 and 2). A page kept by the fast path is in
   // its group already: a kTier2 page matching its new version joins that group.
   std::vector<bool> done(n, false);
   for (size_t i = 0; i < n; ++i) done[i] = classes[i] == Classification::kFastPath;
@@ -371,7 +433,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     txn.AddCounter(classes[i] == Classification::kEmpty ? "empty" : "tier2", 1);
   }
 
-  // 3. Redirects (Case 3), after the content pages they may point to.
+  // 4. Redirects (Case 3), after the content pages they may point to.
   for (size_t i = 0; i < n; ++i) {
     if (classes[i] != Classification::kRedirect) continue;
     const PageUpdate& u = batch[i];

@@ -21,8 +21,13 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Classifica
   std::unordered_map<std::string_view, size_t> last;
   for (size_t i = 0; i < batch.size(); ++i) {
     if (batch[i].url.empty()) return InvalidArgument("batch page " + std::to_string(i) + " has no URL");
-    if (batch[i].redirect_to.empty() && batch[i].signature == nullptr) {
-      return InvalidArgument("batch page " + std::to_string(i) + " (" + batch[i].url + ") has neither content nor a redirect");
+    if (batch[i].gone) {
+      if (!batch[i].redirect_to.empty() || batch[i].signature != nullptr) {
+        return InvalidArgument("batch page " + std::to_string(i) + " (" + batch[i].url + ") is gone but has content or a redirect");
+      }
+    } else if (batch[i].redirect_to.empty() && batch[i].signature == nullptr) {
+      return InvalidArgument("batch page " + std::to_string(i) + " (" + batch[i].url +
+                             ") has neither content nor a redirect, and is not gone");
     }
     auto [it, fresh] = last.emplace(batch[i].url, i);
     if (!fresh) {
@@ -32,7 +37,7 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Classifica
   }
   batch_signatures_.clear();
   for (size_t i = 0; i < batch.size(); ++i) {
-    if ((*classes)[i] != Classification::kSuperseded && batch[i].redirect_to.empty() &&
+    if ((*classes)[i] != Classification::kSuperseded && batch[i].signature != nullptr && batch[i].redirect_to.empty() &&
         batch[i].signature->shingles_size() > 0) {
       batch_signatures_[batch[i].url] = batch[i].signature;
     }
@@ -47,6 +52,7 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Classifica
     Classification& classification = (*classes)[i];
     if (classification == Classification::kSuperseded) continue;
     const PageUpdate& u = batch[i];
+    if (u.gone) { classification = Classification::kGone; continue; }
     if (!u.redirect_to.empty()) { classification = Classification::kRedirect; continue; }
     if (u.signature->shingles_size() == 0) { classification = Classification::kEmpty; continue; }
     classification = Classification::kTier2;

@@ -191,6 +191,19 @@ StatusOr<pb::Tier1Page*> GroupStore::Txn::MutablePage(const std::string& url) {
   return &slot.rec;
 }
 
+Status GroupStore::Txn::DeletePage(const std::string& url) {
+  ASSIGN_OR_RETURN(PageEntry * e, LoadPage(url));
+  PageSlot& slot = e->second;
+  if (!slot.exists) return Status::Ok();
+  slot.rec.Clear();
+  slot.exists = false;
+  if (!slot.dirty) {
+    slot.dirty = true;
+    dirty_pages_.push_back(e);
+  }
+  return Status::Ok();
+}
+
 StatusOr<GroupStore::Txn::GroupSlot*> GroupStore::Txn::LoadGroup(uint64_t group) {
   GroupSlot* found = CachedGroup(group);
   if (found == nullptr) {
@@ -316,6 +329,10 @@ bool GroupStore::Txn::empty() const {
 Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
   std::string bytes;
   for (const PageEntry* e : dirty_pages_) {
+    if (!e->second.exists) {  // deleted
+      if (e->second.stored) batch_.Delete(store_->page_, e->first, "");
+      continue;
+    }
     e->second.rec.SerializeToString(&bytes);
     batch_.Put(store_->page_, e->first, "", bytes);
   }
@@ -362,8 +379,10 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
   if (s.ok()) {
     for (PageEntry* e : dirty_pages_) {
       PageSlot& slot = e->second;
+      if (!slot.exists && !slot.stored) continue;  // made and deleted in this Txn: the store never had it
       const uint64_t h = store_->url_hash_(e->first);
-      // A URL new to the store whose hash is already taken shares it with another.
+      // A URL new to the store whose hash is already taken shares it with another. A deleted
+      // page's hash stays, with no group (its record is cleared).
       if (!slot.stored && store_->page_groups_.Contains(h)) store_->colliding_.insert(h);
       store_->page_groups_.Insert(h, ContentGroup(slot.rec));
       slot.stored = true;

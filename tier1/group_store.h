@@ -87,10 +87,11 @@ class GroupStore {
   // Pages that some page redirects to (the redirect family's rows), kept in memory so that the
   // common case, a page nobody redirects to, costs no scan. Loaded at Open, updated by Commit.
   UrlSet redirect_targets_;
-  // 64-bit hashes of every URL with a page record (page records are never deleted), each with the
-  // page's group when it has a signature (else 0), so that a Txn looking up a URL the store has
-  // never seen (most of a crawl) costs no LevelDB read, nor does ContentGroupOf. Loaded at Open,
-  // updated by Commit; 32 bytes a page at most.
+  // 64-bit hashes of every URL with a page record, each with the page's group when it has a
+  // signature (else 0), so that a Txn looking up a URL the store has never seen (most of a crawl)
+  // costs no LevelDB read, nor does ContentGroupOf. Loaded at Open, updated by Commit; 32 bytes a
+  // page at most. A page record deleted since Open keeps its hash, with group 0 (the table removes
+  // nothing): a lookup of it reads the store, finds nothing and treats the hash as colliding.
   UrlHashMap<uint64_t> page_groups_;
   // Hashes two stored URLs share (found at Open, by a read the index sent to a URL that had no
   // record, or by a Commit storing a new URL whose hash was taken): their records are read.
@@ -107,6 +108,10 @@ class GroupStore::Txn {
   StatusOr<const pb::Tier1Page*> FindPage(const std::string& url);
   // The page's record for change (created empty when missing; marked changed).
   StatusOr<pb::Tier1Page*> MutablePage(const std::string& url);
+  // Deletes the page's record (nothing when it has none): FindPage answers null from then on, and
+  // MutablePage creates it anew, empty. Its member and redirect cells are the caller's to remove.
+  // Errors as FindPage.
+  Status DeletePage(const std::string& url);
 
   StatusOr<const pb::Tier1Group*> FindGroup(uint64_t group);
   StatusOr<pb::Tier1Group*> MutableGroup(uint64_t group);  // created empty when missing
@@ -162,8 +167,9 @@ class GroupStore::Txn {
   const ReadStats& group_reads() const { return group_reads_; }
 
  private:
-  // `used`: the epoch (Commits so far) of the record's last use, for Evict. `stored`: the store
-  // has a record for the URL (read, or written by a Commit).
+  // `used`: the epoch (Commits so far) of the record's last use, for Evict. `stored`: the store's
+  // URL index holds the URL's hash as the URL's own (a record was read, or written by a Commit;
+  // a record deleted since keeps it). A dirty slot that does not exist is a deletion.
   struct PageSlot {
     pb::Tier1Page rec;
     uint32_t used = 0;

@@ -440,6 +440,79 @@ TEST_F(GroupStoreTest, DeleteGroupCommitsADelete) {
   ExpectConsistent(*store);
 }
 
+// A deleted page record is gone from the Txn at once and from the store at Commit; its URL's
+// content group is 0 from then on (in the Txn, from the store's memory, after a reopen), and the
+// URL can be recorded again, from an empty record.
+TEST_F(GroupStoreTest, DeletePageCommitsADeleteAndTheUrlCanComeBack) {
+  uint64_t g = 0;
+  pb::Tier1Page p;
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    GroupStore::Txn txn(store.get());  // kept as a cache across its commits, as Tier 1 keeps it
+    g = txn.NewGroupId();
+    for (const char* url : {"http://a.com/", "http://b.com/", "http://c.com/"}) {
+      AddPage(txn, g, url);
+      (*txn.MutablePage(url))->set_has_signature(true);
+    }
+    ASSERT_TRUE(txn.Commit(true, /*keep_cache=*/true).ok());
+
+    ASSERT_TRUE(txn.DeletePage("http://a.com/").ok());
+    ASSERT_TRUE(txn.DeletePage("http://never.com/").ok());  // no record: nothing to do
+    txn.RemoveMember(g, "http://a.com/");
+    (*txn.MutableGroup(g))->set_members(2);
+    (*txn.MutableGroup(g))->set_winner("http://b.com/");
+    EXPECT_EQ(txn.FindPage("http://a.com/").value(), nullptr);
+    EXPECT_EQ(txn.ContentGroupOf("http://a.com/").value(), 0u);
+    EXPECT_TRUE(store->GetPage("http://a.com/", &p).ok()) << "nothing before Commit";
+    ASSERT_TRUE(txn.Commit(true, /*keep_cache=*/true).ok());
+    EXPECT_EQ(store->GetPage("http://a.com/", &p).code(), StatusCode::kNotFound);
+    EXPECT_EQ(store->GetPage("http://never.com/", &p).code(), StatusCode::kNotFound);
+    EXPECT_EQ(txn.FindPage("http://a.com/").value(), nullptr);
+    GroupStore::Txn fresh(store.get());
+    EXPECT_EQ(fresh.ContentGroupOf("http://a.com/").value(), 0u);
+    EXPECT_EQ(fresh.FindPage("http://a.com/").value(), nullptr);
+    EXPECT_EQ(fresh.ContentGroupOf("http://b.com/").value(), g);
+    CheckReport r;
+    ExpectConsistent(*store, &r);
+    EXPECT_EQ(r.pages, 2u);
+
+    // Deleted and made again in one Txn: the record comes back empty, and is stored.
+    ASSERT_TRUE(txn.DeletePage("http://c.com/").ok());
+    auto back = txn.MutablePage("http://c.com/");
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ((*back)->group(), 0u);
+    EXPECT_FALSE((*back)->has_signature());
+    (*back)->set_group(g);
+    (*back)->set_crawled(true);
+    (*back)->set_has_signature(true);
+    (*back)->set_popularity(5);
+    ASSERT_TRUE(txn.Commit(true, /*keep_cache=*/true).ok());
+    ASSERT_TRUE(store->GetPage("http://c.com/", &p).ok());
+    EXPECT_EQ(p.popularity(), 5);
+    // A URL deleted earlier recorded again.
+    AddPage(txn, g, "http://a.com/");
+    ASSERT_TRUE(txn.Commit(true, /*keep_cache=*/true).ok());
+    ASSERT_TRUE(store->GetPage("http://a.com/", &p).ok());
+    EXPECT_EQ(p.group(), g);
+    ASSERT_TRUE(txn.DeletePage("http://a.com/").ok());
+    txn.RemoveMember(g, "http://a.com/");
+    (*txn.MutableGroup(g))->set_members(2);
+    ASSERT_TRUE(txn.Commit(true, /*keep_cache=*/true).ok());
+    ExpectConsistent(*store);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  GroupStore::Txn txn(store.get());
+  EXPECT_EQ(txn.ContentGroupOf("http://a.com/").value(), 0u);
+  EXPECT_EQ(txn.FindPage("http://a.com/").value(), nullptr);
+  EXPECT_EQ(txn.page_reads().reads, 0u) << "a URL deleted before the store opened is not known to it";
+  EXPECT_EQ(txn.ContentGroupOf("http://c.com/").value(), g);
+  CheckReport r;
+  ExpectConsistent(*store, &r);
+  EXPECT_EQ(r.pages, 2u);
+}
+
 TEST_F(GroupStoreTest, RedirectIndexAcrossCommitsFailuresAndReopen) {
   auto redirectors = [](GroupStore* store, const std::string& target) {
     GroupStore::Txn txn(store);

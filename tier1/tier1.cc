@@ -18,6 +18,7 @@ const char* ClassificationName(Classification c) {
     case Classification::kEmpty: return "empty";
     case Classification::kRedirect: return "redirect";
     case Classification::kSuperseded: return "superseded";
+    case Classification::kGone: return "gone";
   }
   return "?";
 }

@@ -14,6 +14,17 @@
 //    Case 2 (new page): joins its best match's group (merging the others), or forms a new one.
 //    Case 3 (q1 -> q2 -> ... -> qt): q1 and its redirecting pages join qt's group; a target never
 //      crawled gets a placeholder page; a cycle is counted and the walk stops where it closes.
+//    Gone (the crawler got 404 or 410: PageUpdate::gone), before the batch's other records: the
+//      page leaves its group (a winner, or a market's winner, leaving is replaced by the winner
+//      rules over the members left; a group left without members is deleted; a rejection counted
+//      against it goes with it), its signature leaves Tier 2 (ApplyOutcome::tier2_removals), and
+//      its record is deleted: it answers kUnknown, as a URL never seen. A gone page that other
+//      pages redirect to keeps a record instead, a placeholder like a redirect target never
+//      crawled (Case 3; no content, answers kUnknown): it and the pages redirecting to it, through
+//      chains, stay together as the store's invariants require (every redirecting page shares
+//      its target's group, and its target has a record), in a new group of their own unless they
+//      were all of their group (Case 1 without a match). A gone record for a URL without a
+//      crawled record (never seen, or a placeholder) changes nothing and is counted.
 //  - Status queries verify a loser against its winner before calling it a duplicate; a loser
 //    below the threshold is reported unique and counted as a rejection against its group; a group
 //    whose rejections reach the repair threshold (Flush) is repaired: its membership is recomputed
@@ -72,11 +83,12 @@ struct Tier1Options {
 // Options from the configuration's tier1 section and the service threshold.
 Tier1Options Tier1OptionsFromConfig(const pb::Tier1Config& config, double threshold);
 
-// One crawled record, after signing.
+// One crawled record, after signing: content (signature), a redirect (redirect_to), or gone.
 struct PageUpdate {
   std::string url;
   std::string redirect_to;                     // non-empty: a redirect record (no content)
   const pb::PageSignature* signature = nullptr;  // content records (not owned); may have no shingles
+  bool gone = false;                           // the URL answered 404/410: no signature, no redirect
   uint32_t home_cell = 0;                      // the partition cell that stores it (content pages)
   double popularity = 0;
   std::string market;
@@ -90,6 +102,7 @@ enum class Classification : uint8_t {
   kEmpty,       // content without shingles: similar to nothing, forms its own group
   kRedirect,    // Case 3
   kSuperseded,  // a later record of the batch has the same URL; ignored
+  kGone,        // the URL is gone (404/410): it leaves its group, Tier 2 and the store
 };
 const char* ClassificationName(Classification c);
 
@@ -109,13 +122,15 @@ struct Tier2Matches {
 };
 
 struct ApplyOutcome {
-  // Tier 2 housekeeping the caller owes: signatures to drop (the page turned into a redirect, or
-  // its home cell moved), as (url, cell that held it).
+  // Tier 2 housekeeping the caller owes: signatures to drop (the page turned into a redirect, lost
+  // its words, is gone, or its home cell moved), as (url, cell that held it).
   std::vector<std::pair<std::string, uint32_t>> tier2_removals;
   uint64_t merges = 0;        // groups merged into another
   uint64_t moves = 0;         // pages that left a group for another (Case 1, Case 3)
   uint64_t new_groups = 0;
   uint64_t redirect_cycles = 0;
+  uint64_t gone = 0;          // gone records that removed a crawled page (or left its placeholder)
+  uint64_t gone_unknown = 0;  // gone records for a URL without a crawled record: nothing done
 };
 
 struct StatusAnswer {
@@ -150,15 +165,16 @@ class Tier1 {
 
   // Decides, per page of the batch, whether Tier 1 keeps it (classes[i]) without Tier 2. Reads the
   // store and the representatives' signatures; changes nothing. The batch's own signatures are
-  // used for representatives that are in the batch.
+  // used for representatives that are in the batch. InvalidArgument for a page without a URL, one
+  // with neither content nor a redirect nor gone, or one gone with content or a redirect.
   // `changed`, when given, is set per page: true for a recrawl whose content changed (kFastPath,
   // or kTier2 for a page that had content before), the denominator of the fast path's share.
   Status Classify(std::span<const PageUpdate> batch, std::vector<Classification>* classes,
                   std::vector<bool>* changed = nullptr);
 
-  // Applies a classified batch and Tier 2's matches for its kTier2 pages (cases 1-3, merges,
-  // winners) and commits it, with `progress` (may be empty) in the meta row "progress", in one
-  // atomic write. InvalidArgument when classes or matches do not fit the batch.
+  // Applies a classified batch and Tier 2's matches for its kTier2 pages (gone pages, cases 1-3,
+  // merges, winners) and commits it, with `progress` (may be empty) in the meta row "progress", in
+  // one atomic write. InvalidArgument when classes or matches do not fit the batch.
   // `progress` (may be null) is stored with the outcome's Tier 2 removals added.
   Status Apply(std::span<const PageUpdate> batch, std::span<const Classification> classes,
                const Tier2Matches& matches, const pb::Tier1Progress* progress, ApplyOutcome* outcome);
@@ -194,10 +210,16 @@ class Tier1 {
   const GroupStore::Txn::ReadStats& group_reads() const { return txn_.group_reads(); }
 
  private:
-  // Where they are: the group edits (MovePages to RecomputeWinners) in apply.cc, Answer in
+  // Where they are: the group edits (LeaveGroup to RecomputeWinners) in apply.cc, Answer in
   // query.cc, RepairDue and RepairIn in repair.cc, FetchSignature and CommitWorkingSet in tier1.cc;
   // Touched is defined in tier1_internal.h.
   struct Touched;
+  // Takes the page `url` (its record `rec`, in group rec.group() != 0) out of its group: member
+  // cell, count and rejection; a group left empty is deleted, one whose winner left is due for a
+  // recomputation. The record itself is the caller's to change.
+  Status LeaveGroup(GroupStore::Txn& txn, const std::string& url, const pb::Tier1Page& rec, Touched* touched);
+  // A gone record (see the rules above).
+  Status ApplyGone(GroupStore::Txn& txn, const std::string& url, Touched* touched, ApplyOutcome* outcome);
   Status MovePages(GroupStore::Txn& txn, const std::vector<std::string>& pages, uint64_t from, uint64_t to,
                    Touched* touched);
   Status RedirectClosure(GroupStore::Txn& txn, const std::string& url, std::vector<std::string>* out);

@@ -1,5 +1,5 @@
 // The harness of Tier1's tests (classify_test.cc, apply_test.cc, apply_redirect_test.cc,
-// apply_winner_test.cc, query_test.cc, repair_test.cc): Tier 1's rules (the paper's Section 5),
+// apply_winner_test.cc, apply_gone_test.cc, query_test.cc, repair_test.cc): Tier 1's rules (the paper's Section 5),
 // one test per rule, on a memory-backed group store.
 //
 // The harness plays Tier 2: a fake SignatureSource holds every URL's current signature, and for
@@ -89,6 +89,7 @@ struct In {
   std::string redirect_to;
   double popularity = 0;
   std::string market;
+  bool gone = false;
 };
 inline In Page(std::string url, std::vector<uint64_t> shingles, double popularity = 0, std::string market = "") {
   return In{std::move(url), std::move(shingles), "", popularity, std::move(market)};
@@ -96,6 +97,8 @@ inline In Page(std::string url, std::vector<uint64_t> shingles, double popularit
 inline In Redirect(std::string url, std::string target, double popularity = 0) {
   return In{std::move(url), {}, std::move(target), popularity, ""};
 }
+// The crawler got 404 or 410 for the URL.
+inline In Gone(std::string url) { return In{std::move(url), {}, "", 0, "", true}; }
 
 class FakeSource : public SignatureSource {
  public:
@@ -147,7 +150,8 @@ class World {
       u.popularity = in.popularity;
       u.market = in.market;
       u.home_cell = kCell;
-      if (in.redirect_to.empty()) u.signature = &sigs.emplace_back(Sig(in.url, in.shingles));
+      u.gone = in.gone;
+      if (!in.gone && in.redirect_to.empty()) u.signature = &sigs.emplace_back(Sig(in.url, in.shingles));
       batch.push_back(std::move(u));
     }
     Status s = t1_->Classify(batch, &r.classes, &r.changed);
