@@ -247,6 +247,19 @@ TEST_F(HttpApiTest, TheCrawlIsAnsweredAndGroupsAreListed) {
   r = client_->Request("GET", "/v1/status?url=" + UrlEncode("http://new.example/copy/1"), "");
   ASSERT_TRUE(r.ok());
   EXPECT_NE(r->body.find("\"status\":\"unknown\""), std::string::npos) << r->body;
+
+  // The page is gone (the crawler got a 404): pending until its batch commits, then unknown, and
+  // no longer a member of its group.
+  r = client_->Request("DELETE", "/v1/pages?url=" + UrlEncode("https://nocucoos.fr/p/1181"), "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 202u) << r->body;
+  for (int i = 0; i < 600 && service_->Stats().pending_urls > 0; ++i) std::this_thread::sleep_for(milliseconds(100));
+  r = client_->Request("GET", "/v1/status?url=" + UrlEncode("https://nocucoos.fr/p/1181"), "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find("\"status\":\"unknown\""), std::string::npos) << r->body;
+  r = client_->Request("GET", "/v1/groups/" + group, "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->body.find("https://nocucoos.fr/p/1181"), std::string::npos) << r->body;
 }
 
 // The exposition passes Prometheus's own checker (Debian's prometheus package: promtool).

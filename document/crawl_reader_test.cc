@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "testing/temp_dir.h"
+
 namespace neardup {
 namespace {
 
@@ -110,7 +112,11 @@ TEST(CrawlReader, FiftyMegabyteLineIsSkippedAndReadingGoesOn) {
 
 TEST(CrawlReader, LineLimitIsConfigurable) {
   ReadAll r("{\"url\":\"http://a.example/\",\"text\":\"" + std::string(3000, 'y') + "\"}\n",
-            CrawlReaderOptions{.max_line_bytes = 2048, .want_url = {}});
+            [] {
+              CrawlReaderOptions o;
+              o.max_line_bytes = 2048;
+              return o;
+            }());
   EXPECT_TRUE(r.records.empty());
   EXPECT_EQ(r.bad.size(), 1u);
 }
@@ -260,6 +266,43 @@ TEST(Url, AbsoluteHttpOnly) {
   EXPECT_FALSE(IsAbsoluteHttpUrl("mailto:a@b"));
   EXPECT_FALSE(IsAbsoluteHttpUrl("http://a b.example/"));
   EXPECT_FALSE(IsAbsoluteHttpUrl(""));
+}
+
+// A growing file: the reader reads no further than readable() allows, pauses there (Next false,
+// paused), and goes on once more is readable.
+TEST(CrawlReader, FollowsAGrowingFile) {
+  test::TempDir dir;
+  const std::string path = dir.File("log.jsonl");
+  const std::string a = "{\"url\":\"http://a.example/1\",\"text\":\"one\"}\n";
+  const std::string b = "{\"url\":\"http://a.example/2\",\"text\":\"two\"}\n";
+  std::FILE* w = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(w, nullptr);
+  std::fputs((a + b).c_str(), w);
+  std::fflush(w);
+  uint64_t limit = a.size();
+  CrawlReaderOptions o;
+  o.readable = [&] { return limit; };
+  auto reader = CrawlReader::Open(path, o);
+  ASSERT_TRUE(reader.ok());
+  CrawlRecord r;
+  ASSERT_TRUE((*reader)->Next(&r));
+  EXPECT_EQ(r.url, "http://a.example/1");
+  EXPECT_FALSE((*reader)->Next(&r));
+  EXPECT_TRUE((*reader)->paused());
+  limit += b.size();
+  ASSERT_TRUE((*reader)->Next(&r));
+  EXPECT_EQ(r.url, "http://a.example/2");
+  EXPECT_EQ(r.end_offset, a.size() + b.size());
+  // Written after the reader saw the end of the file: read once readable.
+  std::fputs(a.c_str(), w);
+  std::fclose(w);
+  EXPECT_FALSE((*reader)->Next(&r));
+  limit += a.size();
+  ASSERT_TRUE((*reader)->Next(&r));
+  EXPECT_EQ(r.url, "http://a.example/1");
+  EXPECT_FALSE((*reader)->Next(&r));
+  EXPECT_TRUE((*reader)->paused());
+  EXPECT_TRUE((*reader)->status().ok());
 }
 
 }  // namespace
