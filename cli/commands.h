@@ -14,6 +14,7 @@ void RegisterConfig(CLI::App& app, int* exit_code);
 void RegisterPartition(CLI::App& app, int* exit_code);
 void RegisterExperiment(CLI::App& app, int* exit_code);
 void RegisterTier2Server(CLI::App& app, int* exit_code);  // tier2_server_command.cc
+void RegisterFaultProxy(CLI::App& app, int* exit_code);   // fault_proxy_command.cc
 void RegisterRun(CLI::App& app, int* exit_code);       // run, check, accuracy (run_command.cc)
 void AddBenchStatus(CLI::App* bench, int* exit_code);  // run_command.cc
 

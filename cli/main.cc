@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   neardup::cli::RegisterExperiment(app, &exit_code);
   neardup::cli::RegisterRun(app, &exit_code);
   neardup::cli::RegisterTier2Server(app, &exit_code);
+  neardup::cli::RegisterFaultProxy(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
