@@ -1,6 +1,9 @@
 #include "cluster/remote_shard_set.h"
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -40,6 +43,15 @@ class Connection {
     boost::system::error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);
     return Status::Ok();
+  }
+
+  // Whether the connection, idle in the pool, may carry a call: not when the server has closed it
+  // (its idle timeout, a restart) or sent bytes nobody asked for. Does not block.
+  bool Usable() {
+    if (!socket_.is_open()) return false;
+    char byte;
+    const ssize_t n = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
 
   // Sends `request` and reads the answer.
@@ -113,13 +125,15 @@ class ServerLink {
 
  private:
   StatusOr<std::unique_ptr<Connection>> Take() {
-    {
-      std::lock_guard lock(mu_);
-      if (!idle_.empty()) {
-        auto c = std::move(idle_.back());
+    for (;;) {
+      std::unique_ptr<Connection> c;
+      {
+        std::lock_guard lock(mu_);
+        if (idle_.empty()) break;
+        c = std::move(idle_.back());
         idle_.pop_back();
-        return c;
       }
+      if (c->Usable()) return c;  // else closed: the next one, or a new one
     }
     // A new connection, retried with backoff (a server restarting, or not up yet).
     const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);

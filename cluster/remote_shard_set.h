@@ -10,7 +10,9 @@
 // Each call takes an idle connection to its server from a pool (or opens one, retrying with
 // backoff until connect_timeout_ms), sends one request and waits for its answer until
 // call_timeout_ms; a connection whose call failed in transport is closed, the next call opens a
-// new one. A call is not retried (a write step is not idempotent): the error goes to the caller.
+// new one. A pooled connection the server has closed meanwhile (its idle timeout, a restart) is
+// noticed before it is used and replaced. A call is not retried (a write step is not
+// idempotent): the error goes to the caller.
 //
 // Errors, besides the shard's own (carried back with their code and message): Unavailable when a
 // server cannot be reached or the connection breaks (the server named); DeadlineExceeded when the

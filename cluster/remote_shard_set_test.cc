@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "cluster/tier2_server.h"
 #include "common/config.h"
@@ -65,6 +67,35 @@ TEST(RemoteShardSet, UnreachableServerIsUnavailableAndNamed) {
   ASSERT_FALSE(set.ok());
   EXPECT_EQ(set.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(set.status().message().find(address), std::string::npos) << set.status().ToString();
+}
+
+// A server restarted on the same port closed the set's pooled connection: the next call notices
+// and opens a new one instead of failing.
+TEST(RemoteShardSet, PooledConnectionOfARestartedServerIsReplaced) {
+  test::TempDir dir;
+  Tier2ServerOptions so;
+  so.store = dir.File("tier2");
+  auto s = Tier2Server::Start(so);
+  ASSERT_TRUE(s.ok());
+  RemoteShardSetOptions remote;
+  remote.servers = {"127.0.0.1:" + std::to_string((*s)->port())};
+  remote.connect_timeout_ms = 2000;
+  remote.call_timeout_ms = 5000;
+  pipeline::ShardSetOptions options;
+  options.config = DefaultConfig();
+  options.config.mutable_tier2()->set_sync(false);
+  options.shards = 1;
+  auto set = OpenRemoteShardSet(remote, options);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  ASSERT_TRUE((*set)->CommittedBatch(0).ok());
+  (*s)->Stop();
+  so.listen = remote.servers[0];
+  s = Tier2Server::Start(so);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the close has reached the client
+  // The new server has no shards open: the call reaches it and is answered so.
+  auto batch = (*set)->CommittedBatch(0);
+  EXPECT_EQ(batch.status().code(), StatusCode::kFailedPrecondition) << batch.status().ToString();
 }
 
 }  // namespace
