@@ -98,5 +98,32 @@ TEST(RemoteShardSet, PooledConnectionOfARestartedServerIsReplaced) {
   EXPECT_EQ(batch.status().code(), StatusCode::kFailedPrecondition) << batch.status().ToString();
 }
 
+// The server closes a pooled connection that stayed idle too long: the next call notices and
+// opens a new one instead of failing.
+TEST(RemoteShardSet, PooledConnectionClosedByTheServerIsReplaced) {
+  test::TempDir dir;
+  Tier2ServerOptions so;
+  so.store = dir.File("tier2");
+  so.idle_timeout_ms = 100;
+  auto s = Tier2Server::Start(so);
+  ASSERT_TRUE(s.ok());
+  RemoteShardSetOptions remote;
+  remote.servers = {"127.0.0.1:" + std::to_string((*s)->port())};
+  remote.connect_timeout_ms = 2000;
+  remote.call_timeout_ms = 5000;
+  pipeline::ShardSetOptions options;
+  options.config = DefaultConfig();
+  options.config.mutable_tier2()->set_sync(false);
+  options.shards = 1;
+  auto set = OpenRemoteShardSet(remote, options);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the pooled connection is closed
+    auto batch = (*set)->CommittedBatch(0);
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    EXPECT_EQ(*batch, 0u);
+  }
+}
+
 }  // namespace
 }  // namespace neardup::cluster
