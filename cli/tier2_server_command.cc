@@ -20,6 +20,13 @@ void RegisterTier2Server(CLI::App& app, int* exit_code) {
   cmd->add_option("--work-threads", o->work_threads, "threads that compare and write")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--stall-timeout-ms", o->stall_timeout_ms,
+                  "close a connection whose begun frame (or answer) does not move for this long")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--idle-timeout-ms", o->idle_timeout_ms, "close a connection with no new frame for this long")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--port-file", *port_file, "write the port listened on here once listening (for scripts)");
   cmd->callback([o, port_file, exit_code] {
     // SIGINT and SIGTERM are taken by this thread (sigwait), not by the server's threads.
