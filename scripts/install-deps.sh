@@ -19,6 +19,7 @@ PACKAGES=(
   libsimdjson-dev                     # JSON Lines crawl records
   libgoogle-perftools-dev             # tcmalloc: the neardup binary's allocator
   libboost1.81-dev                    # Boost.Asio: the servers and clients between the tiers
+  clang libclang-rt-14-dev            # libFuzzer (clang's runtime) for the fuzz targets: scripts/fuzz.sh
 )
 if [ "${1:-}" = "experiments" ]; then
   PACKAGES+=(gnuplot-nox)             # PNG plots of experiments/results/*.csv

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: release build + ctest, the same suite under ASan+UBSan, then the concurrent
-# code's tests (row store, worker pools, shards, the pipeline end to end) under ThreadSanitizer.
-# Set NEARDUP_SKIP_SANITIZE=1 to run only the release suite.
+# code's tests (row store, worker pools, shards, the pipeline end to end) under ThreadSanitizer,
+# then 20 s of each fuzz target (scripts/fuzz.sh). Set NEARDUP_SKIP_SANITIZE=1 to run only the
+# release suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -16,5 +17,7 @@ if [ "${NEARDUP_SKIP_SANITIZE:-0}" != "1" ]; then
   # LevelDB is not built with ThreadSanitizer: what it does inside its own library is not checked.
   (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \
      ctest --output-on-failure -j2 --timeout 900 -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|StoreTest)\.')
+  # A short fuzzing run of every fuzz target (clang, libFuzzer + ASan + UBSan) over its seed corpus.
+  bash scripts/fuzz.sh 20
 fi
 echo "test.sh: suite finished in $(( $(date +%s) - start ))s"
