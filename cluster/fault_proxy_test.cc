@@ -113,6 +113,7 @@ class FaultProxyTest : public ::testing::Test {
     remote.servers = {Loopback(proxy_->port())};
     remote.connect_timeout_ms = 500;
     remote.call_timeout_ms = call_ms;
+    remote.open_timeout_ms = 30000;  // creating the shard may take longer, under the sanitizers
     pipeline::ShardSetOptions options;
     options.config = DefaultConfig();
     options.config.mutable_tier2()->set_sync(false);

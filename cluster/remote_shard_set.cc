@@ -113,9 +113,11 @@ class ServerLink {
   ServerLink(std::string name, tcp::endpoint endpoint, const RemoteShardSetOptions& o)
       : name_(std::move(name)), endpoint_(endpoint), options_(o) {}
 
-  StatusOr<pb::Tier2Response> Call(pb::Tier2Request request) {
+  // The call with the deadline `timeout_ms` from now (0: call_timeout_ms).
+  StatusOr<pb::Tier2Response> Call(pb::Tier2Request request, uint32_t timeout_ms = 0) {
     request.set_id(next_id_.fetch_add(1));
-    const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.call_timeout_ms);
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::milliseconds(timeout_ms != 0 ? timeout_ms : options_.call_timeout_ms);
     request.set_deadline_unix_ms(UnixMs(deadline));
     ASSIGN_OR_RETURN(std::unique_ptr<Connection> c, Take());
     auto r = c->Call(request, deadline, name_);
@@ -272,7 +274,7 @@ StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenRemoteShardSet(const RemoteSha
       o->mutable_expected_postings()->Add(options.expected_postings.begin(), options.expected_postings.end());
       o->set_read_only(options.read_only);
       for (uint32_t m = static_cast<uint32_t>(i); m < options.shards; m += static_cast<uint32_t>(n)) o->add_serve(m);
-      auto r = links[i]->Call(std::move(q));
+      auto r = links[i]->Call(std::move(q), remote.open_timeout_ms);
       opened[i] = r.ok() ? StatusOf(*r) : r.status();
       if (!opened[i].ok()) opened[i] = Status(opened[i].code(), remote.servers[i] + ": " + opened[i].message());
     });

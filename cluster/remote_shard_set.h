@@ -35,6 +35,10 @@ struct RemoteShardSetOptions {
   std::vector<std::string> servers;   // host:port of each Tier 2 server
   uint32_t connect_timeout_ms = 10000;
   uint32_t call_timeout_ms = 300000;  // a batch comparison of a large shard takes seconds
+  // The deadline of the open (each server rebuilds its shards' indexes from their logs); 0: the
+  // call_timeout_ms. A short call deadline, to learn soon of a server that stopped answering,
+  // need not cut short a long open.
+  uint32_t open_timeout_ms = 0;
 };
 
 StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenRemoteShardSet(const RemoteShardSetOptions& remote,

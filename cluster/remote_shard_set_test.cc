@@ -125,5 +125,25 @@ TEST(RemoteShardSet, PooledConnectionClosedByTheServerIsReplaced) {
   }
 }
 
+// The open has its own deadline: a set whose calls must answer within a millisecond still opens
+// (creating the shard takes longer).
+TEST(RemoteShardSet, OpenHasItsOwnDeadline) {
+  test::TempDir dir;
+  Tier2ServerOptions so;
+  so.store = dir.File("tier2");
+  auto s = Tier2Server::Start(so);
+  ASSERT_TRUE(s.ok());
+  RemoteShardSetOptions remote;
+  remote.servers = {"127.0.0.1:" + std::to_string((*s)->port())};
+  remote.call_timeout_ms = 1;
+  remote.open_timeout_ms = 30000;
+  pipeline::ShardSetOptions options;
+  options.config = DefaultConfig();
+  options.shards = 2;
+  auto set = OpenRemoteShardSet(remote, options);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(dir.File("tier2/shard-001")));
+}
+
 }  // namespace
 }  // namespace neardup::cluster
