@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: release build + ctest, the same suite under ASan+UBSan, then the concurrent
-# code's tests (row store, worker pools, shards, the pipeline end to end) under ThreadSanitizer,
-# then 20 s of each fuzz target (scripts/fuzz.sh). Set NEARDUP_SKIP_SANITIZE=1 to run only the
-# release suite.
+# code's tests (row store, worker pools, shards, the Tier 2 server and its clients, the pipeline
+# end to end) under ThreadSanitizer, then 20 s of each fuzz target (scripts/fuzz.sh).
+# Set NEARDUP_SKIP_SANITIZE=1 to run only the release suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -12,11 +12,11 @@ if [ "${NEARDUP_SKIP_SANITIZE:-0}" != "1" ]; then
   bash scripts/build.sh sanitize
   (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j2 --timeout 900)
-  concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_compare_test shard_write_test pipeline_test remote_shard_set_test store_test)
+  concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_compare_test shard_write_test pipeline_test remote_shard_set_test tier2_server_test fault_proxy_test store_test)
   bash scripts/build.sh tsan "${concurrent[@]}"
   # LevelDB is not built with ThreadSanitizer: what it does inside its own library is not checked.
   (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \
-     ctest --output-on-failure -j2 --timeout 900 -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|StoreTest)\.')
+     ctest --output-on-failure -j2 --timeout 900 -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|Tier2Server|Tier2ServerTest|FaultProxy|FaultProxyTest|StoreTest)\.')
   # A short fuzzing run of every fuzz target (clang, libFuzzer + ASan + UBSan) over its seed corpus.
   bash scripts/fuzz.sh 20
 fi
