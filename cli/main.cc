@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   neardup::cli::RegisterTier1Server(app, &exit_code);
   neardup::cli::RegisterClients(app, &exit_code);
   neardup::cli::RegisterCluster(app, &exit_code);
+  neardup::cli::RegisterFaultProxy(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

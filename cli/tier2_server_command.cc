@@ -18,6 +18,7 @@ void RegisterTier2Server(CLI::App& app, int* exit_code) {
     std::string config, port_file;
     std::optional<std::string> listen, store;
     std::optional<int> io_threads, work_threads;
+    std::optional<uint32_t> stall_timeout_ms, idle_timeout_ms;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--config", a->config, "configuration (its tier2_server section; the flags below override it)");
@@ -25,6 +26,11 @@ void RegisterTier2Server(CLI::App& app, int* exit_code) {
   cmd->add_option("--store", a->store, "directory of this server's shards");
   cmd->add_option("--io-threads", a->io_threads, "network threads")->check(CLI::PositiveNumber);
   cmd->add_option("--work-threads", a->work_threads, "threads that compare and write")->check(CLI::PositiveNumber);
+  cmd->add_option("--stall-timeout-ms", a->stall_timeout_ms,
+                  "close a connection whose begun frame (or answer) does not move for this long")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--idle-timeout-ms", a->idle_timeout_ms, "close a connection with no new frame for this long")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--port-file", a->port_file, "write the port listened on here once listening (for scripts)");
   cmd->callback([a, exit_code] {
     auto cfg = a->config.empty() ? StatusOr<pb::NeardupConfig>(DefaultConfig()) : LoadConfig(a->config);
@@ -39,6 +45,8 @@ void RegisterTier2Server(CLI::App& app, int* exit_code) {
     o.store = a->store.value_or(c.store());
     o.io_threads = a->io_threads.value_or(static_cast<int>(c.io_threads()));
     o.work_threads = a->work_threads.value_or(static_cast<int>(c.work_threads()));
+    o.stall_timeout_ms = a->stall_timeout_ms.value_or(c.stall_timeout_ms());
+    o.idle_timeout_ms = a->idle_timeout_ms.value_or(c.idle_timeout_ms());
     if (o.store.empty()) {
       spdlog::error("tier2-server: --store (or tier2_server.store) is required");
       *exit_code = 2;

@@ -1,6 +1,9 @@
 #include "cluster/remote_shard_set.h"
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -40,6 +43,15 @@ class Connection {
     boost::system::error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);
     return Status::Ok();
+  }
+
+  // Whether the connection, idle in the pool, may carry a call: not when the server has closed it
+  // (its idle timeout, a restart) or sent bytes nobody asked for. Does not block.
+  bool Usable() {
+    if (!socket_.is_open()) return false;
+    char byte;
+    const ssize_t n = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
 
   // Sends `request` and reads the answer.
@@ -101,9 +113,11 @@ class ServerLink {
   ServerLink(std::string name, tcp::endpoint endpoint, const RemoteShardSetOptions& o)
       : name_(std::move(name)), endpoint_(endpoint), options_(o) {}
 
-  StatusOr<pb::Tier2Response> Call(pb::Tier2Request request) {
+  // The call with the deadline `timeout_ms` from now (0: call_timeout_ms).
+  StatusOr<pb::Tier2Response> Call(pb::Tier2Request request, uint32_t timeout_ms = 0) {
     request.set_id(next_id_.fetch_add(1));
-    const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.call_timeout_ms);
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::milliseconds(timeout_ms != 0 ? timeout_ms : options_.call_timeout_ms);
     request.set_deadline_unix_ms(UnixMs(deadline));
     ASSIGN_OR_RETURN(std::unique_ptr<Connection> c, Take());
     auto r = c->Call(request, deadline, name_);
@@ -113,13 +127,15 @@ class ServerLink {
 
  private:
   StatusOr<std::unique_ptr<Connection>> Take() {
-    {
-      std::lock_guard lock(mu_);
-      if (!idle_.empty()) {
-        auto c = std::move(idle_.back());
+    for (;;) {
+      std::unique_ptr<Connection> c;
+      {
+        std::lock_guard lock(mu_);
+        if (idle_.empty()) break;
+        c = std::move(idle_.back());
         idle_.pop_back();
-        return c;
       }
+      if (c->Usable()) return c;  // else closed: the next one, or a new one
     }
     // A new connection, retried with backoff (a server restarting, or not up yet).
     const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
@@ -258,7 +274,7 @@ StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenRemoteShardSet(const RemoteSha
       o->mutable_expected_postings()->Add(options.expected_postings.begin(), options.expected_postings.end());
       o->set_read_only(options.read_only);
       for (uint32_t m = static_cast<uint32_t>(i); m < options.shards; m += static_cast<uint32_t>(n)) o->add_serve(m);
-      auto r = links[i]->Call(std::move(q));
+      auto r = links[i]->Call(std::move(q), remote.open_timeout_ms);
       opened[i] = r.ok() ? StatusOf(*r) : r.status();
       if (!opened[i].ok()) opened[i] = Status(opened[i].code(), remote.servers[i] + ": " + opened[i].message());
     });

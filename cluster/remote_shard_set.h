@@ -10,7 +10,9 @@
 // Each call takes an idle connection to its server from a pool (or opens one, retrying with
 // backoff until connect_timeout_ms), sends one request and waits for its answer until
 // call_timeout_ms; a connection whose call failed in transport is closed, the next call opens a
-// new one. A call is not retried (a write step is not idempotent): the error goes to the caller.
+// new one. A pooled connection the server has closed meanwhile (its idle timeout, a restart) is
+// noticed before it is used and replaced. A call is not retried (a write step is not
+// idempotent): the error goes to the caller.
 //
 // Errors, besides the shard's own (carried back with their code and message): Unavailable when a
 // server cannot be reached or the connection breaks (the server named); DeadlineExceeded when the
@@ -33,6 +35,10 @@ struct RemoteShardSetOptions {
   std::vector<std::string> servers;   // host:port of each Tier 2 server
   uint32_t connect_timeout_ms = 10000;
   uint32_t call_timeout_ms = 300000;  // a batch comparison of a large shard takes seconds
+  // The deadline of the open (each server rebuilds its shards' indexes from their logs); 0: the
+  // call_timeout_ms. A short call deadline, to learn soon of a server that stopped answering,
+  // need not cut short a long open.
+  uint32_t open_timeout_ms = 0;
 };
 
 StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenRemoteShardSet(const RemoteShardSetOptions& remote,

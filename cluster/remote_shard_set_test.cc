@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "cluster/tier2_server.h"
 #include "common/config.h"
@@ -65,6 +67,82 @@ TEST(RemoteShardSet, UnreachableServerIsUnavailableAndNamed) {
   ASSERT_FALSE(set.ok());
   EXPECT_EQ(set.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(set.status().message().find(address), std::string::npos) << set.status().ToString();
+}
+
+// A server restarted on the same port closed the set's pooled connection: the next call notices
+// and opens a new one instead of failing.
+TEST(RemoteShardSet, PooledConnectionOfARestartedServerIsReplaced) {
+  test::TempDir dir;
+  Tier2ServerOptions so;
+  so.store = dir.File("tier2");
+  auto s = Tier2Server::Start(so);
+  ASSERT_TRUE(s.ok());
+  RemoteShardSetOptions remote;
+  remote.servers = {"127.0.0.1:" + std::to_string((*s)->port())};
+  remote.connect_timeout_ms = 2000;
+  remote.call_timeout_ms = 5000;
+  pipeline::ShardSetOptions options;
+  options.config = DefaultConfig();
+  options.config.mutable_tier2()->set_sync(false);
+  options.shards = 1;
+  auto set = OpenRemoteShardSet(remote, options);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  ASSERT_TRUE((*set)->CommittedBatch(0).ok());
+  (*s)->Stop();
+  so.listen = remote.servers[0];
+  s = Tier2Server::Start(so);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the close has reached the client
+  // The new server has no shards open: the call reaches it and is answered so.
+  auto batch = (*set)->CommittedBatch(0);
+  EXPECT_EQ(batch.status().code(), StatusCode::kFailedPrecondition) << batch.status().ToString();
+}
+
+// The server closes a pooled connection that stayed idle too long: the next call notices and
+// opens a new one instead of failing.
+TEST(RemoteShardSet, PooledConnectionClosedByTheServerIsReplaced) {
+  test::TempDir dir;
+  Tier2ServerOptions so;
+  so.store = dir.File("tier2");
+  so.idle_timeout_ms = 100;
+  auto s = Tier2Server::Start(so);
+  ASSERT_TRUE(s.ok());
+  RemoteShardSetOptions remote;
+  remote.servers = {"127.0.0.1:" + std::to_string((*s)->port())};
+  remote.connect_timeout_ms = 2000;
+  remote.call_timeout_ms = 5000;
+  pipeline::ShardSetOptions options;
+  options.config = DefaultConfig();
+  options.config.mutable_tier2()->set_sync(false);
+  options.shards = 1;
+  auto set = OpenRemoteShardSet(remote, options);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the pooled connection is closed
+    auto batch = (*set)->CommittedBatch(0);
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    EXPECT_EQ(*batch, 0u);
+  }
+}
+
+// The open has its own deadline: a set whose calls must answer within a millisecond still opens
+// (creating the shard takes longer).
+TEST(RemoteShardSet, OpenHasItsOwnDeadline) {
+  test::TempDir dir;
+  Tier2ServerOptions so;
+  so.store = dir.File("tier2");
+  auto s = Tier2Server::Start(so);
+  ASSERT_TRUE(s.ok());
+  RemoteShardSetOptions remote;
+  remote.servers = {"127.0.0.1:" + std::to_string((*s)->port())};
+  remote.call_timeout_ms = 1;
+  remote.open_timeout_ms = 30000;
+  pipeline::ShardSetOptions options;
+  options.config = DefaultConfig();
+  options.shards = 2;
+  auto set = OpenRemoteShardSet(remote, options);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(dir.File("tier2/shard-001")));
 }
 
 }  // namespace

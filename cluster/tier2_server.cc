@@ -2,13 +2,19 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
+#include <variant>
 #include <vector>
 
 #include <boost/asio.hpp>
+#include <boost/asio/experimental/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include "cluster/frame.h"
 #include "cluster/tier2_service.h"
@@ -19,6 +25,7 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
+constexpr auto kTuple = asio::experimental::as_tuple(asio::use_awaitable);
 
 class Tier2ServerImpl final : public Tier2Server {
  public:
@@ -86,33 +93,59 @@ class Tier2ServerImpl final : public Tier2Server {
         continue;
       }
       socket.set_option(tcp::no_delay(true), ec);
-      asio::co_spawn(io_, Serve(std::move(socket)), asio::detached);
+      asio::co_spawn(asio::make_strand(io_), Serve(std::move(socket)), asio::detached);
     }
   }
 
-  // One connection: frames in, answers out, in order.
+  // One connection: frames in, answers out, in order. It runs on a strand of its own, where its
+  // reads and writes race their timer.
   asio::awaitable<void> Serve(tcp::socket socket) {
     Registered registered(this, &socket);
     std::string peer;
     boost::system::error_code ec;
     const auto remote = socket.remote_endpoint(ec);
     peer = ec ? std::string("?") : remote.address().to_string() + ":" + std::to_string(remote.port());
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    const auto stall = std::chrono::milliseconds(options_.stall_timeout_ms);
+    const auto idle = std::chrono::milliseconds(options_.idle_timeout_ms);
     char header[kFrameHeaderBytes];
     std::string body, out;
     for (;;) {
-      co_await asio::async_read(socket, asio::buffer(header), asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) co_return;  // the peer closed (or the server stops)
+      // The next frame's first bytes may take as long as the connection may stay idle; the rest
+      // of it must keep coming.
+      size_t got = 0;
+      while (got < kFrameHeaderBytes) {
+        const Io r = co_await ReadSome(socket, timer, header + got, kFrameHeaderBytes - got, got == 0 ? idle : stall);
+        if (r.timed_out && got == 0) spdlog::debug("tier2 server: {}: idle for {} ms; closing", peer, idle.count());
+        if (r.timed_out && got > 0) {
+          spdlog::warn("tier2 server: {}: {} bytes of a frame header, then nothing for {} ms; closing", peer, got,
+                       stall.count());
+        }
+        if (!r.ok()) co_return;  // the peer closed, or was idle or stalled too long (or the server stops)
+        got += r.bytes;
+      }
       auto h = DecodeFrameHeader(header);
       if (!h.ok() || h->type != MessageType::kTier2Request) {
         spdlog::warn("tier2 server: {}: {}; closing the connection", peer,
                      h.ok() ? std::string("a frame that is not a request") : h.status().message());
         co_return;
       }
-      body.resize(h->length);
-      co_await asio::async_read(socket, asio::buffer(body), asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) co_return;
+      // The body grows as its bytes arrive (twice what came, at least 64 KiB at a time): a header
+      // alone cannot make the server reserve its length.
+      got = 0;
+      while (got < h->length) {
+        const size_t want = std::min<size_t>(h->length, std::max<size_t>(2 * got, size_t{64} << 10));
+        if (body.size() < want) body.resize(want);
+        const Io r = co_await ReadSome(socket, timer, body.data() + got, want - got, stall);
+        if (r.timed_out) {
+          spdlog::warn("tier2 server: {}: {} of a frame's {} bytes, then nothing for {} ms; closing", peer, got,
+                       h->length, stall.count());
+        }
+        if (!r.ok()) co_return;
+        got += r.bytes;
+      }
       pb::Tier2Request request;
-      if (Status s = DecodeFrameBody(*h, body, &request); !s.ok()) {
+      if (Status s = DecodeFrameBody(*h, std::string_view(body.data(), h->length), &request); !s.ok()) {
         spdlog::warn("tier2 server: {}: {}; closing the connection", peer, s.message());
         co_return;
       }
@@ -130,9 +163,53 @@ class Tier2ServerImpl final : public Tier2Server {
         out.clear();
         (void)EncodeFrame(MessageType::kTier2Response, refused, &out, h->version);
       }
-      co_await asio::async_write(socket, asio::buffer(out), asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) co_return;
+      for (size_t sent = 0; sent < out.size();) {
+        const Io r = co_await WriteSome(socket, timer, out.data() + sent, out.size() - sent, stall);
+        if (r.timed_out) spdlog::warn("tier2 server: {}: the answer not taken for {} ms; closing", peer, stall.count());
+        if (!r.ok()) co_return;
+        sent += r.bytes;
+      }
+      // A connection idle between frames keeps no large buffer.
+      if (body.capacity() > kKeptBufferBytes) std::string().swap(body);
+      if (out.capacity() > kKeptBufferBytes) std::string().swap(out);
     }
+  }
+
+  static constexpr size_t kKeptBufferBytes = size_t{1} << 20;
+
+  // What one read or write with a timeout did.
+  struct Io {
+    size_t bytes = 0;
+    bool failed = false;     // the peer closed, or the socket failed
+    bool timed_out = false;  // nothing moved in time
+    bool ok() const { return !failed && !timed_out; }
+  };
+
+  static Io Result(const std::variant<std::tuple<boost::system::error_code, size_t>,
+                                      std::tuple<boost::system::error_code>>& r) {
+    Io io;
+    if (r.index() == 1) {
+      io.timed_out = true;
+    } else {
+      const auto& [ec, n] = std::get<0>(r);
+      io.failed = static_cast<bool>(ec);
+      io.bytes = n;
+    }
+    return io;
+  }
+
+  // Some bytes into [data, data + size), or nothing moved within `timeout`.
+  static asio::awaitable<Io> ReadSome(tcp::socket& socket, asio::steady_timer& timer, char* data, size_t size,
+                                      std::chrono::milliseconds timeout) {
+    using namespace asio::experimental::awaitable_operators;
+    timer.expires_after(timeout);
+    co_return Result(co_await (socket.async_read_some(asio::buffer(data, size), kTuple) || timer.async_wait(kTuple)));
+  }
+  static asio::awaitable<Io> WriteSome(tcp::socket& socket, asio::steady_timer& timer, const char* data, size_t size,
+                                       std::chrono::milliseconds timeout) {
+    using namespace asio::experimental::awaitable_operators;
+    timer.expires_after(timeout);
+    co_return Result(co_await (socket.async_write_some(asio::buffer(data, size), kTuple) || timer.async_wait(kTuple)));
   }
 
   // A connection's socket, known to Stop while its coroutine lives.
@@ -186,6 +263,9 @@ Status ParseHostPort(const std::string& text, std::string* host, uint16_t* port)
 StatusOr<std::unique_ptr<Tier2Server>> Tier2Server::Start(const Tier2ServerOptions& options) {
   if (options.io_threads < 1 || options.work_threads < 1) {
     return InvalidArgument("tier2 server: io_threads and work_threads must be at least 1");
+  }
+  if (options.stall_timeout_ms == 0 || options.idle_timeout_ms == 0) {
+    return InvalidArgument("tier2 server: stall_timeout_ms and idle_timeout_ms must be at least 1");
   }
   if (options.store.empty()) return InvalidArgument("tier2 server: no store directory");
   std::string host;

@@ -10,7 +10,14 @@
 //
 // A frame that cannot be decoded (bad magic or version, unknown type, a length over its type's
 // limit, a body that does not parse) closes its connection and is logged; the server goes on with
-// the others.
+// the others. A request that decodes but asks for nothing the server can do (no body, a shard not
+// served here) is answered with its error, and the connection stays.
+//
+// A connection does not pin the server's resources: a body is read into memory as its bytes
+// arrive (a header alone cannot make the server reserve its length), a frame begun must keep
+// coming and an answer must keep leaving (stall_timeout_ms), and a connection idle between frames
+// is closed after idle_timeout_ms (a client's pooled connections wait there between calls; closing
+// them is not an error).
 //
 // Thread safety: Start, port and Stop from one thread.
 #pragma once
@@ -28,12 +35,18 @@ struct Tier2ServerOptions {
   std::string store;                   // the server's store directory (its shards live there)
   int io_threads = 1;
   int work_threads = 2;
+  // Once a frame's first byte has arrived, each further read of it (and each write of its answer)
+  // must move within this, or the connection is closed: a peer that sends half a frame and stalls,
+  // or stops reading its answers.
+  uint32_t stall_timeout_ms = 30000;
+  // A connection with no new frame for this long is closed.
+  uint32_t idle_timeout_ms = 600000;
 };
 
 class Tier2Server {
  public:
-  // Binds and starts serving. Errors: InvalidArgument for a bad address or thread count; IoError
-  // when the address cannot be bound (named).
+  // Binds and starts serving. Errors: InvalidArgument for a bad address, thread count or a
+  // timeout of 0; IoError when the address cannot be bound (named).
   static StatusOr<std::unique_ptr<Tier2Server>> Start(const Tier2ServerOptions& options);
   virtual ~Tier2Server() = default;
   virtual uint16_t port() const = 0;

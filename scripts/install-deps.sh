@@ -21,6 +21,7 @@ PACKAGES=(
   libboost1.81-dev                    # Boost.Asio: the servers and clients between the tiers
   python3-scrapy                      # clients/scrapy: the Scrapy middleware's end-to-end test
   prometheus                          # promtool: a test checks the /metrics exposition
+  clang libclang-rt-14-dev            # libFuzzer (clang's runtime) for the fuzz targets: scripts/fuzz.sh
 )
 if [ "${1:-}" = "experiments" ]; then
   PACKAGES+=(gnuplot-nox)             # PNG plots of experiments/results/*.csv

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: the optimised binary's end-to-end tests (ctest label e2e), every test
 # under ASan+UBSan, then the concurrent code's tests (row store, worker pools, shards, the pipeline,
-# the servers and the HTTP API) under ThreadSanitizer.
+# the servers, their clients and the HTTP API) under ThreadSanitizer, then 20 s of each fuzz
+# target (scripts/fuzz.sh).
 # Set NEARDUP_SKIP_SANITIZE=1 to run every test on the optimised build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,10 +19,13 @@ else
   (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j2 --timeout 900)
   concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_compare_test shard_write_test pipeline_test
-              remote_shard_set_test store_test ingest_log_test http_api_test service_test)
+              remote_shard_set_test tier2_server_test fault_proxy_test store_test ingest_log_test http_api_test service_test)
   bash scripts/build.sh tsan "${concurrent[@]}"
   # LevelDB is not built with ThreadSanitizer: what it does inside its own library is not checked.
   (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \
-     ctest --output-on-failure -j2 --timeout 900 -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|StoreTest|IngestLog|HttpApiTest|ServiceTest)\.')
+     ctest --output-on-failure -j2 --timeout 900 \
+       -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|Tier2Server|Tier2ServerTest|FaultProxy|FaultProxyTest|StoreTest|IngestLog|HttpApiTest|ServiceTest)\.')
+  # A short fuzzing run of every fuzz target (clang, libFuzzer + ASan + UBSan) over its seed corpus.
+  bash scripts/fuzz.sh 20
 fi
 echo "test.sh: suite finished in $(( $(date +%s) - start ))s"

@@ -1,0 +1,374 @@
+// A Tier 2 server against clients that misbehave: raw TCP clients send bad headers, garbage, a
+// truncated frame, a body that is not a message, half a header, or nothing at all, while a
+// well-behaved client (a RemoteShardSet) keeps calling the same server on another connection.
+//
+// What the server does with each (tier2_server.h):
+//   - a header it refuses (bad magic, version, type or flags, a length over the type's maximum),
+//     garbage, a frame that is not a request, a body that does not parse: the connection is closed
+//     at once, nothing is answered;
+//   - a frame cut short by the peer closing: the connection is closed;
+//   - half a frame, then silence: closed after stall_timeout_ms;
+//   - nothing at all, or nothing after a complete frame: kept open until idle_timeout_ms;
+//   - a request that parses but asks for nothing the server does: answered with its error, and the
+//     connection stays usable.
+// Meanwhile the well-behaved client's calls are all answered, in time.
+#include "cluster/tier2_server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <boost/asio.hpp>
+
+#include "cluster/frame.h"
+#include "cluster/remote_shard_set.h"
+#include "common/coding.h"
+#include "common/config.h"
+#include "proto/cluster.pb.h"
+#include "testing/temp_dir.h"
+
+namespace neardup::cluster {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr uint32_t kStallMs = 400;
+constexpr uint32_t kIdleMs = 1500;
+// A close the server decides on comes within its timeout plus this (a loaded machine, sanitizers).
+constexpr milliseconds kSlack(1500);
+
+// A frame header with the given fields, whatever they are.
+std::string Header(uint16_t version, uint16_t type, uint16_t flags, uint32_t length) {
+  std::string h(kFrameHeaderBytes, '\0');
+  h[0] = 'N';
+  h[1] = 'D';
+  StoreBigEndian(h.data() + 2, version, 2);
+  StoreBigEndian(h.data() + 4, type, 2);
+  StoreBigEndian(h.data() + 6, flags, 2);
+  StoreBigEndian(h.data() + 8, length, 4);
+  return h;
+}
+std::string RequestHeader(uint32_t length) {
+  return Header(kProtocolVersion, static_cast<uint16_t>(MessageType::kTier2Request), 0, length);
+}
+
+std::string Frame(const pb::Tier2Request& q) {
+  std::string f;
+  EXPECT_TRUE(EncodeFrame(MessageType::kTier2Request, q, &f).ok());
+  return f;
+}
+pb::Tier2Request CommittedBatchRequest(uint64_t id) {
+  pb::Tier2Request q;
+  q.set_id(id);
+  q.set_shard(0);
+  q.set_committed_batch(true);
+  return q;
+}
+
+// The process's peak resident memory, in bytes (VmHWM).
+uint64_t PeakRss() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// A raw TCP client whose every wait is bounded.
+class RawClient {
+ public:
+  explicit RawClient(uint16_t port) : socket_(io_) {
+    boost::system::error_code ec;
+    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    EXPECT_FALSE(ec) << ec.message();
+  }
+
+  void Send(std::string_view bytes) {
+    boost::system::error_code ec;
+    asio::write(socket_, asio::buffer(bytes.data(), bytes.size()), ec);
+    EXPECT_FALSE(ec) << ec.message();
+  }
+  // Half-closes: the server reads the end of the stream.
+  void ShutdownSend() {
+    boost::system::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  // Reads `n` bytes into *out. Ok; Unavailable when the server closes first; DeadlineExceeded
+  // after `timeout` (the connection is then not to be read again).
+  Status Read(size_t n, milliseconds timeout, std::string* out) {
+    out->assign(n, '\0');
+    boost::system::error_code result = asio::error::would_block;
+    asio::async_read(socket_, asio::buffer(*out), [&](const boost::system::error_code& ec, size_t) { result = ec; });
+    io_.restart();
+    io_.run_for(timeout);
+    if (result == asio::error::would_block) {
+      socket_.cancel();
+      io_.restart();
+      io_.run();
+      return DeadlineExceeded("no " + std::to_string(n) + " bytes in time");
+    }
+    if (result) return Unavailable(result.message());
+    return Status::Ok();
+  }
+
+  // The answer to one request.
+  StatusOr<pb::Tier2Response> ReadResponse(milliseconds timeout = milliseconds(5000)) {
+    std::string header, body;
+    RETURN_IF_ERROR(Read(kFrameHeaderBytes, timeout, &header));
+    ASSIGN_OR_RETURN(FrameHeader h, DecodeFrameHeader(header.data()));
+    if (h.type != MessageType::kTier2Response) return Corruption("not a response");
+    RETURN_IF_ERROR(Read(h.length, timeout, &body));
+    pb::Tier2Response r;
+    RETURN_IF_ERROR(DecodeFrameBody(h, body, &r));
+    return r;
+  }
+
+  // Whether the server closes the connection (end of stream or reset) within `timeout`, with
+  // nothing sent before; *took: how long it took.
+  bool ClosedWithin(milliseconds timeout, Clock::duration* took = nullptr) {
+    const auto start = Clock::now();
+    std::string byte;
+    const Status s = Read(1, timeout, &byte);
+    if (took != nullptr) *took = Clock::now() - start;
+    EXPECT_NE(s.code(), StatusCode::kOk) << "the server sent something";
+    return s.code() == StatusCode::kUnavailable;
+  }
+
+ private:
+  asio::io_context io_;
+  tcp::socket socket_;
+};
+
+class Tier2ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Tier2ServerOptions so;
+    so.store = dir_.File("tier2");
+    so.stall_timeout_ms = kStallMs;
+    so.idle_timeout_ms = kIdleMs;
+    auto s = Tier2Server::Start(so);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(*s);
+    RemoteShardSetOptions remote;
+    remote.servers = {"127.0.0.1:" + std::to_string(server_->port())};
+    remote.connect_timeout_ms = 2000;
+    remote.call_timeout_ms = 5000;
+    pipeline::ShardSetOptions options;
+    options.config = DefaultConfig();
+    options.config.mutable_tier2()->set_sync(false);
+    options.shards = 1;
+    auto set = OpenRemoteShardSet(remote, options);
+    ASSERT_TRUE(set.ok()) << set.status().ToString();
+    set_ = std::move(*set);
+    // The well-behaved client: a call every few milliseconds for the whole test.
+    good_ = std::thread([this] {
+      while (!done_.load()) {
+        const auto start = Clock::now();
+        auto r = set_->CommittedBatch(0);
+        const auto took = Clock::now() - start;
+        if (r.ok()) good_calls_.fetch_add(1);
+        else bad_calls_.fetch_add(1);
+        if (took > slowest_.load()) slowest_.store(took);
+        std::this_thread::sleep_for(milliseconds(5));
+      }
+    });
+  }
+  void TearDown() override {
+    // Still answered after all the misbehaving clients of the test.
+    if (good_.joinable()) {
+      const int before = good_calls_.load();
+      for (int i = 0; i < 500 && good_calls_.load() < before + 3; ++i) std::this_thread::sleep_for(milliseconds(10));
+      EXPECT_GE(good_calls_.load(), before + 3);
+    }
+    done_.store(true);
+    if (good_.joinable()) good_.join();
+    EXPECT_GT(good_calls_.load(), 0);
+    EXPECT_EQ(bad_calls_.load(), 0);
+    EXPECT_LT(slowest_.load(), Clock::duration(kSlack));
+  }
+
+  uint16_t port() const { return server_->port(); }
+
+  test::TempDir dir_;
+  std::unique_ptr<Tier2Server> server_;
+  std::unique_ptr<pipeline::ShardSet> set_;
+  std::thread good_;
+  std::atomic<bool> done_{false};
+  std::atomic<int> good_calls_{0}, bad_calls_{0};
+  std::atomic<Clock::duration> slowest_{Clock::duration::zero()};
+};
+
+TEST(Tier2Server, TimeoutsOfZeroAreRefused) {
+  test::TempDir dir;
+  Tier2ServerOptions so;
+  so.store = dir.File("tier2");
+  so.stall_timeout_ms = 0;
+  EXPECT_EQ(Tier2Server::Start(so).status().code(), StatusCode::kInvalidArgument);
+  so.stall_timeout_ms = 1000;
+  so.idle_timeout_ms = 0;
+  EXPECT_EQ(Tier2Server::Start(so).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Closed at once: long before the stall timeout.
+TEST_F(Tier2ServerTest, RefusedHeadersCloseTheConnectionAtOnce) {
+  const uint16_t request = static_cast<uint16_t>(MessageType::kTier2Request);
+  const std::pair<std::string, std::string> cases[] = {
+      {"a length over the type's maximum", RequestHeader(MaxBodyBytes(MessageType::kTier2Request) + 1)},
+      {"the largest length", RequestHeader(0xffffffffu)},
+      {"a version from the future", Header(kProtocolVersion + 1, request, 0, 4)},
+      {"version 0", Header(0, request, 0, 4)},
+      {"an unknown type", Header(kProtocolVersion, 9, 0, 4)},
+      {"a response sent to the server", Header(kProtocolVersion, static_cast<uint16_t>(MessageType::kTier2Response), 0, 0)},
+      {"flags set", Header(kProtocolVersion, request, 1, 4)},
+      {"an HTTP request", "GET / HTTP/1.1\r\nHost: x\r\n\r\n"},
+  };
+  for (const auto& [what, bytes] : cases) {
+    SCOPED_TRACE(what);
+    RawClient c(port());
+    c.Send(bytes);
+    Clock::duration took{};
+    EXPECT_TRUE(c.ClosedWithin(milliseconds(kStallMs) + kSlack, &took));
+    EXPECT_LT(took, milliseconds(kStallMs));
+  }
+}
+
+TEST_F(Tier2ServerTest, GarbageClosesTheConnection) {
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (int round = 0; round < 8; ++round) {
+    std::string garbage(100 + round * 500, '\0');
+    for (char& b : garbage) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      b = static_cast<char>(x);
+    }
+    garbage[0] = 'X';  // never the magic
+    RawClient c(port());
+    c.Send(garbage);
+    EXPECT_TRUE(c.ClosedWithin(milliseconds(kStallMs) + kSlack)) << "round " << round;
+  }
+}
+
+TEST_F(Tier2ServerTest, BodyThatIsNotAMessageClosesTheConnection) {
+  RawClient c(port());
+  const std::string body(40, '\xff');  // a varint that never ends
+  c.Send(RequestHeader(static_cast<uint32_t>(body.size())) + body);
+  EXPECT_TRUE(c.ClosedWithin(milliseconds(kStallMs) + kSlack));
+}
+
+// A frame that parses but carries no step, or a shard the server does not hold, is answered with
+// its error; the connection goes on.
+TEST_F(Tier2ServerTest, RequestsTheServerCannotServeAreAnsweredWithTheirError) {
+  RawClient c(port());
+  c.Send(RequestHeader(0));  // an empty body: a request without a step
+  auto r = c.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(static_cast<StatusCode>(r->code()), StatusCode::kInvalidArgument) << r->message();
+  pb::Tier2Request q = CommittedBatchRequest(7);
+  q.set_shard(5);
+  c.Send(Frame(q));
+  r = c.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->id(), 7u);
+  EXPECT_NE(r->code(), 0u);
+  c.Send(Frame(CommittedBatchRequest(8)));
+  r = c.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->id(), 8u);
+  EXPECT_EQ(r->code(), 0u) << r->message();
+}
+
+// The peer closes in the middle of a frame: the server closes its side. A header that claims the
+// type's whole maximum makes it reserve only what has arrived.
+TEST_F(Tier2ServerTest, TruncatedFramesCloseTheConnectionWithoutReservingTheirLength) {
+  const uint64_t rss_before = PeakRss();
+  const std::string frame = Frame(CommittedBatchRequest(1));
+  for (size_t cut : {size_t{1}, size_t{6}, kFrameHeaderBytes, frame.size() - 1}) {
+    SCOPED_TRACE("cut after " + std::to_string(cut));
+    RawClient c(port());
+    c.Send(std::string_view(frame).substr(0, cut));
+    c.ShutdownSend();
+    EXPECT_TRUE(c.ClosedWithin(milliseconds(kStallMs) + kSlack));
+  }
+  std::vector<std::unique_ptr<RawClient>> huge;
+  for (int i = 0; i < 4; ++i) {
+    huge.push_back(std::make_unique<RawClient>(port()));
+    huge.back()->Send(RequestHeader(MaxBodyBytes(MessageType::kTier2Request)) + std::string(1000, '\x01'));
+  }
+  std::this_thread::sleep_for(milliseconds(kStallMs / 2));  // the server has read what came
+  for (auto& c : huge) c->ShutdownSend();
+  for (auto& c : huge) EXPECT_TRUE(c->ClosedWithin(milliseconds(kStallMs) + kSlack));
+  // Four frames of 1 GiB announced: had the server reserved them it would have grown by 4 GiB.
+  EXPECT_LT(PeakRss() - rss_before, uint64_t{256} << 20);
+}
+
+// Half a frame, then silence: closed after the stall timeout, the others served meanwhile.
+TEST_F(Tier2ServerTest, StalledFramesAreClosedAfterTheStallTimeout) {
+  const std::string frame = Frame(CommittedBatchRequest(1));
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (size_t cut : {size_t{1}, size_t{5}, kFrameHeaderBytes, frame.size() - 1}) {
+    stalled.push_back(std::make_unique<RawClient>(port()));
+    stalled.back()->Send(std::string_view(frame).substr(0, cut));
+  }
+  // A complete frame, then half of the next.
+  stalled.push_back(std::make_unique<RawClient>(port()));
+  stalled.back()->Send(frame + frame.substr(0, 3));
+  ASSERT_TRUE(stalled.back()->ReadResponse().ok());
+  // The type's whole maximum announced, a little sent.
+  stalled.push_back(std::make_unique<RawClient>(port()));
+  stalled.back()->Send(RequestHeader(MaxBodyBytes(MessageType::kTier2Request)) + std::string(5000, '\x01'));
+  const auto start = Clock::now();
+  for (auto& c : stalled) {
+    EXPECT_TRUE(c->ClosedWithin(milliseconds(kStallMs) + kSlack));
+  }
+  const auto took = Clock::now() - start;
+  EXPECT_GE(took, milliseconds(kStallMs) - milliseconds(100));  // not closed before the stall timeout
+  EXPECT_LT(took, milliseconds(kIdleMs));                       // not left for the idle timeout
+}
+
+// A connection with no frame begun is idle: kept past the stall timeout, closed after the idle one.
+TEST_F(Tier2ServerTest, IdleConnectionsAreKeptUntilTheIdleTimeout) {
+  RawClient silent(port());
+  RawClient between(port());  // idle after a complete exchange
+  between.Send(Frame(CommittedBatchRequest(1)));
+  ASSERT_TRUE(between.ReadResponse().ok());
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(milliseconds(kStallMs * 2));
+  // `between` is still served on the same connection, and is idle again from its answer.
+  between.Send(Frame(CommittedBatchRequest(2)));
+  auto r = between.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->id(), 2u);
+  EXPECT_TRUE(silent.ClosedWithin(milliseconds(kIdleMs) + kSlack));
+  EXPECT_GE(Clock::now() - start, milliseconds(kIdleMs) - milliseconds(100));
+  EXPECT_TRUE(between.ClosedWithin(milliseconds(kIdleMs) + kSlack));
+}
+
+// Many misbehaving connections at once do not hold up the well-behaved client, and Stop closes
+// them all at once.
+TEST_F(Tier2ServerTest, ManyStalledConnectionsAndStop) {
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (int i = 0; i < 32; ++i) {
+    stalled.push_back(std::make_unique<RawClient>(port()));
+    if (i % 2 == 0) stalled.back()->Send(RequestHeader(100));
+  }
+  std::this_thread::sleep_for(milliseconds(kStallMs / 2));
+  const int calls = good_calls_.load();
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_GT(good_calls_.load(), calls);  // answered while 32 connections hang on
+  done_.store(true);
+  good_.join();
+  const auto start = Clock::now();
+  server_->Stop();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  for (auto& c : stalled) EXPECT_TRUE(c->ClosedWithin(milliseconds(1000)));
+}
+
+}  // namespace
+}  // namespace neardup::cluster
