@@ -120,6 +120,7 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
       std::fflush(nullptr);
       ::_exit(0);
     }
+    api.Stop();
     *exit_code = 0;
   });
 }

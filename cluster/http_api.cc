@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
+#include "cluster/http_request.h"
 #include "document/crawl_reader.h"
 #include "proto/api.pb.h"
 
@@ -30,13 +31,6 @@ HttpResponse Error(const HttpRequest& request, unsigned code, const std::string&
   e.set_error(what);
   e.set_line(line);
   return JsonResponse(request, code, ToJson(e));
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // The line number an ingest error names ("line N: ..."), 0 when none.
@@ -79,40 +73,15 @@ const char* EndpointName(HttpApi::Endpoint e) {
 
 }  // namespace
 
-std::string QueryParam(std::string_view target, std::string_view key) {
-  const size_t q = target.find('?');
-  if (q == std::string_view::npos) return "";
-  std::string_view rest = target.substr(q + 1);
-  while (!rest.empty()) {
-    const size_t amp = rest.find('&');
-    std::string_view pair = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-    const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) != key || eq == std::string_view::npos) continue;
-    std::string out;
-    std::string_view v = pair.substr(eq + 1);
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (v[i] == '+') {
-        out += ' ';
-      } else if (v[i] == '%' && i + 2 < v.size() && HexValue(v[i + 1]) >= 0 && HexValue(v[i + 2]) >= 0) {
-        out += static_cast<char>(HexValue(v[i + 1]) * 16 + HexValue(v[i + 2]));
-        i += 2;
-      } else {
-        out += v[i];
-      }
-    }
-    return out;
-  }
-  return "";
-}
-
 HttpApi::HttpApi(Tier1Service* service, std::string bearer_token, int work_threads, uint32_t retry_after_seconds)
     : service_(service),
       token_(std::move(bearer_token)),
       retry_after_(retry_after_seconds),
       work_(std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, work_threads)))) {}
 
-HttpApi::~HttpApi() { work_->join(); }
+HttpApi::~HttpApi() { Stop(); }
+
+void HttpApi::Stop() { work_->join(); }
 
 bool HttpApi::Authorized(const HttpRequest& request) const {
   if (token_.empty()) return true;

@@ -36,7 +36,11 @@ class HttpApi {
  public:
   // `service` is not owned and outlives the API. An empty token: writes need none.
   HttpApi(Tier1Service* service, std::string bearer_token, int work_threads, uint32_t retry_after_seconds);
+  // Stop().
   ~HttpApi();
+  // Waits for the work in flight on its pool. Call it after the server's Stop and the service's
+  // (whose last acknowledgements resume requests on the pool) and before the server is destroyed.
+  void Stop();
 
   boost::asio::awaitable<HttpResponse> Handle(HttpRequest& request);
   HttpHandler Handler() {
@@ -78,8 +82,5 @@ class HttpApi {
   // Completeness of the recent status answers: answers below 1, and their sum.
   std::atomic<uint64_t> partial_answers_{0}, partial_micro_sum_{0};
 };
-
-// Percent-decodes the value of `key` in a query string ("a=1&url=..."); empty when absent.
-std::string QueryParam(std::string_view target, std::string_view key);
 
 }  // namespace neardup::cluster

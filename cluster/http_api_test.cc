@@ -96,6 +96,7 @@ class HttpApiTest : public ::testing::Test {
   void TearDown() override {
     if (server_) server_->Stop();
     if (service_) service_->Stop();
+    if (api_) api_->Stop();
   }
   bool Healthy() {
     auto r = client_->Request("GET", "/healthz", "");

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cluster/http_request.h"
 #include "cluster/remote_shard_set.h"
 #include "common/json_write.h"
 #include "common/thread_priority.h"
@@ -219,30 +220,8 @@ Status Tier1Service::Ingest(std::string_view body, IngestDone done) {
   }
   // Every line is checked before any is accepted: a body is taken whole or not at all.
   std::string lines;
-  lines.reserve(body.size() + 1);
   auto urls = std::make_shared<std::vector<std::pair<std::string, uint64_t>>>();
-  CrawlRecord r;
-  uint64_t line_no = 0;
-  size_t pos = 0;
-  while (pos < body.size()) {
-    size_t nl = body.find('\n', pos);
-    if (nl == std::string_view::npos) nl = body.size();
-    std::string_view line = body.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    if (line.size() > o_.config.reader().max_line_bytes()) {
-      return InvalidArgument("line " + std::to_string(line_no) + ": longer than reader.max_line_bytes (" +
-                             std::to_string(o_.config.reader().max_line_bytes()) + ")");
-    }
-    if (Status s = ParseCrawlRecord(line, &r); !s.ok()) {
-      return InvalidArgument("line " + std::to_string(line_no) + ": " + s.message());
-    }
-    lines.append(line);
-    lines += '\n';
-    urls->emplace_back(std::move(r.url), lines.size());  // the offset within the append, for now
-  }
+  RETURN_IF_ERROR(CheckIngestBody(body, o_.config.reader().max_line_bytes(), &lines, urls.get()));
   if (urls->empty()) {
     done(Status::Ok(), 0);
     return Status::Ok();

@@ -63,13 +63,12 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   so.progress_label = o_.progress ? "run" : "";
   const uint64_t first = redo_ ? redo_from_ : skip_;
   uint64_t seen = 0;
-  // Following a feed: where the records read so far end, when the last one was read, and when
-  // the batch being filled got its first record.
-  uint64_t read_end = 0;
+  // Following a feed: how far the reader may read, when the last record was read, and when the
+  // batch being filled got its first record (all on the signing thread).
+  uint64_t limit = 0;
   auto last_read = SteadyClock::now(), batch_started = last_read;
   bool stopped = false;
-  so.keep = [&](const CrawlRecord& r) {
-    read_end = r.end_offset;
+  so.keep = [&](const CrawlRecord&) {
     last_read = SteadyClock::now();
     const uint64_t i = seen++;
     // The redo batch is always read whole; max_records limits only records new to the store.
@@ -107,7 +106,9 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   CrawlReaderStats reader_stats;
   Status read;
   if (feed != nullptr) {
-    so.reader.readable = [feed] { return feed->ReadableBytes(); };
+    // The reader pauses having read exactly up to the last limit it was given: what the idle wait
+    // below waits to grow (whether those bytes held records or lines it skipped).
+    so.reader.readable = [feed, &limit] { return limit = feed->ReadableBytes(); };
     // Caught up with the feed: wait for more, cutting the batch held short when the input stays
     // idle for linger or its first record waited max_batch_delay.
     so.idle = [&]() -> StatusOr<bool> {
@@ -116,10 +117,10 @@ StatusOr<PipelineSummary> Pipeline::Run() {
           stopped = true;
           return false;
         }
-        if (feed->ReadableBytes() > read_end) return true;
+        if (feed->ReadableBytes() > limit) return true;
         const auto now = SteadyClock::now();
         if (batch->records.empty()) {
-          feed->WaitReadable(read_end, now + std::chrono::milliseconds(200));
+          feed->WaitReadable(limit, now + std::chrono::milliseconds(200));
           continue;
         }
         const auto cut = std::min(last_read + o_.linger, batch_started + o_.max_batch_delay);
@@ -127,7 +128,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
           RETURN_IF_ERROR(hand_off());
           continue;
         }
-        feed->WaitReadable(read_end, cut);
+        feed->WaitReadable(limit, cut);
       }
     };
   }
