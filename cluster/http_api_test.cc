@@ -322,9 +322,15 @@ TEST_F(HttpApiTest, OverloadShedsIngestAndKeepsAnsweringStatus) {
   EXPECT_EQ(other.load(), 0u);
   EXPECT_GT(answered.load(), 100u);
   EXPECT_EQ(unanswered.load(), 0u);
-  // Memory: the queues are bounded, so the heap grows by a few requests' worth, not by what was sent.
+  // Memory: the queues are bounded, so the heap grows by a few requests' worth, not by what was
+  // sent. (Not under AddressSanitizer, whose quarantine keeps freed memory, 256 MB of it: the test
+  // carries the e2e label, so the optimised build checks it.)
+#if !defined(__SANITIZE_ADDRESS__)
   const uint64_t rss1 = AnonRssBytes();
   EXPECT_LT(rss1 > rss0 ? rss1 - rss0 : 0, uint64_t{64} << 20) << "sent " << (accepted + shed) * lines.size() << " bytes";
+#else
+  (void)rss0;
+#endif
   // What was accepted is bounded by the backlog: one request's worth over it at most.
   const Tier1ServiceStats s = service_->Stats();
   EXPECT_LE(s.log_bytes - s.committed_bytes, (256u << 10) + 4 * lines.size());
