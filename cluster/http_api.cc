@@ -312,8 +312,8 @@ HttpResponse HttpApi::Metrics(const HttpRequest& request) {
   one("neardup_tier2_comparisons_total", "counter", "(page, shard) comparisons sent to Tier 2 (finished runs).", t.tier2_sends);
   one("neardup_rejections_total", "counter", "Losers rejected by verification against their winner.", t.rejections);
   one("neardup_repairs_total", "counter", "Groups repaired (finished runs).", t.repairs);
-  if (server_ != nullptr) {
-    const HttpServerStats h = server_->stats();
+  if (const HttpServer* server = server_.load(); server != nullptr) {
+    const HttpServerStats h = server->stats();
     one("neardup_http_connections_open", "gauge", "Open HTTP connections.", h.open_connections);
     one("neardup_http_bad_requests_total", "counter", "Malformed, oversized or timed-out HTTP requests.", h.bad_requests);
     one("neardup_http_refused_connections_total", "counter", "Connections refused past max_connections.", h.refused_connections);

@@ -47,7 +47,8 @@ class HttpApi {
     return [this](HttpRequest& r) { return Handle(r); };
   }
   // The network's counters go into /metrics too (set once the server is up; may stay null).
-  void set_server(const HttpServer* server) { server_ = server; }
+  // (Set while the server's threads may already read it: atomic.)
+  void set_server(const HttpServer* server) { server_.store(server); }
 
   // The endpoints /metrics counts apart.
   enum Endpoint { kPages, kDelete, kStatus, kGroups, kHealth, kMetrics, kOther, kEndpoints };
@@ -66,7 +67,7 @@ class HttpApi {
   Tier1Service* const service_;
   const std::string token_;
   const uint32_t retry_after_;
-  const HttpServer* server_ = nullptr;
+  std::atomic<const HttpServer*> server_{nullptr};
   std::unique_ptr<boost::asio::thread_pool> work_;
 
   // Per endpoint: requests by status class (2xx..5xx), and a latency histogram.
