@@ -1,5 +1,8 @@
 #include "cli/common_options.h"
 
+#include <cstdio>
+#include <fstream>
+
 #include "common/config.h"
 
 namespace neardup::cli {
@@ -57,6 +60,13 @@ StatusOr<ResolvedOptions> ResolveShared(const SharedOptions& o) {
   if (r.threads < 0) return InvalidArgument("--threads must be >= 0");
   r.config = cfg;
   return r;
+}
+
+void WritePortFile(const std::string& path, uint16_t port) {
+  if (path.empty()) return;
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << port << "\n";
+  std::rename(tmp.c_str(), path.c_str());
 }
 
 }  // namespace neardup::cli

@@ -39,4 +39,8 @@ void AddSharedOptions(CLI::App* cmd, SharedOptions* o);
 // file:line:column for a bad config, or naming the flag for a bad value.
 StatusOr<ResolvedOptions> ResolveShared(const SharedOptions& o);
 
+// A server's --port-file: the port it listens on, written atomically (a temporary file renamed),
+// so that a script waiting for the file never reads half of it. Nothing when `path` is empty.
+void WritePortFile(const std::string& path, uint16_t port);
+
 }  // namespace neardup::cli

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "cluster/fault_proxy.h"
 
 namespace neardup::cli {
@@ -55,11 +56,7 @@ void RegisterFaultProxy(CLI::App& app, int* exit_code) {
       return;
     }
     spdlog::info("fault-proxy: port {} to {}, mode {}", (*proxy)->port(), a->options.target, a->mode);
-    if (!a->port_file.empty()) {
-      const std::string tmp = a->port_file + ".tmp";
-      std::ofstream(tmp) << (*proxy)->port() << "\n";
-      std::rename(tmp.c_str(), a->port_file.c_str());
-    }
+    WritePortFile(a->port_file, (*proxy)->port());
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("fault-proxy: signal {}: stopping ({} connections, {} bytes to the target, {} back)", sig,

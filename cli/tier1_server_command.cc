@@ -21,13 +21,6 @@ namespace {
 
 bool IsLoopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1"; }
 
-void WritePortFile(const std::string& path, uint16_t port) {
-  if (path.empty()) return;
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << port << "\n";
-  std::rename(tmp.c_str(), path.c_str());
-}
-
 }  // namespace
 
 void RegisterTier1Server(CLI::App& app, int* exit_code) {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "cluster/tier2_server.h"
 #include "common/config.h"
 
@@ -65,11 +66,7 @@ void RegisterTier2Server(CLI::App& app, int* exit_code) {
       return;
     }
     spdlog::info("tier2-server: serving {} on port {}", o.store, (*server)->port());
-    if (!a->port_file.empty()) {
-      const std::string tmp = a->port_file + ".tmp";
-      std::ofstream(tmp) << (*server)->port() << "\n";
-      std::rename(tmp.c_str(), a->port_file.c_str());
-    }
+    WritePortFile(a->port_file, (*server)->port());
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("tier2-server: signal {}: stopping", sig);
