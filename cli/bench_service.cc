@@ -24,7 +24,7 @@
 
 #include "cli/commands.h"
 #include "cluster/http_client.h"
-#include "cluster/tier2_server.h"  // ParseHostPort
+#include "cluster/net.h"
 #include "document/crawl_reader.h"
 
 namespace neardup::cli {

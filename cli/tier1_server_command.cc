@@ -13,7 +13,7 @@
 #include "cluster/http_api.h"
 #include "cluster/http_server.h"
 #include "cluster/tier1_service.h"
-#include "cluster/tier2_server.h"
+#include "cluster/net.h"
 #include "common/config.h"
 
 namespace neardup::cli {
@@ -85,7 +85,7 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
     }
     auto service = cluster::Tier1Service::Open(so);
     if (!service.ok()) return fail(service.status());
-    cluster::HttpApi api(service->get(), token, static_cast<int>(c.io_threads()), c.retry_after_seconds());
+    cluster::HttpApi api(service->get(), token, static_cast<int>(c.work_threads()), c.retry_after_seconds());
     cluster::HttpServerOptions ho;
     ho.listen = c.listen();
     ho.io_threads = static_cast<int>(c.io_threads());

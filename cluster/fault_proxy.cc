@@ -13,7 +13,7 @@
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
 
-#include "cluster/tier2_server.h"  // ParseHostPort
+#include "cluster/net.h"
 #include "common/thread_priority.h"
 
 namespace neardup::cluster {

@@ -312,6 +312,28 @@ HttpResponse HttpApi::Metrics(const HttpRequest& request) {
   one("neardup_tier2_comparisons_total", "counter", "(page, shard) comparisons sent to Tier 2 (finished runs).", t.tier2_sends);
   one("neardup_rejections_total", "counter", "Losers rejected by verification against their winner.", t.rejections);
   one("neardup_repairs_total", "counter", "Groups repaired (finished runs).", t.repairs);
+  // Per shard, as the batch loop last saw it (a scrape never waits for a shard).
+  const std::vector<ShardState> shards = service_->Shards();
+  if (!shards.empty()) {
+    auto per_shard = [&](const char* name, const char* type, const char* help, auto value_of) {
+      metric(name, type, help);
+      for (const ShardState& sh : shards) {
+        o += fmt::format("{}{{shard=\"{}\",server=\"{}\"}} {}\n", name, sh.shard,
+                         sh.server.empty() ? "local" : sh.server, value_of(sh));
+      }
+    };
+    per_shard("neardup_shard_up", "gauge", "1 when the shard's last call succeeded.",
+              [](const ShardState& sh) { return sh.up ? 1 : 0; });
+    per_shard("neardup_shard_resident_pages", "gauge", "Pages the shard holds, as it last said.",
+              [](const ShardState& sh) { return sh.resident_pages; });
+    per_shard("neardup_shard_calls_total", "counter", "Calls the batch loop and status queries made to the shard.",
+              [](const ShardState& sh) { return sh.calls; });
+    per_shard("neardup_shard_call_failures_total", "counter", "Calls to the shard that failed (down, past the deadline, an error).",
+              [](const ShardState& sh) { return sh.failures; });
+    per_shard("neardup_shard_last_success_timestamp_seconds", "gauge", "When the shard last answered (Unix time; 0: never).",
+              [](const ShardState& sh) { return fmt::format("{:.3f}", sh.last_success_unix); });
+    one("neardup_shard_imbalance", "gauge", "Max over mean of the shards' resident pages (1: balanced).", ResidentImbalance(shards));
+  }
   if (const HttpServer* server = server_.load(); server != nullptr) {
     const HttpServerStats h = server->stats();
     one("neardup_http_connections_open", "gauge", "Open HTTP connections.", h.open_connections);

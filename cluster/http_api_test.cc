@@ -274,6 +274,14 @@ TEST_F(HttpApiTest, MetricsPassPromtool) {
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->status, 200u);
   EXPECT_NE(r->body.find("neardup_http_request_seconds_bucket{endpoint=\"GET /v1/status\",le=\"+Inf\"} 1"), std::string::npos);
+  // Each shard's state, once the batch loop opened them (in this process: server "local").
+  for (int i = 0; i < 100 && r->body.find("neardup_shard_up{") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+    r = client_->Request("GET", "/metrics", "");
+    ASSERT_TRUE(r.ok());
+  }
+  EXPECT_NE(r->body.find("neardup_shard_up{shard=\"0\",server=\"local\"} 1\n"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("neardup_shard_resident_pages{shard=\"2\",server=\"local\"} 0\n"), std::string::npos);
   const std::string file = dir_.File("metrics.txt");
   std::ofstream(file) << r->body;
   const std::string out = dir_.File("promtool.txt");

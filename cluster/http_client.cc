@@ -6,7 +6,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "cluster/tier2_server.h"  // ParseHostPort
+#include "cluster/net.h"
 
 namespace neardup::cluster {
 namespace {

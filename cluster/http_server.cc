@@ -2,15 +2,12 @@
 
 #include <atomic>
 #include <mutex>
-#include <thread>
-#include <vector>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <spdlog/spdlog.h>
 
-#include "cluster/tier2_server.h"  // ParseHostPort
-#include "common/thread_priority.h"
+#include "cluster/net.h"
 
 namespace neardup::cluster {
 namespace {
@@ -23,30 +20,14 @@ using asio::ip::tcp;
 class HttpServerImpl final : public HttpServer {
  public:
   HttpServerImpl(HttpServerOptions o, HttpHandler handler)
-      : options_(std::move(o)), handler_(std::move(handler)), acceptor_(io_) {}
+      : options_(std::move(o)), handler_(std::move(handler)), io_(options_.io_threads), acceptor_(io_.context(0)) {}
   ~HttpServerImpl() override { Stop(); }
 
   Status Listen() {
-    std::string host;
-    uint16_t port = 0;
-    RETURN_IF_ERROR(ParseHostPort(options_.listen, &host, &port));
-    boost::system::error_code ec;
-    const auto address = asio::ip::make_address(host, ec);
-    if (ec) return InvalidArgument("http server: " + host + " is not an IP address");
-    const tcp::endpoint endpoint(address, port);
-    acceptor_.open(endpoint.protocol(), ec);
-    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(endpoint, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return IoError("http server: cannot listen on " + options_.listen + ": " + ec.message());
+    RETURN_IF_ERROR(ListenOn(acceptor_, options_.listen, "http server"));
     port_ = acceptor_.local_endpoint().port();
-    asio::co_spawn(io_, Accept(), asio::detached);
-    for (int i = 0; i < options_.io_threads; ++i) {
-      threads_.emplace_back([this, i] {
-        NameThisThread("nd-http-" + std::to_string(i));
-        io_.run();
-      });
-    }
+    asio::co_spawn(io_.context(0), Accept(), asio::detached);
+    io_.Run("nd-http");
     return Status::Ok();
   }
 
@@ -65,9 +46,7 @@ class HttpServerImpl final : public HttpServer {
 
   void Stop() override {
     if (stopped_.exchange(true)) return;
-    io_.stop();
-    for (auto& t : threads_) t.join();
-    threads_.clear();
+    io_.Stop();
     boost::system::error_code ec;
     acceptor_.close(ec);
   }
@@ -76,7 +55,9 @@ class HttpServerImpl final : public HttpServer {
   asio::awaitable<void> Accept() {
     for (;;) {
       boost::system::error_code ec;
-      tcp::socket socket = co_await acceptor_.async_accept(asio::make_strand(io_), asio::redirect_error(asio::use_awaitable, ec));
+      // The connection lives on one context: its one thread runs the connection's reads, writes
+      // and timer, and the handler (which moves heavy work to a pool of its own and comes back).
+      tcp::socket socket = co_await acceptor_.async_accept(io_.next(), asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
         if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
         continue;  // e.g. too many open files: the next accept may do
@@ -170,10 +151,9 @@ class HttpServerImpl final : public HttpServer {
 
   const HttpServerOptions options_;
   const HttpHandler handler_;
-  asio::io_context io_;
+  IoContextPool io_;
   tcp::acceptor acceptor_;
   uint16_t port_ = 0;
-  std::vector<std::thread> threads_;
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> connections_{0}, open_{0}, requests_{0}, bad_{0}, timeouts_{0}, refused_{0};
 };

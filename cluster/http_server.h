@@ -1,8 +1,9 @@
 // HttpServer: HTTP/1.1 on Boost.Beast, for the crawlers' API (cluster/http_api.h). Keep-alive;
 // limits on a request's header and body, on the time to read a whole request (a client that
 // opens a connection and never finishes a request is cut off), and on open connections. Network
-// I/O runs on `io_threads` threads over one io_context; a handler that has heavy work moves it to
-// a pool of its own (co_await on another executor) and comes back.
+// I/O runs on `io_threads` threads, each with an io_context of its own that a connection stays on
+// (cluster/net.h); a handler that has heavy work moves it to a pool of its own (co_await on
+// another executor) and comes back.
 //
 //   HttpServerOptions o;  o.listen = "127.0.0.1:0";
 //   ASSIGN_OR_RETURN(auto server, HttpServer::Start(o, [&](HttpRequest& req) -> asio::awaitable<HttpResponse> {...}));

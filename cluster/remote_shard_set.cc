@@ -11,7 +11,7 @@
 #include <boost/asio.hpp>
 
 #include "cluster/frame.h"
-#include "cluster/tier2_server.h"
+#include "cluster/net.h"
 #include "cluster/tier2_service.h"
 #include "proto/cluster.pb.h"
 
@@ -277,6 +277,9 @@ StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenRemoteShardSet(const RemoteSha
       auto r = links[i]->Call(std::move(q), remote.open_timeout_ms);
       opened[i] = r.ok() ? StatusOf(*r) : r.status();
       if (!opened[i].ok()) opened[i] = Status(opened[i].code(), remote.servers[i] + ": " + opened[i].message());
+      if (remote.on_open) {
+        for (uint32_t m = static_cast<uint32_t>(i); m < options.shards; m += static_cast<uint32_t>(n)) remote.on_open(m, opened[i]);
+      }
     });
   }
   for (auto& t : threads) t.join();

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,9 @@ struct RemoteShardSetOptions {
   // call_timeout_ms. A short call deadline, to learn soon of a server that stopped answering,
   // need not cut short a long open.
   uint32_t open_timeout_ms = 0;
+  // Called (from the open's threads) for every shard with its server's answer to the open, so a
+  // caller learns which shards are down when the open fails. May be empty.
+  std::function<void(uint32_t shard, const Status& status)> on_open;
 };
 
 StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenRemoteShardSet(const RemoteShardSetOptions& remote,

@@ -16,7 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/http_client.h"
-#include "cluster/tier2_server.h"  // ParseHostPort
+#include "cluster/net.h"
 #include "partitioner/partition_map.h"
 #include "pipeline/store.h"
 

@@ -20,7 +20,10 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-Tier1Service::Tier1Service(Tier1ServiceOptions options) : o_(std::move(options)) {}
+Tier1Service::Tier1Service(Tier1ServiceOptions options)
+    : o_(std::move(options)),
+      health_(std::make_unique<ShardHealth>(
+          std::vector<std::string>(o_.config.tier1_server().tier2().begin(), o_.config.tier1_server().tier2().end()))) {}
 
 StatusOr<std::unique_ptr<Tier1Service>> Tier1Service::Open(const Tier1ServiceOptions& options) {
   const pb::Tier1ServerConfig& c = options.config.tier1_server();
@@ -66,8 +69,10 @@ StatusOr<std::unique_ptr<Tier1Service>> Tier1Service::Open(const Tier1ServiceOpt
     remote.servers.assign(c.tier2().begin(), c.tier2().end());
     remote.call_timeout_ms = c.tier2_deadline_ms();
     remote.connect_timeout_ms = std::min<uint32_t>(c.tier2_deadline_ms(), 5000);
+    remote.on_open = [h = s->health_.get()](uint32_t shard, const Status& status) { h->Record(shard, status); };
     r.open_shards = [remote](const pipeline::ShardSetOptions& so) { return OpenRemoteShardSet(remote, so); };
   }
+  r.open_shards = s->health_->Observe(r.open_shards ? r.open_shards : pipeline::ShardSetOpener(pipeline::OpenLocalShardSet));
   s->loop_ = std::thread([p = s.get()] {
     NameThisThread("nd-t1-loop");
     p->Loop();

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "cluster/ingest_log.h"
+#include "cluster/shard_health.h"
 #include "common/status.h"
 #include "pipeline/pipeline.h"
 #include "proto/config.pb.h"
@@ -111,6 +112,8 @@ class Tier1Service : public pipeline::IngestFeed {
   // NotFound for an unknown group.
   StatusOr<GroupView> Group(uint64_t id);
   Tier1ServiceStats Stats();
+  // Each Tier 2 shard as the batch loop last saw it (cluster/shard_health.h); never waits for one.
+  std::vector<ShardState> Shards() const { return health_->Snapshot(); }
   IngestLog::Stats LogStats() const { return log_->stats(); }
   // Fails (a reason) when the loop cannot make progress for long, or the log failed.
   Status Health();
@@ -141,6 +144,7 @@ class Tier1Service : public pipeline::IngestFeed {
   std::unique_ptr<tier1::GroupStore> groups_;
   std::unique_ptr<IngestLog> log_;
   pipeline::PipelineOptions run_;
+  std::unique_ptr<ShardHealth> health_;
   uint64_t map_generation_ = 0;
 
   std::atomic<bool> stopping_{false};

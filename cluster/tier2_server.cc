@@ -7,18 +7,16 @@
 #include <condition_variable>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <tuple>
 #include <variant>
-#include <vector>
 
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include "cluster/frame.h"
+#include "cluster/net.h"
 #include "cluster/tier2_service.h"
-#include "common/thread_priority.h"
 
 namespace neardup::cluster {
 namespace {
@@ -30,27 +28,18 @@ constexpr auto kTuple = asio::experimental::as_tuple(asio::use_awaitable);
 class Tier2ServerImpl final : public Tier2Server {
  public:
   explicit Tier2ServerImpl(const Tier2ServerOptions& o)
-      : options_(o), service_(o.store), work_(static_cast<size_t>(o.work_threads)), acceptor_(io_) {}
+      : options_(o),
+        service_(o.store),
+        io_(o.io_threads),
+        work_(static_cast<size_t>(o.work_threads)),
+        acceptor_(io_.context(0)) {}
   ~Tier2ServerImpl() override { Stop(); }
 
-  Status Listen(const std::string& host, uint16_t port) {
-    boost::system::error_code ec;
-    const auto address = asio::ip::make_address(host, ec);
-    if (ec) return InvalidArgument("tier2 server: " + host + " is not an IP address");
-    const tcp::endpoint endpoint(address, port);
-    acceptor_.open(endpoint.protocol(), ec);
-    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(endpoint, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return IoError("tier2 server: cannot listen on " + options_.listen + ": " + ec.message());
+  Status Listen() {
+    RETURN_IF_ERROR(ListenOn(acceptor_, options_.listen, "tier2 server"));
     port_ = acceptor_.local_endpoint().port();
-    asio::co_spawn(io_, Accept(), asio::detached);
-    for (int i = 0; i < options_.io_threads; ++i) {
-      threads_.emplace_back([this, i] {
-        NameThisThread("nd-t2-io-" + std::to_string(i));
-        io_.run();
-      });
-    }
+    asio::co_spawn(io_.context(0), Accept(), asio::detached);
+    io_.Run("nd-t2-io");
     return Status::Ok();
   }
 
@@ -62,9 +51,7 @@ class Tier2ServerImpl final : public Tier2Server {
       if (stopped_) return;
       stopped_ = true;
     }
-    io_.stop();
-    for (auto& t : threads_) t.join();
-    threads_.clear();
+    io_.Stop();
     work_.join();
     // No thread runs the io_context now: the listening socket and every connection close, so a
     // peer waiting for an answer learns at once that none will come.
@@ -86,19 +73,21 @@ class Tier2ServerImpl final : public Tier2Server {
   asio::awaitable<void> Accept() {
     for (;;) {
       boost::system::error_code ec;
-      tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      // The connection lives on one context, whose one thread runs its reads, writes and timer.
+      asio::io_context& home = io_.next();
+      tcp::socket socket = co_await acceptor_.async_accept(home, asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
         if (!acceptor_.is_open()) co_return;
         spdlog::warn("tier2 server: accept: {}", ec.message());
         continue;
       }
       socket.set_option(tcp::no_delay(true), ec);
-      asio::co_spawn(asio::make_strand(io_), Serve(std::move(socket)), asio::detached);
+      asio::co_spawn(home, Serve(std::move(socket)), asio::detached);
     }
   }
 
-  // One connection: frames in, answers out, in order. It runs on a strand of its own, where its
-  // reads and writes race their timer.
+  // One connection: frames in, answers out, in order. It runs on its context's one thread, where
+  // its reads and writes race their timer.
   asio::awaitable<void> Serve(tcp::socket socket) {
     Registered registered(this, &socket);
     std::string peer;
@@ -231,34 +220,16 @@ class Tier2ServerImpl final : public Tier2Server {
   std::set<tcp::socket*> connections_;  // guarded by connections_mu_
   const Tier2ServerOptions options_;
   Tier2Service service_;
-  asio::io_context io_;
+  IoContextPool io_;
   asio::thread_pool work_;
   tcp::acceptor acceptor_;
   uint16_t port_ = 0;
-  std::vector<std::thread> threads_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopped_ = false;  // guarded by mu_
 };
 
 }  // namespace
-
-Status ParseHostPort(const std::string& text, std::string* host, uint16_t* port) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
-    return InvalidArgument("\"" + text + "\" is not host:port");
-  }
-  *host = text.substr(0, colon);
-  if (host->size() > 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
-  uint32_t p = 0;
-  for (size_t i = colon + 1; i < text.size(); ++i) {
-    if (text[i] < '0' || text[i] > '9' || (p = p * 10 + static_cast<uint32_t>(text[i] - '0')) > 65535) {
-      return InvalidArgument("\"" + text + "\": the port must be a number in 0..65535");
-    }
-  }
-  *port = static_cast<uint16_t>(p);
-  return Status::Ok();
-}
 
 StatusOr<std::unique_ptr<Tier2Server>> Tier2Server::Start(const Tier2ServerOptions& options) {
   if (options.io_threads < 1 || options.work_threads < 1) {
@@ -268,11 +239,8 @@ StatusOr<std::unique_ptr<Tier2Server>> Tier2Server::Start(const Tier2ServerOptio
     return InvalidArgument("tier2 server: stall_timeout_ms and idle_timeout_ms must be at least 1");
   }
   if (options.store.empty()) return InvalidArgument("tier2 server: no store directory");
-  std::string host;
-  uint16_t port = 0;
-  RETURN_IF_ERROR(ParseHostPort(options.listen, &host, &port));
   auto server = std::make_unique<Tier2ServerImpl>(options);
-  RETURN_IF_ERROR(server->Listen(host, port));
+  RETURN_IF_ERROR(server->Listen());
   return std::unique_ptr<Tier2Server>(std::move(server));
 }
 

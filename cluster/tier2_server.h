@@ -1,7 +1,8 @@
 // Tier2Server: a Tier2Service on a TCP port. Each connection carries frames (cluster/frame.h) of
 // Tier 2 requests, answered in order on that connection; connections are served at once. Network
-// I/O runs on `io_threads` threads over one io_context, the requests' work (comparisons, writes)
-// on a separate pool of `work_threads`, so a long comparison never holds up reading and writing.
+// I/O runs on `io_threads` threads, each with an io_context of its own that a connection stays on
+// (cluster/net.h), the requests' work (comparisons, writes) on a separate pool of `work_threads`,
+// so a long comparison never holds up reading and writing.
 //
 //   Tier2ServerOptions o;  o.listen = "127.0.0.1:0";  o.store = "/data/tier2-a";
 //   ASSIGN_OR_RETURN(auto server, Tier2Server::Start(o));   // listening when it returns
@@ -56,8 +57,5 @@ class Tier2Server {
   // Blocks until Stop is called from another thread or a signal handler's thread.
   virtual void Wait() = 0;
 };
-
-// "host:port" split; InvalidArgument naming the text when it is not one.
-Status ParseHostPort(const std::string& text, std::string* host, uint16_t* port);
 
 }  // namespace neardup::cluster

@@ -215,6 +215,15 @@ TEST_F(ServiceTest, ATier2KilledDuringIngestLeavesPagesPendingAndCostsNothing) {
     partial = Metric(**client, "neardup_incomplete_batches_total") >= 1;
   }
   ASSERT_TRUE(partial) << Read(Path("tier1.log"));
+  // /metrics tells which shards are down: b serves shards 1 and 3 (shard m on server m % 2).
+  auto shard_metric = [&](const char* name, int shard, const std::string& port) {
+    return Metric(**client, std::string(name) + "{shard=\"" + std::to_string(shard) + "\",server=\"127.0.0.1:" + port + "\"}");
+  };
+  EXPECT_EQ(shard_metric("neardup_shard_up", 0, a), 1);
+  EXPECT_EQ(shard_metric("neardup_shard_up", 1, b), 0);
+  EXPECT_EQ(shard_metric("neardup_shard_up", 3, b), 0);
+  EXPECT_GE(shard_metric("neardup_shard_call_failures_total", 1, b), 1);
+  EXPECT_GT(shard_metric("neardup_shard_resident_pages", 1, b), 0);  // as it last said
   std::istringstream rest(second);
   int pending = 0, below_one = 0;
   simdjson::dom::parser p;
@@ -240,6 +249,8 @@ TEST_F(ServiceTest, ATier2KilledDuringIngestLeavesPagesPendingAndCostsNothing) {
   ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("tier1.log"));
   EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
   EXPECT_GE(Metric(**client, "neardup_loop_restarts_total"), 1);
+  EXPECT_EQ(shard_metric("neardup_shard_up", 1, b), 1);
+  EXPECT_EQ(shard_metric("neardup_shard_up", 3, b), 1);
 }
 
 TEST_F(ServiceTest, ATier1KilledLosesNothingItAcknowledged) {
