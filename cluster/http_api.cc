@@ -124,7 +124,7 @@ asio::awaitable<HttpResponse> HttpApi::Route(HttpRequest& request, Endpoint* e) 
     *e = kStatus;
     if (m == http::verb::post) co_return co_await Probe(request);
     if (m != http::verb::get) co_return Error(request, 405, "use GET or POST");
-    co_return Status(request, QueryParam(target, "url"));
+    co_return co_await Status(request, QueryParam(target, "url"));
   }
   if (path.rfind("/v1/groups/", 0) == 0) {
     *e = kGroups;
@@ -176,23 +176,32 @@ asio::awaitable<HttpResponse> HttpApi::Ingest(HttpRequest& request, bool is_dele
   }
 }
 
-HttpResponse HttpApi::Status(const HttpRequest& request, const std::string& url) {
-  if (url.empty()) return Error(request, 400, "GET /v1/status needs ?url=");
-  return StatusReply(request, url, service_->Query(url));
+asio::awaitable<HttpResponse> HttpApi::Status(HttpRequest& request, const std::string& url) {
+  if (url.empty()) co_return Error(request, 400, "GET /v1/status needs ?url=");
+  // Most answers need no shard: on this thread. One that must fetch signatures goes to the pool.
+  if (std::optional<StatusOr<PageStatus>> now = service_->TryQuery(url); now.has_value()) {
+    co_return StatusReply(request, url, *now);
+  }
+  ++status_waits_;
+  co_return StatusReply(request, url, co_await OnPool([this, &url] { return service_->Query(url); }));
 }
 
-asio::awaitable<HttpResponse> HttpApi::Probe(HttpRequest& request) {
-  // Signing and comparing are work: off the network threads.
+asio::awaitable<StatusOr<PageStatus>> HttpApi::OnPool(std::function<StatusOr<PageStatus>()> answer) {
   // (co_spawn's result must be default-constructible: a pair, not a StatusOr.)
-  auto [status, answer] = co_await asio::co_spawn(
+  auto [status, value] = co_await asio::co_spawn(
       *work_,
-      [this, &request]() -> asio::awaitable<std::pair<neardup::Status, PageStatus>> {
-        StatusOr<PageStatus> p = service_->Probe(request.body());
+      [&answer]() -> asio::awaitable<std::pair<neardup::Status, PageStatus>> {
+        StatusOr<PageStatus> p = answer();
         if (!p.ok()) co_return std::make_pair(p.status(), PageStatus());
         co_return std::make_pair(neardup::Status::Ok(), *p);
       },
       asio::use_awaitable);
-  const StatusOr<PageStatus> s = status.ok() ? StatusOr<PageStatus>(answer) : StatusOr<PageStatus>(status);
+  co_return status.ok() ? StatusOr<PageStatus>(std::move(value)) : StatusOr<PageStatus>(status);
+}
+
+asio::awaitable<HttpResponse> HttpApi::Probe(HttpRequest& request) {
+  // Signing and comparing are work: off the network threads.
+  const StatusOr<PageStatus> s = co_await OnPool([this, &request] { return service_->Probe(request.body()); });
   std::string url;
   if (!s.ok()) co_return StatusReply(request, url, s);
   CrawlRecord r;
@@ -289,6 +298,9 @@ HttpResponse HttpApi::Metrics(const HttpRequest& request) {
   };
   one("neardup_unauthorized_total", "counter", "Write requests refused for a missing or wrong bearer token.", unauthorized_.load());
   one("neardup_shed_total", "counter", "Ingest requests answered 429 (backpressure).", shed_.load());
+  one("neardup_status_shard_waits_total", "counter",
+      "Status queries answered off the network threads: their verification needed signatures from a shard.",
+      status_waits_.load());
   one("neardup_ingest_records_total", "counter", "Records accepted into the ingest log.", ls.records);
   one("neardup_ingest_syncs_total", "counter", "Group commits of the ingest log (one fdatasync each).", ls.syncs);
   one("neardup_ingest_log_bytes", "gauge", "Durable bytes of the ingest log.", s.log_bytes);

@@ -15,12 +15,15 @@
 //
 // Writers (POST and DELETE /v1/pages) present `Authorization: Bearer <token>` when a token is
 // configured (compared in constant time; 401 and counted otherwise); reads stay open.
-// Ingest's parsing runs on a pool of its own (`work_threads`), apart from the network threads.
+// Ingest's parsing, probes, and the status queries that must wait for a shard (a stale
+// verification) run on a pool of its own (`work_threads`), apart from the network threads: a
+// network thread never waits for a shard, so a hung shard cannot stall the connections it serves.
 //
 // Thread safety: Handle runs on any I/O thread, for several requests at once.
 #pragma once
 
 #include <array>
+#include <functional>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -56,8 +59,10 @@ class HttpApi {
  private:
   boost::asio::awaitable<HttpResponse> Route(HttpRequest& request, Endpoint* endpoint);
   boost::asio::awaitable<HttpResponse> Ingest(HttpRequest& request, bool is_delete, const std::string& url);
-  HttpResponse Status(const HttpRequest& request, const std::string& url);
+  boost::asio::awaitable<HttpResponse> Status(HttpRequest& request, const std::string& url);
   boost::asio::awaitable<HttpResponse> Probe(HttpRequest& request);
+  // Runs `answer` on the work pool and comes back to the calling coroutine's thread.
+  boost::asio::awaitable<StatusOr<PageStatus>> OnPool(std::function<StatusOr<PageStatus>()> answer);
   HttpResponse StatusReply(const HttpRequest& request, const std::string& url, const StatusOr<PageStatus>& s);
   HttpResponse Group(const HttpRequest& request, const std::string& id);
   HttpResponse Metrics(const HttpRequest& request);
@@ -79,7 +84,7 @@ class HttpApi {
     std::atomic<uint64_t> count{0}, micros{0};
   };
   std::array<Counters, kEndpoints> counters_;
-  std::atomic<uint64_t> unauthorized_{0}, shed_{0};
+  std::atomic<uint64_t> unauthorized_{0}, shed_{0}, status_waits_{0};
   // Completeness of the recent status answers: answers below 1, and their sum.
   std::atomic<uint64_t> partial_answers_{0}, partial_micro_sum_{0};
 };

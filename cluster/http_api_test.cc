@@ -266,6 +266,49 @@ TEST_F(HttpApiTest, TheCrawlIsAnsweredAndGroupsAreListed) {
   EXPECT_EQ(r->body.find("https://nocucoos.fr/p/1181"), std::string::npos) << r->body;
 }
 
+// A loser whose group got a new winner after its verification: its answer needs the shards'
+// signatures. A network thread does not wait for them (TryQuery says so); the API answers it from
+// its work pool, verified against the new winner.
+TEST_F(HttpApiTest, AStaleVerificationIsAnsweredOffTheNetworkThreads) {
+  StartService();
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += "word" + std::to_string(i * 7 % 61) + " ";
+  auto record = [&](const std::string& url, int popularity) {
+    return "{\"url\":\"" + url + "\",\"text\":\"" + text + "\",\"popularity\":" + std::to_string(popularity) + "}\n";
+  };
+  auto settle = [&] {
+    for (int i = 0; i < 600 && service_->Stats().pending_urls > 0; ++i) std::this_thread::sleep_for(milliseconds(50));
+    ASSERT_EQ(service_->Stats().pending_urls, 0u);
+  };
+  const std::string a = "http://stale.example/a", b = "http://stale.example/b", c = "http://stale.example/c";
+  auto r = client_->Request("POST", "/v1/pages", record(a, 1) + record(b, 1));
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 202u) << r->body;
+  settle();
+  std::optional<StatusOr<PageStatus>> now = service_->TryQuery(b);
+  ASSERT_TRUE(now.has_value());  // verified in its batch: no shard needed
+  ASSERT_TRUE(now->ok());
+  EXPECT_EQ((*now)->answer.status, tier1::StatusAnswer::kDuplicate);
+  EXPECT_EQ((*now)->answer.winner_url, a);
+  // c, far more popular, joins and wins the group: b's verification against a is stale.
+  r = client_->Request("POST", "/v1/pages", record(c, 1000000));
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 202u) << r->body;
+  settle();
+  EXPECT_FALSE(service_->TryQuery(b).has_value());
+  r = client_->Request("GET", "/v1/status?url=" + UrlEncode(b), "");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200u) << r->body;
+  EXPECT_NE(r->body.find("\"status\":\"duplicate\""), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("\"winner\":\"" + c + "\""), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("\"verified\":true"), std::string::npos) << r->body;
+  r = client_->Request("GET", "/metrics", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find("\nneardup_status_shard_waits_total 1\n"), std::string::npos);
+  // The winner itself needs no shard.
+  EXPECT_TRUE(service_->TryQuery(c).has_value());
+}
+
 // The exposition passes Prometheus's own checker (Debian's prometheus package: promtool).
 TEST_F(HttpApiTest, MetricsPassPromtool) {
   StartService();

@@ -251,7 +251,30 @@ Status Tier1Service::Delete(const std::string& url, IngestDone done) {
   return Ingest(line, std::move(done));
 }
 
-StatusOr<PageStatus> Tier1Service::Query(const std::string& url) {
+namespace {
+
+// A source that has no signature at once, and remembers being asked.
+class RefusingSource final : public tier1::SignatureSource {
+ public:
+  StatusOr<pb::PageSignature> Fetch(const std::string&, uint32_t) override {
+    asked = true;
+    return Unavailable("not waiting for a shard");
+  }
+  bool asked = false;
+};
+
+}  // namespace
+
+StatusOr<PageStatus> Tier1Service::Query(const std::string& url) { return QueryWith(url, nullptr); }
+
+std::optional<StatusOr<PageStatus>> Tier1Service::TryQuery(const std::string& url) {
+  RefusingSource refusing;
+  StatusOr<PageStatus> s = QueryWith(url, &refusing);
+  if (refusing.asked) return std::nullopt;
+  return s;
+}
+
+StatusOr<PageStatus> Tier1Service::QueryWith(const std::string& url, tier1::SignatureSource* source) {
   if (!IsAbsoluteHttpUrl(url)) return InvalidArgument("url: not an absolute http(s) URL: " + url);
   PageStatus out;
   {
@@ -264,7 +287,8 @@ StatusOr<PageStatus> Tier1Service::Query(const std::string& url) {
   std::shared_lock lock(view_mu_);
   out.map_generation = map_generation_;
   if (out.answer.status == tier1::StatusAnswer::kPending) return out;
-  RETURN_IF_ERROR(tier1::AnswerCommitted(*groups_, signatures_.get(), threshold_, url, nullptr, &out.answer));
+  RETURN_IF_ERROR(tier1::AnswerCommitted(*groups_, source != nullptr ? source : signatures_.get(), threshold_, url,
+                                         nullptr, &out.answer));
   return out;
 }
 

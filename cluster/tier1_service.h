@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -100,7 +101,14 @@ class Tier1Service : public pipeline::IngestFeed {
   Status Delete(const std::string& url, IngestDone done);
 
   // InvalidArgument for a URL that is not an absolute http(s) URL; IoError/Corruption from the store.
+  // A loser whose cached verification is stale (its group's winner changed since) is verified
+  // against signatures fetched from its shards, which may take up to tier2_deadline_ms when a
+  // shard hangs.
   StatusOr<PageStatus> Query(const std::string& url);
+  // As Query, but never waits for a shard: nullopt when the answer needs a signature from one (a
+  // stale verification); the caller then asks Query where waiting harms no one (off a network
+  // thread). Most answers need none.
+  std::optional<StatusOr<PageStatus>> TryQuery(const std::string& url);
   // The crawler's question before it stores a page: what the page's status would be with this
   // content, from the committed state, changing nothing. Unchanged content (the stored version's
   // digest) is answered as Query, verified on the content given. Otherwise the page is compared on
@@ -136,6 +144,8 @@ class Tier1Service : public pipeline::IngestFeed {
  private:
   explicit Tier1Service(Tier1ServiceOptions options);
   void Loop();
+  // Query with signatures from `source` (null: the open run's shards).
+  StatusOr<PageStatus> QueryWith(const std::string& url, tier1::SignatureSource* source);
   // Marks the URLs of an acknowledged append pending, each up to its record's end offset.
   void MarkPending(const std::vector<std::pair<std::string, uint64_t>>& urls);
 

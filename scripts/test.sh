@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+last=$start
+# Prints how long the phase that just ended took (CI's time budget is watched phase by phase).
+phase() { local t; t=$(date +%s); echo "test.sh: $1 took $((t - last))s"; last=$t; }
 if [ "${NEARDUP_SKIP_SANITIZE:-0}" = "1" ]; then
   bash scripts/build.sh release
   (cd build && ctest --output-on-failure -j2 --timeout 600)
@@ -14,18 +17,26 @@ else
   # The optimised binary end to end (label e2e); every test, unit tests included, runs under the
   # sanitizers below, with asserts alive.
   bash scripts/build.sh release neardup e2e_tests
+  phase "release build"
   (cd build && ctest --output-on-failure -j2 --timeout 600 -L e2e)
+  phase "release e2e tests"
   bash scripts/build.sh sanitize
+  phase "sanitizer build"
   (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j2 --timeout 900)
+  phase "sanitizer tests"
   concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_compare_test shard_write_test pipeline_test
-              remote_shard_set_test tier2_server_test fault_proxy_test store_test ingest_log_test http_api_test service_test)
+              remote_shard_set_test tier2_server_test fault_proxy_test store_test ingest_log_test http_api_test service_test
+              net_test shard_health_test)
   bash scripts/build.sh tsan "${concurrent[@]}"
+  phase "ThreadSanitizer build"
   # LevelDB is not built with ThreadSanitizer: what it does inside its own library is not checked.
   (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \
      ctest --output-on-failure -j2 --timeout 900 \
-       -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|Tier2Server|Tier2ServerTest|FaultProxy|FaultProxyTest|StoreTest|IngestLog|HttpApiTest|ServiceTest)\.')
+       -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|Tier2Server|Tier2ServerTest|FaultProxy|FaultProxyTest|StoreTest|IngestLog|HttpApiTest|ServiceTest|IoContextPool|ShardHealth)\.')
+  phase "ThreadSanitizer tests"
   # A short fuzzing run of every fuzz target (clang, libFuzzer + ASan + UBSan) over its seed corpus.
   bash scripts/fuzz.sh 20
+  phase "fuzzing"
 fi
 echo "test.sh: suite finished in $(( $(date +%s) - start ))s"
