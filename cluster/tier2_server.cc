@@ -138,11 +138,18 @@ class Tier2ServerImpl final : public Tier2Server {
         spdlog::warn("tier2 server: {}: {}; closing the connection", peer, s.message());
         co_return;
       }
-      // The work on the work pool; this coroutine resumes on its connection's executor.
-      pb::Tier2Response response = co_await asio::co_spawn(
-          work_,
-          [this, &request]() -> asio::awaitable<pb::Tier2Response> { co_return service_.Handle(std::move(request)); },
-          asio::use_awaitable);
+      // A read that answers at once (a signature, stats) is served on this thread; the work on the
+      // work pool, and this coroutine resumes on its connection's executor.
+      // (Not a conditional expression around co_await: g++ 12 miscompiles that.)
+      pb::Tier2Response response;
+      if (std::optional<pb::Tier2Response> read = service_.TryHandleRead(request); read.has_value()) {
+        response = std::move(*read);
+      } else {
+        response = co_await asio::co_spawn(
+            work_,
+            [this, &request]() -> asio::awaitable<pb::Tier2Response> { co_return service_.Handle(std::move(request)); },
+            asio::use_awaitable);
+      }
       out.clear();
       if (Status s = EncodeFrame(MessageType::kTier2Response, response, &out, h->version); !s.ok()) {
         pb::Tier2Response refused;

@@ -2,7 +2,8 @@
 // Tier 2 requests, answered in order on that connection; connections are served at once. Network
 // I/O runs on `io_threads` threads, each with an io_context of its own that a connection stays on
 // (cluster/net.h), the requests' work (comparisons, writes) on a separate pool of `work_threads`,
-// so a long comparison never holds up reading and writing.
+// so a long comparison never holds up reading and writing; a read that answers at once (a
+// signature, the shard's stats) is served on the network thread.
 //
 //   Tier2ServerOptions o;  o.listen = "127.0.0.1:0";  o.store = "/data/tier2-a";
 //   ASSIGN_OR_RETURN(auto server, Tier2Server::Start(o));   // listening when it returns

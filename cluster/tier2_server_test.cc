@@ -25,6 +25,7 @@
 
 #include "cluster/frame.h"
 #include "cluster/remote_shard_set.h"
+#include "cluster/tier2_service.h"
 #include "common/coding.h"
 #include "common/config.h"
 #include "proto/cluster.pb.h"
@@ -205,6 +206,36 @@ class Tier2ServerTest : public ::testing::Test {
   std::atomic<int> good_calls_{0}, bad_calls_{0};
   std::atomic<Clock::duration> slowest_{Clock::duration::zero()};
 };
+
+// Reads that answer at once are served by TryHandleRead (on a network thread); everything else is
+// left to Handle (the work pool), the request untouched.
+TEST(Tier2Service, ReadsAnswerAtOnceAndTheRestIsLeftForThePool) {
+  test::TempDir dir;
+  Tier2Service service(dir.File("t2"));
+  pb::Tier2Request q;
+  q.set_id(3);
+  q.set_committed_batch(true);
+  auto r = service.TryHandleRead(q);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->id(), 3u);
+  EXPECT_EQ(static_cast<StatusCode>(r->code()), StatusCode::kFailedPrecondition) << r->message();  // nothing open
+  q.Clear();
+  q.set_id(4);
+  q.set_get("http://a.example/");
+  q.set_deadline_unix_ms(1);  // long past
+  r = service.TryHandleRead(q);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(static_cast<StatusCode>(r->code()), StatusCode::kDeadlineExceeded) << r->message();
+  q.Clear();
+  q.set_id(5);
+  q.set_commit(true);
+  EXPECT_FALSE(service.TryHandleRead(q).has_value());
+  EXPECT_TRUE(q.commit());  // still the caller's
+  q.Clear();
+  q.mutable_compare()->set_threshold(0.9);
+  EXPECT_FALSE(service.TryHandleRead(q).has_value());
+  EXPECT_EQ(q.compare().threshold(), 0.9);
+}
 
 TEST(Tier2Server, TimeoutsOfZeroAreRefused) {
   test::TempDir dir;

@@ -141,17 +141,44 @@ pb::Tier2Response Tier2Service::Open(const pb::Tier2Request& request) {
   return r;
 }
 
+namespace {
+
+bool PastDeadline(const pb::Tier2Request& request, pb::Tier2Response* r) {
+  if (request.deadline_unix_ms() == 0 || NowUnixMs() <= request.deadline_unix_ms()) return false;
+  r->set_id(request.id());
+  SetStatus(DeadlineExceeded("tier2: the request's deadline passed before it was served"), r);
+  return true;
+}
+
+}  // namespace
+
 pb::Tier2Response Tier2Service::Handle(pb::Tier2Request request) {
-  if (request.deadline_unix_ms() > 0 && NowUnixMs() > request.deadline_unix_ms()) {
-    pb::Tier2Response r;
-    r.set_id(request.id());
-    SetStatus(DeadlineExceeded("tier2: the request's deadline passed before it was served"), &r);
-    return r;
-  }
+  pb::Tier2Response r;
+  if (PastDeadline(request, &r)) return r;
   if (request.body_case() == pb::Tier2Request::kOpen) return Open(request);
+  std::shared_lock lock(mu_);
+  return HandleLocked(std::move(request));
+}
+
+std::optional<pb::Tier2Response> Tier2Service::TryHandleRead(pb::Tier2Request& request) {
+  switch (request.body_case()) {
+    case pb::Tier2Request::kGet:
+    case pb::Tier2Request::kStats:
+    case pb::Tier2Request::kCommittedBatch:
+      break;
+    default:
+      return std::nullopt;
+  }
+  pb::Tier2Response r;
+  if (PastDeadline(request, &r)) return r;
+  std::shared_lock lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return std::nullopt;  // an open in progress
+  return HandleLocked(std::move(request));
+}
+
+pb::Tier2Response Tier2Service::HandleLocked(pb::Tier2Request request) {
   pb::Tier2Response r;
   r.set_id(request.id());
-  std::shared_lock lock(mu_);
   if (shards_ == nullptr) {
     SetStatus(FailedPrecondition("tier2: no shards open (OpenShards first)"), &r);
     return r;

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -33,8 +34,13 @@ class Tier2Service {
   explicit Tier2Service(std::string store_dir) : store_dir_(std::move(store_dir)) {}
 
   pb::Tier2Response Handle(pb::Tier2Request request);
+  // A read that answers at once (get, stats, committed batch), for a network thread to serve
+  // without a trip to the work pool: its response, or nullopt for any other request, or while an
+  // OpenShards holds the set (the request is then still the caller's, for Handle).
+  std::optional<pb::Tier2Response> TryHandleRead(pb::Tier2Request& request);
 
  private:
+  pb::Tier2Response HandleLocked(pb::Tier2Request request);  // mu_ held shared
   pb::Tier2Response Open(const pb::Tier2Request& request);
 
   const std::string store_dir_;
