@@ -57,9 +57,13 @@ StatusOr<std::unique_ptr<Inducer>> Inducer::Open(InducerOptions options) {
 }
 
 Status Inducer::Prepare(const EmailRecord& record, FeatureExtractor* extractor, PreparedEmail* out) const {
+  return PrepareEmail(record, formation_.mode, extractor, out);
+}
+
+Status PrepareEmail(const EmailRecord& record, FingerprintMode mode, FeatureExtractor* extractor, PreparedEmail* out) {
   EmailFeatures f;
   RETURN_IF_ERROR(extractor->Extract(record, &f));
-  const auto keys = ClusterKeys(formation_.mode, f);
+  const auto keys = ClusterKeys(mode, f);
   out->stored = ToStored(record, f, keys);
   out->keys.assign(keys.begin(), keys.end());
   std::sort(out->keys.begin(), out->keys.end());
@@ -192,7 +196,7 @@ Status Inducer::FormTemplate(uint64_t key) {
       found = true;
     } else {
       for (const auto& t : old) {
-        if (!used.count(t.id()) && Jaccard(core_of(t), v.core) >= formation_.merge_jaccard) {
+        if (!used.count(t.id()) && Jaccard(core_of(t), v.core) >= formation_.merge_jaccard && SameTemplate(t.id(), v.core)) {
           id = t.id();
           found = true;
           break;
@@ -210,7 +214,8 @@ Status Inducer::FormTemplate(uint64_t key) {
         for (uint64_t k2 : other_rows) {
           RETURN_IF_ERROR(store_->ReadTemplates(k2, &theirs));
           for (const auto& t : theirs) {
-            if (!used.count(t.id()) && Jaccard(core_of(t), v.core) >= formation_.merge_jaccard) {
+            if (!used.count(t.id()) && Jaccard(core_of(t), v.core) >= formation_.merge_jaccard &&
+                SameTemplate(t.id(), v.core)) {
               id = t.id();
               found = true;
               break;
@@ -232,7 +237,9 @@ Status Inducer::FormTemplate(uint64_t key) {
     bool is_new;
     {
       std::lock_guard<std::mutex> lock(ids_mu_);
-      is_new = ids_seen_.insert(t.id()).second;
+      auto [it, inserted] = id_cores_.try_emplace(t.id());
+      is_new = inserted;
+      it->second.assign(t.core().begin(), t.core().end());
     }
     if (!is_new) continue;
     ++new_templates_;
@@ -241,6 +248,12 @@ Status Inducer::FormTemplate(uint64_t key) {
     if (on_new_template_) on_new_template_(t);
   }
   return Status::Ok();
+}
+
+bool Inducer::SameTemplate(uint64_t id, std::span<const uint64_t> core) {
+  std::lock_guard<std::mutex> lock(ids_mu_);
+  auto it = id_cores_.find(id);
+  return it == id_cores_.end() || Jaccard(it->second, core) >= formation_.merge_jaccard;
 }
 
 void Inducer::Fail(const Status& s) {

@@ -35,6 +35,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <span>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -68,6 +70,9 @@ struct PreparedEmail {
   pb::StoredEmail stored;
   std::vector<uint64_t> keys;
 };
+
+// Features, cluster keys (deduplicated, ascending) and the stored form of a record.
+Status PrepareEmail(const EmailRecord& record, FingerprintMode mode, FeatureExtractor* extractor, PreparedEmail* out);
 
 struct InducerStats {
   uint64_t emails = 0;             // emails processed by stage 1
@@ -131,8 +136,12 @@ class Inducer {
   std::mutex error_mu_;
   Status error_;
   std::function<void(const pb::EmailTemplate&)> on_new_template_;
+  // Template id -> the fixed text it was last formed with: an id carried over from a row's old
+  // template or from another row must still name the same text, so that one id never names two
+  // templates (rows re-form independently).
+  bool SameTemplate(uint64_t id, std::span<const uint64_t> core);
   std::mutex ids_mu_;
-  std::unordered_set<uint64_t> ids_seen_;
+  std::unordered_map<uint64_t, std::vector<uint64_t>> id_cores_;
   std::atomic<uint64_t> emails_{0}, cache_hits_{0}, stored_{0}, row_full_{0}, formations_{0}, reinductions_{0},
       new_templates_{0};
   double imbalance_ = 1;
