@@ -150,6 +150,7 @@ class VerticalUdca : public Udca {
 
 // Field scores of one text block, in [0, 1].
 double DateScore(std::string_view t) {
+  if (t.size() > 80) return 0.0;
   if (!FindNumericDates(t).empty()) return 1.0;
   static const char* kMonths[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"};
   const auto words = Tokenize(t);
