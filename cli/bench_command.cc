@@ -156,6 +156,7 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   AddBenchTier2(bench, exit_code);
   AddBenchStatus(bench, exit_code);
   AddBenchStatusHttp(bench, exit_code);
+  AddBenchEmail(bench, exit_code);
 }
 
 }  // namespace neardup::cli

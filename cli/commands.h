@@ -22,6 +22,8 @@ void RegisterCluster(CLI::App& app, int* exit_code);      // cluster up / down (
 // neardup status --server: each URL's answer from the API, a JSON line each; the exit code.
 int StatusOverHttp(const std::string& server, const std::vector<std::string>& urls);
 void RegisterFaultProxy(CLI::App& app, int* exit_code);   // fault_proxy_command.cc
+void RegisterEmail(CLI::App& app, int* exit_code);        // email induce / annotate / eval (email_command.cc)
+void AddBenchEmail(CLI::App* bench, int* exit_code);      // bench_email.cc
 void RegisterRun(CLI::App& app, int* exit_code);       // run, check, accuracy (run_command.cc)
 void AddBenchStatus(CLI::App* bench, int* exit_code);  // run_command.cc
 void AddBenchStatusHttp(CLI::App* bench, int* exit_code);  // bench_service.cc

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   neardup::cli::RegisterClients(app, &exit_code);
   neardup::cli::RegisterCluster(app, &exit_code);
   neardup::cli::RegisterFaultProxy(app, &exit_code);
+  neardup::cli::RegisterEmail(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

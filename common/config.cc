@@ -324,6 +324,28 @@ Status CheckPipeline(const Collector& collector, const std::string& name, const 
   return Status::Ok();
 }
 
+// The email section's names: its mode and its aggregators (their names are checked against the
+// registry when the module starts; here only that each is given once and not empty).
+Status CheckEmail(const Collector& collector, const std::string& name, const TextFormat::ParseInfoTree* tree,
+                  const pb::EmailConfig& e) {
+  if (e.has_mode() && e.mode() != "verified" && e.mode() != "paper") {
+    return InvalidArgument(Locate(collector, name, tree, e, "mode") + ": email.mode: must be \"verified\" or \"paper\" (got " +
+                           Quoted(e.mode()) + ")");
+  }
+  for (int i = 0; i < e.udcas_size(); ++i) {
+    if (e.udcas(i).empty()) {
+      return InvalidArgument(Locate(collector, name, tree, e, "udcas", i) + ": email.udcas: must not be empty (got \"\")");
+    }
+    for (int j = 0; j < i; ++j) {
+      if (e.udcas(j) == e.udcas(i)) {
+        return InvalidArgument(Locate(collector, name, tree, e, "udcas", i) + ": email.udcas: each at most once (got " +
+                               Quoted(e.udcas(i)) + " again)");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 pb::NeardupConfig BuildDefaults() {
   pb::NeardupConfig c;
   SetDeclaredDefaults(&c);
@@ -366,6 +388,7 @@ StatusOr<pb::NeardupConfig> ParseConfig(std::string_view text, const std::string
   if (cfg.has_tier2()) RETURN_IF_ERROR(CheckTier2(collector, name, tree("tier2"), cfg.tier2()));
   if (cfg.has_tier1()) RETURN_IF_ERROR(CheckTier1(collector, name, tree("tier1"), cfg.tier1()));
   if (cfg.has_pipeline()) RETURN_IF_ERROR(CheckPipeline(collector, name, tree("pipeline"), cfg.pipeline()));
+  if (cfg.has_email()) RETURN_IF_ERROR(CheckEmail(collector, name, tree("email"), cfg.email()));
   if (as_written != nullptr) *as_written = cfg;
   pb::NeardupConfig defaults = ConfigDefaults();
   TakeDefaults(&cfg, &defaults);

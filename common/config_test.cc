@@ -11,6 +11,7 @@
 namespace neardup {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -187,6 +188,26 @@ TEST(Config, MarketSuffixesAreChecked) {
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), StartsWith("m:2:3: tier1.market_suffix.suffix: at least one suffix"));
   EXPECT_FALSE(ParseConfig("tier1 { market_suffix { market: \"de\" suffix: \".\" } }", "m").ok());
+}
+
+TEST(Config, EmailSectionDefaultsAndChecks) {
+  auto c = ParseConfig("", "e");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->email().mode(), "verified");
+  EXPECT_EQ(c->email().k(), 10u);
+  EXPECT_THAT(c->email().udcas(), ElementsAre("fixed_text", "date_format", "vertical", "field_extraction"));
+  c = ParseConfig("email {\n  mode: \"exact\"\n}\n", "e.textproto");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "e.textproto:2:3: email.mode: must be \"verified\" or \"paper\" (got \"exact\")");
+  c = ParseConfig("email { udcas: [\"vertical\", \"vertical\"] }", "e");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("email.udcas: each at most once (got \"vertical\" again)"));
+  c = ParseConfig("email { k: 0 }", "e");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("email.k: must be in 1..1e6 (got 0)"));
+  auto file = LoadConfig(std::string(NEARDUP_SOURCE_DIR) + "/configs/email.textproto");
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_EQ(file->email().mode(), "verified");
 }
 
 TEST(Config, PipelineRangesNameTheFieldAndItsPosition) {

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "document/tokenizer.h"
 
 namespace neardup {
@@ -67,6 +69,40 @@ TEST_F(HtmlToTextTest, EmptyAndScriptOnlyPagesHaveNoText) {
 TEST_F(HtmlToTextTest, ReusableAcrossDocuments) {
   EXPECT_THAT(Words("<p>first</p>"), ElementsAre("first"));
   EXPECT_THAT(Words("<p>second</p>"), ElementsAre("second"));
+}
+
+// Records the walk as a string: "<tag" for Enter, ">" for Leave, "'text'" (or "~'text'" when
+// not visible) for Text.
+struct WalkLog : HtmlVisitor {
+  std::string log;
+  void Enter(std::string_view tag) override {
+    log += '<';
+    log.append(tag);
+  }
+  void Leave() override { log += ">"; }
+  void Text(std::string_view text, bool visible) override {
+    if (!visible) log += '~';
+    log += '\'';
+    log.append(text);
+    log += '\'';
+  }
+};
+
+TEST_F(HtmlToTextTest, WalkReportsElementsAndTextInDocumentOrder) {
+  WalkLog w;
+  ASSERT_TRUE(extractor_->Walk("<!DOCTYPE html><title>T</title><table><tr><td>a &amp; b</td><td>c</td></tr></table>"
+                               "<!-- gone --><script>x</script>", &w).ok());
+  EXPECT_EQ(w.log, "<html<head<title~'T'>><body<table<tbody<tr<td'a & b'><td'c'>>>><script~'x'>>>");
+}
+
+TEST_F(HtmlToTextTest, WalkSurvivesDeepNestingAndInvalidUtf8) {
+  std::string html;
+  for (int i = 0; i < 20000; ++i) html += "<div>";
+  html += "deep\xff";
+  WalkLog w;
+  ASSERT_TRUE(extractor_->Walk(html, &w).ok());
+  EXPECT_NE(w.log.find("'deep\xEF\xBF\xBD'"), std::string::npos);
+  EXPECT_EQ(std::count(w.log.begin(), w.log.end(), '<'), std::count(w.log.begin(), w.log.end(), '>'));
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ if [ "${1:-}" = "--self-test" ]; then
   exit 0
 fi
 root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
-folders=(common testing document storage baseline gencrawl partitioner tier2 tier1 pipeline cluster experiments)
+folders=(common testing document storage baseline gencrawl partitioner tier2 tier1 pipeline cluster email experiments)
 bad=0
 checked=0
 for f in "${folders[@]}"; do

@@ -1,0 +1,227 @@
+// neardup email induce | annotate | eval: online template induction over a file of emails
+// (email/induction.h, email/annotator.h).
+//
+//   neardup email induce --input emails.jsonl [--k 10] [--mode verified|paper] [--config c.textproto]
+//                        --out templates.jsonl --assignments assignments.jsonl [--store DIR]
+//   neardup email annotate --input emails.jsonl --store DIR [--config c.textproto]
+//   neardup email eval --input emails.jsonl [--k 10] [--config c.textproto]
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "cli/commands.h"
+#include "common/config.h"
+#include "common/json_write.h"
+#include "common/progress.h"
+#include "email/annotator.h"
+#include "email/induction.h"
+
+namespace neardup::cli {
+namespace {
+
+struct EmailArgs {
+  std::string input, config, out, assignments, store, mode;
+  std::optional<uint32_t> k;
+};
+
+StatusOr<pb::NeardupConfig> LoadEmailConfig(const EmailArgs& a) {
+  pb::NeardupConfig c = DefaultConfig();
+  if (!a.config.empty()) {
+    ASSIGN_OR_RETURN(c, LoadConfig(a.config));
+  }
+  if (a.k) {
+    if (auto rule = ConfigRangeError("email.k", *a.k); !rule.empty()) return InvalidArgument("--k " + rule);
+    c.mutable_email()->set_k(*a.k);
+  }
+  if (!a.mode.empty()) {
+    RETURN_IF_ERROR(email::ParseFingerprintMode(a.mode).status());
+    c.mutable_email()->set_mode(a.mode);
+  }
+  return c;
+}
+
+// A store directory of this run's own, removed at the end, when none is given.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& given) {
+    if (!given.empty()) {
+      path_ = given;
+      return;
+    }
+    path_ = (std::filesystem::temp_directory_path() / ("neardup-email-" + std::to_string(::getpid()) + "-" +
+                                                       std::to_string(counter_++)))
+                .string();
+    std::filesystem::remove_all(path_);
+    owned_ = true;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (owned_) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  std::string path_;
+  bool owned_ = false;
+};
+
+int Fail(const Status& s) {
+  spdlog::error("email: {}", s.message());
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+int Induce(const EmailArgs& a) {
+  auto cfg = LoadEmailConfig(a);
+  if (!cfg.ok()) return Fail(cfg.status());
+  ScratchDir store(a.store);
+  email::EmailReaderOptions ro;
+  ro.max_line_bytes = cfg->reader().max_line_bytes();
+  auto r = email::InduceFile(a.input, cfg->email(), store.path(), ro);
+  if (!r.ok()) return Fail(r.status());
+  if (Status s = email::WriteTemplatesJsonl(a.out, *r->snapshot); !s.ok()) return Fail(s);
+  if (Status s = email::WriteAssignmentsJsonl(a.assignments, *r); !s.ok()) return Fail(s);
+  uint64_t assigned = 0;
+  for (const auto& x : r->assignments) assigned += x.has_value();
+  const auto& st = r->stats;
+  std::printf("email induce (%s, k %u): %zu templates, %llu of %zu emails assigned, %.0f emails/s; %llu formations "
+              "(%llu again), %llu stored, %llu row-full, %llu cache hits, %llu dropped\n",
+              cfg->email().mode().c_str(), cfg->email().k(), r->snapshot->Unique().size(),
+              static_cast<unsigned long long>(assigned), r->ids.size(), r->ids.size() / std::max(r->seconds, 1e-9),
+              static_cast<unsigned long long>(st.formations), static_cast<unsigned long long>(st.reinductions),
+              static_cast<unsigned long long>(st.stored), static_cast<unsigned long long>(st.row_full),
+              static_cast<unsigned long long>(st.cache_hits),
+              static_cast<unsigned long long>(st.dropped_emails + st.dropped_formations));
+  return 0;
+}
+
+int Annotate(const EmailArgs& a) {
+  auto cfg = LoadEmailConfig(a);
+  if (!cfg.ok()) return Fail(cfg.status());
+  if (!std::filesystem::exists(a.store)) return Fail(InvalidArgument("--store " + a.store + " does not exist (run email induce --store first)"));
+  // Event time, as induce keeps it: each email's sent_at moves the store's clock (TTLs and the
+  // snapshot's refresh follow the stream, not the wall clock of the replay).
+  ManualClock clock(0);
+  email::InducerOptions o;
+  o.config = cfg->email();
+  o.path = a.store;
+  o.clock = &clock;
+  auto inducer = email::Inducer::Open(o);
+  if (!inducer.ok()) return Fail(inducer.status());
+  email::EmailReaderOptions ro;
+  ro.max_line_bytes = cfg->reader().max_line_bytes();
+  auto reader = email::EmailReader::Open(a.input, ro);
+  if (!reader.ok()) return Fail(reader.status());
+  email::Annotator annotator(inducer->get(), /*forward=*/true, cfg->email().snapshot_refresh_ms());
+  email::EmailRecord rec;
+  std::string line;
+  uint64_t n = 0, matched = 0;
+  while ((*reader)->Next(&rec)) {
+    if (rec.sent_at_ms) clock.Set(std::max(clock.NowMillis(), *rec.sent_at_ms));
+    auto ann = annotator.Annotate(rec);
+    if (!ann.ok()) return Fail(ann.status());
+    ++n;
+    line = "{\"id\":";
+    AppendJsonString(&line, rec.id);
+    line += ",\"template\":";
+    if (ann->template_id) {
+      ++matched;
+      line += "\"" + email::HexId(*ann->template_id) + "\"";
+    } else {
+      line += "null";
+    }
+    line += ",\"annotations\":{";
+    for (size_t i = 0; i < ann->values.size(); ++i) {
+      if (i > 0) line += ',';
+      AppendJsonString(&line, ann->values[i].first);
+      line += ':' + ann->values[i].second;
+    }
+    line += "}}\n";
+    std::fwrite(line.data(), 1, line.size(), stdout);
+  }
+  if (!(*reader)->status().ok()) return Fail((*reader)->status());
+  if (Status s = (*inducer)->Drain(); !s.ok()) return Fail(s);
+  spdlog::info("email annotate: {}; {} of {} emails matched a template (snapshot of {} templates)", (*reader)->Summary(),
+               matched, n, annotator.snapshot() ? annotator.snapshot()->size() : 0);
+  return 0;
+}
+
+int Eval(const EmailArgs& a) {
+  auto cfg = LoadEmailConfig(a);
+  if (!cfg.ok()) return Fail(cfg.status());
+  auto labels_by_id = email::ReadLabels(a.input);
+  if (!labels_by_id.ok()) return Fail(labels_by_id.status());
+  email::EmailReaderOptions ro;
+  ro.max_line_bytes = cfg->reader().max_line_bytes();
+  std::printf("%-9s %5s %9s %7s %8s %13s %8s %9s %8s\n", "mode", "k", "templates", "purity", "coverage", "fragmentation",
+              "personal", "emails/s", "delay");
+  for (const char* mode : {"verified", "paper"}) {
+    pb::EmailConfig e = cfg->email();
+    e.set_mode(mode);
+    e.set_cluster_threads(0);  // deterministic replay
+    e.set_formation_threads(0);
+    ScratchDir store("");
+    auto r = email::InduceFile(a.input, e, store.path(), ro);
+    if (!r.ok()) return Fail(r.status());
+    std::vector<std::string> labels;
+    for (const auto& id : r->ids) {
+      auto it = labels_by_id->find(id);
+      if (it == labels_by_id->end()) return Fail(InvalidArgument(a.input + ": email " + id + " has no label to score"));
+      labels.push_back(it->second);
+    }
+    auto s = email::Score(r->assignments, labels);
+    if (!s.ok()) return Fail(s.status());
+    // Median discovery delay over the labels whose template was found: emails and hours.
+    std::vector<double> emails_needed, hours;
+    for (const auto& d : email::DiscoveryDelays(*r, labels)) {
+      if (!d.discovered) continue;
+      emails_needed.push_back(static_cast<double>(d.emails_needed));
+      hours.push_back(d.seconds / 3600.0);
+    }
+    auto median = [](std::vector<double> v) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    std::printf("%-9s %5u %9llu %7.4f %8.4f %13.3f %8llu %9.0f %4.0f em/%.1fh\n", mode, e.k(),
+                static_cast<unsigned long long>(s->templates), s->purity, s->coverage, s->fragmentation,
+                static_cast<unsigned long long>(s->personal_clustered), r->ids.size() / std::max(r->seconds, 1e-9),
+                median(emails_needed), median(hours));
+  }
+  std::printf("(purity: assigned emails in their template's majority label; coverage: templated emails assigned; "
+              "fragmentation: templates per true label; personal: personal emails assigned; delay: median emails and "
+              "hours from a template's first email to its formation)\n");
+  return 0;
+}
+
+}  // namespace
+
+void RegisterEmail(CLI::App& app, int* exit_code) {
+  auto* email = app.add_subcommand("email", "Email templates: online induction (Crusher), annotation, evaluation");
+  email->require_subcommand(1);
+  auto args = std::make_shared<EmailArgs>();
+  auto common = [&](CLI::App* cmd) {
+    cmd->add_option("--input", args->input, "emails, JSON Lines (id, sender, recipient, subject, sent_at, html)")->required();
+    cmd->add_option("--config", args->config, "configuration (configs/email.textproto); defaults otherwise");
+    cmd->add_option("--k", args->k, "k-anonymity: unique recipients a template needs (overrides email.k)");
+    cmd->add_option("--mode", args->mode, "fingerprint mode: verified (default) or paper (overrides email.mode)");
+  };
+  auto* induce = email->add_subcommand("induce", "Cluster emails online into templates; write templates and assignments");
+  common(induce);
+  induce->add_option("--out", args->out, "templates JSON Lines to write")->required();
+  induce->add_option("--assignments", args->assignments, "one {id, template} per email to write")->required();
+  induce->add_option("--store", args->store, "the cluster store's directory (kept; a scratch one otherwise)");
+  induce->callback([args, exit_code] { *exit_code = Induce(*args); });
+  auto* annotate = email->add_subcommand("annotate", "Annotate emails with the templates of a store (forwarding them to clustering)");
+  common(annotate);
+  annotate->add_option("--store", args->store, "the cluster store an induce run kept")->required();
+  annotate->callback([args, exit_code] { *exit_code = Annotate(*args); });
+  auto* eval = email->add_subcommand("eval", "Both fingerprint modes side by side on labelled emails: purity, coverage, fragmentation");
+  common(eval);
+  eval->callback([args, exit_code] { *exit_code = Eval(*args); });
+}
+
+}  // namespace neardup::cli

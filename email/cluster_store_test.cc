@@ -1,0 +1,122 @@
+#include "email/cluster_store.h"
+
+#include <gtest/gtest.h>
+
+#include "testing/temp_dir.h"
+
+namespace neardup::email {
+namespace {
+
+pb::StoredEmail Email(const std::string& id, uint64_t recipient) {
+  pb::StoredEmail e;
+  e.set_id(id);
+  e.set_recipient(recipient);
+  e.set_subject("s");
+  return e;
+}
+
+class ClusterStoreTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<ClusterStore> Open(uint32_t s = 5) {
+    ClusterStoreOptions o;
+    o.path = dir_.File("store");
+    o.clock = &clock_;
+    o.max_emails_per_row = s;
+    o.email_ttl_ms = 1000;
+    o.template_ttl_ms = 5000;
+    o.ranges = {{0, 1ull << 63, 1}, {1ull << 63, UINT64_MAX, 1}};
+    auto st = ClusterStore::Open(o);
+    EXPECT_TRUE(st.ok()) << st.status().message();
+    return std::move(*st);
+  }
+  neardup::test::TempDir dir_;
+  ManualClock clock_{1'000'000};
+};
+
+TEST_F(ClusterStoreTest, CountsUniqueRecipientsAndCapsTheRow) {
+  auto store = Open(4);
+  auto c = store->AddEmail(7, Email("a", 1));
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->stored);
+  EXPECT_EQ(c->emails, 1u);
+  EXPECT_EQ(c->users, 1u);
+  ASSERT_TRUE(store->AddEmail(7, Email("b", 1)).ok());
+  ASSERT_TRUE(store->AddEmail(7, Email("c", 2)).ok());
+  c = store->AddEmail(7, Email("d", 3));
+  EXPECT_EQ(c->emails, 4u);
+  EXPECT_EQ(c->users, 3u);
+  c = store->AddEmail(7, Email("e", 4));  // S = 4: not stored
+  EXPECT_FALSE(c->stored);
+  EXPECT_EQ(c->emails, 4u);
+  std::vector<pb::StoredEmail> emails;
+  ASSERT_TRUE(store->ReadEmails(7, &emails).ok());
+  ASSERT_EQ(emails.size(), 4u);
+  EXPECT_EQ(emails[0].stored_ms(), 1'000'000);
+  EXPECT_EQ(store->Counts(8).emails, 0u);
+  EXPECT_EQ(store->ShardOf(7), 0u);
+  EXPECT_EQ(store->ShardOf(UINT64_MAX - 1), 1u);
+}
+
+TEST_F(ClusterStoreTest, TtlExpiryDeletesFromDiskAndMemory) {
+  auto store = Open();
+  ASSERT_TRUE(store->AddEmail(7, Email("a", 1)).ok());
+  clock_.Advance(600);
+  ASSERT_TRUE(store->AddEmail(7, Email("b", 2)).ok());
+  clock_.Advance(500);  // "a" and its recipient expired, "b" not
+  RowCounts c = store->Counts(7);
+  EXPECT_EQ(c.emails, 1u);
+  EXPECT_EQ(c.users, 1u);
+  auto deleted = store->Expire();
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(*deleted, 2u);  // the email cell and the user cell
+  std::vector<pb::StoredEmail> emails;
+  ASSERT_TRUE(store->ReadEmails(7, &emails).ok());
+  ASSERT_EQ(emails.size(), 1u);
+  EXPECT_EQ(emails[0].id(), "b");
+  clock_.Advance(1000);
+  ASSERT_TRUE(store->Expire().ok());
+  EXPECT_EQ(store->Rows(), 0u);
+}
+
+TEST_F(ClusterStoreTest, TemplatesReplaceAtomicallyAndExpire) {
+  auto store = Open();
+  pb::EmailTemplate t1, t2;
+  t1.set_id(1);
+  t1.set_row(7);
+  t2.set_id(2);
+  t2.set_row(7);
+  ASSERT_TRUE(store->WriteTemplates(7, {t1, t2}, 3).ok());
+  EXPECT_TRUE(store->Counts(7).has_template);
+  EXPECT_EQ(store->Counts(7).emails_at_formation, 3u);
+  ASSERT_TRUE(store->WriteTemplates(7, {t2}, 4).ok());
+  std::vector<pb::EmailTemplate> ts;
+  ASSERT_TRUE(store->ReadTemplates(7, &ts).ok());
+  ASSERT_EQ(ts.size(), 1u);
+  EXPECT_EQ(ts[0].id(), 2u);
+  clock_.Advance(5000);
+  EXPECT_FALSE(store->Counts(7).has_template);
+  ASSERT_TRUE(store->ReadTemplates(7, &ts).ok());
+  EXPECT_TRUE(ts.empty());
+}
+
+TEST_F(ClusterStoreTest, HotStateIsRebuiltOnOpen) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->AddEmail(7, Email("a", 1)).ok());
+    ASSERT_TRUE(store->AddEmail(7, Email("b", 2)).ok());
+    pb::EmailTemplate t;
+    t.set_id(1);
+    t.set_emails(2);
+    t.set_created_ms(clock_.NowMillis());
+    ASSERT_TRUE(store->WriteTemplates(7, {t}, 2).ok());
+  }
+  auto store = Open();
+  RowCounts c = store->Counts(7);
+  EXPECT_EQ(c.emails, 2u);
+  EXPECT_EQ(c.users, 2u);
+  EXPECT_TRUE(c.has_template);
+  EXPECT_EQ(c.emails_at_formation, 2u);
+}
+
+}  // namespace
+}  // namespace neardup::email

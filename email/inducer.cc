@@ -1,0 +1,290 @@
+#include "email/inducer.h"
+
+#include <spdlog/spdlog.h>
+#include <xxhash.h>
+
+#include <algorithm>
+
+#include "document/shingle.h"
+
+namespace neardup::email {
+
+Inducer::Inducer(InducerOptions options)
+    : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? options_.clock : SystemClock()),
+      full_cache_(options_.config.full_cache_entries(), static_cast<int64_t>(options_.config.full_cache_ttl_ms())) {}
+
+Inducer::~Inducer() {
+  // Stage 1 feeds stage 2: drain it first.
+  cluster_pool_.reset();
+  formation_pool_.reset();
+}
+
+StatusOr<std::unique_ptr<Inducer>> Inducer::Open(InducerOptions options) {
+  std::unique_ptr<Inducer> in(new Inducer(std::move(options)));
+  const pb::EmailConfig& c = in->options_.config;
+  ASSIGN_OR_RETURN(in->formation_, FormationOptionsFrom(c));
+  ASSIGN_OR_RETURN(in->udcas_, UdcaRegistry::Global().Create(c));
+  // Key ranges from the sampled weights (the partitioner's one-dimensional balancer).
+  std::vector<partitioner::WeightedValue> sample;
+  sample.reserve(in->options_.sample_keys.size());
+  for (uint64_t k : in->options_.sample_keys) sample.push_back({k, 1.0});
+  if (sample.empty()) {
+    // No sample: evenly spaced keys, so the ranges split the key space evenly.
+    const uint64_t n = c.key_ranges();
+    for (uint64_t i = 0; i < n; ++i) sample.push_back({i * (UINT64_MAX / n), 1.0});
+  }
+  ASSIGN_OR_RETURN(in->ranges_, partitioner::BalanceRanges(std::move(sample), {.ranges = c.key_ranges()}));
+  in->imbalance_ = partitioner::ImbalanceFactor(in->ranges_);
+  ClusterStoreOptions so;
+  so.path = in->options_.path;
+  so.clock = in->clock_;
+  so.max_emails_per_row = c.max_emails_per_row();
+  so.email_ttl_ms = static_cast<int64_t>(c.email_ttl_ms());
+  so.template_ttl_ms = static_cast<int64_t>(c.template_ttl_ms());
+  so.ranges = in->ranges_;
+  so.sync = in->options_.sync;
+  so.async_writes = in->options_.async_writes;
+  so.env = in->options_.env;
+  ASSIGN_OR_RETURN(in->store_, ClusterStore::Open(so));
+  in->formation_pool_ = std::make_unique<StagePool>("nd-email-form", static_cast<int>(c.formation_threads()),
+                                                    c.formation_queue());
+  in->cluster_pool_ = std::make_unique<StagePool>("nd-email-clu", static_cast<int>(c.cluster_threads()), c.cluster_queue());
+  spdlog::debug("email: inducer open, mode {}, k {}, S {}, {} key ranges (imbalance {:.3f}), stages {}+{} threads",
+                FingerprintModeName(in->formation_.mode), c.k(), c.max_emails_per_row(), in->ranges_.size(),
+                in->imbalance_, c.cluster_threads(), c.formation_threads());
+  return in;
+}
+
+Status Inducer::Prepare(const EmailRecord& record, FeatureExtractor* extractor, PreparedEmail* out) const {
+  return PrepareEmail(record, formation_.mode, extractor, out);
+}
+
+Status PrepareEmail(const EmailRecord& record, FingerprintMode mode, FeatureExtractor* extractor, PreparedEmail* out) {
+  EmailFeatures f;
+  RETURN_IF_ERROR(extractor->Extract(record, &f));
+  const auto keys = ClusterKeys(mode, f);
+  out->stored = ToStored(record, f, keys);
+  out->keys.assign(keys.begin(), keys.end());
+  std::sort(out->keys.begin(), out->keys.end());
+  out->keys.erase(std::unique(out->keys.begin(), out->keys.end()), out->keys.end());
+  return Status::Ok();
+}
+
+namespace {
+
+FeatureExtractor* ThreadExtractor(int k) {
+  thread_local std::unique_ptr<FeatureExtractor> extractor;
+  thread_local int extractor_k = 0;
+  if (extractor == nullptr || extractor_k != k) {
+    auto e = FeatureExtractor::Create(k);
+    if (!e.ok()) return nullptr;
+    extractor = std::move(*e);
+    extractor_k = k;
+  }
+  return extractor.get();
+}
+
+}  // namespace
+
+Status Inducer::Process(const EmailRecord& record) {
+  FeatureExtractor* extractor = ThreadExtractor(static_cast<int>(options_.config.shingle_k()));
+  if (extractor == nullptr) return Internal("email: cannot create an HTML parser");
+  PreparedEmail p;
+  RETURN_IF_ERROR(Prepare(record, extractor, &p));
+  return ProcessPrepared(p);
+}
+
+bool Inducer::Offer(EmailRecord record, bool wait) {
+  auto task = [this, r = std::move(record)] {
+    if (Status s = Process(r); !s.ok()) Fail(s);
+  };
+  if (wait) {
+    cluster_pool_->Run(std::move(task));
+    return true;
+  }
+  return cluster_pool_->TryRun(std::move(task));
+}
+
+bool Inducer::OfferPrepared(PreparedEmail email, bool wait) {
+  auto task = [this, e = std::move(email)] {
+    if (Status s = ProcessPrepared(e); !s.ok()) Fail(s);
+  };
+  if (wait) {
+    cluster_pool_->Run(std::move(task));
+    return true;
+  }
+  return cluster_pool_->TryRun(std::move(task));
+}
+
+Status Inducer::ProcessPrepared(const PreparedEmail& email) {
+  ++emails_;
+  for (uint64_t key : email.keys) RETURN_IF_ERROR(CheckTemplateEligibility(email.stored, key));
+  return Status::Ok();
+}
+
+Status Inducer::CheckTemplateEligibility(const pb::StoredEmail& email, uint64_t key) {
+  const int64_t now = Now();
+  if (full_cache_.Contains(key, now)) {
+    ++cache_hits_;
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(RowCounts c, store_->AddEmail(key, email));
+  if (c.stored) ++stored_; else ++row_full_;
+  const pb::EmailConfig& cfg = options_.config;
+  if (c.users < cfg.k()) return Status::Ok();
+  if (!c.has_template) {
+    const bool first = c.emails_at_formation == 0;
+    if (first || 2 * static_cast<uint64_t>(c.emails) >= 3 * static_cast<uint64_t>(c.emails_at_formation)) {
+      ScheduleFormation(key);
+    }
+    return Status::Ok();
+  }
+  if (now - c.template_created_ms >= static_cast<int64_t>(cfg.reinduce_age_ms())) {
+    ScheduleFormation(key);
+  } else if (formation_.mode == FingerprintMode::kVerified && c.stored &&
+             2 * static_cast<uint64_t>(c.emails) >= 3 * static_cast<uint64_t>(c.emails_at_formation)) {
+    ScheduleFormation(key);
+  }
+  if (c.emails >= cfg.max_emails_per_row()) full_cache_.Insert(key, now);
+  return Status::Ok();
+}
+
+void Inducer::ScheduleFormation(uint64_t key) {
+  {
+    std::lock_guard<std::mutex> lock(forming_mu_);
+    if (!forming_.insert(key).second) return;  // queued already
+  }
+  const bool accepted = formation_pool_->TryRun([this, key] {
+    if (Status s = FormTemplate(key); !s.ok()) Fail(s);
+    std::lock_guard<std::mutex> lock(forming_mu_);
+    forming_.erase(key);
+  });
+  if (!accepted) {
+    std::lock_guard<std::mutex> lock(forming_mu_);
+    forming_.erase(key);
+  }
+}
+
+Status Inducer::FormTemplate(uint64_t key) {
+  ++formations_;
+  std::vector<pb::StoredEmail> emails;
+  RETURN_IF_ERROR(store_->ReadEmails(key, &emails));
+  // Re-check k-anonymity on the live cells.
+  std::unordered_set<uint64_t> users;
+  for (const auto& e : emails) users.insert(e.recipient());
+  if (users.size() < formation_.k) return Status::Ok();
+  // Arrival order (stored time, then id): leader clustering depends on it.
+  std::stable_sort(emails.begin(), emails.end(), [](const pb::StoredEmail& a, const pb::StoredEmail& b) {
+    return a.stored_ms() != b.stored_ms() ? a.stored_ms() < b.stored_ms() : a.id() < b.id();
+  });
+  const std::vector<Variant> variants = SplitRow(emails, formation_);
+  std::vector<pb::EmailTemplate> old;
+  RETURN_IF_ERROR(store_->ReadTemplates(key, &old));
+  if (!old.empty()) ++reinductions_;
+  std::vector<pb::EmailTemplate> formed;
+  std::unordered_set<uint64_t> used;
+  auto core_of = [](const pb::EmailTemplate& t) {
+    return std::span<const uint64_t>(t.core().data(), static_cast<size_t>(t.core().size()));
+  };
+  const int64_t now = Now();
+  for (const Variant& v : variants) {
+    uint64_t id = 0;
+    bool found = false;
+    if (formation_.mode == FingerprintMode::kPaper) {
+      id = key;  // the paper: the cluster's MinHash is its template id
+      found = true;
+    } else {
+      for (const auto& t : old) {
+        if (!used.count(t.id()) && Jaccard(core_of(t), v.core) >= formation_.merge_jaccard && SameTemplate(t.id(), v.core)) {
+          id = t.id();
+          found = true;
+          break;
+        }
+      }
+      if (!found) {
+        // The same template formed in another row of these emails keeps one id.
+        std::unordered_set<uint64_t> other_rows;
+        for (size_t m : v.members) {
+          for (uint64_t k2 : emails[m].keys()) {
+            if (k2 != key) other_rows.insert(k2);
+          }
+        }
+        std::vector<pb::EmailTemplate> theirs;
+        for (uint64_t k2 : other_rows) {
+          RETURN_IF_ERROR(store_->ReadTemplates(k2, &theirs));
+          for (const auto& t : theirs) {
+            if (!used.count(t.id()) && Jaccard(core_of(t), v.core) >= formation_.merge_jaccard &&
+                SameTemplate(t.id(), v.core)) {
+              id = t.id();
+              found = true;
+              break;
+            }
+          }
+          if (found) break;
+        }
+      }
+      if (!found || used.count(id)) {
+        const std::string& first = emails[v.members.front()].id();
+        id = XXH3_64bits_withSeed(first.data(), first.size(), key);
+      }
+    }
+    used.insert(id);
+    formed.push_back(BuildTemplate(key, id, emails, v, udcas_, now));
+  }
+  RETURN_IF_ERROR(store_->WriteTemplates(key, formed, static_cast<uint32_t>(emails.size())));
+  for (const auto& t : formed) {
+    bool is_new;
+    {
+      std::lock_guard<std::mutex> lock(ids_mu_);
+      auto [it, inserted] = id_cores_.try_emplace(t.id());
+      is_new = inserted;
+      it->second.assign(t.core().begin(), t.core().end());
+    }
+    if (!is_new) continue;
+    ++new_templates_;
+    spdlog::debug("email: template {:016x} formed in row {:016x} from {} emails, {} recipients", t.id(), key, t.emails(),
+                  t.recipients());
+    if (on_new_template_) on_new_template_(t);
+  }
+  return Status::Ok();
+}
+
+bool Inducer::SameTemplate(uint64_t id, std::span<const uint64_t> core) {
+  std::lock_guard<std::mutex> lock(ids_mu_);
+  auto it = id_cores_.find(id);
+  return it == id_cores_.end() || Jaccard(it->second, core) >= formation_.merge_jaccard;
+}
+
+void Inducer::Fail(const Status& s) {
+  std::lock_guard<std::mutex> lock(error_mu_);
+  if (error_.ok()) {
+    error_ = s;
+    spdlog::error("email: {}", s.message());
+  }
+}
+
+Status Inducer::Drain() {
+  cluster_pool_->Drain();
+  formation_pool_->Drain();
+  RETURN_IF_ERROR(store_->WaitForWrites());
+  std::lock_guard<std::mutex> lock(error_mu_);
+  return error_;
+}
+
+InducerStats Inducer::stats() const {
+  InducerStats s;
+  s.emails = emails_;
+  s.dropped_emails = cluster_pool_->dropped();
+  s.dropped_formations = formation_pool_->dropped();
+  s.cache_hits = cache_hits_;
+  s.stored = stored_;
+  s.row_full = row_full_;
+  s.formations = formations_;
+  s.reinductions = reinductions_;
+  s.new_templates = new_templates_;
+  s.key_range_imbalance = imbalance_;
+  return s;
+}
+
+}  // namespace neardup::email

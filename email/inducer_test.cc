@@ -1,0 +1,170 @@
+#include "email/inducer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <set>
+#include <sstream>
+
+#include "common/config.h"
+#include "email/annotator.h"
+#include "email/email_test_util.h"
+#include "email/evaluation.h"
+#include "testing/temp_dir.h"
+
+namespace neardup::email {
+namespace {
+
+using ::testing::HasSubstr;
+
+class InducerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Inducer> Open(const std::string& mode, int cluster_threads = 0, int formation_threads = 0) {
+    InducerOptions o;
+    o.config = ConfigDefaults().email();
+    o.config.set_mode(mode);
+    o.config.set_cluster_threads(cluster_threads);
+    o.config.set_formation_threads(formation_threads);
+    o.config.set_max_emails_per_row(s_);
+    o.config.set_reinduce_age_ms(3'600'000);
+    o.path = dir_.File("store-" + mode + std::to_string(opened_++));
+    o.clock = &clock_;
+    auto in = Inducer::Open(o);
+    EXPECT_TRUE(in.ok()) << in.status().message();
+    return std::move(*in);
+  }
+  // Replays the stream on the event-time clock, then annotates every email with the final
+  // templates and scores the result.
+  Scores Run(Inducer* in, const std::vector<EmailRecord>& stream, bool offer = false) {
+    for (const auto& r : stream) {
+      clock_.Set(*r.sent_at_ms);
+      if (offer) {
+        EXPECT_TRUE(in->Offer(r, /*wait=*/true));
+      } else {
+        EXPECT_TRUE(in->Process(r).ok());
+      }
+    }
+    EXPECT_TRUE(in->Drain().ok());
+    Annotator a(in, false, 60'000);
+    EXPECT_TRUE(a.Refresh().ok());
+    std::vector<std::optional<uint64_t>> as;
+    std::vector<std::string> labels;
+    for (const auto& r : stream) {
+      auto ann = a.Annotate(r);
+      EXPECT_TRUE(ann.ok());
+      as.push_back(ann->template_id);
+      labels.push_back(r.id[0] == 'p' ? "none" : r.id.substr(0, 2));
+    }
+    auto s = Score(as, labels);
+    EXPECT_TRUE(s.ok());
+    return *s;
+  }
+  neardup::test::TempDir dir_;
+  ManualClock clock_{0};
+  uint32_t s_ = 1000;
+  int opened_ = 0;
+};
+
+TEST_F(InducerTest, VerifiedModeSeparatesTemplatesOfOneLayoutPaperModeDoesNot) {
+  const auto stream = test::Stream(25, 20);
+  auto verified = Open("verified");
+  Scores v = Run(verified.get(), stream);
+  EXPECT_DOUBLE_EQ(v.purity, 1.0);
+  EXPECT_DOUBLE_EQ(v.coverage, 1.0);
+  EXPECT_DOUBLE_EQ(v.fragmentation, 1.0);
+  EXPECT_EQ(v.personal_clustered, 0u);
+  auto paper = Open("paper");
+  Scores p = Run(paper.get(), stream);
+  EXPECT_LT(p.purity, 0.5);  // one structure, three templates
+}
+
+TEST_F(InducerTest, NoTemplateUnderKUniqueRecipients) {
+  auto in = Open("verified");
+  // 30 emails of one template to 9 recipients.
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(in->Process(test::TemplateEmail(0, i, i % 9, i)).ok());
+  ASSERT_TRUE(in->Drain().ok());
+  Annotator a(in.get(), false, 1);
+  ASSERT_TRUE(a.Refresh().ok());
+  EXPECT_EQ(a.snapshot()->size(), 0u);
+  EXPECT_EQ(in->stats().new_templates, 0u);
+  ASSERT_TRUE(in->Process(test::TemplateEmail(0, 30, 9, 31)).ok());  // the 10th recipient
+  ASSERT_TRUE(in->Drain().ok());
+  ASSERT_TRUE(a.Refresh().ok());
+  EXPECT_GE(a.snapshot()->size(), 1u);
+  for (const auto* t : a.snapshot()->Unique()) EXPECT_GE(t->recipients(), 10u);
+}
+
+TEST_F(InducerTest, ReinductionAfterAgeAAndFullRowsGoToTheCache) {
+  s_ = 20;
+  auto in = Open("verified");
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(in->Process(test::TemplateEmail(0, i, i, 1000 + i)).ok());
+  ASSERT_TRUE(in->Drain().ok());
+  InducerStats s = in->stats();
+  EXPECT_GE(s.new_templates, 1u);
+  EXPECT_GT(s.row_full + s.cache_hits, 0u);
+  EXPECT_GT(s.cache_hits, 0u);  // full rows with a template are skipped without a store read
+  const uint64_t formations = s.formations;
+  clock_.Advance(2 * 3'600'000);  // older than A (and the cache's TTL of one hour)
+  ASSERT_TRUE(in->Process(test::TemplateEmail(0, 99, 99, 2000)).ok());
+  ASSERT_TRUE(in->Drain().ok());
+  EXPECT_GT(in->stats().formations, formations);
+  EXPECT_GE(in->stats().reinductions, 1u);
+}
+
+TEST_F(InducerTest, StagePoolsGiveTheSameTemplates) {
+  const auto stream = test::Stream(25, 10);
+  auto in = Open("verified", 2, 1);
+  Scores v = Run(in.get(), stream, /*offer=*/true);
+  EXPECT_DOUBLE_EQ(v.purity, 1.0);
+  EXPECT_EQ(v.personal_clustered, 0u);
+  EXPECT_GE(v.coverage, 0.95);
+  EXPECT_EQ(in->stats().dropped_emails, 0u);
+}
+
+TEST_F(InducerTest, LogsNeverContainSubjectsBodiesOrAddresses) {
+  std::ostringstream captured;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  auto logger = std::make_shared<spdlog::logger>("capture", sink);
+  logger->set_level(spdlog::level::trace);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  {
+    const auto stream = test::Stream(20, 10);
+    auto in = Open("verified", 1, 1);
+    Run(in.get(), stream, true);
+  }
+  spdlog::set_default_logger(previous);
+  const std::string log = captured.str();
+  EXPECT_THAT(log, HasSubstr("formed"));  // the test sees the module's logs
+  for (const char* secret : {"@mail.example", "@shop.example", "@home.example", "Reset your", "receipt #",
+                             "Weekly highlights", "Quick question", "password of your", "Thanks for your purchase",
+                             "Ava", "Running about"}) {
+    EXPECT_EQ(log.find(secret), std::string::npos) << "the log shows " << secret;
+  }
+}
+
+TEST_F(InducerTest, AnnotatorAppliesTheTemplatesAggregatorsAndForwards) {
+  auto in = Open("verified");
+  const auto stream = test::Stream(25, 0);
+  for (const auto& r : stream) ASSERT_TRUE(in->Process(r).ok());
+  ASSERT_TRUE(in->Drain().ok());
+  Annotator a(in.get(), /*forward=*/true, 60'000);
+  const uint64_t before = in->stats().emails;
+  auto ann = a.Annotate(test::TemplateEmail(1, 500, 77, 0));
+  ASSERT_TRUE(ann.ok());
+  ASSERT_TRUE(ann->template_id.has_value());
+  std::map<std::string, std::string> values(ann->values.begin(), ann->values.end());
+  EXPECT_EQ(values["vertical"], "\"receipt\"");
+  EXPECT_THAT(values["field_extraction"], HasSubstr("\"order_number\":\"Order number SO-53500\""));
+  EXPECT_EQ(values["date_format"], "[\"2024-06-15\"]");  // "15/06/2024" read day first
+  ASSERT_TRUE(in->Drain().ok());
+  EXPECT_EQ(in->stats().emails, before + 1);  // forwarded to clustering
+  const auto* t = a.snapshot()->Find(*ann->template_id);
+  ASSERT_NE(t, nullptr);
+  EXPECT_THAT(TemplateJson(*t, a.snapshot()->RowsOf(t->id())), HasSubstr("\"subject_pattern\":\"Your Shop receipt *\""));
+}
+
+}  // namespace
+}  // namespace neardup::email
