@@ -2,10 +2,10 @@
 
 #include "common/rfc3339.h"
 #include "common/utf8.h"
+#include "document/json_fields.h"
 
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <cmath>
@@ -14,50 +14,32 @@
 namespace neardup {
 namespace {
 
-constexpr size_t kReadBuffer = 1 << 20;
 // Bytes the JSON parser may read past a document's end; a line handed to it has them allocated
 // (their content does not matter), which spares the parser a padded copy of every line.
 constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
-
-Status FieldError(const char* field, const char* what) {
-  return InvalidArgument(std::string("field '") + field + "' " + what);
-}
-
-// Reads an optional string field. *present tells whether it was there (null counts as absent).
-Status OptionalString(simdjson::dom::object& obj, const char* field, std::string* out, bool* present) {
-  simdjson::dom::element e;
-  *present = false;
-  if (obj[field].get(e) != simdjson::SUCCESS || e.is_null()) return Status::Ok();
-  std::string_view v;
-  if (e.get_string().get(v) != simdjson::SUCCESS) return FieldError(field, "must be a string");
-  out->assign(v);
-  *present = true;
-  return Status::Ok();
-}
 
 Status ParseElement(simdjson::dom::element doc, CrawlRecord* out) {
   simdjson::dom::object obj;
   if (doc.get_object().get(obj) != simdjson::SUCCESS) return InvalidArgument("line is not a JSON object");
   bool present = false;
-  RETURN_IF_ERROR(OptionalString(obj, "url", &out->url, &present));
-  if (!present) return InvalidArgument("missing required field 'url'");
-  if (!IsAbsoluteHttpUrl(out->url)) return FieldError("url", "is not an absolute http(s) URL");
+  RETURN_IF_ERROR(RequiredJsonString(obj, "url", &out->url));
+  if (!IsAbsoluteHttpUrl(out->url)) return JsonFieldError("url", "is not an absolute http(s) URL");
 
   out->redirect_to.clear();
-  RETURN_IF_ERROR(OptionalString(obj, "redirect_to", &out->redirect_to, &present));
+  RETURN_IF_ERROR(OptionalJsonString(obj, "redirect_to", &out->redirect_to, &present));
   if (present && !IsAbsoluteHttpUrl(out->redirect_to)) {
-    return FieldError("redirect_to", "is not an absolute http(s) URL");
+    return JsonFieldError("redirect_to", "is not an absolute http(s) URL");
   }
   bool has_html = false, has_text = false;
   std::string text;
-  RETURN_IF_ERROR(OptionalString(obj, "html", &out->body, &has_html));
-  RETURN_IF_ERROR(OptionalString(obj, "text", has_html ? &text : &out->body, &has_text));
+  RETURN_IF_ERROR(OptionalJsonString(obj, "html", &out->body, &has_html));
+  RETURN_IF_ERROR(OptionalJsonString(obj, "text", has_html ? &text : &out->body, &has_text));
   out->is_html = has_html;
   out->gone = false;
   simdjson::dom::element e;
   if (obj["gone"].get(e) == simdjson::SUCCESS && !e.is_null()) {
     bool gone = false;
-    if (e.get_bool().get(gone) != simdjson::SUCCESS) return FieldError("gone", "must be a boolean (true or false)");
+    if (e.get_bool().get(gone) != simdjson::SUCCESS) return JsonFieldError("gone", "must be a boolean (true or false)");
     out->gone = gone;
   }
   if (out->gone) {
@@ -74,19 +56,19 @@ Status ParseElement(simdjson::dom::element doc, CrawlRecord* out) {
   out->popularity = 0;
   if (obj["popularity"].get(e) == simdjson::SUCCESS && !e.is_null()) {
     double p;
-    if (e.get_double().get(p) != simdjson::SUCCESS) return FieldError("popularity", "must be a number");
-    if (!(p >= 0) || !std::isfinite(p)) return FieldError("popularity", "must be a finite number >= 0");
+    if (e.get_double().get(p) != simdjson::SUCCESS) return JsonFieldError("popularity", "must be a number");
+    if (!(p >= 0) || !std::isfinite(p)) return JsonFieldError("popularity", "must be a finite number >= 0");
     out->popularity = p;
   }
   std::string when;
   out->fetched_at_ms.reset();
-  RETURN_IF_ERROR(OptionalString(obj, "fetched_at", &when, &present));
+  RETURN_IF_ERROR(OptionalJsonString(obj, "fetched_at", &when, &present));
   if (present) {
     out->fetched_at_ms = ParseRfc3339(when);
-    if (!out->fetched_at_ms) return FieldError("fetched_at", "is not an RFC 3339 date-time");
+    if (!out->fetched_at_ms) return JsonFieldError("fetched_at", "is not an RFC 3339 date-time");
   }
   out->market.clear();
-  RETURN_IF_ERROR(OptionalString(obj, "market", &out->market, &present));
+  RETURN_IF_ERROR(OptionalJsonString(obj, "market", &out->market, &present));
   return Status::Ok();
 }
 
@@ -148,10 +130,8 @@ bool IsAbsoluteHttpUrl(std::string_view url) {
   return true;
 }
 
-CrawlReader::CrawlReader(std::FILE* f, bool owned, CrawlReaderOptions options)
-    : file_(f), owned_(owned), options_(std::move(options)), buf_(new char[kReadBuffer + kPadding]) {
-  struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) total_bytes_ = static_cast<uint64_t>(st.st_size);
+CrawlReader::CrawlReader(std::unique_ptr<LineReader> lines, CrawlReaderOptions options)
+    : lines_(std::move(lines)), options_(std::move(options)) {
   if (options_.quiet_bad_lines) return;  // counted in Report, not logged
   on_bad_line_ = [this](const BadLine& b) {
     if (stats_.bad_lines <= 20 || stats_.bad_lines % 1000 == 0) {
@@ -160,88 +140,24 @@ CrawlReader::CrawlReader(std::FILE* f, bool owned, CrawlReaderOptions options)
   };
 }
 
-CrawlReader::~CrawlReader() {
-  if (owned_ && file_ != nullptr) std::fclose(file_);
+CrawlReader::~CrawlReader() = default;
+
+namespace {
+
+LineReaderOptions LinesOf(const CrawlReaderOptions& o) {
+  return {.max_line_bytes = o.max_line_bytes, .padding = kPadding, .readable = o.readable};
 }
 
+}  // namespace
+
 StatusOr<std::unique_ptr<CrawlReader>> CrawlReader::Open(const std::string& path, CrawlReaderOptions options) {
-  if (path == "-") return FromStream(stdin, options);
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return IoError("cannot open crawl " + path + ": " + std::strerror(errno));
-  return std::unique_ptr<CrawlReader>(new CrawlReader(f, true, options));
+  ASSIGN_OR_RETURN(std::unique_ptr<LineReader> lines, LineReader::Open(path, LinesOf(options), "crawl"));
+  return std::unique_ptr<CrawlReader>(new CrawlReader(std::move(lines), std::move(options)));
 }
 
 std::unique_ptr<CrawlReader> CrawlReader::FromStream(std::FILE* stream, CrawlReaderOptions options) {
-  return std::unique_ptr<CrawlReader>(new CrawlReader(stream, false, options));
-}
-
-bool CrawlReader::ReadLine(bool* too_long) {
-  line_.clear();
-  *too_long = false;
-  bool any = false;
-  // The common case: the whole line is in the buffer, parsed where it lies (buf_ has kPadding
-  // bytes beyond kReadBuffer).
-  if (buf_pos_ < buf_len_) {
-    const char* start = buf_.get() + buf_pos_;
-    const size_t avail = buf_len_ - buf_pos_;
-    if (const void* nl = std::memchr(start, '\n', avail)) {
-      const size_t take = static_cast<size_t>(static_cast<const char*>(nl) - start);
-      stats_.bytes += take + 1;
-      buf_pos_ += take + 1;
-      if (take > options_.max_line_bytes) {
-        *too_long = true;
-      } else {
-        line_view_ = std::string_view(start, take);
-      }
-      return true;
-    }
-  }
-  for (;;) {
-    if (buf_pos_ == buf_len_) {
-      if (eof_) break;
-      size_t want = kReadBuffer;
-      if (options_.readable) {
-        const uint64_t limit = options_.readable();
-        if (limit <= read_pos_) {
-          paused_ = true;
-          break;
-        }
-        want = static_cast<size_t>(std::min<uint64_t>(want, limit - read_pos_));
-        std::clearerr(file_);  // an end of file seen before is not the end of a growing file
-      }
-      buf_len_ = std::fread(buf_.get(), 1, want, file_);
-      buf_pos_ = 0;
-      read_pos_ += buf_len_;
-      if (buf_len_ == 0) {
-        if (std::ferror(file_)) status_ = IoError(std::string("read error: ") + std::strerror(errno));
-        eof_ = true;
-        break;
-      }
-    }
-    any = true;
-    const char* start = buf_.get() + buf_pos_;
-    const size_t avail = buf_len_ - buf_pos_;
-    const void* nl = std::memchr(start, '\n', avail);
-    const size_t take = nl ? static_cast<size_t>(static_cast<const char*>(nl) - start) : avail;
-    stats_.bytes += take + (nl ? 1 : 0);
-    if (!*too_long) {
-      if (line_.size() + take > options_.max_line_bytes) {
-        *too_long = true;
-        line_.clear();
-        line_.shrink_to_fit();
-      } else {
-        line_.append(start, take);
-      }
-    }
-    buf_pos_ += take + (nl ? 1 : 0);
-    if (nl) break;
-  }
-  if (!any) return false;
-  if (!*too_long) {
-    line_.reserve(line_.size() + kPadding);
-    line_view_ = line_;
-  }
-  return true;
+  auto lines = LineReader::FromStream(stream, LinesOf(options));
+  return std::unique_ptr<CrawlReader>(new CrawlReader(std::move(lines), std::move(options)));
 }
 
 bool CrawlReader::PassOver() {
@@ -265,9 +181,9 @@ void CrawlReader::Report(uint64_t line, std::string reason) {
 
 bool CrawlReader::Next(CrawlRecord* record) {
   bool too_long = false;
-  paused_ = false;
-  while (status_.ok() && ReadLine(&too_long)) {
-    const uint64_t line_no = ++stats_.lines;
+  while (lines_->Next(&line_view_, &too_long)) {
+    const uint64_t line_no = stats_.lines = lines_->line_number();
+    stats_.bytes = lines_->bytes();
     if (too_long) {
       Report(line_no, "line longer than max_line_bytes (" + std::to_string(options_.max_line_bytes) + ")");
       continue;
@@ -282,7 +198,7 @@ bool CrawlReader::Next(CrawlRecord* record) {
     }
     stats_.utf8_repaired += static_cast<uint64_t>(*r);
     record->line = line_no;
-    record->end_offset = stats_.bytes;
+    record->end_offset = lines_->bytes();
     ++stats_.records;
     return true;
   }

@@ -36,6 +36,7 @@
 #include <string_view>
 
 #include "common/config.h"
+#include "common/line_reader.h"
 #include "common/status.h"
 
 namespace neardup {
@@ -116,38 +117,25 @@ class CrawlReader {
   // error (then status() says which), or when a followed file has nothing more readable yet
   // (paused(): see CrawlReaderOptions::readable).
   bool Next(CrawlRecord* record);
-  bool paused() const { return paused_; }
+  bool paused() const { return lines_->paused(); }
 
-  const Status& status() const { return status_; }
+  const Status& status() const { return lines_->status(); }
   const CrawlReaderStats& stats() const { return stats_; }
   // Size of the input in bytes when known (regular files), for progress and ETA.
-  std::optional<uint64_t> total_bytes() const { return total_bytes_; }
+  std::optional<uint64_t> total_bytes() const { return lines_->total_bytes(); }
   std::string Summary() const { return SummarizeReader(stats_); }
 
  private:
-  CrawlReader(std::FILE* f, bool owned, CrawlReaderOptions options);
-  // Reads the next line (without the newline) into line_view_, with at least kPadding readable
-  // bytes allocated after it (the JSON parser reads past the end): in place in buf_ when the
-  // line lies whole in it, else copied into line_. Returns false at EOF. Sets *too_long when the
-  // line exceeded the limit (its content is then discarded).
-  bool ReadLine(bool* too_long);
+  CrawlReader(std::unique_ptr<LineReader> lines, CrawlReaderOptions options);
   // True when want_url is set, the line's URL could be read, and want_url refused it.
   bool PassOver();
   void Report(uint64_t line, std::string reason);
 
-  std::FILE* file_;
-  bool owned_;
+  // The lines, each with the JSON parser's padding after it (it reads past a document's end).
+  std::unique_ptr<LineReader> lines_;
   CrawlReaderOptions options_;
-  std::unique_ptr<char[]> buf_;
-  size_t buf_pos_ = 0, buf_len_ = 0;
-  bool eof_ = false;
-  bool paused_ = false;
-  uint64_t read_pos_ = 0;  // bytes read from the file into buf_
-  std::string line_;
   std::string_view line_view_;
   CrawlReaderStats stats_;
-  Status status_;
-  std::optional<uint64_t> total_bytes_;
   std::function<void(const BadLine&)> on_bad_line_;
 };
 

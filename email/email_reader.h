@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "common/config.h"
+#include "common/line_reader.h"
 #include "common/status.h"
 
 namespace neardup::email {
@@ -82,28 +83,19 @@ class EmailReader {
   // on an I/O error (then status() says which).
   bool Next(EmailRecord* record);
 
-  const Status& status() const { return status_; }
+  const Status& status() const { return lines_->status(); }
   const EmailReaderStats& stats() const { return stats_; }
   // "1074 emails from 1075 lines, 1 bad line skipped".
   std::string Summary() const;
 
  private:
-  EmailReader(std::FILE* f, bool owned, EmailReaderOptions options, std::string name);
-  // The next line without its newline into line_; false at EOF. *too_long when it exceeded the
-  // limit (its content is then dropped as it streams past).
-  bool ReadLine(bool* too_long);
+  EmailReader(std::unique_ptr<LineReader> lines, EmailReaderOptions options, std::string name);
   void Report(uint64_t line, std::string reason);
 
-  std::FILE* file_;
-  bool owned_;
+  std::unique_ptr<LineReader> lines_;
   EmailReaderOptions options_;
   std::string name_;
-  std::unique_ptr<char[]> buf_;
-  size_t buf_pos_ = 0, buf_len_ = 0;
-  bool eof_ = false;
-  std::string line_;
   EmailReaderStats stats_;
-  Status status_;
   std::function<void(const EmailBadLine&)> on_bad_line_;
 };
 
