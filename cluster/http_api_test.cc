@@ -309,6 +309,21 @@ TEST_F(HttpApiTest, AStaleVerificationIsAnsweredOffTheNetworkThreads) {
   EXPECT_TRUE(service_->TryQuery(c).has_value());
 }
 
+// A second service on a store another one holds is refused with the store's error, at once (it
+// used to wait out stop_deadline_ms for a loop it never started, then abort).
+TEST_F(HttpApiTest, ASecondServiceOnAHeldStoreIsRefused) {
+  StartService();
+  Tier1ServiceOptions o;
+  o.config = DefaultConfig();
+  o.config.mutable_tier1_server()->set_store(dir_.File("svc"));
+  o.config.mutable_tier1_server()->set_stop_deadline_ms(60000);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto second = Tier1Service::Open(o);
+  EXPECT_FALSE(second.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_TRUE(Healthy());  // the first goes on
+}
+
 // The exposition passes Prometheus's own checker (Debian's prometheus package: promtool).
 TEST_F(HttpApiTest, MetricsPassPromtool) {
   StartService();

@@ -81,8 +81,9 @@ StatusOr<std::unique_ptr<Tier1Service>> Tier1Service::Open(const Tier1ServiceOpt
 }
 
 Tier1Service::~Tier1Service() {
-  if (!Stop()) loop_.join();  // the deadline passed: wait for the loop all the same
-  log_->Close();
+  // An Open that failed never started the loop (and may have no log).
+  if (loop_.joinable() && !Stop()) loop_.join();  // the deadline passed: wait for the loop all the same
+  if (log_ != nullptr) log_->Close();
 }
 
 bool Tier1Service::Stop() {
@@ -260,7 +261,7 @@ class RefusingSource final : public tier1::SignatureSource {
     asked = true;
     return Unavailable("not waiting for a shard");
   }
-  bool asked = false;
+  std::atomic<bool> asked{false};  // (fetches may come from two threads at once)
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // counts a rejection against the group (written by Flush, in repair.cc).
 #include "tier1/tier1.h"
 
+#include <future>
 #include <map>
 #include <span>
 #include <string>
@@ -40,8 +41,9 @@ struct Verification {
 
 // The answer to a status query over a record source: Records has FindPage(url) ->
 // StatusOr<const pb::Tier1Page*> (null when absent; pointers stay valid during the call),
-// FindGroup(id) -> StatusOr<const pb::Tier1Group*>, and Fetch(url, page) ->
-// StatusOr<pb::PageSignature>; with kUnverifiedWhenUnavailable, Unavailable from Fetch
+// FindGroup(id) -> StatusOr<const pb::Tier1Group*>, Fetch(url, page) ->
+// StatusOr<pb::PageSignature>, and FetchBoth(url_a, page_a, url_b, page_b, &a, &b) (the two
+// Fetches, at once where that helps); with kUnverifiedWhenUnavailable, Unavailable from Fetch
 // leaves the answer unverified (Tier 1's grouping) instead of failing.
 template <bool kUnverifiedWhenUnavailable, typename Records>
 Status AnswerFrom(Records& records, const std::string& url, const pb::PageSignature* current, double threshold,
@@ -86,8 +88,13 @@ Status AnswerFrom(Records& records, const std::string& url, const pb::PageSignat
       page->verified_digest() == page->content_digest()) {
     sim = page->similarity_to_winner();
   } else {
-    StatusOr<pb::PageSignature> wsig = records.Fetch(winner, *wp);
-    StatusOr<pb::PageSignature> own = current != nullptr ? StatusOr<pb::PageSignature>(*current) : records.Fetch(url, *page);
+    StatusOr<pb::PageSignature> wsig = Unavailable("not fetched"), own = Unavailable("not fetched");
+    if (current != nullptr) {
+      wsig = records.Fetch(winner, *wp);
+      own = *current;
+    } else {
+      records.FetchBoth(winner, *wp, url, *page, &wsig, &own);
+    }
     for (const Status& s : {wsig.status(), own.status()}) {
       if (kUnverifiedWhenUnavailable && s.code() == StatusCode::kUnavailable) {
         out->status = StatusAnswer::kDuplicate;  // Tier 1's grouping, not verified
@@ -124,6 +131,11 @@ Status Tier1::Answer(const std::string& url, const pb::PageSignature* current, b
     StatusOr<const pb::Tier1Page*> FindPage(const std::string& u) { return t->txn_.FindPage(u); }
     StatusOr<const pb::Tier1Group*> FindGroup(uint64_t g) { return t->txn_.FindGroup(g); }
     StatusOr<pb::PageSignature> Fetch(const std::string& u, const pb::Tier1Page& p) { return t->FetchSignature(u, p); }
+    void FetchBoth(const std::string& a, const pb::Tier1Page& pa, const std::string& b, const pb::Tier1Page& pb,
+                   StatusOr<pb::PageSignature>* ra, StatusOr<pb::PageSignature>* rb) {
+      *ra = Fetch(a, pa);  // the working set's source is used from one thread
+      *rb = Fetch(b, pb);
+    }
   } records{this};
   Verification v;
   RETURN_IF_ERROR(AnswerFrom<false>(records, url, current, options_.threshold, out, &v));
@@ -184,6 +196,19 @@ Status AnswerCommitted(const GroupStore& store, SignatureSource* source, double 
       // source has not stored it yet): the answer stays unverified.
       if (!sig.ok() && sig.status().code() != StatusCode::kInvalidArgument) return Unavailable(sig.status().message());
       return sig;
+    }
+    // The winner's and the page's signatures usually live on different shards (in a cluster,
+    // other servers): both asked at once, a round trip apart instead of two.
+    void FetchBoth(const std::string& a, const pb::Tier1Page& pa, const std::string& b, const pb::Tier1Page& pb,
+                   StatusOr<pb::PageSignature>* ra, StatusOr<pb::PageSignature>* rb) {
+      if (source == nullptr) {
+        *ra = Fetch(a, pa);
+        *rb = Fetch(b, pb);
+        return;
+      }
+      auto second = std::async(std::launch::async, [&] { return Fetch(b, pb); });
+      *ra = Fetch(a, pa);
+      *rb = second.get();
     }
   } records{store, source, {}, {}};
   Verification v;
