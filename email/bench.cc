@@ -86,9 +86,10 @@ StatusOr<BenchResult> RunEmailBench(const BenchOptions& o) {
   io.config.set_max_emails_per_row(o.max_emails_per_row);
   io.config.set_cluster_threads(o.cluster_threads);
   io.config.set_formation_threads(o.formation_threads);
-  io.config.clear_udcas();  // the paper's workload measures clustering, not aggregators
+  if (!o.aggregators) io.config.clear_udcas();  // the paper's workload measures clustering, not aggregators
   io.path = o.dir;
   io.sync = false;
+  io.async_writes = o.async_writes;
   for (size_t i = 0; i < stream.size(); i += 97) io.sample_keys.push_back(stream[i].keys[0]);
   BenchResult r;
   {

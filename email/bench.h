@@ -28,6 +28,10 @@ struct BenchOptions {
   uint32_t cluster_threads = 2;
   uint32_t formation_threads = 1;
   uint64_t seed = 1;
+  // The paper's workload measures clustering: no aggregators, so a row keeps no email text. True:
+  // the configured aggregators run and the rows keep each email's text blocks (the body).
+  bool aggregators = false;
+  bool async_writes = false;      // RowStoreOptions::async_writes for the cluster store
   std::string dir;                // the cluster store (created, and removed after)
   pb::EmailConfig base;           // everything else (defaults)
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <unordered_map>
 
 #include "common/coding.h"
@@ -135,29 +136,63 @@ Status ClusterStore::Rebuild() {
   return Status::Ok();
 }
 
-StatusOr<RowCounts> ClusterStore::AddEmail(uint64_t row, pb::StoredEmail email) {
+StatusOr<RowCounts> ClusterStore::AddEmail(uint64_t row, const pb::StoredEmail& email) {
   const int64_t now = Now();
+  const int64_t expiry = now + options_.email_ttl_ms;
   Shard& shard = *shards_[ShardOf(row)];
-  std::lock_guard<std::mutex> lock(shard.mu);
-  HotRow& h = shard.rows[row];
-  h.Age(now);
-  if (h.email_expiry.size() >= options_.max_emails_per_row) {
-    RowCounts c = h.Counts();
-    c.stored = false;
-    return c;
+  RowCounts c;
+  std::optional<int64_t> user_before;  // the recipient's expiry before this email, if it counted
+  {
+    // The hot state takes the email under the lock; the write goes on outside it, so that other
+    // rows of the shard are not held up by LevelDB.
+    std::lock_guard<std::mutex> lock(shard.mu);
+    HotRow& h = shard.rows[row];
+    h.Age(now);
+    if (h.email_expiry.size() >= options_.max_emails_per_row) {
+      c = h.Counts();
+      c.stored = false;
+      return c;
+    }
+    if (auto it = h.users.find(email.recipient()); it != h.users.end()) user_before = it->second;
+    h.email_expiry.push_back(expiry);
+    h.AddUser(email.recipient(), expiry);
+    c = h.Counts();
+    c.stored = true;
   }
-  email.set_stored_ms(now);
+  // The cell: the email as given (its text blocks only when the caller kept them) and when it was
+  // stored, appended as field 8 of the serialised message rather than copied into a new one.
+  std::string cell;
+  cell.reserve(static_cast<size_t>(email.ByteSizeLong()) + 9);
+  email.AppendToString(&cell);
+  cell.push_back(static_cast<char>((8 << 3) | 0));  // field 8, varint
+  for (uint64_t v = static_cast<uint64_t>(now); ; v >>= 7) {
+    if (v < 0x80) {
+      cell.push_back(static_cast<char>(v));
+      break;
+    }
+    cell.push_back(static_cast<char>((v & 0x7F) | 0x80));
+  }
   const std::string key = KeyBytes(row);
   RowBatch b;
-  b.Put(email_, key, email.id(), email.SerializeAsString(), options_.email_ttl_ms);
+  b.Put(email_, key, email.id(), cell, options_.email_ttl_ms);
   b.Put(user_, key, KeyBytes(email.recipient()), "", options_.email_ttl_ms);
   b.AddCounter("email.stored", 1);
-  RETURN_IF_ERROR(store_->Write(b));
-  const int64_t expiry = now + options_.email_ttl_ms;
-  h.email_expiry.push_back(expiry);
-  h.AddUser(email.recipient(), expiry);
-  RowCounts c = h.Counts();
-  c.stored = true;
+  if (Status s = store_->Write(b); !s.ok()) {
+    // Nothing was written: take the email back out of the hot state.
+    std::lock_guard<std::mutex> lock(shard.mu);
+    HotRow& h = shard.rows[row];
+    if (auto it = std::find(h.email_expiry.rbegin(), h.email_expiry.rend(), expiry); it != h.email_expiry.rend()) {
+      h.email_expiry.erase(std::next(it).base());
+    }
+    if (auto it = h.users.find(email.recipient()); it != h.users.end() && it->second == expiry) {
+      if (user_before && *user_before > now) {
+        it->second = *user_before;
+      } else {
+        h.users.erase(it);
+      }
+    }
+    return s;
+  }
   return c;
 }
 
@@ -210,9 +245,9 @@ Status ClusterStore::WriteTemplates(uint64_t row, const std::vector<pb::EmailTem
   for (const auto& t : old) b.Delete(template_, key, KeyBytes(t.id()));
   for (const auto& t : templates) b.Put(template_, key, KeyBytes(t.id()), t.SerializeAsString(), options_.template_ttl_ms);
   b.AddCounter("email.templates_written", static_cast<int64_t>(templates.size()));
+  RETURN_IF_ERROR(store_->Write(b));  // outside the shard's lock: rows are formed one at a time each
   Shard& shard = *shards_[ShardOf(row)];
   std::lock_guard<std::mutex> lock(shard.mu);
-  RETURN_IF_ERROR(store_->Write(b));
   HotRow& h = shard.rows[row];
   h.emails_at_formation = emails_at_formation;
   if (!templates.empty()) {

@@ -25,6 +25,7 @@ StatusOr<std::unique_ptr<Inducer>> Inducer::Open(InducerOptions options) {
   const pb::EmailConfig& c = in->options_.config;
   ASSIGN_OR_RETURN(in->formation_, FormationOptionsFrom(c));
   ASSIGN_OR_RETURN(in->udcas_, UdcaRegistry::Global().Create(c));
+  in->store_text_ = std::any_of(in->udcas_.begin(), in->udcas_.end(), [](const auto& u) { return u->ReadsText(); });
   // Key ranges from the sampled weights (the partitioner's one-dimensional balancer).
   std::vector<partitioner::WeightedValue> sample;
   sample.reserve(in->options_.sample_keys.size());
@@ -119,7 +120,19 @@ bool Inducer::OfferPrepared(PreparedEmail email, bool wait) {
 
 Status Inducer::ProcessPrepared(const PreparedEmail& email) {
   ++emails_;
-  for (uint64_t key : email.keys) RETURN_IF_ERROR(CheckTemplateEligibility(email.stored, key));
+  if (store_text_ || email.stored.blocks_size() == 0) {
+    for (uint64_t key : email.keys) RETURN_IF_ERROR(CheckTemplateEligibility(email.stored, key));
+    return Status::Ok();
+  }
+  // No aggregator reads the text: the rows keep the email without it.
+  pb::StoredEmail compact;
+  compact.set_id(email.stored.id());
+  compact.set_recipient(email.stored.recipient());
+  compact.set_subject(email.stored.subject());
+  compact.set_sent_at_ms(email.stored.sent_at_ms());
+  *compact.mutable_keys() = email.stored.keys();
+  *compact.mutable_shingles() = email.stored.shingles();
+  for (uint64_t key : email.keys) RETURN_IF_ERROR(CheckTemplateEligibility(compact, key));
   return Status::Ok();
 }
 

@@ -145,6 +145,7 @@ class Inducer {
   std::atomic<uint64_t> emails_{0}, cache_hits_{0}, stored_{0}, row_full_{0}, formations_{0}, reinductions_{0},
       new_templates_{0};
   double imbalance_ = 1;
+  bool store_text_ = true;  // a configured aggregator reads the emails' text blocks
   // Declared last: destroyed (drained and joined) first, while everything they use still exists.
   std::unique_ptr<StagePool> formation_pool_;
   std::unique_ptr<StagePool> cluster_pool_;
