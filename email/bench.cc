@@ -95,11 +95,15 @@ StatusOr<BenchResult> RunEmailBench(const BenchOptions& o) {
   {
     ASSIGN_OR_RETURN(auto inducer, Inducer::Open(io));
     const auto t0 = std::chrono::steady_clock::now();
-    for (auto& e : stream) {
+    const size_t batch = std::max<size_t>(1, o.batch);
+    for (size_t i = 0; i < stream.size(); i += batch) {
+      const size_t end = std::min(stream.size(), i + batch);
       if (o.cluster_threads == 0) {
-        RETURN_IF_ERROR(inducer->ProcessPrepared(e));
+        RETURN_IF_ERROR(inducer->ProcessBatch(std::span<const PreparedEmail>(stream.data() + i, end - i)));
       } else {
-        inducer->OfferPrepared(std::move(e), /*wait=*/true);
+        inducer->OfferBatch(std::vector<PreparedEmail>(std::make_move_iterator(stream.begin() + static_cast<ptrdiff_t>(i)),
+                                                       std::make_move_iterator(stream.begin() + static_cast<ptrdiff_t>(end))),
+                            /*wait=*/true);
       }
     }
     RETURN_IF_ERROR(inducer->Drain());

@@ -19,7 +19,7 @@
 namespace neardup::email {
 
 struct BenchOptions {
-  uint64_t emails = 1'000'000;
+  uint64_t emails = 200'000;
   uint64_t templates = 100'000;   // Zipf support
   double alpha = 1.1;
   uint64_t max_per_template = 2'000'000;  // T
@@ -31,7 +31,8 @@ struct BenchOptions {
   // The paper's workload measures clustering: no aggregators, so a row keeps no email text. True:
   // the configured aggregators run and the rows keep each email's text blocks (the body).
   bool aggregators = false;
-  bool async_writes = false;      // RowStoreOptions::async_writes for the cluster store
+  bool async_writes = false;
+  uint32_t batch = 64;            // emails per stage-1 task and row-store write (1: one each)      // RowStoreOptions::async_writes for the cluster store
   std::string dir;                // the cluster store (created, and removed after)
   pb::EmailConfig base;           // everything else (defaults)
 };

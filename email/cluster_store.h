@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,14 @@ class ClusterStore {
   // when no aggregator reads them). The shard's lock covers the hot state only, never the write.
   // IoError from the store (nothing changed then: the hot state takes the email back).
   StatusOr<RowCounts> AddEmail(uint64_t row, const pb::StoredEmail& email);
+  // Many emails in one row-store write (one atomic batch): each stored as AddEmail does, in order,
+  // (*counts)[i] the counts of emails[i]'s row after it. IoError from the store: nothing written,
+  // nothing counted.
+  struct NewEmail {
+    uint64_t row;
+    const pb::StoredEmail* email;
+  };
+  Status AddEmails(std::span<const NewEmail> emails, std::vector<RowCounts>* counts);
   RowCounts Counts(uint64_t row) const;
 
   // The row's live emails, in column (email id) order. Store errors.
