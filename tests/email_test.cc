@@ -157,6 +157,9 @@ TEST_F(EmailCommandsTest, InduceAnnotateEvalAndBadLines) {
     EXPECT_EQ(personal, 0);
   }
   EXPECT_TRUE(verified) << eval.out;
+  // The discovery delay, online beside the daily batch over a sample.
+  EXPECT_THAT(eval.out, HasSubstr("3 of 3"));
+  EXPECT_THAT(eval.out, HasSubstr("batch, daily, 0.5% sample"));
 }
 
 TEST_F(EmailCommandsTest, MissingInputAndStoreAreNamed) {
