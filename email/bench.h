@@ -3,7 +3,9 @@
 // in each email (its one cluster key: MinHash is bypassed, as the paper does), bodies of random
 // HTML whose sizes follow N(10 KB, 2 KB) trimmed to 30 KB, at most T emails per template id, one
 // recipient in ten million per email. The inducer runs in the `paper` mode with its stores on
-// LevelDB (RowStore, no fsync), k = 1000 by default, and the two stage pools as configured.
+// LevelDB (RowStore, no fsync), k = 1000 by default, and the two stage pools as configured; the
+// stream is offered `batch` emails per stage-1 task (one row-store write each). Without
+// aggregators (the default, as the paper measures clustering) a row keeps no email text.
 //
 //   ASSIGN_OR_RETURN(BenchResult r, RunEmailBench(options));
 //
