@@ -33,6 +33,10 @@ void AddBenchEmail(CLI::App* bench, int* exit_code) {
   cmd->add_option("--k", a->o.k, "k-anonymity")->capture_default_str();
   cmd->add_option("--max-per-row", a->o.max_emails_per_row, "S: emails a row keeps")->capture_default_str();
   cmd->add_option("--max-per-template", a->o.max_per_template, "T: emails sent per template id")->capture_default_str();
+  cmd->add_flag("--aggregators", a->o.aggregators,
+                "run the configured aggregators (rows then keep each email's text blocks, the body)");
+  cmd->add_option("--batch", a->o.batch, "emails per stage-1 task and row-store write")->capture_default_str();
+  cmd->add_flag("--async-writes", a->o.async_writes, "hand the cluster store's writes to its writer thread");
   cmd->add_option("--dir", a->dir, "directory for the cluster store (removed after each run)");
   cmd->callback([a, exit_code] {
     uint32_t tc = 2, tf = 1;

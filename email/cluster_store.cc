@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <unordered_map>
 
 #include "common/coding.h"
@@ -135,30 +136,94 @@ Status ClusterStore::Rebuild() {
   return Status::Ok();
 }
 
-StatusOr<RowCounts> ClusterStore::AddEmail(uint64_t row, pb::StoredEmail email) {
-  const int64_t now = Now();
-  Shard& shard = *shards_[ShardOf(row)];
-  std::lock_guard<std::mutex> lock(shard.mu);
-  HotRow& h = shard.rows[row];
-  h.Age(now);
-  if (h.email_expiry.size() >= options_.max_emails_per_row) {
-    RowCounts c = h.Counts();
-    c.stored = false;
-    return c;
+StatusOr<RowCounts> ClusterStore::AddEmail(uint64_t row, const pb::StoredEmail& email) {
+  const NewEmail item{row, &email};
+  std::vector<RowCounts> counts;
+  RETURN_IF_ERROR(AddEmails(std::span<const NewEmail>(&item, 1), &counts));
+  return counts.front();
+}
+
+namespace {
+
+// The email's serialised message with stored_ms (field 8, varint) appended: one serialisation,
+// no copy of the message.
+void AppendCell(const pb::StoredEmail& email, int64_t now, std::string* cell) {
+  cell->clear();
+  cell->reserve(static_cast<size_t>(email.ByteSizeLong()) + 11);
+  email.AppendToString(cell);
+  cell->push_back(static_cast<char>(8 << 3));
+  for (uint64_t v = static_cast<uint64_t>(now);; v >>= 7) {
+    if (v < 0x80) {
+      cell->push_back(static_cast<char>(v));
+      break;
+    }
+    cell->push_back(static_cast<char>((v & 0x7F) | 0x80));
   }
-  email.set_stored_ms(now);
-  const std::string key = KeyBytes(row);
-  RowBatch b;
-  b.Put(email_, key, email.id(), email.SerializeAsString(), options_.email_ttl_ms);
-  b.Put(user_, key, KeyBytes(email.recipient()), "", options_.email_ttl_ms);
-  b.AddCounter("email.stored", 1);
-  RETURN_IF_ERROR(store_->Write(b));
+}
+
+}  // namespace
+
+Status ClusterStore::AddEmails(std::span<const NewEmail> emails, std::vector<RowCounts>* counts) {
+  const int64_t now = Now();
   const int64_t expiry = now + options_.email_ttl_ms;
-  h.email_expiry.push_back(expiry);
-  h.AddUser(email.recipient(), expiry);
-  RowCounts c = h.Counts();
-  c.stored = true;
-  return c;
+  counts->assign(emails.size(), RowCounts{});
+  struct Undo {
+    uint64_t row;
+    uint64_t recipient;
+    std::optional<int64_t> user_before;  // the recipient's expiry before, if it counted
+  };
+  std::vector<Undo> undo;
+  RowBatch b;
+  std::string cell;
+  for (size_t i = 0; i < emails.size(); ++i) {
+    const uint64_t row = emails[i].row;
+    const pb::StoredEmail& email = *emails[i].email;
+    Shard& shard = *shards_[ShardOf(row)];
+    {
+      // The hot state takes the email under the lock; the write goes on outside it, so that other
+      // rows of the shard are not held up by LevelDB.
+      std::lock_guard<std::mutex> lock(shard.mu);
+      HotRow& h = shard.rows[row];
+      h.Age(now);
+      if (h.email_expiry.size() >= options_.max_emails_per_row) {
+        (*counts)[i] = h.Counts();
+        continue;
+      }
+      Undo u{row, email.recipient(), std::nullopt};
+      if (auto it = h.users.find(email.recipient()); it != h.users.end()) u.user_before = it->second;
+      undo.push_back(u);
+      h.email_expiry.push_back(expiry);
+      h.AddUser(email.recipient(), expiry);
+      (*counts)[i] = h.Counts();
+      (*counts)[i].stored = true;
+    }
+    const std::string key = KeyBytes(row);
+    AppendCell(email, now, &cell);
+    b.Put(email_, key, email.id(), cell, options_.email_ttl_ms);
+    b.Put(user_, key, KeyBytes(email.recipient()), "", options_.email_ttl_ms);
+  }
+  if (undo.empty()) return Status::Ok();
+  b.AddCounter("email.stored", static_cast<int64_t>(undo.size()));
+  Status s = store_->Write(b);
+  if (s.ok()) return s;
+  // Nothing was written: take the emails back out of the hot state, last first.
+  for (auto u = undo.rbegin(); u != undo.rend(); ++u) {
+    Shard& shard = *shards_[ShardOf(u->row)];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    HotRow& h = shard.rows[u->row];
+    if (auto it = std::find(h.email_expiry.rbegin(), h.email_expiry.rend(), expiry); it != h.email_expiry.rend()) {
+      h.email_expiry.erase(std::next(it).base());
+    }
+    if (auto it = h.users.find(u->recipient); it != h.users.end() && it->second == expiry) {
+      if (u->user_before && *u->user_before > now) {
+        it->second = *u->user_before;
+      } else {
+        h.users.erase(it);
+      }
+    }
+  }
+  for (auto& c : *counts) c.stored = false;
+  return s;
 }
 
 RowCounts ClusterStore::Counts(uint64_t row) const {
@@ -210,9 +275,9 @@ Status ClusterStore::WriteTemplates(uint64_t row, const std::vector<pb::EmailTem
   for (const auto& t : old) b.Delete(template_, key, KeyBytes(t.id()));
   for (const auto& t : templates) b.Put(template_, key, KeyBytes(t.id()), t.SerializeAsString(), options_.template_ttl_ms);
   b.AddCounter("email.templates_written", static_cast<int64_t>(templates.size()));
+  RETURN_IF_ERROR(store_->Write(b));  // outside the shard's lock: rows are formed one at a time each
   Shard& shard = *shards_[ShardOf(row)];
   std::lock_guard<std::mutex> lock(shard.mu);
-  RETURN_IF_ERROR(store_->Write(b));
   HotRow& h = shard.rows[row];
   h.emails_at_formation = emails_at_formation;
   if (!templates.empty()) {

@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -78,9 +79,19 @@ class ClusterStore {
   ~ClusterStore();
 
   // Stores `email` (its stored_ms set to now) in row `row`, with its recipient in the user family,
-  // unless the row already holds S live emails; returns the row's counts after. IoError from the
-  // store (nothing changed then).
-  StatusOr<RowCounts> AddEmail(uint64_t row, pb::StoredEmail email);
+  // unless the row already holds S live emails; returns the row's counts after. The cell holds the
+  // message as given: the caller decides what a row keeps of an email (Inducer: no text blocks
+  // when no aggregator reads them). The shard's lock covers the hot state only, never the write.
+  // IoError from the store (nothing changed then: the hot state takes the email back).
+  StatusOr<RowCounts> AddEmail(uint64_t row, const pb::StoredEmail& email);
+  // Many emails in one row-store write (one atomic batch): each stored as AddEmail does, in order,
+  // (*counts)[i] the counts of emails[i]'s row after it. IoError from the store: nothing written,
+  // nothing counted.
+  struct NewEmail {
+    uint64_t row;
+    const pb::StoredEmail* email;
+  };
+  Status AddEmails(std::span<const NewEmail> emails, std::vector<RowCounts>* counts);
   RowCounts Counts(uint64_t row) const;
 
   // The row's live emails, in column (email id) order. Store errors.

@@ -118,5 +118,37 @@ TEST_F(ClusterStoreTest, HotStateIsRebuiltOnOpen) {
   EXPECT_EQ(c.emails_at_formation, 2u);
 }
 
+TEST_F(ClusterStoreTest, AddEmailsWritesOneBatchWithCountsInOrder) {
+  auto store = Open(4);
+  std::vector<pb::StoredEmail> emails;
+  for (char c = '0'; c < '6'; ++c) emails.push_back(Email(std::string{'e', c}, static_cast<uint64_t>((c - '0') % 3)));
+  std::vector<ClusterStore::NewEmail> items;
+  for (int i = 0; i < 5; ++i) items.push_back({7, &emails[static_cast<size_t>(i)]});
+  items.push_back({UINT64_MAX - 1, &emails[5]});  // another shard
+  std::vector<RowCounts> counts;
+  ASSERT_TRUE(store->AddEmails(items, &counts).ok());
+  ASSERT_EQ(counts.size(), 6u);
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_TRUE(counts[i].stored);
+    EXPECT_EQ(counts[i].emails, i + 1);
+    EXPECT_EQ(counts[i].users, std::min(i + 1, 3u));
+  }
+  EXPECT_FALSE(counts[4].stored);  // S = 4
+  EXPECT_EQ(counts[4].emails, 4u);
+  EXPECT_TRUE(counts[5].stored);
+  EXPECT_EQ(counts[5].emails, 1u);
+  EXPECT_EQ(store->EmailsStored(), 5);
+  std::vector<pb::StoredEmail> read;
+  ASSERT_TRUE(store->ReadEmails(7, &read).ok());
+  ASSERT_EQ(read.size(), 4u);
+  for (const auto& e : read) {
+    EXPECT_EQ(e.stored_ms(), 1'000'000);
+    EXPECT_EQ(e.subject(), "s");
+  }
+  ASSERT_TRUE(store->ReadEmails(UINT64_MAX - 1, &read).ok());
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(read[0].id(), "e5");
+}
+
 }  // namespace
 }  // namespace neardup::email

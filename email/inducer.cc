@@ -25,6 +25,7 @@ StatusOr<std::unique_ptr<Inducer>> Inducer::Open(InducerOptions options) {
   const pb::EmailConfig& c = in->options_.config;
   ASSIGN_OR_RETURN(in->formation_, FormationOptionsFrom(c));
   ASSIGN_OR_RETURN(in->udcas_, UdcaRegistry::Global().Create(c));
+  in->store_text_ = std::any_of(in->udcas_.begin(), in->udcas_.end(), [](const auto& u) { return u->ReadsText(); });
   // Key ranges from the sampled weights (the partitioner's one-dimensional balancer).
   std::vector<partitioner::WeightedValue> sample;
   sample.reserve(in->options_.sample_keys.size());
@@ -117,28 +118,65 @@ bool Inducer::OfferPrepared(PreparedEmail email, bool wait) {
   return cluster_pool_->TryRun(std::move(task));
 }
 
-Status Inducer::ProcessPrepared(const PreparedEmail& email) {
-  ++emails_;
-  for (uint64_t key : email.keys) RETURN_IF_ERROR(CheckTemplateEligibility(email.stored, key));
+bool Inducer::OfferBatch(std::vector<PreparedEmail> emails, bool wait) {
+  auto task = [this, e = std::move(emails)] {
+    if (Status s = ProcessBatch(e); !s.ok()) Fail(s);
+  };
+  if (wait) {
+    cluster_pool_->Run(std::move(task));
+    return true;
+  }
+  return cluster_pool_->TryRun(std::move(task));
+}
+
+Status Inducer::ProcessPrepared(const PreparedEmail& email) { return ProcessBatch(std::span<const PreparedEmail>(&email, 1)); }
+
+Status Inducer::ProcessBatch(std::span<const PreparedEmail> emails) {
+  emails_ += emails.size();
+  // What a row keeps of an email: without text blocks when no aggregator reads them.
+  std::vector<pb::StoredEmail> compact;
+  if (!store_text_) compact.reserve(emails.size());
+  const int64_t now = Now();
+  std::vector<ClusterStore::NewEmail> items;
+  for (const PreparedEmail& e : emails) {
+    const pb::StoredEmail* stored = &e.stored;
+    if (!store_text_ && e.stored.blocks_size() > 0) {
+      pb::StoredEmail& c = compact.emplace_back();
+      c.set_id(e.stored.id());
+      c.set_recipient(e.stored.recipient());
+      c.set_subject(e.stored.subject());
+      c.set_sent_at_ms(e.stored.sent_at_ms());
+      *c.mutable_keys() = e.stored.keys();
+      *c.mutable_shingles() = e.stored.shingles();
+      stored = &c;
+    }
+    for (uint64_t key : e.keys) {
+      if (full_cache_.Contains(key, now)) {
+        ++cache_hits_;
+        continue;
+      }
+      items.push_back({key, stored});
+    }
+  }
+  if (items.empty()) return Status::Ok();
+  // One row-store write for the batch; the eligibility checks follow it, so that a formation
+  // reads every email the counts saw.
+  std::vector<RowCounts> counts;
+  RETURN_IF_ERROR(store_->AddEmails(items, &counts));
+  for (size_t i = 0; i < items.size(); ++i) CheckTemplateEligibility(items[i].row, counts[i], now);
   return Status::Ok();
 }
 
-Status Inducer::CheckTemplateEligibility(const pb::StoredEmail& email, uint64_t key) {
-  const int64_t now = Now();
-  if (full_cache_.Contains(key, now)) {
-    ++cache_hits_;
-    return Status::Ok();
-  }
-  ASSIGN_OR_RETURN(RowCounts c, store_->AddEmail(key, email));
+void Inducer::CheckTemplateEligibility(uint64_t key, const RowCounts& c, int64_t now) {
   if (c.stored) ++stored_; else ++row_full_;
   const pb::EmailConfig& cfg = options_.config;
-  if (c.users < cfg.k()) return Status::Ok();
+  if (c.users < cfg.k()) return;
   if (!c.has_template) {
     const bool first = c.emails_at_formation == 0;
     if (first || 2 * static_cast<uint64_t>(c.emails) >= 3 * static_cast<uint64_t>(c.emails_at_formation)) {
       ScheduleFormation(key);
     }
-    return Status::Ok();
+    return;
   }
   if (now - c.template_created_ms >= static_cast<int64_t>(cfg.reinduce_age_ms())) {
     ScheduleFormation(key);
@@ -147,7 +185,6 @@ Status Inducer::CheckTemplateEligibility(const pb::StoredEmail& email, uint64_t 
     ScheduleFormation(key);
   }
   if (c.emails >= cfg.max_emails_per_row()) full_cache_.Insert(key, now);
-  return Status::Ok();
 }
 
 void Inducer::ScheduleFormation(uint64_t key) {

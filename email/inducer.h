@@ -96,9 +96,14 @@ class Inducer {
   // (dropped and counted). `wait`: wait for room instead of dropping (a file replay).
   bool Offer(EmailRecord record, bool wait = false);
   bool OfferPrepared(PreparedEmail email, bool wait = false);
+  // Several emails as one stage-1 task, stored in one row-store write (ProcessBatch).
+  bool OfferBatch(std::vector<PreparedEmail> emails, bool wait = false);
   // ProcessEmail on the calling thread (formation still goes to stage 2).
   Status Process(const EmailRecord& record);
   Status ProcessPrepared(const PreparedEmail& email);
+  // ProcessEmail for each email in order, their rows' cells written in one atomic row-store batch
+  // before the eligibility checks (the full-template cache is consulted once, before the write).
+  Status ProcessBatch(std::span<const PreparedEmail> emails);
   // Waits until both stages are idle. Returns the first error a stage met, if any.
   Status Drain();
 
@@ -118,7 +123,8 @@ class Inducer {
 
  private:
   explicit Inducer(InducerOptions options);
-  Status CheckTemplateEligibility(const pb::StoredEmail& email, uint64_t key);
+  // Algorithm 2's checks on a row's counts after an email was offered to it.
+  void CheckTemplateEligibility(uint64_t key, const RowCounts& counts, int64_t now);
   Status FormTemplate(uint64_t key);
   void ScheduleFormation(uint64_t key);
   void Fail(const Status& s);
@@ -145,6 +151,7 @@ class Inducer {
   std::atomic<uint64_t> emails_{0}, cache_hits_{0}, stored_{0}, row_full_{0}, formations_{0}, reinductions_{0},
       new_templates_{0};
   double imbalance_ = 1;
+  bool store_text_ = true;  // a configured aggregator reads the emails' text blocks
   // Declared last: destroyed (drained and joined) first, while everything they use still exists.
   std::unique_ptr<StagePool> formation_pool_;
   std::unique_ptr<StagePool> cluster_pool_;

@@ -5,6 +5,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -164,6 +165,69 @@ TEST_F(InducerTest, AnnotatorAppliesTheTemplatesAggregatorsAndForwards) {
   const auto* t = a.snapshot()->Find(*ann->template_id);
   ASSERT_NE(t, nullptr);
   EXPECT_THAT(TemplateJson(*t, a.snapshot()->RowsOf(t->id())), HasSubstr("\"subject_pattern\":\"Your Shop receipt *\""));
+}
+
+TEST_F(InducerTest, RowsKeepTextOnlyWhenAnAggregatorReadsItAndBatchesMatchSingleEmails) {
+  const auto stream = test::Stream(30, 5);
+  std::map<bool, Scores> scores;
+  for (bool aggregators : {true, false}) {
+    InducerOptions o;
+    o.config = ConfigDefaults().email();
+    o.config.set_cluster_threads(0);
+    o.config.set_formation_threads(0);
+    if (!aggregators) o.config.clear_udcas();
+    o.path = dir_.File(aggregators ? "with" : "without");
+    o.clock = &clock_;
+    auto in = Inducer::Open(o);
+    ASSERT_TRUE(in.ok()) << in.status().message();
+    auto extractor = FeatureExtractor::Create(5);
+    ASSERT_TRUE(extractor.ok());
+    std::vector<PreparedEmail> batch;
+    uint64_t row = 0;
+    for (const auto& r : stream) {
+      PreparedEmail p;
+      ASSERT_TRUE((*in)->Prepare(r, extractor->get(), &p).ok());
+      row = p.keys.front();
+      batch.push_back(std::move(p));
+      if (batch.size() == 16) {
+        clock_.Set(*r.sent_at_ms);
+        ASSERT_TRUE((*in)->ProcessBatch(batch).ok());
+        batch.clear();
+      }
+    }
+    ASSERT_TRUE((*in)->ProcessBatch(batch).ok());
+    ASSERT_TRUE((*in)->Drain().ok());
+    EXPECT_EQ((*in)->stats().emails, stream.size());
+    std::vector<pb::StoredEmail> cells;
+    ASSERT_TRUE((*in)->store()->ReadEmails(row, &cells).ok());
+    ASSERT_FALSE(cells.empty());
+    for (const auto& e : cells) {
+      EXPECT_EQ(e.blocks_size() > 0, aggregators);
+      EXPECT_GT(e.shingles_size(), 0);
+    }
+    Annotator a(in->get(), false, 60'000);
+    ASSERT_TRUE(a.Refresh().ok());
+    std::vector<std::optional<uint64_t>> as;
+    std::vector<std::string> labels;
+    for (const auto& r : stream) {
+      auto ann = a.Annotate(r);
+      ASSERT_TRUE(ann.ok());
+      as.push_back(ann->template_id);
+      labels.push_back(r.id[0] == 'p' ? "none" : r.id.substr(0, 2));
+    }
+    auto sc = Score(as, labels);
+    ASSERT_TRUE(sc.ok());
+    scores[aggregators] = *sc;
+  }
+  // Batched, with or without the text: the templates of one email at a time.
+  auto single = Open("verified");
+  const Scores one = Run(single.get(), stream);
+  for (const auto& [aggregators, sc] : scores) {
+    EXPECT_EQ(sc.templates, one.templates) << aggregators;
+    EXPECT_DOUBLE_EQ(sc.purity, 1.0) << aggregators;
+    EXPECT_DOUBLE_EQ(sc.coverage, one.coverage) << aggregators;
+    EXPECT_EQ(sc.personal_clustered, 0u) << aggregators;
+  }
 }
 
 }  // namespace

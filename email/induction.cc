@@ -3,6 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <xxhash.h>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -96,6 +99,95 @@ Status WriteAssignmentsJsonl(const std::string& path, const InductionResult& r) 
   }
   if (std::fclose(f) != 0) return IoError("cannot write " + path);
   return Status::Ok();
+}
+
+StatusOr<BatchDelayResult> BatchDiscoveryDelays(const std::string& input, const pb::EmailConfig& config,
+                                                const std::string& store_dir, const EmailReaderOptions& reader_options,
+                                                const std::vector<std::string>& labels, const BatchOptions& batch) {
+  if (!(batch.sample_rate > 0 && batch.sample_rate <= 1)) return InvalidArgument("batch sample rate must be in (0, 1]");
+  if (batch.period_ms <= 0) return InvalidArgument("batch period must be positive");
+  ASSIGN_OR_RETURN(const FingerprintMode mode, ParseFingerprintMode(config.mode()));
+  ASSIGN_OR_RETURN(auto reader, EmailReader::Open(input, reader_options));
+  ASSIGN_OR_RETURN(auto extractor, FeatureExtractor::Create(static_cast<int>(config.shingle_k())));
+  std::vector<PreparedEmail> prepared;
+  std::vector<int64_t> sent;
+  std::vector<bool> sampled;
+  EmailRecord rec;
+  int64_t last_ms = 0;
+  const uint64_t threshold = static_cast<uint64_t>(batch.sample_rate * 18446744073709551615.0);
+  while (reader->Next(&rec)) {
+    PreparedEmail p;
+    RETURN_IF_ERROR(PrepareEmail(rec, mode, extractor.get(), &p));
+    if (rec.sent_at_ms) last_ms = *rec.sent_at_ms;
+    sent.push_back(last_ms);
+    sampled.push_back(batch.sample_rate >= 1 || XXH3_64bits(rec.id.data(), rec.id.size()) < threshold);
+    prepared.push_back(std::move(p));
+  }
+  RETURN_IF_ERROR(reader->status());
+  if (labels.size() != prepared.size()) return InvalidArgument("batch delays: one label per email wanted");
+  BatchDelayResult r;
+  r.k = std::max<uint32_t>(batch.min_k, static_cast<uint32_t>(std::ceil(config.k() * batch.sample_rate)));
+  pb::EmailConfig c = config;
+  c.set_k(r.k);
+  c.set_cluster_threads(0);
+  c.set_formation_threads(0);
+  std::map<std::string, size_t> first;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] != "none") first.emplace(labels[i], i);
+  }
+  std::map<std::string, LabelDelay> found;
+  if (prepared.empty()) return r;
+  for (int64_t at = sent.front() + batch.period_ms;; at += batch.period_ms) {
+    // The batch run at `at`: the sample of every email sent before it, clustered from scratch.
+    size_t seen = 0;
+    while (seen < sent.size() && sent[seen] < at) ++seen;
+    const std::string dir = store_dir + "/batch-" + std::to_string(r.batches++);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(store_dir);
+    ManualClock clock(at);
+    InducerOptions o;
+    o.config = c;
+    o.path = dir;
+    o.clock = &clock;
+    for (size_t i = 0; i < seen; ++i) {
+      if (sampled[i]) o.sample_keys.insert(o.sample_keys.end(), prepared[i].keys.begin(), prepared[i].keys.end());
+    }
+    {
+      ASSIGN_OR_RETURN(auto inducer, Inducer::Open(std::move(o)));
+      r.sampled = 0;
+      for (size_t i = 0; i < seen; ++i) {
+        if (!sampled[i]) continue;
+        ++r.sampled;
+        RETURN_IF_ERROR(inducer->ProcessPrepared(prepared[i]));
+      }
+      RETURN_IF_ERROR(inducer->Drain());
+      Annotator annotator(inducer.get(), /*forward=*/false, config.snapshot_refresh_ms());
+      RETURN_IF_ERROR(annotator.Refresh());
+      for (size_t i = 0; i < seen; ++i) {
+        if (labels[i] == "none" || found.count(labels[i])) continue;
+        if (!annotator.AnnotatePrepared(prepared[i]).template_id) continue;
+        LabelDelay d;
+        d.label = labels[i];
+        d.discovered = true;
+        d.seconds = static_cast<double>(at - sent[first.at(labels[i])]) / 1000.0;
+        for (size_t j = 0; j < seen; ++j) d.emails_needed += labels[j] == labels[i];
+        found.emplace(labels[i], d);
+      }
+    }
+    std::filesystem::remove_all(dir);
+    if (seen == sent.size()) break;
+  }
+  for (const auto& [label, index] : first) {
+    auto it = found.find(label);
+    if (it != found.end()) {
+      r.delays.push_back(it->second);
+    } else {
+      LabelDelay d;
+      d.label = label;
+      r.delays.push_back(d);
+    }
+  }
+  return r;
 }
 
 std::vector<LabelDelay> DiscoveryDelays(const InductionResult& r, const std::vector<std::string>& labels) {

@@ -51,6 +51,10 @@ class Udca {
   // What the template's annotation (this aggregator's Aggregate output) says about one email of
   // the template, as JSON text; empty for nothing. By default nothing.
   virtual std::string Apply(std::string_view annotation, const pb::StoredEmail& email) const;
+  // Whether Aggregate reads the emails' text blocks. A cluster row keeps an email's blocks only
+  // when one of the configured aggregators does (the text is most of an email's bytes); without
+  // them it keeps the recipient hash, subject, times, keys and shingles. By default true.
+  virtual bool ReadsText() const { return true; }
 };
 
 using UdcaFactory = std::function<StatusOr<std::unique_ptr<Udca>>(const pb::EmailConfig&)>;
