@@ -96,37 +96,27 @@ Status Inducer::Process(const EmailRecord& record) {
   return ProcessPrepared(p);
 }
 
-bool Inducer::Offer(EmailRecord record, bool wait) {
-  auto task = [this, r = std::move(record)] {
-    if (Status s = Process(r); !s.ok()) Fail(s);
+bool Inducer::Submit(std::function<Status()> work, bool wait) {
+  auto task = [this, w = std::move(work)] {
+    if (Status s = w(); !s.ok()) Fail(s);
   };
   if (wait) {
     cluster_pool_->Run(std::move(task));
     return true;
   }
   return cluster_pool_->TryRun(std::move(task));
+}
+
+bool Inducer::Offer(EmailRecord record, bool wait) {
+  return Submit([this, r = std::move(record)] { return Process(r); }, wait);
 }
 
 bool Inducer::OfferPrepared(PreparedEmail email, bool wait) {
-  auto task = [this, e = std::move(email)] {
-    if (Status s = ProcessPrepared(e); !s.ok()) Fail(s);
-  };
-  if (wait) {
-    cluster_pool_->Run(std::move(task));
-    return true;
-  }
-  return cluster_pool_->TryRun(std::move(task));
+  return Submit([this, e = std::move(email)] { return ProcessPrepared(e); }, wait);
 }
 
 bool Inducer::OfferBatch(std::vector<PreparedEmail> emails, bool wait) {
-  auto task = [this, e = std::move(emails)] {
-    if (Status s = ProcessBatch(e); !s.ok()) Fail(s);
-  };
-  if (wait) {
-    cluster_pool_->Run(std::move(task));
-    return true;
-  }
-  return cluster_pool_->TryRun(std::move(task));
+  return Submit([this, e = std::move(emails)] { return ProcessBatch(e); }, wait);
 }
 
 Status Inducer::ProcessPrepared(const PreparedEmail& email) { return ProcessBatch(std::span<const PreparedEmail>(&email, 1)); }

@@ -123,6 +123,9 @@ class Inducer {
 
  private:
   explicit Inducer(InducerOptions options);
+  // Runs `work` on stage 1 (waiting for room when `wait`, else dropped when full: false); an
+  // error it returns goes to Fail.
+  bool Submit(std::function<Status()> work, bool wait);
   // Algorithm 2's checks on a row's counts after an email was offered to it.
   void CheckTemplateEligibility(uint64_t key, const RowCounts& counts, int64_t now);
   Status FormTemplate(uint64_t key);
