@@ -1,6 +1,7 @@
 #include "email/cluster_store.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <optional>
 #include <unordered_map>
@@ -20,6 +21,9 @@ struct HotRow {
   int64_t template_created_ms = 0;
   int64_t template_expiry_ms = 0;
   uint32_t emails_at_formation = 0;
+  // Emails taken into this state whose row-store write has not returned yet: a read of the row's
+  // cells waits for them (ClusterStore::ReadEmails), so that it sees every email counted.
+  uint32_t writing = 0;
 
   // Drops what expired by `now`.
   void Age(int64_t now) {
@@ -38,7 +42,7 @@ struct HotRow {
     users[recipient] = expiry;
     user_log.emplace_back(expiry, recipient);
   }
-  bool Empty() const { return email_expiry.empty() && users.empty() && !has_template; }
+  bool Empty() const { return email_expiry.empty() && users.empty() && !has_template && writing == 0; }
   RowCounts Counts() const {
     RowCounts c;
     c.emails = static_cast<uint32_t>(email_expiry.size());
@@ -54,6 +58,7 @@ struct HotRow {
 
 struct ClusterStore::Shard {
   mutable std::mutex mu;
+  std::condition_variable written;  // a row's `writing` went down
   std::unordered_map<uint64_t, HotRow> rows;
 };
 
@@ -194,6 +199,7 @@ Status ClusterStore::AddEmails(std::span<const NewEmail> emails, std::vector<Row
       undo.push_back(u);
       h.email_expiry.push_back(expiry);
       h.AddUser(email.recipient(), expiry);
+      ++h.writing;
       (*counts)[i] = h.Counts();
       (*counts)[i].stored = true;
     }
@@ -204,25 +210,31 @@ Status ClusterStore::AddEmails(std::span<const NewEmail> emails, std::vector<Row
   }
   if (undo.empty()) return Status::Ok();
   b.AddCounter("email.stored", static_cast<int64_t>(undo.size()));
-  Status s = store_->Write(b);
-  if (s.ok()) return s;
-  // Nothing was written: take the emails back out of the hot state, last first.
+  const Status s = store_->Write(b);
+  // The write returned: the rows' cells are readable (or, on failure, the emails are taken back
+  // out of the hot state, last first). Either way the readers waiting for these rows may go on.
   for (auto u = undo.rbegin(); u != undo.rend(); ++u) {
     Shard& shard = *shards_[ShardOf(u->row)];
     std::lock_guard<std::mutex> lock(shard.mu);
     HotRow& h = shard.rows[u->row];
-    if (auto it = std::find(h.email_expiry.rbegin(), h.email_expiry.rend(), expiry); it != h.email_expiry.rend()) {
-      h.email_expiry.erase(std::next(it).base());
-    }
-    if (auto it = h.users.find(u->recipient); it != h.users.end() && it->second == expiry) {
-      if (u->user_before && *u->user_before > now) {
-        it->second = *u->user_before;
-      } else {
-        h.users.erase(it);
+    --h.writing;
+    if (!s.ok()) {
+      if (auto it = std::find(h.email_expiry.rbegin(), h.email_expiry.rend(), expiry); it != h.email_expiry.rend()) {
+        h.email_expiry.erase(std::next(it).base());
+      }
+      if (auto it = h.users.find(u->recipient); it != h.users.end() && it->second == expiry) {
+        if (u->user_before && *u->user_before > now) {
+          it->second = *u->user_before;
+        } else {
+          h.users.erase(it);
+        }
       }
     }
+    if (h.writing == 0) shard.written.notify_all();
   }
-  for (auto& c : *counts) c.stored = false;
+  if (!s.ok()) {
+    for (auto& c : *counts) c.stored = false;
+  }
   return s;
 }
 
@@ -237,6 +249,15 @@ RowCounts ClusterStore::Counts(uint64_t row) const {
 
 Status ClusterStore::ReadEmails(uint64_t row, std::vector<pb::StoredEmail>* out) const {
   out->clear();
+  {
+    // Another thread may have counted an email of this row and not yet written it.
+    Shard& shard = *shards_[ShardOf(row)];
+    std::unique_lock<std::mutex> lock(shard.mu);
+    shard.written.wait(lock, [&] {
+      auto it = shard.rows.find(row);
+      return it == shard.rows.end() || it->second.writing == 0;
+    });
+  }
   Status bad;
   RETURN_IF_ERROR(store_->ScanRow(email_, KeyBytes(row), [&](std::string_view, std::string_view value) {
     pb::StoredEmail e;

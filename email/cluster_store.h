@@ -94,7 +94,9 @@ class ClusterStore {
   Status AddEmails(std::span<const NewEmail> emails, std::vector<RowCounts>* counts);
   RowCounts Counts(uint64_t row) const;
 
-  // The row's live emails, in column (email id) order. Store errors.
+  // The row's live emails, in column (email id) order. Waits first for the row's emails that an
+  // AddEmails on another thread has counted but not yet written, so that it reads every email
+  // the counts saw. Store errors.
   Status ReadEmails(uint64_t row, std::vector<pb::StoredEmail>* out) const;
   // The row's live templates. Corruption for an unreadable cell.
   Status ReadTemplates(uint64_t row, std::vector<pb::EmailTemplate>* out) const;

@@ -1,7 +1,13 @@
 #include "email/cluster_store.h"
 
 #include <gtest/gtest.h>
+#include <leveldb/helpers/memenv.h>
 
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "storage/fault_env.h"
 #include "testing/temp_dir.h"
 
 namespace neardup::email {
@@ -17,8 +23,10 @@ pb::StoredEmail Email(const std::string& id, uint64_t recipient) {
 
 class ClusterStoreTest : public ::testing::Test {
  protected:
-  std::unique_ptr<ClusterStore> Open(uint32_t s = 5) {
+  std::unique_ptr<ClusterStore> Open(uint32_t s = 5, leveldb::Env* env = nullptr) {
     ClusterStoreOptions o;
+    o.env = env;
+    o.sync = env != nullptr;
     o.path = dir_.File("store");
     o.clock = &clock_;
     o.max_emails_per_row = s;
@@ -148,6 +156,48 @@ TEST_F(ClusterStoreTest, AddEmailsWritesOneBatchWithCountsInOrder) {
   ASSERT_TRUE(store->ReadEmails(UINT64_MAX - 1, &read).ok());
   ASSERT_EQ(read.size(), 1u);
   EXPECT_EQ(read[0].id(), "e5");
+}
+
+TEST_F(ClusterStoreTest, AReadWaitsForAnEmailCountedButNotYetWritten) {
+  // One thread's email is in the row's counts while its write is still in flight (held in the
+  // log's fsync); a formation reading the row then must see it, not the row without it.
+  std::unique_ptr<leveldb::Env> mem(leveldb::NewMemEnv(leveldb::Env::Default()));
+  FaultyEnv env(mem.get());
+  auto store = Open(5, &env);
+  env.hold_syncs = true;
+  auto writer = std::async(std::launch::async, [&] { return store->AddEmail(7, Email("a", 1)); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (store->Counts(7).emails == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(store->Counts(7).emails, 1u);
+  std::vector<pb::StoredEmail> read;
+  auto reader = std::async(std::launch::async, [&] { return store->ReadEmails(7, &read); });
+  EXPECT_EQ(reader.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  // Another row is not held up.
+  std::vector<pb::StoredEmail> other;
+  ASSERT_TRUE(store->ReadEmails(8, &other).ok());
+  EXPECT_TRUE(other.empty());
+  env.hold_syncs = false;
+  ASSERT_TRUE(writer.get().ok());
+  ASSERT_TRUE(reader.get().ok());
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(read[0].id(), "a");
+}
+
+TEST_F(ClusterStoreTest, AFailedWriteReleasesTheRowsReaders) {
+  std::unique_ptr<leveldb::Env> mem(leveldb::NewMemEnv(leveldb::Env::Default()));
+  FaultyEnv env(mem.get());
+  auto store = Open(5, &env);
+  env.fail_appends = true;
+  EXPECT_FALSE(store->AddEmail(7, Email("a", 1)).ok());
+  EXPECT_EQ(store->Counts(7).emails, 0u);
+  // The row has no write in flight: the read does not wait (it reports the store's failure or
+  // nothing, but returns).
+  std::vector<pb::StoredEmail> read;
+  auto reader = std::async(std::launch::async, [&] { return store->ReadEmails(7, &read); });
+  EXPECT_EQ(reader.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(read.empty());
 }
 
 }  // namespace
