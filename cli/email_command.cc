@@ -5,15 +5,25 @@
 //                        --out templates.jsonl --assignments assignments.jsonl [--store DIR]
 //   neardup email annotate --input emails.jsonl --store DIR [--config c.textproto]
 //   neardup email eval --input emails.jsonl [--k 10] [--config c.textproto]
+//   neardup email serve --store DIR [--config c.textproto] [--listen 127.0.0.1:8090]
+//                       [--bearer-token-file F] [--port-file F]
+//     the email endpoints alone (cluster/email_api.h), until SIGINT or SIGTERM; tier1-server serves
+//     them beside the crawlers' API when tier1_server.email_store is set
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
+#include "cluster/email_api.h"
+#include "cluster/http_server.h"
+#include "cluster/net.h"
 #include "common/config.h"
 #include "common/json_write.h"
 #include "common/progress.h"
@@ -25,6 +35,7 @@ namespace {
 
 struct EmailArgs {
   std::string input, config, out, assignments, store, mode;
+  std::string listen = "127.0.0.1:8090", token_file, port_file;
   std::optional<uint32_t> k;
   double batch_sample = 0.005;
 };
@@ -126,22 +137,9 @@ int Annotate(const EmailArgs& a) {
     auto ann = annotator.Annotate(rec);
     if (!ann.ok()) return Fail(ann.status());
     ++n;
-    line = "{\"id\":";
-    AppendJsonString(&line, rec.id);
-    line += ",\"template\":";
-    if (ann->template_id) {
-      ++matched;
-      line += "\"" + email::HexId(*ann->template_id) + "\"";
-    } else {
-      line += "null";
-    }
-    line += ",\"annotations\":{";
-    for (size_t i = 0; i < ann->values.size(); ++i) {
-      if (i > 0) line += ',';
-      AppendJsonString(&line, ann->values[i].first);
-      line += ':' + ann->values[i].second;
-    }
-    line += "}}\n";
+    if (ann->template_id) ++matched;
+    line = email::AnnotationJson(rec.id, *ann);
+    line += '\n';
     std::fwrite(line.data(), 1, line.size(), stdout);
   }
   if (!(*reader)->status().ok()) return Fail((*reader)->status());
@@ -233,6 +231,62 @@ int Eval(const EmailArgs& a) {
   return 0;
 }
 
+int Serve(const EmailArgs& a) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto cfg = LoadEmailConfig(a);
+  if (!cfg.ok()) return Fail(cfg.status());
+  std::string token;
+  if (!a.token_file.empty()) {
+    std::ifstream f(a.token_file);
+    if (!f) return Fail(InvalidArgument("email serve: cannot read the bearer token file " + a.token_file));
+    std::getline(f, token);
+  }
+  std::string host;
+  uint16_t port = 0;
+  if (Status s = cluster::ParseHostPort(a.listen, &host, &port); !s.ok()) return Fail(s);
+  if (!cluster::IsLoopbackHost(host) && token.empty()) {
+    return Fail(InvalidArgument("email serve: listening on " + a.listen +
+                                " (beyond loopback) needs a bearer token: --bearer-token-file"));
+  }
+  auto api = cluster::EmailApi::Open({.config = cfg->email(),
+                                      .store = a.store,
+                                      .bearer_token = token,
+                                      .work_threads = 2,
+                                      .retry_after_seconds = 1,
+                                      .max_line_bytes = cfg->reader().max_line_bytes()});
+  if (!api.ok()) return Fail(api.status());
+  cluster::EmailApi* e = api->get();
+  cluster::HttpServerOptions ho;
+  ho.listen = a.listen;
+  ho.io_threads = 1;
+  auto server = cluster::HttpServer::Start(ho, [e](cluster::HttpRequest& r) -> boost::asio::awaitable<cluster::HttpResponse> {
+    const std::string_view target(r.target().data(), r.target().size());
+    const std::string_view path = target.substr(0, target.find('?'));
+    if (path == "/healthz") co_return cluster::JsonResponse(r, 200, R"({"status":"ok"})");
+    if (path == "/metrics") {
+      std::string text;
+      e->AppendMetrics(&text);
+      cluster::HttpResponse m = cluster::JsonResponse(r, 200, std::move(text));
+      m.set(boost::beast::http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+      co_return m;
+    }
+    co_return co_await e->Handle(r);
+  });
+  if (!server.ok()) return Fail(server.status());
+  spdlog::info("email serve: store {}, API on http://{}:{}/", a.store, host, (*server)->port());
+  WritePortFile(a.port_file, (*server)->port());
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("email serve: signal {}: stopping", sig);
+  (*server)->Stop();
+  if (Status s = e->Stop(); !s.ok()) return Fail(s);
+  return 0;
+}
+
 }  // namespace
 
 void RegisterEmail(CLI::App& app, int* exit_code) {
@@ -262,6 +316,15 @@ void RegisterEmail(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1e-6, 1.0));
   eval->callback([args, exit_code] { *exit_code = Eval(*args); });
+  auto* serve = email->add_subcommand("serve", "Serve the email endpoints alone: POST /v1/emails, POST /v1/emails/annotate, "
+                                               "GET /v1/templates/{id}");
+  serve->add_option("--store", args->store, "the cluster store's directory (created when missing)")->required();
+  serve->add_option("--config", args->config, "configuration (configs/email.textproto); defaults otherwise");
+  serve->add_option("--k", args->k, "k-anonymity: unique recipients a template needs (overrides email.k)");
+  serve->add_option("--listen", args->listen, "host:port to listen on (port 0: a free one)")->capture_default_str();
+  serve->add_option("--bearer-token-file", args->token_file, "file holding the writers' bearer token");
+  serve->add_option("--port-file", args->port_file, "write the port here once listening (for scripts)");
+  serve->callback([args, exit_code] { *exit_code = Serve(*args); });
 }
 
 }  // namespace neardup::cli

@@ -17,11 +17,6 @@
 #include "common/config.h"
 
 namespace neardup::cli {
-namespace {
-
-bool IsLoopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1"; }
-
-}  // namespace
 
 void RegisterTier1Server(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("tier1-server",
@@ -78,7 +73,7 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
     std::string host;
     uint16_t port = 0;
     if (Status s = cluster::ParseHostPort(c.listen(), &host, &port); !s.ok()) return fail(s);
-    if (!IsLoopback(host) && token.empty()) {
+    if (!cluster::IsLoopbackHost(host) && token.empty()) {
       return fail(InvalidArgument("tier1-server: listening on " + c.listen() +
                                   " (beyond loopback) needs a bearer token: tier1_server.bearer_token or "
                                   "bearer_token_file"));
@@ -86,6 +81,21 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
     auto service = cluster::Tier1Service::Open(so);
     if (!service.ok()) return fail(service.status());
     cluster::HttpApi api(service->get(), token, static_cast<int>(c.work_threads()), c.retry_after_seconds());
+    std::unique_ptr<cluster::EmailApi> email;
+    if (!c.email_store().empty()) {
+      auto e = cluster::EmailApi::Open({.config = so.config.email(),
+                                        .store = c.email_store(),
+                                        .bearer_token = token,
+                                        .work_threads = static_cast<int>(c.work_threads()),
+                                        .retry_after_seconds = c.retry_after_seconds(),
+                                        .max_line_bytes = so.config.reader().max_line_bytes()});
+      if (!e.ok()) {
+        (*service)->Stop();
+        return fail(e.status());
+      }
+      email = std::move(*e);
+      api.set_email(email.get());
+    }
     cluster::HttpServerOptions ho;
     ho.listen = c.listen();
     ho.io_threads = static_cast<int>(c.io_threads());
@@ -99,8 +109,8 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
       return fail(server.status());
     }
     api.set_server(server->get());
-    spdlog::info("tier1-server: store {}, API on http://{}:{}/ ({} Tier 2 servers)", c.store(), host, (*server)->port(),
-                 c.tier2_size());
+    spdlog::info("tier1-server: store {}, API on http://{}:{}/ ({} Tier 2 servers{})", c.store(), host, (*server)->port(),
+                 c.tier2_size(), email ? ", email store " + c.email_store() : std::string());
     WritePortFile(a->port_file, (*server)->port());
     int sig = 0;
     sigwait(&signals, &sig);
@@ -114,6 +124,9 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
       ::_exit(0);
     }
     api.Stop();
+    if (email) {
+      if (Status s = email->Stop(); !s.ok()) spdlog::warn("tier1-server: email clustering: {}", s.message());
+    }
     *exit_code = 0;
   });
 }

@@ -67,6 +67,7 @@ const char* EndpointName(HttpApi::Endpoint e) {
     case HttpApi::kGroups: return "GET /v1/groups";
     case HttpApi::kHealth: return "GET /healthz";
     case HttpApi::kMetrics: return "GET /metrics";
+    case HttpApi::kEmail: return "email";
     default: return "other";
   }
 }
@@ -83,19 +84,7 @@ HttpApi::~HttpApi() { Stop(); }
 
 void HttpApi::Stop() { work_->join(); }
 
-bool HttpApi::Authorized(const HttpRequest& request) const {
-  if (token_.empty()) return true;
-  const auto it = request.find(http::field::authorization);
-  if (it == request.end()) return false;
-  const std::string_view given(it->value().data(), it->value().size());
-  const std::string expected = "Bearer " + token_;
-  // Constant time in the token: every byte is compared whatever the first difference.
-  unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
-  }
-  return diff == 0;
-}
+bool HttpApi::Authorized(const HttpRequest& request) const { return BearerAuthorized(request, token_); }
 
 asio::awaitable<HttpResponse> HttpApi::Handle(HttpRequest& request) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -130,6 +119,10 @@ asio::awaitable<HttpResponse> HttpApi::Route(HttpRequest& request, Endpoint* e) 
     *e = kGroups;
     if (m != http::verb::get) co_return Error(request, 405, "use GET");
     co_return Group(request, std::string(path.substr(11)));
+  }
+  if (email_ != nullptr && EmailApi::Serves(path)) {
+    *e = kEmail;
+    co_return co_await email_->Handle(request);
   }
   if (path == "/healthz") {
     *e = kHealth;
@@ -352,6 +345,7 @@ HttpResponse HttpApi::Metrics(const HttpRequest& request) {
     one("neardup_http_bad_requests_total", "counter", "Malformed, oversized or timed-out HTTP requests.", h.bad_requests);
     one("neardup_http_refused_connections_total", "counter", "Connections refused past max_connections.", h.refused_connections);
   }
+  if (email_ != nullptr) email_->AppendMetrics(&o);
   HttpResponse r = JsonResponse(request, 200, std::move(o));
   r.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
   return r;

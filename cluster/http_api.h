@@ -10,6 +10,9 @@
 //   POST   /v1/status          one crawl record with its content: what its status would be, from
 //                              the committed state (Tier1Service::Probe); nothing is stored
 //   GET    /v1/groups/{id}     -> 200 GroupReply, 404 for an unknown group
+//   POST   /v1/emails, POST /v1/emails/annotate, GET /v1/templates/{id}
+//                              the email module's endpoints (cluster/email_api.h), when set_email
+//                              gave one
 //   GET    /healthz            -> 200 {"status":"ok"}, or 503 with the reason
 //   GET    /metrics            -> Prometheus text exposition (version 0.0.4)
 //
@@ -30,6 +33,7 @@
 
 #include <boost/asio/thread_pool.hpp>
 
+#include "cluster/email_api.h"
 #include "cluster/http_server.h"
 #include "cluster/tier1_service.h"
 
@@ -52,9 +56,12 @@ class HttpApi {
   // The network's counters go into /metrics too (set once the server is up; may stay null).
   // (Set while the server's threads may already read it: atomic.)
   void set_server(const HttpServer* server) { server_.store(server); }
+  // Serves the email endpoints with `email` (not owned; outlives the API). Call before the server
+  // starts.
+  void set_email(EmailApi* email) { email_ = email; }
 
   // The endpoints /metrics counts apart.
-  enum Endpoint { kPages, kDelete, kStatus, kGroups, kHealth, kMetrics, kOther, kEndpoints };
+  enum Endpoint { kPages, kDelete, kStatus, kGroups, kHealth, kMetrics, kEmail, kOther, kEndpoints };
 
  private:
   boost::asio::awaitable<HttpResponse> Route(HttpRequest& request, Endpoint* endpoint);
@@ -73,6 +80,7 @@ class HttpApi {
   const std::string token_;
   const uint32_t retry_after_;
   std::atomic<const HttpServer*> server_{nullptr};
+  EmailApi* email_ = nullptr;
   std::unique_ptr<boost::asio::thread_pool> work_;
 
   // Per endpoint: requests by status class (2xx..5xx), and a latency histogram.

@@ -63,7 +63,9 @@ std::string RawExchange(uint16_t port, const std::string& bytes, milliseconds wa
 class HttpApiTest : public ::testing::Test {
  protected:
   // The sample crawl's map (from an embedded run), and a service on a new store with it.
-  void StartService(const std::function<void(pb::Tier1ServerConfig*)>& configure = nullptr, std::string token = "") {
+  // `with_email`: the email endpoints too, on a store of their own.
+  void StartService(const std::function<void(pb::Tier1ServerConfig*)>& configure = nullptr, std::string token = "",
+                    bool with_email = false) {
     auto local = pipeline::RunPipeline(SampleRun(dir_, "local"));
     ASSERT_TRUE(local.ok()) << local.status().ToString();
     Tier1ServiceOptions o;
@@ -81,6 +83,12 @@ class HttpApiTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(*s);
     api_ = std::make_unique<HttpApi>(service_.get(), token, 1, c->retry_after_seconds());
+    if (with_email) {
+      auto e = EmailApi::Open({.config = o.config.email(), .store = dir_.File("email"), .bearer_token = token});
+      ASSERT_TRUE(e.ok()) << e.status().ToString();
+      email_ = std::move(*e);
+      api_->set_email(email_.get());
+    }
     HttpServerOptions ho;
     ho.max_header_bytes = c->max_header_bytes();
     ho.max_body_bytes = c->max_body_bytes();
@@ -97,6 +105,9 @@ class HttpApiTest : public ::testing::Test {
     if (server_) server_->Stop();
     if (service_) service_->Stop();
     if (api_) api_->Stop();
+    if (email_) {
+      EXPECT_TRUE(email_->Stop().ok());
+    }
   }
   bool Healthy() {
     auto r = client_->Request("GET", "/healthz", "");
@@ -106,6 +117,7 @@ class HttpApiTest : public ::testing::Test {
 
   test::TempDir dir_;
   std::unique_ptr<Tier1Service> service_;
+  std::unique_ptr<EmailApi> email_;
   std::unique_ptr<HttpApi> api_;
   std::unique_ptr<HttpServer> server_;
   std::unique_ptr<HttpClient> client_;
@@ -324,9 +336,33 @@ TEST_F(HttpApiTest, ASecondServiceOnAHeldStoreIsRefused) {
   EXPECT_TRUE(Healthy());  // the first goes on
 }
 
+// With an email store, the email endpoints are served beside the crawlers' API, under its token,
+// and counted in its /metrics.
+TEST_F(HttpApiTest, EmailEndpointsAreServedBesideTheCrawlerApi) {
+  StartService(nullptr, "tok", /*with_email=*/true);
+  const std::string email =
+      R"({"id":"e1","sender":"a@shop.example","recipient":"b@mail.example","subject":"s","html":"<p>Hi</p>"})"
+      "\n";
+  auto r = client_->Request("POST", "/v1/emails", email);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 401u);
+  r = client_->Request("POST", "/v1/emails", email, {{"Authorization", "Bearer tok"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 202u) << r->body;
+  r = client_->Request("GET", "/v1/templates/0123456789abcdef", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 404u);
+  EXPECT_NE(r->body.find("no template"), std::string::npos) << r->body;
+  r = client_->Request("GET", "/metrics", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find("neardup_email_offered_total 1\n"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("neardup_http_requests_total{endpoint=\"email\",code=\"4xx\"} 2"), std::string::npos);
+  EXPECT_TRUE(Healthy());
+}
+
 // The exposition passes Prometheus's own checker (Debian's prometheus package: promtool).
 TEST_F(HttpApiTest, MetricsPassPromtool) {
-  StartService();
+  StartService(nullptr, "", /*with_email=*/true);
   ASSERT_TRUE(client_->Request("GET", "/v1/status?url=http%3A%2F%2Fa.example%2F", "").ok());
   auto r = client_->Request("GET", "/metrics", "");
   ASSERT_TRUE(r.ok());

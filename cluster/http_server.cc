@@ -177,4 +177,18 @@ HttpResponse JsonResponse(const HttpRequest& request, unsigned status, std::stri
   return r;
 }
 
+bool BearerAuthorized(const HttpRequest& request, std::string_view token) {
+  if (token.empty()) return true;
+  const auto it = request.find(http::field::authorization);
+  if (it == request.end()) return false;
+  const std::string_view given(it->value().data(), it->value().size());
+  const std::string expected = "Bearer " + std::string(token);
+  // Constant time in the token: every byte is compared whatever the first difference.
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+  }
+  return diff == 0;
+}
+
 }  // namespace neardup::cluster

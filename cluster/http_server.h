@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/http.hpp>
@@ -62,5 +63,9 @@ class HttpServer {
 
 // A response with a JSON body (and the request's HTTP version and keep-alive).
 HttpResponse JsonResponse(const HttpRequest& request, unsigned status, std::string body);
+
+// Whether the request presents `Authorization: Bearer <token>` (compared in constant time in the
+// token). An empty token: every request is.
+bool BearerAuthorized(const HttpRequest& request, std::string_view token);
 
 }  // namespace neardup::cluster

@@ -38,6 +38,10 @@ void IoContextPool::Stop() {
   threads_.clear();
 }
 
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
+}
+
 Status ParseHostPort(const std::string& text, std::string* host, uint16_t* port) {
   const size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {

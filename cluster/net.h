@@ -59,6 +59,9 @@ class IoContextPool {
 // Splits "host:port" (an IPv6 host may be bracketed: [::1]:80). InvalidArgument naming the text
 // when it is not host:port or the port is not a number in 0..65535.
 Status ParseHostPort(const std::string& text, std::string* host, uint16_t* port);
+// Whether a host (as ParseHostPort gives it) is this machine's loopback: a server listening
+// anywhere else requires a bearer token for writes.
+bool IsLoopbackHost(const std::string& host);
 
 // Opens, binds (SO_REUSEADDR) and listens `acceptor` on `listen` (host:port, port 0: a free one).
 // InvalidArgument for a malformed address or a host that is not an IP address; IoError when it

@@ -1,6 +1,9 @@
 #include "email/annotator.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "common/json_write.h"
@@ -54,6 +57,33 @@ std::vector<uint64_t> TemplateSnapshot::RowsOf(uint64_t id) const {
 Annotator::Annotator(Inducer* inducer, bool forward, uint64_t refresh_ms)
     : inducer_(inducer), forward_(forward), refresh_ms_(refresh_ms) {}
 
+Annotator::~Annotator() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (refresher_.joinable()) refresher_.join();
+}
+
+Status Annotator::RefreshEvery(uint64_t period_ms) {
+  if (refresher_.joinable()) return FailedPrecondition("annotator: RefreshEvery was called already");
+  RETURN_IF_ERROR(Refresh());
+  background_ = true;
+  refresher_ = std::thread([this, period = std::chrono::milliseconds(std::max<uint64_t>(period_ms, 1))] {
+    std::unique_lock<std::mutex> lock(stop_mu_);
+    while (!stop_cv_.wait_for(lock, period, [this] { return stopping_; })) {
+      lock.unlock();
+      if (Status s = Refresh(); !s.ok()) {
+        ++failed_refreshes_;
+        spdlog::warn("email: template snapshot not refreshed (the previous one is kept): {}", s.message());
+      }
+      lock.lock();
+    }
+  });
+  return Status::Ok();
+}
+
 std::shared_ptr<const TemplateSnapshot> Annotator::snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   return snapshot_;
@@ -66,11 +96,13 @@ Status Annotator::Refresh() {
   ASSIGN_OR_RETURN(auto s, TemplateSnapshot::Build(*inducer_->store(), inducer_->formation().k, now));
   std::lock_guard<std::mutex> lock(mu_);
   snapshot_ = std::move(s);
+  ++refreshes_;
   return Status::Ok();
 }
 
 Status Annotator::MaybeRefresh() {
   auto s = snapshot();
+  if (s != nullptr && background_.load()) return Status::Ok();  // the refresh thread keeps it fresh
   const Clock* clock = inducer_->store()->options().clock != nullptr ? inducer_->store()->options().clock : SystemClock();
   if (s != nullptr && clock->NowMillis() - s->built_ms() < static_cast<int64_t>(refresh_ms_)) return Status::Ok();
   return Refresh();
@@ -110,6 +142,26 @@ StatusOr<Annotation> Annotator::Annotate(const EmailRecord& record) {
   Annotation a = AnnotatePrepared(p);
   if (forward_) inducer_->OfferPrepared(std::move(p));  // fire-and-forget: never waits
   return a;
+}
+
+std::string AnnotationJson(std::string_view email_id, const Annotation& a) {
+  std::string out = "{\"id\":";
+  AppendJsonString(&out, email_id);
+  out += ",\"template\":";
+  if (a.template_id) {
+    out += '"';
+    out += HexId(*a.template_id);
+    out += '"';
+  } else {
+    out += "null";
+  }
+  out += ",\"annotations\":{";
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendJsonString(&out, a.values[i].first);
+    out += ':' + a.values[i].second;
+  }
+  return out + "}}";
 }
 
 std::string HexId(uint64_t id) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_write.h"
 #include "email/email_reader.h"
 
 namespace neardup::email::test {
@@ -79,6 +80,21 @@ inline std::vector<EmailRecord> Stream(int n, int personal) {
     if (i < personal) out.push_back(PersonalEmail(i, t += 60'000));
   }
   return out;
+}
+
+// An email as a JSON Lines line (without sent_at), as the reader and the HTTP API take it.
+inline std::string JsonLine(const EmailRecord& r) {
+  std::string s = "{\"id\":";
+  AppendJsonString(&s, r.id);
+  s += ",\"sender\":";
+  AppendJsonString(&s, r.sender);
+  s += ",\"recipient\":";
+  AppendJsonString(&s, r.recipient);
+  s += ",\"subject\":";
+  AppendJsonString(&s, r.subject);
+  s += ",\"html\":";
+  AppendJsonString(&s, r.html);
+  return s + "}\n";
 }
 
 }  // namespace neardup::email::test

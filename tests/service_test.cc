@@ -17,6 +17,7 @@
 #include <simdjson.h>
 
 #include "cluster/http_client.h"
+#include "email/email_test_util.h"
 #include "tests/binary_test.h"
 
 extern char** environ;
@@ -307,6 +308,49 @@ TEST_F(ServiceTest, ClusterUpSupervisesAndClusterDownStops) {
   for (const char* m : {"tier1 stopped (exit 0)", "tier2-0 stopped (exit 0)", "tier2-1 stopped (exit 0)"}) {
     EXPECT_NE(log.find(m), std::string::npos) << m << "\n" << log;
   }
+}
+
+// `neardup email serve`: emails posted over HTTP become templates that annotate and look-up
+// answer; SIGTERM drains clustering and exits 0, and a server started again on the store serves
+// the same template at once.
+TEST_F(ServiceTest, EmailServeInducesOverHttpAndKeepsItsStore) {
+  Write("email.textproto", "email { k: 10 snapshot_refresh_ms: 100 }\n");
+  const std::vector<std::string> args = {"email", "serve", "--store", Path("email"), "--config", Path("email.textproto"),
+                                         "--listen", "127.0.0.1:0"};
+  std::string port = Start("email", args);
+  ASSERT_FALSE(port.empty()) << Read(Path("email.log"));
+  auto c = cluster::HttpClient::Create("http://127.0.0.1:" + port);
+  ASSERT_TRUE(c.ok());
+  std::string body;
+  for (const auto& r : email::test::Stream(30, 8)) body += email::test::JsonLine(r);
+  auto r = (*c)->Request("POST", "/v1/emails", body);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 202u) << r->body;
+  const std::string probe = email::test::JsonLine(email::test::TemplateEmail(2, 90, 700, 1'717'400'000'000));
+  std::string id;
+  for (int i = 0; i < 200 && id.empty(); ++i) {
+    r = (*c)->Request("POST", "/v1/emails/annotate", probe);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->status, 200u) << r->body;
+    if (const size_t at = r->body.find("\"template\":\""); at != std::string::npos) id = r->body.substr(at + 12, 16);
+    else std::this_thread::sleep_for(milliseconds(100));
+  }
+  ASSERT_EQ(id.size(), 16u) << "no template within 20 s: " << r->body;
+  r = (*c)->Request("GET", "/v1/templates/" + id, "");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200u);
+  const std::string before = r->body;
+  EXPECT_NE(before.find("Weekly highlights"), std::string::npos) << before;
+  EXPECT_EQ(Signal("email", SIGTERM), 0) << Read(Path("email.log"));
+
+  port = Start("email", args);
+  ASSERT_FALSE(port.empty()) << Read(Path("email.log"));
+  c = cluster::HttpClient::Create("http://127.0.0.1:" + port);
+  ASSERT_TRUE(c.ok());
+  r = (*c)->Request("GET", "/v1/templates/" + id, "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200u) << r->body;
+  EXPECT_EQ(Signal("email", SIGTERM), 0);
 }
 
 }  // namespace
