@@ -64,8 +64,9 @@ class HttpApiTest : public ::testing::Test {
  protected:
   // The sample crawl's map (from an embedded run), and a service on a new store with it.
   // `with_email`: the email endpoints too, on a store of their own.
+  // `configure_all`: changes to the rest of the configuration.
   void StartService(const std::function<void(pb::Tier1ServerConfig*)>& configure = nullptr, std::string token = "",
-                    bool with_email = false) {
+                    bool with_email = false, const std::function<void(pb::NeardupConfig*)>& configure_all = nullptr) {
     auto local = pipeline::RunPipeline(SampleRun(dir_, "local"));
     ASSERT_TRUE(local.ok()) << local.status().ToString();
     Tier1ServiceOptions o;
@@ -79,6 +80,7 @@ class HttpApiTest : public ::testing::Test {
     c->set_sync(false);
     c->set_linger_ms(50);
     if (configure) configure(c);
+    if (configure_all) configure_all(&o.config);
     auto s = Tier1Service::Open(o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(*s);
@@ -278,11 +280,18 @@ TEST_F(HttpApiTest, TheCrawlIsAnsweredAndGroupsAreListed) {
   EXPECT_EQ(r->body.find("https://nocucoos.fr/p/1181"), std::string::npos) << r->body;
 }
 
-// A loser whose group got a new winner after its verification: its answer needs the shards'
-// signatures. A network thread does not wait for them (TryQuery says so); the API answers it from
-// its work pool, verified against the new winner.
-TEST_F(HttpApiTest, AStaleVerificationIsAnsweredOffTheNetworkThreads) {
-  StartService();
+// b joins a's group; then c, far more popular, joins and wins it. `reverify`: the batch loop
+// verifies b against c with c's batch (tier1.reverify_max_members), so b's status needs no shard;
+// without, b's verification against a is stale and its answer needs the shards' signatures: a
+// network thread does not wait for them (TryQuery says so) and the API answers it from its work
+// pool, verified against the new winner.
+class StaleVerificationTest : public HttpApiTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(StaleVerificationTest, ALoserOfANewWinnerIsAnswered) {
+  const bool reverify = GetParam();
+  StartService(nullptr, "", false, [&](pb::NeardupConfig* c) {
+    if (!reverify) c->mutable_tier1()->set_reverify_max_members(0);
+  });
   std::string text;
   for (int i = 0; i < 60; ++i) text += "word" + std::to_string(i * 7 % 61) + " ";
   auto record = [&](const std::string& url, int popularity) {
@@ -302,12 +311,18 @@ TEST_F(HttpApiTest, AStaleVerificationIsAnsweredOffTheNetworkThreads) {
   ASSERT_TRUE(now->ok());
   EXPECT_EQ((*now)->answer.status, tier1::StatusAnswer::kDuplicate);
   EXPECT_EQ((*now)->answer.winner_url, a);
-  // c, far more popular, joins and wins the group: b's verification against a is stale.
   r = client_->Request("POST", "/v1/pages", record(c, 1000000));
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->status, 202u) << r->body;
   settle();
-  EXPECT_FALSE(service_->TryQuery(b).has_value());
+  now = service_->TryQuery(b);
+  EXPECT_EQ(now.has_value(), reverify);
+  if (reverify) {
+    ASSERT_TRUE(now->ok());
+    EXPECT_EQ((*now)->answer.status, tier1::StatusAnswer::kDuplicate);
+    EXPECT_EQ((*now)->answer.winner_url, c);
+    EXPECT_TRUE((*now)->answer.verified);
+  }
   r = client_->Request("GET", "/v1/status?url=" + UrlEncode(b), "");
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->status, 200u) << r->body;
@@ -316,10 +331,14 @@ TEST_F(HttpApiTest, AStaleVerificationIsAnsweredOffTheNetworkThreads) {
   EXPECT_NE(r->body.find("\"verified\":true"), std::string::npos) << r->body;
   r = client_->Request("GET", "/metrics", "");
   ASSERT_TRUE(r.ok());
-  EXPECT_NE(r->body.find("\nneardup_status_shard_waits_total 1\n"), std::string::npos);
+  EXPECT_NE(r->body.find(std::string("\nneardup_status_shard_waits_total ") + (reverify ? "0" : "1") + "\n"),
+            std::string::npos);
   // The winner itself needs no shard.
   EXPECT_TRUE(service_->TryQuery(c).has_value());
 }
+
+INSTANTIATE_TEST_SUITE_P(HttpApiTest, StaleVerificationTest, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "VerifiedWithTheBatch" : "AnsweredOffTheNetworkThreads"; });
 
 // A second service on a store another one holds is refused with the store's error, at once (it
 // used to wait out stop_deadline_ms for a loop it never started, then abort).

@@ -206,6 +206,7 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
 
   const RowStore& rows = store_->rows();
   sum_.verifications = static_cast<uint64_t>(rows.Counter("verifications"));
+  sum_.reverifications = static_cast<uint64_t>(rows.Counter("reverifications"));
   sum_.rejections = static_cast<uint64_t>(rows.Counter("rejections"));
 
   RETURN_IF_ERROR(rows.ScanFamily(store_->group_family(), [&](std::string_view, std::string_view, std::string_view v) {
@@ -269,8 +270,9 @@ std::string FormatSummary(const PipelineSummary& s) {
                    s.tier2_pages, s.tier2_sends, s.shards, s.cells, s.tier2_candidates, s.tier2_verifications, s.tier2_pairs);
   o += fmt::format("groups             {} merges, {} moves (splits), {} new groups, {} redirect cycles\n", s.merges,
                    s.moves, s.new_groups, s.redirect_cycles);
-  o += fmt::format("verification       {} checks, {} rejections ({:.2f}%), {} repairs, {} groups split off by repair\n",
-                   s.verifications, s.rejections,
+  o += fmt::format("verification       {} checks ({} after a winner changed), {} rejections ({:.2f}%), {} repairs, {} "
+                   "groups split off by repair\n",
+                   s.verifications, s.reverifications, s.rejections,
                    s.verifications > 0 ? 100.0 * static_cast<double>(s.rejections) / static_cast<double>(s.verifications) : 0.0,
                    s.repairs, s.repair_splits);
   o += fmt::format("store              {} pages in {} groups, {} with 2+ members\n", s.pages, s.groups, s.multi_groups);

@@ -88,6 +88,8 @@ Status Pipeline::WriteStatus(const Batch& b, const std::vector<Classification>& 
       return IoError("pipeline: cannot write " + o_.status_out);
     }
   }
+  // Losers of groups whose winner changed: verified now, so that status queries find them current.
+  RETURN_IF_ERROR(tier1_->Reverify());
   std::vector<RepairReport> repairs;
   RETURN_IF_ERROR(tier1_->Flush(&repairs));
   for (const RepairReport& r : repairs) {

@@ -33,7 +33,7 @@ else
   # LevelDB is not built with ThreadSanitizer: what it does inside its own library is not checked.
   (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \
      ctest --output-on-failure -j2 --timeout 900 \
-       -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|Tier2Server|Tier2ServerTest|FaultProxy|FaultProxyTest|StoreTest|IngestLog|HttpApiTest|ServiceTest|IoContextPool|ShardHealth|EmailApiTest|ClusterStoreTest)\.')
+       -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|Tier2Server|Tier2ServerTest|FaultProxy|FaultProxyTest|StoreTest|IngestLog|HttpApiTest|HttpApiTest/StaleVerificationTest|ServiceTest|IoContextPool|ShardHealth|EmailApiTest|ClusterStoreTest)\.')
   phase "ThreadSanitizer tests"
   # A short fuzzing run of every fuzz target (clang, libFuzzer + ASan + UBSan) over its seed corpus.
   bash scripts/fuzz.sh 20

@@ -24,6 +24,18 @@ Candidate CandidateOf(const std::string& url, const pb::Tier1Page& p) {
   return Candidate{url, p.popularity(), p.crawled() && p.redirect_to().empty()};
 }
 
+// The group's market winners as one comparable string (market and URL of each, in order).
+std::string WinnersKey(const pb::Tier1Group& g) {
+  std::string k;
+  for (const auto& mw : g.market_winners()) {
+    k += mw.market();
+    k += '\0';
+    k += MarketWinnerUrl(g, mw);
+    k += '\0';
+  }
+  return k;
+}
+
 bool IsMarketWinner(const pb::Tier1Group& g, const std::string& url) {
   if (g.winner() == url) return true;
   for (const auto& mw : g.market_winners()) {
@@ -86,11 +98,19 @@ Status Tier1::MovePages(GroupStore::Txn& txn, const std::vector<std::string>& pa
   return Status::Ok();
 }
 
+Status Tier1::NoteWinnerContent(GroupStore::Txn& txn, const std::string& url, uint64_t group) {
+  if (group == 0) return Status::Ok();
+  ASSIGN_OR_RETURN(const pb::Tier1Group* g, txn.FindGroup(group));
+  if (g != nullptr && IsMarketWinner(*g, url)) reverify_.push_back(group);
+  return Status::Ok();
+}
+
 Status Tier1::MergeGroups(GroupStore::Txn& txn, uint64_t from, uint64_t into, Touched* touched) {
   if (from == into) return Status::Ok();
   std::vector<std::string> members;
   RETURN_IF_ERROR(txn.Members(from, &members));
   RETURN_IF_ERROR(MovePages(txn, members, from, into, touched));
+  reverify_.push_back(into);  // the pages moved were verified against their old group's winner
   txn.AddCounter("merges", 1);
   return Status::Ok();
 }
@@ -127,6 +147,7 @@ Status Tier1::RecomputeWinners(GroupStore::Txn& txn, uint64_t group, std::vector
   std::vector<std::pair<std::string, std::string>> incumbents;  // market -> its winner
   for (const auto& mw : g->market_winners()) incumbents.emplace_back(mw.market(), MarketWinnerUrl(*g, mw));
   const std::string old = g->winner();
+  const std::string old_markets = g->market_winners().empty() ? std::string() : WinnersKey(*g);
   g->set_winner(best_of("", old));
   g->set_members(members.size());
   g->clear_market_winners();
@@ -138,6 +159,9 @@ Status Tier1::RecomputeWinners(GroupStore::Txn& txn, uint64_t group, std::vector
     if (best != g->winner()) mw->set_url(best);
   }
   if (!old.empty() && old != g->winner()) txn.AddCounter("winner_changes", 1);
+  if (old != g->winner() || old_markets != (g->market_winners().empty() ? std::string() : WinnersKey(*g))) {
+    reverify_.push_back(group);
+  }
   return Status::Ok();
 }
 
@@ -190,6 +214,7 @@ Status Tier1::UpdateWinners(GroupStore::Txn& txn, Touched* touched) {
       return win;
     };
     const std::string old = g->winner();
+    const std::string old_markets = g->market_winners().empty() ? std::string() : WinnersKey(*g);
     ASSIGN_OR_RETURN(std::string w, best(old, ""));
     if (w != old) {
       g->set_winner(w);
@@ -199,6 +224,9 @@ Status Tier1::UpdateWinners(GroupStore::Txn& txn, Touched* touched) {
       ASSIGN_OR_RETURN(std::string m, best(mw.url().empty() ? old : mw.url(), mw.market()));
       if (m == w) mw.clear_url();
       else mw.set_url(m);
+    }
+    if (w != old || old_markets != (g->market_winners().empty() ? std::string() : WinnersKey(*g))) {
+      reverify_.push_back(gid);
     }
   }
   touched->groups.clear();
@@ -340,9 +368,11 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     if (rec->has_signature() && rec->home_cell() != u.home_cell) {
       outcome->tier2_removals.emplace_back(u.url, rec->home_cell());
     }
+    const bool content_changed = rec->content_digest() != u.signature->content_digest();
     uint64_t rejection_group = 0;
     set_content(rec, u, &rejection_group);
     RETURN_IF_ERROR(drop_rejection(rejection_group));
+    if (content_changed) RETURN_IF_ERROR(NoteWinnerContent(txn, u.url, rec->group()));
     if (rank_changed) {
       ASSIGN_OR_RETURN(const pb::Tier1Group* g, txn.FindGroup(rec->group()));
       if (g != nullptr) {
@@ -380,6 +410,9 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
       if (!done[j]) continue;  // the later page of the pair links them
       ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(batch[j].url));
       if (p != nullptr && p->group() != 0) targets.emplace_back(sim, p->group());
+    }
+    if (existed && old.group() != 0 && old.content_digest() != u.signature->content_digest()) {
+      RETURN_IF_ERROR(NoteWinnerContent(txn, u.url, old.group()));
     }
     ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn.MutablePage(u.url));
     uint64_t rejection_group = 0;

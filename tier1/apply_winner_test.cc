@@ -201,5 +201,88 @@ TEST(Tier1Hysteresis, WinnerKeepsItsPlaceWhilePopularityOscillates) {
   }
 }
 
+// ---- Losers verified again when their winner changes ------------------------------------------
+
+// A batch that gives a group a new winner leaves its losers' cached verifications naming the old
+// one; Reverify verifies them against the new winner with the batch (the winner's signature once,
+// each loser's once), so that a status query from the committed store needs no signature at all.
+TEST(Tier1Reverify, LosersAreVerifiedAgainstANewWinnerWithTheBatch) {
+  World w;
+  const std::string a = "http://a.example/1", b = "http://b.example/2", c = "http://c.example/3",
+                    d = "http://d.example/4";
+  w.Run({Page(a, R(0, 100), 5, ""), Page(b, R(1, 101), 1, ""), Page(c, R(2, 102), 1, "")});
+  for (const auto& u : {a, b, c}) w.Query(u);
+  w.Flush();
+  ASSERT_EQ(w.GroupOfUrl(b).winner(), a);
+  ASSERT_EQ(w.PageRec(b).verified_winner(), a);
+  ReverifyReport r;
+  ASSERT_TRUE(w.t1().Reverify(&r).ok());  // the first batch made a group, no winner changed
+  EXPECT_EQ(r.verified, 0u);
+
+  w.Run({Page(d, R(3, 103), 1000, "")});  // more popular: it wins
+  ASSERT_EQ(w.GroupOfUrl(b).winner(), d);
+  w.source().fetches = 0;
+  ASSERT_TRUE(w.t1().Reverify(&r).ok());
+  EXPECT_EQ(r.groups, 1u);
+  EXPECT_EQ(r.verified, 3u);  // a, b and c
+  EXPECT_EQ(r.skipped, 0u);
+  EXPECT_EQ(w.source().fetches, 4u);  // d once, then each loser
+  w.Flush();
+  for (const auto& u : {a, b, c}) {
+    const pb::Tier1Page p = w.PageRec(u);
+    EXPECT_EQ(p.verified_winner(), d) << u;
+    EXPECT_FALSE(p.rejected()) << u;
+  }
+  FakeSource none;  // holds nothing: a query that needed a signature would come back unverified
+  StatusAnswer ans;
+  ASSERT_TRUE(AnswerCommitted(w.store(), &none, w.threshold(), b, nullptr, &ans).ok());
+  EXPECT_EQ(ans.status, StatusAnswer::kDuplicate);
+  EXPECT_TRUE(ans.verified);
+  EXPECT_EQ(ans.winner_url, d);
+  EXPECT_EQ(none.fetches, 0u);
+  ASSERT_TRUE(w.t1().Reverify(&r).ok());  // nothing left to do
+  EXPECT_EQ(r.groups, 0u);
+  EXPECT_EQ(r.verified, 0u);
+
+  // The winner's content changes (still similar: it stays): the losers are verified again.
+  w.Run({Page(d, R(4, 104), 1000, "")});
+  ASSERT_EQ(w.GroupOfUrl(b).winner(), d);
+  ASSERT_TRUE(w.t1().Reverify(&r).ok());
+  EXPECT_EQ(r.verified, 3u);
+}
+
+// A loser that no longer passes against the new winner is counted as rejected, as its own
+// acknowledgement would have counted it; groups over the bound are left for queries to verify.
+TEST(Tier1Reverify, RejectionsCountAndLargeGroupsAreLeft) {
+  World w;
+  const std::string a = "http://a.example/1", b = "http://b.example/2", c = "http://c.example/3";
+  // b is near a (0.97) and c (0.90); a and c are below the threshold (0.82): one group by chaining.
+  w.Run({Page(b, R(5, 105), 5, ""), Page(a, R(0, 100), 1, ""), Page(c, R(10, 110), 1, "")});
+  for (const auto& u : {a, b, c}) w.Query(u);
+  w.Flush();
+  ASSERT_EQ(w.GroupOf(a), w.GroupOf(c));
+  ASSERT_EQ(w.GroupOfUrl(a).winner(), b);
+  EXPECT_FALSE(w.PageRec(a).rejected());
+  w.Run({Page(c, R(10, 110), 1000, "")});  // c wins: a is too far from it
+  ASSERT_EQ(w.GroupOfUrl(a).winner(), c);
+  ReverifyReport r;
+  ASSERT_TRUE(w.t1().Reverify(&r).ok());
+  EXPECT_EQ(r.verified, 2u);  // a and b
+  w.Flush();
+  // One rejection of three content members: counted, below the repair threshold (2).
+  EXPECT_TRUE(w.PageRec(a).rejected());
+  EXPECT_FALSE(w.PageRec(b).rejected());
+  EXPECT_EQ(w.GroupOfUrl(a).rejections(), 1u);
+
+  Tier1Options small;
+  small.reverify_max_members = 2;
+  World v(small);
+  v.Run({Page(a, R(0, 100), 5, ""), Page(b, R(1, 101), 1, ""), Page(c, R(2, 102), 1, "")});
+  v.Run({Page("http://d.example/4", R(3, 103), 1000, "")});
+  ASSERT_TRUE(v.t1().Reverify(&r).ok());
+  EXPECT_EQ(r.skipped, 1u);
+  EXPECT_EQ(r.verified, 0u);
+}
+
 }  // namespace
 }  // namespace neardup::tier1

@@ -3,6 +3,7 @@
 // counts a rejection against the group (written by Flush, in repair.cc).
 #include "tier1/tier1.h"
 
+#include <algorithm>
 #include <future>
 #include <map>
 #include <span>
@@ -165,6 +166,66 @@ Status Tier1::Answer(const std::string& url, const pb::PageSignature* current, b
       g->set_rejections(g->rejections() > 0 ? g->rejections() - 1 : 0);
     }
   }
+  return Status::Ok();
+}
+
+Status Tier1::Reverify(ReverifyReport* report) {
+  ReverifyReport r;
+  std::vector<uint64_t> groups;
+  groups.swap(reverify_);
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  struct ClearOnExit {
+    std::unordered_map<std::string, pb::PageSignature>* m;
+    ~ClearOnExit() { m->clear(); }
+  } clear_on_exit{&reverify_signatures_};
+  for (uint64_t gid : groups) {
+    if (options_.reverify_max_members == 0) break;
+    ASSIGN_OR_RETURN(const pb::Tier1Group* found, txn_.FindGroup(gid));
+    if (found == nullptr || found->members() <= 1) continue;
+    if (found->members() > options_.reverify_max_members) {
+      ++r.skipped;
+      continue;
+    }
+    // The group's winners (default and per market), copied: recording changes the working set.
+    const pb::Tier1Group g = *found;
+    std::map<std::string, std::string> winner_digest;  // winner URL -> its content digest
+    reverify_signatures_.clear();
+    auto add_winner = [&](const std::string& w) -> Status {
+      if (winner_digest.count(w) > 0) return Status::Ok();
+      ASSIGN_OR_RETURN(const pb::Tier1Page* wp, txn_.FindPage(w));
+      if (wp == nullptr || !wp->has_signature()) return Status::Ok();
+      winner_digest[w] = wp->content_digest();
+      const pb::Tier1Page copy = *wp;
+      ASSIGN_OR_RETURN(reverify_signatures_[w], FetchSignature(w, copy));
+      return Status::Ok();
+    };
+    RETURN_IF_ERROR(add_winner(g.winner()));
+    for (const auto& mw : g.market_winners()) RETURN_IF_ERROR(add_winner(MarketWinnerUrl(g, mw)));
+    std::vector<std::string> members;
+    RETURN_IF_ERROR(txn_.Members(gid, &members));
+    ++r.groups;
+    StatusAnswer a;
+    for (const std::string& url : members) {
+      if (winner_digest.count(url) > 0 || pending_.count(url) > 0) continue;
+      ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn_.FindPage(url));
+      if (p == nullptr || !p->crawled() || !p->redirect_to().empty() || !p->has_signature()) continue;
+      std::string winner = g.winner();
+      for (const auto& mw : g.market_winners()) {
+        if (!p->market().empty() && mw.market() == p->market()) winner = MarketWinnerUrl(g, mw);
+      }
+      auto wd = winner_digest.find(winner);
+      if (wd == winner_digest.end()) continue;  // a winner without content: nothing to verify against
+      if (p->verified_winner() == winner && p->verified_winner_digest() == wd->second &&
+          p->verified_digest() == p->content_digest()) {
+        continue;  // current already
+      }
+      RETURN_IF_ERROR(Answer(url, nullptr, /*record=*/true, &a));
+      ++r.verified;
+    }
+  }
+  if (r.verified > 0) txn_.AddCounter("reverifications", static_cast<int64_t>(r.verified));
+  if (report != nullptr) *report = r;
   return Status::Ok();
 }
 

@@ -42,6 +42,7 @@ Tier1Options Tier1OptionsFromConfig(const pb::Tier1Config& config, double thresh
   o.repair_rejection_share = config.repair_rejection_share();
   o.repair_min_rejections = config.repair_min_rejections();
   o.repair_max_members = config.repair_max_members();
+  o.reverify_max_members = config.reverify_max_members();
   o.cache_records = config.cache_records();
   return o;
 }
@@ -51,6 +52,7 @@ Tier1::Tier1(GroupStore* store, SignatureSource* source, Tier1Options options)
 
 StatusOr<pb::PageSignature> Tier1::FetchSignature(const std::string& url, const pb::Tier1Page& page) {
   if (auto it = batch_signatures_.find(url); it != batch_signatures_.end()) return *it->second;
+  if (auto it = reverify_signatures_.find(url); it != reverify_signatures_.end()) return it->second;
   if (!page.has_signature()) return NotFound("page " + url + " has no stored signature");
   return source_->Fetch(url, page.home_cell());
 }

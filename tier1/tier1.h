@@ -78,6 +78,7 @@ struct Tier1Options {
   uint32_t repair_min_rejections = ConfigDefaults().tier1().repair_min_rejections();
   uint32_t repair_max_members = ConfigDefaults().tier1().repair_max_members();
   uint64_t cache_records = ConfigDefaults().tier1().cache_records();  // see Tier1Config.cache_records
+  uint32_t reverify_max_members = ConfigDefaults().tier1().reverify_max_members();  // see Tier1Config
 };
 
 // Options from the configuration's tier1 section and the service threshold.
@@ -152,6 +153,12 @@ struct RepairReport {
   uint64_t skipped = 0;      // 1 when the group was over repair_max_members
 };
 
+struct ReverifyReport {
+  uint64_t groups = 0;     // groups whose members were verified again
+  uint64_t verified = 0;   // member verifications computed (signatures fetched)
+  uint64_t skipped = 0;    // groups over reverify_max_members, left to be verified when asked
+};
+
 struct CheckReport {
   uint64_t pages = 0, groups = 0, members = 0, redirects = 0, redirect_cycles = 0;
   uint64_t multi_groups = 0;   // groups with >= 2 members
@@ -190,6 +197,14 @@ class Tier1 {
   // version, and the group queued as a repair candidate. Written by Flush() (which also repairs
   // the candidates that are due), or by the next Apply.
   Status QueryAndRecord(const std::string& url, StatusAnswer* out);
+  // QueryAndRecord for the other members of every group whose winner (or a market's winner)
+  // changed in the applied batches since the last call, or whose winner's content changed, or
+  // that took in another group's pages: their cached verifications name the old winner, and a
+  // status query would otherwise verify them again (two signature fetches) every time it is asked
+  // until they are crawled again. Groups over reverify_max_members members are left to be
+  // verified when asked. The pipeline calls it after the batch's acknowledgements, before Flush.
+  // Errors: the store's, and the signature source's.
+  Status Reverify(ReverifyReport* report = nullptr);
   // Writes what queries learnt, and repairs the groups whose rejections (loser versions rejected
   // by verification) reach min(max(repair_min_rejections, repair_rejection_share * c),
   // max(c - 1, 1)), c being the group's content members (pages with a signature; redirects and
@@ -224,6 +239,8 @@ class Tier1 {
                    Touched* touched);
   Status RedirectClosure(GroupStore::Txn& txn, const std::string& url, std::vector<std::string>* out);
   Status MergeGroups(GroupStore::Txn& txn, uint64_t from, uint64_t into, Touched* touched);
+  // Queues `group` for Reverify when `url`, whose content changed, is its winner or a market's.
+  Status NoteWinnerContent(GroupStore::Txn& txn, const std::string& url, uint64_t group);
   Status UpdateWinners(GroupStore::Txn& txn, Touched* touched);
   // `members`, when given, is the group's whole member list (spares the store scan).
   Status RecomputeWinners(GroupStore::Txn& txn, uint64_t group, std::vector<std::string> members = {});
@@ -247,6 +264,9 @@ class Tier1 {
   // options.cache_records (the records least recently used go first).
   GroupStore::Txn txn_;
   std::vector<uint64_t> repair_queue_;
+  std::vector<uint64_t> reverify_;  // groups for Reverify (with repeats)
+  // The winners' signatures during Reverify, fetched once per group.
+  std::unordered_map<std::string, pb::PageSignature> reverify_signatures_;
   // Signatures of the batch being classified/applied, by URL (representatives in the batch).
   std::unordered_map<std::string, const pb::PageSignature*> batch_signatures_;
 };
