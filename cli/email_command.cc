@@ -236,7 +236,7 @@ int Eval(const EmailArgs& a) {
 }  // namespace
 
 void RegisterEmail(CLI::App& app, int* exit_code) {
-  auto* email = app.add_subcommand("email", "Email templates: online induction (Crusher), annotation, evaluation");
+  auto* email = app.add_subcommand("email", "Email: templates (Crusher induction, annotation, evaluation), unified threads, domain counts");
   email->require_subcommand(1);
   auto args = std::make_shared<EmailArgs>();
   auto common = [&](CLI::App* cmd) {
@@ -262,6 +262,7 @@ void RegisterEmail(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1e-6, 1.0));
   eval->callback([args, exit_code] { *exit_code = Eval(*args); });
+  AddEmailThreads(email, exit_code);
 }
 
 }  // namespace neardup::cli

@@ -109,7 +109,8 @@ std::string DomainOf(std::string_view email) {
   return d;
 }
 
-Status ParseDomainRecord(std::string_view line, DomainRecord* out) {
+// ParseDomainRecord without the NUL check.
+static Status ParseDomainRecordFields(std::string_view line, DomainRecord* out) {
   thread_local simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (auto err = parser.parse(line.data(), line.size(), true).get(doc); err != simdjson::SUCCESS) {
@@ -181,11 +182,30 @@ Status ParseDomainRecord(std::string_view line, DomainRecord* out) {
     for (simdjson::dom::element d : arr) {
       std::string_view s;
       if (d.get_string().get(s) != simdjson::SUCCESS || s.empty()) return JsonFieldError("domains", "holds a non-string or empty value");
-      out->team.domains.push_back(DomainOf(std::string("@").append(s)));
+      std::string domain(s);
+      for (char& c : domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out->team.domains.push_back(std::move(domain));
     }
     return Status::Ok();
   }
   return JsonFieldError("kind", "is not user, event or team");
+}
+
+Status ParseDomainRecord(std::string_view line, DomainRecord* out) {
+  RETURN_IF_ERROR(ParseDomainRecordFields(line, out));
+  auto nul = [](std::initializer_list<std::string_view> fields) {
+    for (std::string_view f : fields) {
+      if (f.find('\0') != std::string_view::npos) return true;
+    }
+    return false;
+  };
+  const bool bad = nul({out->user.team, out->user.user, out->user.email, out->user.role, out->event.team,
+                        out->event.user, out->event.email, out->event.new_email, out->event.role, out->event.new_role,
+                        out->team.team}) ||
+                   std::any_of(out->team.domains.begin(), out->team.domains.end(),
+                               [](const std::string& d) { return d.find('\0') != std::string::npos; });
+  if (bad) return InvalidArgument("a field contains NUL");
+  return Status::Ok();
 }
 
 std::string DomainRecordJson(const DomainRecord& r) {

@@ -153,6 +153,13 @@ StatusOr<UnifiedThread> ThreadWeaver::Lookup(std::string_view gid, std::string_v
     out.unified.push_back(ut);
     merges.clear();
     threads.clear();
+    {
+      std::lock_guard lock(spam_mu_);
+      if (spam_.count(ut)) {
+        ++out.spam;
+        continue;
+      }
+    }
     bool spam = false;
     RETURN_IF_ERROR(store_->ScanRow(unified_, ut, [&](std::string_view column, std::string_view) {
       if (column.empty()) return true;
@@ -169,6 +176,10 @@ StatusOr<UnifiedThread> ThreadWeaver::Lookup(std::string_view gid, std::string_v
       return true;
     }));
     if (spam) {
+      {
+        std::lock_guard lock(spam_mu_);
+        spam_.insert(ut);
+      }
       ++out.spam;
       continue;  // neither its threads nor its merges
     }

@@ -128,6 +128,10 @@ class ThreadWeaver {
   std::unique_ptr<RowStore> store_;
   RowStore::Family thread_ = 0, message_ = 0, unified_ = 0, team_ = 0;
   std::atomic<uint64_t> emails_{0}, new_threads_{0}, merges_{0}, no_message_id_{0};
+  // Unified threads found past the cap (their threads only grow: once spam, always spam), so that
+  // a read skips them without scanning their cap + 1 cells again.
+  mutable std::mutex spam_mu_;
+  mutable std::unordered_set<std::string> spam_;  // under spam_mu_
   std::mutex teams_mu_;
   std::set<std::string, std::less<>> teams_seen_;  // "team\0gid" written already (under teams_mu_)
 };
