@@ -390,11 +390,12 @@ void AddBenchEmailThreads(CLI::App* bench, int* exit_code) {
       return;
     }
     std::printf("threads: %llu emails, %llu threads, %llu merges, %u writers: %.0f emails/s written (acknowledged, "
-                "LevelDB, %.1f MB); %u readers: %.0f lookups/s; oracle: %llu of %llu lookups differ (%llu reached a "
-                "spam unified thread)\n",
+                "LevelDB, %.1f MB; %.0f per CPU-second); %u readers: %.0f lookups/s (%.0f per CPU-second); oracle: "
+                "%llu of %llu lookups differ (%llu reached a spam unified thread)\n",
                 static_cast<unsigned long long>(t->emails), static_cast<unsigned long long>(t->threads),
                 static_cast<unsigned long long>(t->merges), a->t.writers, t->emails / std::max(t->write_seconds, 1e-9),
-                t->disk_bytes / 1e6, a->t.readers, t->threads / std::max(t->read_seconds, 1e-9),
+                t->disk_bytes / 1e6, t->emails / std::max(t->write_cpu_seconds, 1e-9), a->t.readers,
+                t->threads / std::max(t->read_seconds, 1e-9), t->threads / std::max(t->read_cpu_seconds, 1e-9),
                 static_cast<unsigned long long>(t->mismatches), static_cast<unsigned long long>(t->threads),
                 static_cast<unsigned long long>(t->spam_lookups));
     auto d = email::RunDomainsBench(a->d);
@@ -403,13 +404,13 @@ void AddBenchEmailThreads(CLI::App* bench, int* exit_code) {
       return;
     }
     std::printf("domains: %llu records (%llu events: %llu duplicated, %llu dropped, %llu late): %.0f events/s applied "
-                "(%.0f records/s); healer while ingesting: %llu negative and %llu sampled keys, %llu healed in %.3f s; "
+                "(%.0f records/s, %.0f events per CPU-second); healer while ingesting: %llu negative and %llu sampled keys, %llu healed in %.3f s; "
                 "after the stream %llu of %llu keys drifted; sweep: %llu keys recounted (%llu index cells), %llu healed "
                 "(|corrections| %llu) in %.3f s; %llu keys wrong after it\n",
                 static_cast<unsigned long long>(d->records), static_cast<unsigned long long>(d->events),
                 static_cast<unsigned long long>(d->duplicated), static_cast<unsigned long long>(d->dropped),
                 static_cast<unsigned long long>(d->reordered), d->events / std::max(d->ingest_seconds, 1e-9),
-                d->records / std::max(d->ingest_seconds, 1e-9), static_cast<unsigned long long>(d->during.negative_triggers),
+                d->records / std::max(d->ingest_seconds, 1e-9), d->events / std::max(d->ingest_cpu_seconds, 1e-9), static_cast<unsigned long long>(d->during.negative_triggers),
                 static_cast<unsigned long long>(d->during.sampled_triggers),
                 static_cast<unsigned long long>(d->during.keys_healed), d->during.seconds,
                 static_cast<unsigned long long>(d->drifted_before_sweep), static_cast<unsigned long long>(d->keys),

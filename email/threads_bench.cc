@@ -1,5 +1,7 @@
 #include "email/threads_bench.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,6 +18,14 @@ namespace {
 
 double Since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The process's user + system CPU seconds so far.
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
 // Union-find over thread keys; a Message-ID joins the threads it appears in unless it appears in
@@ -73,6 +83,7 @@ StatusOr<ThreadsBenchReport> RunThreadsBench(const ThreadsBenchOptions& o) {
     wo.spam_cap = o.spam_cap;
     ASSIGN_OR_RETURN(std::unique_ptr<ThreadWeaver> w, ThreadWeaver::Open(wo));
     std::vector<Status> errors(o.writers);
+    const double c0 = CpuSeconds();
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> threads;
     for (uint32_t k = 0; k < o.writers; ++k) {
@@ -97,6 +108,7 @@ StatusOr<ThreadsBenchReport> RunThreadsBench(const ThreadsBenchOptions& o) {
     for (const Status& s : errors) RETURN_IF_ERROR(s);
     RETURN_IF_ERROR(w->Sync());
     r.write_seconds = Since(t0);
+    r.write_cpu_seconds = CpuSeconds() - c0;
     r.emails = emails.size();
     r.merges = w->stats().merges;
 
@@ -110,6 +122,7 @@ StatusOr<ThreadsBenchReport> RunThreadsBench(const ThreadsBenchOptions& o) {
     r.threads = keys.size();
     std::vector<UnifiedThread> answers(keys.size());
     std::vector<Status> read_errors(o.readers);
+    const double c1 = CpuSeconds();
     const auto t1 = std::chrono::steady_clock::now();
     threads.clear();
     for (uint32_t k = 0; k < o.readers; ++k) {
@@ -126,6 +139,7 @@ StatusOr<ThreadsBenchReport> RunThreadsBench(const ThreadsBenchOptions& o) {
     }
     for (auto& t : threads) t.join();
     r.read_seconds = Since(t1);
+    r.read_cpu_seconds = CpuSeconds() - c1;
     for (const Status& s : read_errors) RETURN_IF_ERROR(s);
     const auto oracle = OracleComponents(emails, o.spam_cap);
     for (size_t i = 0; i < keys.size(); ++i) {
@@ -162,11 +176,13 @@ StatusOr<DomainsBenchReport> RunDomainsBench(const DomainsBenchOptions& o) {
     d.path = o.dir;
     d.healer_sample_rate = o.healer_sample_rate;
     ASSIGN_OR_RETURN(std::unique_ptr<DomainCounts> counts, DomainCounts::Open(d));
+    const double c0 = CpuSeconds();
     const auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < s.records.size(); i += o.batch) {
       RETURN_IF_ERROR(counts->Apply(std::span(s.records).subspan(i, std::min(o.batch, s.records.size() - i))));
     }
     r.ingest_seconds = Since(t0);
+    r.ingest_cpu_seconds = CpuSeconds() - c0;
     RETURN_IF_ERROR(counts->DrainHealer());
     r.during = counts->healer_report();
     std::map<DomainKey, int64_t> truth(s.truth.begin(), s.truth.end());

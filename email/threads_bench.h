@@ -33,6 +33,7 @@ struct ThreadsBenchOptions {
 struct ThreadsBenchReport {
   uint64_t emails = 0, threads = 0, merges = 0, spam_lookups = 0;
   double write_seconds = 0, read_seconds = 0;
+  double write_cpu_seconds = 0, read_cpu_seconds = 0;  // the process's user + system time (a shared machine)
   uint64_t mismatches = 0;  // lookups whose threads differ from the oracle's component
   uint64_t disk_bytes = 0;
 };
@@ -51,7 +52,7 @@ struct DomainsBenchOptions {
 
 struct DomainsBenchReport {
   uint64_t records = 0, events = 0, duplicated = 0, dropped = 0, reordered = 0;
-  double ingest_seconds = 0;
+  double ingest_seconds = 0, ingest_cpu_seconds = 0;
   uint64_t keys = 0, drifted_before_sweep = 0, wrong_after_sweep = 0;
   HealerReport during;  // the healer while ingesting (negative and sampled keys)
   HealerReport sweep;   // HealAll after the stream
