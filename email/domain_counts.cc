@@ -399,6 +399,7 @@ void DomainCounts::HealerLoop() {
 }
 
 StatusOr<int64_t> DomainCounts::Heal(const DomainKey& key) {
+  std::lock_guard heal_lock(heal_mu_);
   const auto start = std::chrono::steady_clock::now();
   const std::unique_ptr<RowSnapshot> snap = store_->NewSnapshot();
   int64_t users = 0;

@@ -151,7 +151,7 @@ class DomainCounts {
   StatusOr<int64_t> TrueCount(const DomainKey& key) const;
   StatusOr<TeamSettings> Team(std::string_view team) const;
 
-  // Recounts the key now and applies the difference; returns it.
+  // Recounts the key now and applies the difference; returns it. Heals run one at a time.
   StatusOr<int64_t> Heal(const DomainKey& key);
   // Heals every key (with a counter or with users).
   Status HealAll();
@@ -175,6 +175,9 @@ class DomainCounts {
   std::unique_ptr<RowStore> store_;
   RowStore::Family user_ = 0, member_ = 0, team_ = 0;
 
+  // One heal at a time: two heals of a key from snapshots taken before either wrote would both
+  // apply the same difference.
+  std::mutex heal_mu_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::set<DomainKey> queued_;       // under mu_

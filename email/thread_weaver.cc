@@ -91,13 +91,17 @@ Status ThreadWeaver::Add(const ThreadEmail& email) {
     bool fresh = false;
     {
       std::lock_guard lock(teams_mu_);
-      fresh = teams_seen_.insert(std::move(seen)).second;
+      fresh = teams_seen_.insert(seen).second;
     }
     if (fresh) {
       RowBatch b;
       b.set_durable(false);
       b.Put(team_, email.team, email.gid, "");
-      RETURN_IF_ERROR(store_->Write(b));
+      if (Status s = store_->Write(b); !s.ok()) {
+        std::lock_guard lock(teams_mu_);
+        teams_seen_.erase(seen);  // written again when the email is given again
+        return s;
+      }
     }
   }
   emails_.fetch_add(1, std::memory_order_relaxed);
