@@ -157,6 +157,7 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   AddBenchStatus(bench, exit_code);
   AddBenchStatusHttp(bench, exit_code);
   AddBenchEmail(bench, exit_code);
+  AddBenchEmailThreads(bench, exit_code);
 }
 
 }  // namespace neardup::cli

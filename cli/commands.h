@@ -24,6 +24,9 @@ int StatusOverHttp(const std::string& server, const std::vector<std::string>& ur
 void RegisterFaultProxy(CLI::App& app, int* exit_code);   // fault_proxy_command.cc
 void RegisterEmail(CLI::App& app, int* exit_code);        // email induce / annotate / eval (email_command.cc)
 void AddBenchEmail(CLI::App* bench, int* exit_code);      // bench_email.cc
+// email threads / domains / gen-threads / gen-domains, bench email-threads (email_threads_command.cc)
+void AddEmailThreads(CLI::App* email, int* exit_code);
+void AddBenchEmailThreads(CLI::App* bench, int* exit_code);
 void RegisterRun(CLI::App& app, int* exit_code);       // run, check, accuracy (run_command.cc)
 void AddBenchStatus(CLI::App* bench, int* exit_code);  // run_command.cc
 void AddBenchStatusHttp(CLI::App* bench, int* exit_code);  // bench_service.cc

@@ -290,7 +290,7 @@ int Serve(const EmailArgs& a) {
 }  // namespace
 
 void RegisterEmail(CLI::App& app, int* exit_code) {
-  auto* email = app.add_subcommand("email", "Email templates: online induction (Crusher), annotation, evaluation");
+  auto* email = app.add_subcommand("email", "Email: templates (Crusher induction, annotation, evaluation), unified threads, domain counts");
   email->require_subcommand(1);
   auto args = std::make_shared<EmailArgs>();
   auto common = [&](CLI::App* cmd) {
@@ -325,6 +325,7 @@ void RegisterEmail(CLI::App& app, int* exit_code) {
   serve->add_option("--bearer-token-file", args->token_file, "file holding the writers' bearer token");
   serve->add_option("--port-file", args->port_file, "write the port here once listening (for scripts)");
   serve->callback([args, exit_code] { *exit_code = Serve(*args); });
+  AddEmailThreads(email, exit_code);
 }
 
 }  // namespace neardup::cli

@@ -27,13 +27,14 @@ else
   phase "sanitizer tests"
   concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_compare_test shard_write_test pipeline_test
               remote_shard_set_test tier2_server_test fault_proxy_test store_test ingest_log_test http_api_test service_test
-              net_test shard_health_test email_api_test email_cluster_store_test)
+              net_test shard_health_test email_api_test email_cluster_store_test
+              email_thread_weaver_test email_domain_counts_test)
   bash scripts/build.sh tsan "${concurrent[@]}"
   phase "ThreadSanitizer build"
   # LevelDB is not built with ThreadSanitizer: what it does inside its own library is not checked.
   (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \
      ctest --output-on-failure -j2 --timeout 900 \
-       -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|Tier2Server|Tier2ServerTest|FaultProxy|FaultProxyTest|StoreTest|IngestLog|HttpApiTest|HttpApiTest/StaleVerificationTest|ServiceTest|IoContextPool|ShardHealth|EmailApiTest|ClusterStoreTest)\.')
+       -R '^(RowStoreTest|WorkerPool|RunOnThreads|Shard|ShardExactness|PipelineSeam|RemoteShardSet|Tier2Server|Tier2ServerTest|FaultProxy|FaultProxyTest|StoreTest|IngestLog|HttpApiTest|HttpApiTest/StaleVerificationTest|ServiceTest|IoContextPool|ShardHealth|EmailApiTest|ClusterStoreTest|ThreadWeaverTest|DomainCountsTest)\.')
   phase "ThreadSanitizer tests"
   # A short fuzzing run of every fuzz target (clang, libFuzzer + ASan + UBSan) over its seed corpus.
   bash scripts/fuzz.sh 20

@@ -148,6 +148,48 @@ Status ValidateOptions(const RowStoreOptions& o) {
   return Status::Ok();
 }
 
+// Syncs each LevelDB log file before closing or deleting it. LevelDB deletes a log without syncing
+// it when it switches memtables (google/leveldb#193): the writes in that log that were not fsync'ed stay
+// unsynced until the memtable is flushed to a table, so a later synced write in the new log would
+// not make them durable. With this, a synced write covers every write before it.
+class SyncLogsOnCloseEnv final : public leveldb::EnvWrapper {
+ public:
+  explicit SyncLogsOnCloseEnv(leveldb::Env* base) : leveldb::EnvWrapper(base) {}
+  leveldb::Status NewWritableFile(const std::string& f, leveldb::WritableFile** r) override {
+    return Wrap(f, target()->NewWritableFile(f, r), r);
+  }
+  leveldb::Status NewAppendableFile(const std::string& f, leveldb::WritableFile** r) override {
+    return Wrap(f, target()->NewAppendableFile(f, r), r);
+  }
+
+ private:
+  class File final : public leveldb::WritableFile {
+   public:
+    explicit File(leveldb::WritableFile* base) : base_(base) {}
+    // LevelDB deletes a log it switches away from without calling Close().
+    ~File() override {
+      if (!closed_) (void)base_->Sync();
+    }
+    leveldb::Status Append(const leveldb::Slice& data) override { return base_->Append(data); }
+    leveldb::Status Flush() override { return base_->Flush(); }
+    leveldb::Status Sync() override { return base_->Sync(); }
+    leveldb::Status Close() override {
+      closed_ = true;
+      leveldb::Status s = base_->Sync();
+      leveldb::Status c = base_->Close();
+      return s.ok() ? c : s;
+    }
+
+   private:
+    std::unique_ptr<leveldb::WritableFile> base_;
+    bool closed_ = false;
+  };
+  static leveldb::Status Wrap(const std::string& name, leveldb::Status s, leveldb::WritableFile** r) {
+    if (s.ok() && name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0) *r = new File(*r);
+    return s;
+  }
+};
+
 }  // namespace
 
 // ---- RowBatch ----
@@ -225,19 +267,35 @@ class RowStore::Impl {
 
   Status Open();
   Status CheckFamily(uint8_t family) const;
-  Status Get(uint8_t family, std::string_view row, std::string_view column, std::string* value) const;
+  // snapshot: read at it (no waiting for writes: NewSnapshot did); null: the current state.
+  Status Get(uint8_t family, std::string_view row, std::string_view column, std::string* value,
+             const leveldb::Snapshot* snapshot = nullptr) const;
   // Calls fn(key, data) for every live cell whose key starts with prefix, until fn returns false.
   template <typename Fn>
-  Status ScanPrefix(std::string_view prefix, bool whole_row, bool fill_cache, Fn&& fn) const;
+  Status ScanPrefix(std::string_view prefix, bool whole_row, bool fill_cache, Fn&& fn,
+                    const leveldb::Snapshot* snapshot = nullptr) const;
+  // RowBatch's operations into *wb; the hashes of their row prefixes into *rows (async_writes).
+  Status Encode(const RowBatch& batch, leveldb::WriteBatch* wb, std::vector<uint64_t>* rows) const;
+  StatusOr<bool> PutIfAbsent(uint8_t family, std::string_view row, std::string_view column, std::string_view value,
+                             std::string* current, const RowBatch& also);
+  Status Sync();
+  const leveldb::Snapshot* NewSnapshot() const;
+  void ReleaseSnapshot(const leveldb::Snapshot* s) const { db->ReleaseSnapshot(s); }
+  StatusOr<int64_t> CounterAt(std::string_view name, const leveldb::Snapshot* snapshot) const;
+  void ScanCounters(std::string_view prefix, const std::function<bool(std::string_view, int64_t)>& fn) const;
   int64_t Counter(std::string_view name) const;
   // Adds the counter deltas to wb and commits it; updates the in-memory counters on success only.
   // `rows`: hashes of the row prefixes wb changes (async_writes only; reads of them wait for it).
   // wb goes back to the spare batches once written.
   Status Commit(std::unique_ptr<leveldb::WriteBatch> wb, std::vector<uint64_t> rows, const CounterMap& deltas,
                 bool durable);
+  // Commit with write_mu_ held by the caller.
+  Status CommitLocked(std::unique_ptr<leveldb::WriteBatch> wb, std::vector<uint64_t> rows, const CounterMap& deltas,
+                      bool durable);
   // An empty WriteBatch, a written one reused when there is one: its buffer keeps the capacity a
   // batch of the same size needs (a fresh one grows by doubling, its pages faulted in anew).
   std::unique_ptr<leveldb::WriteBatch> TakeBatch();
+  void ReturnBatch(std::unique_ptr<leveldb::WriteBatch> wb);
   StatusOr<uint64_t> PurgeExpired();
   uint64_t DiskBytes() const;
 
@@ -260,12 +318,12 @@ class RowStore::Impl {
   std::unique_ptr<leveldb::Cache> cache;
   std::unique_ptr<const leveldb::FilterPolicy> filter;
   std::unique_ptr<ReadOnlyEnv> read_only_env;  // options.read_only: over Env()
+  std::unique_ptr<SyncLogsOnCloseEnv> sync_logs_env;  // writable stores: over Env()
   std::unique_ptr<leveldb::DB> db;  // declared after cache and filter: closed before they are freed
 
   // The writer thread (options.async_writes) and the writes it has been handed, in order; the
   // front one is being applied.
   void WriterLoop();
-  void ReturnBatch(std::unique_ptr<leveldb::WriteBatch> wb);
   struct PendingWrite {
     // A pointer: leveldb::WriteBatch has no move constructor, and copying one copies its buffer.
     std::unique_ptr<leveldb::WriteBatch> batch;
@@ -284,7 +342,7 @@ class RowStore::Impl {
   Status async_error_;  // sticky
   std::thread async_writer_;
 
-  std::mutex write_mu_;  // serialises Commit and PurgeExpired
+  mutable std::mutex write_mu_;  // serialises Commit, PutIfAbsent, Sync, NewSnapshot and PurgeExpired
   // Written under write_mu_ and counters_mu_; read under either.
   mutable std::shared_mutex counters_mu_;
   CounterMap counters_;
@@ -300,11 +358,13 @@ Status RowStore::Impl::Open() {
   o.block_cache = cache.get();
   o.filter_policy = filter.get();
   o.write_buffer_size = options.write_buffer_bytes;
-  if (options.env) o.env = options.env;
   if (options.read_only) {
     o.create_if_missing = false;
     read_only_env = std::make_unique<ReadOnlyEnv>(Env());
     o.env = read_only_env.get();
+  } else {
+    sync_logs_env = std::make_unique<SyncLogsOnCloseEnv>(Env());
+    o.env = sync_logs_env.get();
   }
   leveldb::DB* raw = nullptr;
   RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(o, options.path, &raw), "open", options.path));
@@ -414,16 +474,18 @@ Status RowStore::Impl::CheckFamily(uint8_t family) const {
   return Status::Ok();
 }
 
-Status RowStore::Impl::Get(uint8_t family, std::string_view row, std::string_view column,
-                           std::string* value) const {
+Status RowStore::Impl::Get(uint8_t family, std::string_view row, std::string_view column, std::string* value,
+                           const leveldb::Snapshot* snapshot) const {
   RETURN_IF_ERROR(CheckFamily(family));
   thread_local std::string key;
   thread_local std::string raw;
   key.clear();
   AppendRowPrefix(&key, family, row);
-  RETURN_IF_ERROR(WaitForRow(key));
+  if (snapshot == nullptr) RETURN_IF_ERROR(WaitForRow(key));
   key.append(column);
-  const leveldb::Status s = db->Get(leveldb::ReadOptions(), key, &raw);
+  leveldb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  const leveldb::Status s = db->Get(ro, key, &raw);
   // Short message: NotFound is a hot path and stays within the small-string buffer.
   if (s.IsNotFound()) return NotFound("no such cell");
   RETURN_IF_ERROR(FromLevelDb(s, "get from", options.path));
@@ -436,10 +498,12 @@ Status RowStore::Impl::Get(uint8_t family, std::string_view row, std::string_vie
 }
 
 template <typename Fn>
-Status RowStore::Impl::ScanPrefix(std::string_view prefix, bool whole_row, bool fill_cache, Fn&& fn) const {
-  RETURN_IF_ERROR(whole_row ? WaitForRow(prefix) : Barrier());
+Status RowStore::Impl::ScanPrefix(std::string_view prefix, bool whole_row, bool fill_cache, Fn&& fn,
+                                  const leveldb::Snapshot* snapshot) const {
+  if (snapshot == nullptr) RETURN_IF_ERROR(whole_row ? WaitForRow(prefix) : Barrier());
   leveldb::ReadOptions ro;
   ro.fill_cache = fill_cache;
+  ro.snapshot = snapshot;
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
   const int64_t now = clock->NowMillis();
   const leveldb::Slice p = ToSlice(prefix);
@@ -483,6 +547,11 @@ void RowStore::Impl::ReturnBatch(std::unique_ptr<leveldb::WriteBatch> wb) {
 Status RowStore::Impl::Commit(std::unique_ptr<leveldb::WriteBatch> wb, std::vector<uint64_t> rows,
                               const CounterMap& deltas, bool durable) {
   std::lock_guard write_lock(write_mu_);
+  return CommitLocked(std::move(wb), std::move(rows), deltas, durable);
+}
+
+Status RowStore::Impl::CommitLocked(std::unique_ptr<leveldb::WriteBatch> wb, std::vector<uint64_t> rows,
+                                    const CounterMap& deltas, bool durable) {
   std::vector<std::pair<const std::string*, int64_t>> updated;
   updated.reserve(deltas.size());
   std::string key, value;
@@ -518,6 +587,104 @@ Status RowStore::Impl::Commit(std::unique_ptr<leveldb::WriteBatch> wb, std::vect
   std::unique_lock counters_lock(counters_mu_);
   for (const auto& [name, v] : updated) counters_.insert_or_assign(*name, v);
   return Status::Ok();
+}
+
+Status RowStore::Impl::Encode(const RowBatch& batch, leveldb::WriteBatch* wb, std::vector<uint64_t>* rows) const {
+  const int64_t now = clock->NowMillis();
+  std::string key, value;
+  for (const RowBatch::Op& op : batch.ops_) {
+    RETURN_IF_ERROR(CheckFamily(op.family));
+    if (op.row.size() > std::numeric_limits<uint32_t>::max()) {
+      return InvalidArgument("RowStore " + options.path + ": row longer than 4 GiB");
+    }
+    key.clear();
+    AppendRowPrefix(&key, op.family, op.row);
+    if (options.async_writes) rows->push_back(UrlHash(key));
+    key += op.column;
+    if (op.is_delete) {
+      wb->Delete(key);
+      continue;
+    }
+    value.clear();
+    if (op.ttl_millis > 0) {
+      value.push_back(kTagExpiring);
+      int64_t expiry = 0;
+      if (__builtin_add_overflow(now, op.ttl_millis, &expiry)) expiry = kNever;
+      PutBigEndian64(&value, expiry);
+    } else {
+      value.push_back(kTagPlain);
+    }
+    value += op.value;
+    wb->Put(key, value);
+  }
+  return Status::Ok();
+}
+
+StatusOr<bool> RowStore::Impl::PutIfAbsent(uint8_t family, std::string_view row, std::string_view column,
+                                           std::string_view value, std::string* current, const RowBatch& also) {
+  RETURN_IF_ERROR(CheckFamily(family));
+  if (row.size() > std::numeric_limits<uint32_t>::max()) {
+    return InvalidArgument("RowStore " + options.path + ": row longer than 4 GiB");
+  }
+  std::lock_guard write_lock(write_mu_);
+  // Under write_mu_ no other write can begin, so what Get sees stays true until the write below.
+  Status s = Get(family, row, column, current);
+  if (s.ok()) return false;
+  if (s.code() != StatusCode::kNotFound) return s;
+  std::unique_ptr<leveldb::WriteBatch> wb = TakeBatch();
+  std::vector<uint64_t> rows;
+  s = Encode(also, wb.get(), &rows);
+  if (!s.ok()) {
+    ReturnBatch(std::move(wb));
+    return s;
+  }
+  RowBatch cell;
+  cell.Put(family, row, column, value);
+  RETURN_IF_ERROR(Encode(cell, wb.get(), &rows));  // after `also`: the cell is what it says
+  RETURN_IF_ERROR(CommitLocked(std::move(wb), std::move(rows), also.counters_, also.durable()));
+  current->assign(value);
+  return true;
+}
+
+Status RowStore::Impl::Sync() {
+  std::lock_guard write_lock(write_mu_);
+  RETURN_IF_ERROR(Barrier());
+  leveldb::WriteOptions wo;
+  wo.sync = true;
+  leveldb::WriteBatch empty;  // an empty record in the log, and the log fsync'ed
+  return FromLevelDb(db->Write(wo, &empty), "sync", options.path);
+}
+
+const leveldb::Snapshot* RowStore::Impl::NewSnapshot() const {
+  // Under write_mu_ with nothing in flight: the snapshot holds every write handed over before it,
+  // as the in-memory counters count them.
+  std::lock_guard write_lock(write_mu_);
+  (void)Barrier();  // a failed write is reported by the next write; the snapshot is of what landed
+  return db->GetSnapshot();
+}
+
+StatusOr<int64_t> RowStore::Impl::CounterAt(std::string_view name, const leveldb::Snapshot* snapshot) const {
+  std::string key(1, kCounterPrefix);
+  key.append(name);
+  leveldb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  std::string raw;
+  const leveldb::Status s = db->Get(ro, key, &raw);
+  if (s.IsNotFound()) return int64_t{0};
+  RETURN_IF_ERROR(FromLevelDb(s, "read counter of", options.path));
+  if (raw.size() != 8) {
+    return Corruption("RowStore " + options.path + ": counter \"" + std::string(name) + "\" holds " +
+                      std::to_string(raw.size()) + " bytes, not 8");
+  }
+  return GetBigEndian64(raw);
+}
+
+void RowStore::Impl::ScanCounters(std::string_view prefix,
+                                  const std::function<bool(std::string_view, int64_t)>& fn) const {
+  std::shared_lock lock(counters_mu_);
+  for (auto it = counters_.lower_bound(prefix); it != counters_.end() && it->first.starts_with(prefix); ++it) {
+    if (!fn(it->first, it->second)) return;
+  }
 }
 
 Status RowStore::Impl::PurgeStep(int64_t now, std::string* resume, uint64_t* deleted) {
@@ -634,34 +801,11 @@ int64_t RowStore::Counter(std::string_view name) const { return impl_->Counter(n
 Status RowStore::Write(const RowBatch& batch) {
   if (batch.empty()) return Status::Ok();
   if (impl_->options.read_only) return FailedPrecondition("RowStore " + impl_->options.path + " is open read-only");
-  const int64_t now = impl_->clock->NowMillis();
   std::unique_ptr<leveldb::WriteBatch> wb = impl_->TakeBatch();
   std::vector<uint64_t> rows;
-  std::string key, value;
-  for (const RowBatch::Op& op : batch.ops_) {
-    RETURN_IF_ERROR(impl_->CheckFamily(op.family));
-    if (op.row.size() > std::numeric_limits<uint32_t>::max()) {
-      return InvalidArgument("RowStore " + impl_->options.path + ": row longer than 4 GiB");
-    }
-    key.clear();
-    AppendRowPrefix(&key, op.family, op.row);
-    if (impl_->options.async_writes) rows.push_back(UrlHash(key));
-    key += op.column;
-    if (op.is_delete) {
-      wb->Delete(key);
-      continue;
-    }
-    value.clear();
-    if (op.ttl_millis > 0) {
-      value.push_back(kTagExpiring);
-      int64_t expiry = 0;
-      if (__builtin_add_overflow(now, op.ttl_millis, &expiry)) expiry = kNever;
-      PutBigEndian64(&value, expiry);
-    } else {
-      value.push_back(kTagPlain);
-    }
-    value += op.value;
-    wb->Put(key, value);
+  if (Status s = impl_->Encode(batch, wb.get(), &rows); !s.ok()) {
+    impl_->ReturnBatch(std::move(wb));
+    return s;
   }
   return impl_->Commit(std::move(wb), std::move(rows), batch.counters_, batch.durable_);
 }
@@ -672,6 +816,54 @@ StatusOr<uint64_t> RowStore::PurgeExpired() {
 }
 
 Status RowStore::WaitForWrites() const { return impl_->Barrier(); }
+
+StatusOr<bool> RowStore::PutIfAbsent(Family family, std::string_view row, std::string_view column,
+                                     std::string_view value, std::string* current, const RowBatch& also) {
+  if (impl_->options.read_only) return FailedPrecondition("RowStore " + impl_->options.path + " is open read-only");
+  return impl_->PutIfAbsent(family, row, column, value, current, also);
+}
+
+Status RowStore::Sync() {
+  if (impl_->options.read_only) return FailedPrecondition("RowStore " + impl_->options.path + " is open read-only");
+  return impl_->Sync();
+}
+
+std::unique_ptr<RowSnapshot> RowStore::NewSnapshot() const {
+  return std::unique_ptr<RowSnapshot>(new RowSnapshot(impl_.get(), impl_->NewSnapshot()));
+}
+
+void RowStore::ScanCounters(std::string_view prefix,
+                            const std::function<bool(std::string_view name, int64_t value)>& fn) const {
+  impl_->ScanCounters(prefix, fn);
+}
+
+// ---- RowSnapshot ----
+
+namespace {
+const leveldb::Snapshot* AsSnapshot(const void* p) { return static_cast<const leveldb::Snapshot*>(p); }
+}  // namespace
+
+RowSnapshot::~RowSnapshot() { impl_->ReleaseSnapshot(AsSnapshot(snapshot_)); }
+
+Status RowSnapshot::Get(RowStore::Family family, std::string_view row, std::string_view column,
+                        std::string* value) const {
+  return impl_->Get(family, row, column, value, AsSnapshot(snapshot_));
+}
+
+Status RowSnapshot::ScanRow(RowStore::Family family, std::string_view row,
+                            const std::function<bool(std::string_view column, std::string_view value)>& fn) const {
+  RETURN_IF_ERROR(impl_->CheckFamily(family));
+  std::string prefix;
+  AppendRowPrefix(&prefix, family, row);
+  return impl_->ScanPrefix(
+      prefix, /*whole_row=*/true, /*fill_cache=*/true,
+      [&](std::string_view key, std::string_view data) { return fn(key.substr(prefix.size()), data); },
+      AsSnapshot(snapshot_));
+}
+
+StatusOr<int64_t> RowSnapshot::Counter(std::string_view name) const {
+  return impl_->CounterAt(name, AsSnapshot(snapshot_));
+}
 
 uint64_t RowStore::DiskBytes() const { return impl_->DiskBytes(); }
 

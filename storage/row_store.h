@@ -25,8 +25,15 @@
 //
 // Expired cells read as absent (Get returns NotFound, scans skip them); PurgeExpired() deletes them.
 //
+// Conditional write (Bigtable's check-and-mutate, Scylla's INSERT ... IF NOT EXISTS): PutIfAbsent
+// sets a cell only when it has no live value and returns what is there either way; it may carry a
+// RowBatch applied with it, atomically, only when the cell was set. Healing a counter from the rows
+// it summarises: NewSnapshot() reads rows and counters as of one moment, and the difference goes
+// back as one AddCounter (a relative increment, so writes landing meanwhile are kept).
+//
 // Thread safety: Get, Scan*, Counter may run concurrently with each other and with Write. Writes
-// are serialised internally; a reader sees each RowBatch entirely or not at all (counters included;
+// (Write, PutIfAbsent, Sync) are serialised internally, so a PutIfAbsent's check and its write are
+// one step against every other writer of the process; a reader sees each RowBatch entirely or not at all (counters included;
 // with async_writes a counter reads the value of a write handed over, not yet applied).
 // The RowStore owns its LevelDB handle; one process opens a store at a time (IoError otherwise).
 #pragma once
@@ -77,6 +84,7 @@ struct RowStoreOptions {
 };
 
 class RowStore;
+class RowSnapshot;
 
 // A set of changes applied atomically by RowStore::Write. Not thread-safe; cheap to reuse (Clear).
 class RowBatch {
@@ -92,6 +100,7 @@ class RowBatch {
   // such as caches). It is still atomic. Default true.
   void set_durable(bool durable) { durable_ = durable; }
 
+  bool durable() const { return durable_; }
   size_t operations() const { return ops_.size() + counters_.size(); }
   bool empty() const { return operations() == 0; }
   void Clear();
@@ -147,6 +156,29 @@ class RowStore {
   // after the return (see there); the return is then an earlier write's error, if any.
   Status Write(const RowBatch& batch);
 
+  // The conditional write. When the cell (family, row, column) has no live value, sets it to
+  // `value` and applies `also` with it, in one atomic LevelDB write (fsync'ed as `also.durable()`
+  // and options.sync say; a default RowBatch is durable), and returns true with *current = value.
+  // When it has one, changes nothing (`also` is dropped) and returns false with *current = that
+  // value. The check and the write are one step against every other writer of the store in this
+  // process. Errors as Write's (nothing is applied then); FailedPrecondition when read-only.
+  StatusOr<bool> PutIfAbsent(Family family, std::string_view row, std::string_view column, std::string_view value,
+                             std::string* current, const RowBatch& also = RowBatch());
+
+  // Makes every write before it durable (one fsync of LevelDB's log, also when options.sync is
+  // off): writes made with set_durable(false) are acknowledged in groups by one Sync. LevelDB
+  // itself does not sync a log it closes when it switches memtables (google/leveldb#193), so a
+  // later sync would not cover the older log's tail; the store syncs every log it closes.
+  Status Sync();
+
+  // A consistent read-only view: every write before the call, none after (counters included, read
+  // from the same LevelDB snapshot as the cells). Must not outlive the store.
+  std::unique_ptr<RowSnapshot> NewSnapshot() const;
+
+  // Calls fn(name, value) for every counter whose name starts with `prefix`, in name order, until
+  // fn returns false. Reads the in-memory copies: no I/O; fn must not call into the store.
+  void ScanCounters(std::string_view prefix, const std::function<bool(std::string_view name, int64_t value)>& fn) const;
+
   // Waits until every Write handed over has reached LevelDB (fsync'ed when it was to be) and returns
   // the first error of one. Immediate without options.async_writes.
   Status WaitForWrites() const;
@@ -159,9 +191,31 @@ class RowStore {
   const RowStoreOptions& options() const;
 
  private:
+  friend class RowSnapshot;
   class Impl;
   explicit RowStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+// A point-in-time view of a RowStore (RowStore::NewSnapshot). Reads as RowStore's, with the same
+// errors. Thread safety: its methods may run concurrently with each other and with the store's.
+class RowSnapshot {
+ public:
+  ~RowSnapshot();
+  RowSnapshot(const RowSnapshot&) = delete;
+  RowSnapshot& operator=(const RowSnapshot&) = delete;
+
+  Status Get(RowStore::Family family, std::string_view row, std::string_view column, std::string* value) const;
+  Status ScanRow(RowStore::Family family, std::string_view row,
+                 const std::function<bool(std::string_view column, std::string_view value)>& fn) const;
+  // The counter's value at the snapshot (0 if not yet written then); Corruption for a malformed one.
+  StatusOr<int64_t> Counter(std::string_view name) const;
+
+ private:
+  friend class RowStore;
+  RowSnapshot(const RowStore::Impl* impl, const void* snapshot) : impl_(impl), snapshot_(snapshot) {}
+  const RowStore::Impl* impl_;
+  const void* snapshot_;  // a leveldb::Snapshot
 };
 
 }  // namespace neardup

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -735,6 +736,224 @@ TEST_F(RowStoreTest, ConcurrentReadersSeeWholeBatches) {
   EXPECT_EQ(counter_ahead.load(), 0);
   EXPECT_GT(reads.load(), 0);
   EXPECT_EQ(store->Counter("batches"), kBatches);
+}
+
+// PutIfAbsent sets an absent (or expired) cell with its batch, and otherwise changes nothing and
+// returns what is there.
+TEST_F(RowStoreTest, PutIfAbsentSetsOnceAndReturnsWhatIsThere) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const RowStore::Family page = store->family("page");
+  const RowStore::Family member = store->family("member");
+  RowBatch also;
+  also.Put(member, "ut", "a", "");
+  also.AddCounter("threads", 1);
+  std::string current;
+  StatusOr<bool> r = store->PutIfAbsent(page, "t1", "", "first", &current, also);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(*r);
+  EXPECT_EQ(current, "first");
+  RowBatch also2;
+  also2.Put(member, "ut", "b", "");
+  also2.AddCounter("threads", 1);
+  r = store->PutIfAbsent(page, "t1", "", "second", &current, also2);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r);
+  EXPECT_EQ(current, "first");
+  EXPECT_EQ(ScanRow(*store, member, "ut"), (Cells{{"a", ""}}));  // the losing batch was dropped
+  EXPECT_EQ(store->Counter("threads"), 1);
+  std::string v;
+  ASSERT_TRUE(store->Get(page, "t1", "", &v).ok());
+  EXPECT_EQ(v, "first");
+
+  // An expired cell is absent.
+  RowBatch b;
+  b.Put(page, "t2", "", "old", /*ttl_millis=*/10);
+  ASSERT_TRUE(store->Write(b).ok());
+  clock_.Advance(11);
+  r = store->PutIfAbsent(page, "t2", "", "new", &current);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(*r);
+  EXPECT_EQ(current, "new");
+
+  // A bad family in `also` applies nothing.
+  RowBatch bad;
+  bad.Put(99, "x", "", "");
+  EXPECT_FALSE(store->PutIfAbsent(page, "t3", "", "v", &current, bad).ok());
+  EXPECT_EQ(store->Get(page, "t3", "", &v).code(), StatusCode::kNotFound);
+}
+
+// Many threads race for the same cells (directly and through the writer thread): each cell is set
+// once, every thread reads back the winner's value, and only the winner's batch is applied.
+TEST_F(RowStoreTest, PutIfAbsentUnderConcurrentWritersHasOneWinnerPerCell) {
+  for (const bool async_writes : {false, true}) {
+    SCOPED_TRACE(async_writes ? "async writes" : "direct writes");
+    auto store = OpenStoreWriting(async_writes);
+    ASSERT_NE(store, nullptr);
+    const RowStore::Family page = store->family("page");
+    const RowStore::Family member = store->family("member");
+    constexpr int kThreads = 8, kCells = 300;
+    std::vector<std::vector<std::string>> seen(kThreads, std::vector<std::string>(kCells));
+    std::atomic<int> wins{0}, errors{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        RowBatch also;
+        for (int c = 0; c < kCells; ++c) {
+          const int cell = (c * 7 + t * 13) % kCells;  // threads meet on cells in different orders
+          also.Clear();
+          also.Put(member, "cell" + std::to_string(cell), "winner", std::to_string(t));
+          also.AddCounter("wins", 1);
+          std::string current;
+          StatusOr<bool> r = store->PutIfAbsent(page, "cell" + std::to_string(cell), "", std::to_string(t), &current, also);
+          if (!r.ok()) {
+            ++errors;
+            continue;
+          }
+          wins += *r;
+          seen[t][cell] = current;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(errors.load(), 0);
+    EXPECT_EQ(wins.load(), kCells);
+    EXPECT_EQ(store->Counter("wins"), kCells);
+    for (int c = 0; c < kCells; ++c) {
+      std::string v, w;
+      ASSERT_TRUE(store->Get(page, "cell" + std::to_string(c), "", &v).ok());
+      ASSERT_TRUE(store->Get(member, "cell" + std::to_string(c), "winner", &w).ok());
+      EXPECT_EQ(v, w);
+      for (int t = 0; t < kThreads; ++t) EXPECT_EQ(seen[t][c], v) << "thread " << t << " cell " << c;
+    }
+  }
+}
+
+// Writes that were not fsync'ed become durable with the next Sync, across LevelDB's memtable
+// switches (a small write buffer makes many), and a crash that drops what no Sync covered loses
+// none of them; a conditional write comes back whole or not at all.
+TEST_F(RowStoreTest, SyncMakesEveryEarlierWriteDurableAcrossLogSwitches) {
+  RowStoreOptions o = FaultyOptions(/*async_writes=*/false);
+  o.sync = false;
+  o.write_buffer_bytes = 64 << 10;
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    faulty_env_.Recover();
+    auto store = OpenStore(o);
+    ASSERT_NE(store, nullptr);
+    const RowStore::Family page = store->family("page");
+    const RowStore::Family member = store->family("member");
+    const std::string value(200, 'v');
+    int synced = 0, attempted = 0;
+    faulty_env_.CrashAfterAppends(2000 + static_cast<int64_t>(rng() % 3000));
+    auto row_name = [&](int i) { return std::string("r").append(std::to_string(round)).append("/").append(std::to_string(i)); };
+    for (int i = 0; i < 5000; ++i) {
+      RowBatch also;
+      const std::string row = row_name(i);
+      also.Put(member, row, "", value);
+      also.set_durable(false);
+      std::string current;
+      ++attempted;
+      if (!store->PutIfAbsent(page, row, "", value, &current, also).ok()) break;
+      if (i % 50 == 49) {
+        if (!store->Sync().ok()) break;
+        synced = i + 1;
+      }
+    }
+    store.reset();
+    faulty_env_.DropUnsyncedData(&rng);
+    faulty_env_.Recover();
+    store = OpenStore(o);
+    ASSERT_NE(store, nullptr);
+    int found = 0;
+    for (int i = 0; i < attempted; ++i) {
+      const std::string row = row_name(i);
+      std::string a, b;
+      const bool has_a = store->Get(page, row, "", &a).ok();
+      const bool has_b = store->Get(member, row, "", &b).ok();
+      EXPECT_EQ(has_a, has_b) << row << ": half a conditional write";
+      if (i < synced) {
+        EXPECT_TRUE(has_a) << row << " was synced and is lost";
+      }
+      found += has_a;
+    }
+    EXPECT_GE(found, synced);
+    EXPECT_GT(synced, 0);
+  }
+}
+
+// A snapshot reads rows and counters of one moment while writes go on: each batch below moves a
+// cell into a row and adds one to the counter, so at every snapshot the row's cells equal it.
+TEST_F(RowStoreTest, SnapshotsSeeRowsAndCountersOfOneMoment) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const RowStore::Family member = store->family("member");
+  std::atomic<bool> done{false};
+  std::atomic<int> mismatches{0}, snapshots{0};
+  std::thread reader([&] {
+    while (!done.load()) {
+      auto snap = store->NewSnapshot();
+      int cells = 0;
+      EXPECT_TRUE(snap->ScanRow(member, "team", [&](std::string_view, std::string_view) {
+        ++cells;
+        return true;
+      }).ok());
+      StatusOr<int64_t> c = snap->Counter("members");
+      if (!c.ok() || *c != cells) ++mismatches;
+      ++snapshots;
+    }
+  });
+  for (int i = 0; i < 500; ++i) {
+    RowBatch b;
+    b.Put(member, "team", std::string("u").append(std::to_string(i)), "");
+    b.AddCounter("members", 1);
+    ASSERT_TRUE(store->Write(b).ok());
+    if (i % 3 == 0) {  // and an increment alone, as a healer applies, nets out with its removal
+      RowBatch h;
+      h.AddCounter("members", 5);
+      ASSERT_TRUE(store->Write(h).ok());
+      h.Clear();
+      h.AddCounter("members", -5);
+      h.Put(member, "team", "tmp", "");
+      h.Delete(member, "team", "tmp");
+      ASSERT_TRUE(store->Write(h).ok());
+    }
+  }
+  while (snapshots.load() < 10) std::this_thread::yield();
+  done = true;
+  reader.join();
+  auto snap = store->NewSnapshot();
+  RowBatch later;
+  later.AddCounter("members", 1);
+  ASSERT_TRUE(store->Write(later).ok());
+  StatusOr<int64_t> at_snap = snap->Counter("members");
+  ASSERT_TRUE(at_snap.ok());
+  EXPECT_EQ(*at_snap, 500);
+  EXPECT_EQ(store->Counter("members"), 501);
+  StatusOr<int64_t> never = snap->Counter("never");
+  ASSERT_TRUE(never.ok());
+  EXPECT_EQ(*never, 0);
+}
+
+TEST_F(RowStoreTest, ScanCountersByPrefixInNameOrder) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  RowBatch b;
+  b.AddCounter("dc/t1/a.com", 3);
+  b.AddCounter("dc/t1/b.com", -1);
+  b.AddCounter("dc/t2/a.com", 7);
+  b.AddCounter("other", 1);
+  ASSERT_TRUE(store->Write(b).ok());
+  std::vector<std::pair<std::string, int64_t>> seen;
+  store->ScanCounters("dc/t1/", [&](std::string_view n, int64_t v) {
+    seen.emplace_back(n, v);
+    return true;
+  });
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, int64_t>>{{"dc/t1/a.com", 3}, {"dc/t1/b.com", -1}}));
+  int calls = 0;
+  store->ScanCounters("dc/", [&](std::string_view, int64_t) { return ++calls < 2; });
+  EXPECT_EQ(calls, 2);
 }
 
 }  // namespace

@@ -1,0 +1,572 @@
+#include "email/domain_counts.h"
+
+#include <simdjson.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <unordered_set>
+
+#include "common/coding.h"
+#include "common/json_write.h"
+#include "document/json_fields.h"
+
+namespace neardup::email {
+namespace {
+
+constexpr std::string_view kCounterPrefix{"dc\0", 3};
+
+std::string Join(std::string_view a, std::string_view b) {
+  std::string s;
+  s.reserve(a.size() + 1 + b.size());
+  s.append(a).push_back('\0');
+  s.append(b);
+  return s;
+}
+
+std::string IndexRow(const DomainKey& k) { return Join(Join(k.team, k.domain), k.role); }
+std::string CounterName(const DomainKey& k) { return std::string(kCounterPrefix) + IndexRow(k); }
+
+// "a\0b\0c" into its three parts.
+bool SplitKey(std::string_view s, DomainKey* k) {
+  const size_t a = s.find('\0');
+  if (a == std::string_view::npos) return false;
+  const size_t b = s.find('\0', a + 1);
+  if (b == std::string_view::npos || s.find('\0', b + 1) != std::string_view::npos) return false;
+  k->team = s.substr(0, a);
+  k->domain = s.substr(a + 1, b - a - 1);
+  k->role = s.substr(b + 1);
+  return true;
+}
+
+struct StoredUser {
+  uint64_t version = 0;
+  bool active = false;
+  std::string domain, role;
+};
+
+std::string EncodeUser(const UserRow& u) {
+  std::string v;
+  AppendBigEndian(&v, u.version, 8);
+  v.push_back(u.active ? 1 : 0);
+  v += DomainOf(u.email);
+  v.push_back('\0');
+  v += u.role;
+  return v;
+}
+
+bool DecodeUser(std::string_view v, StoredUser* u) {
+  if (v.size() < 10) return false;
+  u->version = ReadBigEndian(v.data(), 8);
+  u->active = v[8] != 0;
+  const std::string_view rest = v.substr(9);
+  const size_t z = rest.find('\0');
+  if (z == std::string_view::npos) return false;
+  u->domain = rest.substr(0, z);
+  u->role = rest.substr(z + 1);
+  return true;
+}
+
+Status CheckPart(std::string_view what, std::string_view v) {
+  if (v.empty()) return InvalidArgument(std::string(what) + " is empty");
+  if (v.find('\0') != std::string_view::npos) return InvalidArgument(std::string(what) + " contains NUL");
+  return Status::Ok();
+}
+
+Status CheckEmail(const char* field, std::string_view email) {
+  const std::string d = DomainOf(email);
+  if (d.empty() || d.find('\0') != std::string::npos) return JsonFieldError(field, "is not an email address");
+  return Status::Ok();
+}
+
+bool Sampled(std::string_view event_id, const DomainKey& k, double rate) {
+  if (rate <= 0) return false;
+  if (rate >= 1) return true;
+  const std::string s = Join(event_id, IndexRow(k));
+  const uint64_t h = XXH3_64bits(s.data(), s.size());
+  return static_cast<double>(h >> 11) * 0x1.0p-53 < rate;
+}
+
+const char* TypeName(DomainEventType t) {
+  switch (t) {
+    case DomainEventType::kJoined: return "joined";
+    case DomainEventType::kLeft: return "left";
+    case DomainEventType::kEmailChanged: return "email_changed";
+    case DomainEventType::kRoleChanged: return "role_changed";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string DomainOf(std::string_view email) {
+  const size_t at = email.rfind('@');
+  if (at == std::string_view::npos || at == 0) return "";
+  std::string d(email.substr(at + 1));
+  for (char& c : d) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return d;
+}
+
+// ParseDomainRecord without the NUL check.
+static Status ParseDomainRecordFields(std::string_view line, DomainRecord* out) {
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto err = parser.parse(line.data(), line.size(), true).get(doc); err != simdjson::SUCCESS) {
+    return InvalidArgument(std::string("not JSON: ") + simdjson::error_message(err));
+  }
+  simdjson::dom::object obj;
+  if (doc.get_object().get(obj) != simdjson::SUCCESS) return InvalidArgument("line is not a JSON object");
+  std::string kind;
+  RETURN_IF_ERROR(RequiredJsonString(obj, "kind", &kind));
+  if (kind == "user") {
+    out->kind = DomainRecord::Kind::kUser;
+    UserRow& u = out->user;
+    RETURN_IF_ERROR(RequiredJsonString(obj, "team", &u.team));
+    RETURN_IF_ERROR(RequiredJsonString(obj, "user", &u.user));
+    RETURN_IF_ERROR(RequiredJsonString(obj, "email", &u.email));
+    RETURN_IF_ERROR(CheckEmail("email", u.email));
+    RETURN_IF_ERROR(RequiredJsonString(obj, "role", &u.role));
+    bool active = true;
+    if (auto e = obj["active"]; e.error() == simdjson::SUCCESS) {
+      if (e.get_bool().get(active) != simdjson::SUCCESS) return JsonFieldError("active", "is not a boolean");
+    }
+    u.active = active;
+    uint64_t version = 0;
+    if (obj["version"].get_uint64().get(version) != simdjson::SUCCESS) {
+      return JsonFieldError("version", "is missing or not a non-negative integer");
+    }
+    u.version = version;
+    if (u.team.empty() || u.user.empty() || u.role.empty()) return InvalidArgument("team, user and role must not be empty");
+    return Status::Ok();
+  }
+  if (kind == "event") {
+    out->kind = DomainRecord::Kind::kEvent;
+    DomainEvent& e = out->event;
+    RETURN_IF_ERROR(RequiredJsonString(obj, "id", &e.id));
+    std::string type;
+    RETURN_IF_ERROR(RequiredJsonString(obj, "type", &type));
+    RETURN_IF_ERROR(RequiredJsonString(obj, "team", &e.team));
+    RETURN_IF_ERROR(RequiredJsonString(obj, "user", &e.user));
+    RETURN_IF_ERROR(RequiredJsonString(obj, "email", &e.email));
+    RETURN_IF_ERROR(CheckEmail("email", e.email));
+    RETURN_IF_ERROR(RequiredJsonString(obj, "role", &e.role));
+    e.new_email.clear();
+    e.new_role.clear();
+    if (type == "joined") {
+      e.type = DomainEventType::kJoined;
+    } else if (type == "left") {
+      e.type = DomainEventType::kLeft;
+    } else if (type == "email_changed") {
+      e.type = DomainEventType::kEmailChanged;
+      RETURN_IF_ERROR(RequiredJsonString(obj, "new_email", &e.new_email));
+      RETURN_IF_ERROR(CheckEmail("new_email", e.new_email));
+    } else if (type == "role_changed") {
+      e.type = DomainEventType::kRoleChanged;
+      RETURN_IF_ERROR(RequiredJsonString(obj, "new_role", &e.new_role));
+      if (e.new_role.empty()) return JsonFieldError("new_role", "must not be empty");
+    } else {
+      return JsonFieldError("type", "is not joined, left, email_changed or role_changed");
+    }
+    if (e.team.empty() || e.user.empty() || e.role.empty()) return InvalidArgument("team, user and role must not be empty");
+    return Status::Ok();
+  }
+  if (kind == "team") {
+    out->kind = DomainRecord::Kind::kTeam;
+    RETURN_IF_ERROR(RequiredJsonString(obj, "team", &out->team.team));
+    if (out->team.team.empty()) return JsonFieldError("team", "must not be empty");
+    out->team.domains.clear();
+    simdjson::dom::array arr;
+    if (obj["domains"].get_array().get(arr) != simdjson::SUCCESS) return JsonFieldError("domains", "is missing or not an array");
+    for (simdjson::dom::element d : arr) {
+      std::string_view s;
+      if (d.get_string().get(s) != simdjson::SUCCESS || s.empty()) return JsonFieldError("domains", "holds a non-string or empty value");
+      std::string domain(s);
+      for (char& c : domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out->team.domains.push_back(std::move(domain));
+    }
+    return Status::Ok();
+  }
+  return JsonFieldError("kind", "is not user, event or team");
+}
+
+Status ParseDomainRecord(std::string_view line, DomainRecord* out) {
+  RETURN_IF_ERROR(ParseDomainRecordFields(line, out));
+  auto nul = [](std::initializer_list<std::string_view> fields) {
+    for (std::string_view f : fields) {
+      if (f.find('\0') != std::string_view::npos) return true;
+    }
+    return false;
+  };
+  const bool bad = nul({out->user.team, out->user.user, out->user.email, out->user.role, out->event.team,
+                        out->event.user, out->event.email, out->event.new_email, out->event.role, out->event.new_role,
+                        out->team.team}) ||
+                   std::any_of(out->team.domains.begin(), out->team.domains.end(),
+                               [](const std::string& d) { return d.find('\0') != std::string::npos; });
+  if (bad) return InvalidArgument("a field contains NUL");
+  return Status::Ok();
+}
+
+std::string DomainRecordJson(const DomainRecord& r) {
+  std::string s;
+  auto field = [&](const char* name, std::string_view v) {
+    s += ",\"";
+    s += name;
+    s += "\":";
+    AppendJsonString(&s, v);
+  };
+  switch (r.kind) {
+    case DomainRecord::Kind::kUser:
+      s = "{\"kind\":\"user\"";
+      field("team", r.user.team);
+      field("user", r.user.user);
+      field("email", r.user.email);
+      field("role", r.user.role);
+      s += ",\"active\":";
+      s += r.user.active ? "true" : "false";
+      s += ",\"version\":" + std::to_string(r.user.version);
+      break;
+    case DomainRecord::Kind::kEvent:
+      s = "{\"kind\":\"event\"";
+      field("id", r.event.id);
+      field("type", TypeName(r.event.type));
+      field("team", r.event.team);
+      field("user", r.event.user);
+      field("email", r.event.email);
+      field("role", r.event.role);
+      if (r.event.type == DomainEventType::kEmailChanged) field("new_email", r.event.new_email);
+      if (r.event.type == DomainEventType::kRoleChanged) field("new_role", r.event.new_role);
+      break;
+    case DomainRecord::Kind::kTeam:
+      s = "{\"kind\":\"team\"";
+      field("team", r.team.team);
+      s += ",\"domains\":[";
+      for (size_t i = 0; i < r.team.domains.size(); ++i) {
+        if (i) s += ',';
+        AppendJsonString(&s, r.team.domains[i]);
+      }
+      s += ']';
+      break;
+  }
+  return s + "}";
+}
+
+StatusOr<std::unique_ptr<DomainCounts>> DomainCounts::Open(const DomainCountsOptions& options) {
+  if (options.path.empty()) return InvalidArgument("domain counts: empty path");
+  if (!(options.healer_sample_rate >= 0 && options.healer_sample_rate <= 1)) {
+    return InvalidArgument("domain counts: healer_sample_rate must be in [0, 1]");
+  }
+  std::unique_ptr<DomainCounts> d(new DomainCounts(options));
+  RowStoreOptions ro;
+  ro.path = options.path;
+  ro.families = {"dc_user", "dc_member", "dc_team"};
+  ro.sync = options.sync;
+  ro.env = options.env;
+  ASSIGN_OR_RETURN(d->store_, RowStore::Open(ro));
+  d->user_ = d->store_->family("dc_user");
+  d->member_ = d->store_->family("dc_member");
+  d->team_ = d->store_->family("dc_team");
+  if (options.healer_thread) d->healer_ = std::thread([p = d.get()] { p->HealerLoop(); });
+  return d;
+}
+
+DomainCounts::~DomainCounts() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (healer_.joinable()) healer_.join();
+}
+
+Status DomainCounts::Apply(std::span<const DomainRecord> records) {
+  RowBatch batch;
+  // The users this call changed, as it left them (a later record of the same user reads these).
+  std::map<std::string, std::optional<StoredUser>> users;
+  std::vector<std::pair<DomainKey, std::string>> touched;  // key, the event id that touched it
+  auto add = [&](const DomainEvent& e, const std::string& domain, const std::string& role, int64_t delta) {
+    DomainKey k{e.team, domain, role};
+    batch.AddCounter(CounterName(k), delta);
+    touched.emplace_back(std::move(k), e.id);
+  };
+  for (const DomainRecord& r : records) {
+    switch (r.kind) {
+      case DomainRecord::Kind::kUser: {
+        const UserRow& u = r.user;
+        RETURN_IF_ERROR(CheckPart("team", u.team));
+        RETURN_IF_ERROR(CheckPart("user", u.user));
+        RETURN_IF_ERROR(CheckPart("role", u.role));
+        RETURN_IF_ERROR(CheckPart("email domain", DomainOf(u.email)));
+        const std::string row = Join(u.team, u.user);
+        auto it = users.find(row);
+        if (it == users.end()) {
+          std::string raw;
+          Status s = store_->Get(user_, row, "", &raw);
+          std::optional<StoredUser> old;
+          if (s.ok()) {
+            old.emplace();
+            if (!DecodeUser(raw, &*old)) return Corruption("domain counts: malformed user row");
+          } else if (s.code() != StatusCode::kNotFound) {
+            return s;
+          }
+          it = users.emplace(row, std::move(old)).first;
+        }
+        std::optional<StoredUser>& cur = it->second;
+        if (cur && cur->version >= u.version) break;  // older or the same: the row has it
+        if (cur && cur->active) batch.Delete(member_, IndexRow({u.team, cur->domain, cur->role}), u.user);
+        StoredUser next{u.version, u.active, DomainOf(u.email), u.role};
+        if (next.active) batch.Put(member_, IndexRow({u.team, next.domain, next.role}), u.user, "");
+        batch.Put(user_, row, "", EncodeUser(u));
+        cur = std::move(next);
+        break;
+      }
+      case DomainRecord::Kind::kEvent: {
+        const DomainEvent& e = r.event;
+        RETURN_IF_ERROR(CheckPart("team", e.team));
+        RETURN_IF_ERROR(CheckPart("role", e.role));
+        const std::string domain = DomainOf(e.email);
+        RETURN_IF_ERROR(CheckPart("email domain", domain));
+        switch (e.type) {
+          case DomainEventType::kJoined: add(e, domain, e.role, +1); break;
+          case DomainEventType::kLeft: add(e, domain, e.role, -1); break;
+          case DomainEventType::kEmailChanged: {
+            const std::string to = DomainOf(e.new_email);
+            RETURN_IF_ERROR(CheckPart("new email domain", to));
+            add(e, domain, e.role, -1);
+            add(e, to, e.role, +1);
+            break;
+          }
+          case DomainEventType::kRoleChanged:
+            RETURN_IF_ERROR(CheckPart("new role", e.new_role));
+            add(e, domain, e.role, -1);
+            add(e, domain, e.new_role, +1);
+            break;
+        }
+        break;
+      }
+      case DomainRecord::Kind::kTeam: {
+        RETURN_IF_ERROR(CheckPart("team", r.team.team));
+        RETURN_IF_ERROR(store_->ScanRow(team_, r.team.team, [&](std::string_view d, std::string_view) {
+          batch.Delete(team_, r.team.team, d);
+          return true;
+        }));
+        for (const std::string& d : r.team.domains) {
+          RETURN_IF_ERROR(CheckPart("domain", d));
+          batch.Put(team_, r.team.team, d, "");
+        }
+        break;
+      }
+    }
+  }
+  RETURN_IF_ERROR(store_->Write(batch));
+  for (const auto& [key, event_id] : touched) {
+    if (store_->Counter(CounterName(key)) < 0) {
+      Enqueue(key, /*negative=*/true);
+    } else if (Sampled(event_id, key, options_.healer_sample_rate)) {
+      Enqueue(key, /*negative=*/false);
+    }
+  }
+  return Status::Ok();
+}
+
+void DomainCounts::Enqueue(const DomainKey& key, bool negative) {
+  {
+    std::lock_guard lock(mu_);
+    if (!queued_.insert(key).second) return;
+    queue_.push_back(key);
+    ++(negative ? report_.negative_triggers : report_.sampled_triggers);
+  }
+  cv_.notify_all();
+}
+
+void DomainCounts::HealerLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    DomainKey key = std::move(queue_.front());
+    queue_.pop_front();
+    queued_.erase(key);
+    healing_ = true;
+    lock.unlock();
+    StatusOr<int64_t> r = Heal(key);
+    lock.lock();
+    healing_ = false;
+    if (!r.ok() && heal_error_.ok()) heal_error_ = r.status();
+    cv_.notify_all();
+  }
+}
+
+StatusOr<int64_t> DomainCounts::Heal(const DomainKey& key) {
+  std::lock_guard heal_lock(heal_mu_);
+  const auto start = std::chrono::steady_clock::now();
+  const std::unique_ptr<RowSnapshot> snap = store_->NewSnapshot();
+  int64_t users = 0;
+  RETURN_IF_ERROR(snap->ScanRow(member_, IndexRow(key), [&](std::string_view, std::string_view) {
+    ++users;
+    return true;
+  }));
+  const std::string name = CounterName(key);
+  ASSIGN_OR_RETURN(const int64_t counted, snap->Counter(name));
+  const int64_t diff = users - counted;
+  if (diff != 0) {
+    RowBatch b;
+    b.AddCounter(name, diff);  // relative: what landed since the snapshot stays counted
+    RETURN_IF_ERROR(store_->Write(b));
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard lock(mu_);
+  ++report_.keys_checked;
+  report_.keys_healed += diff != 0;
+  report_.corrections += static_cast<uint64_t>(diff < 0 ? -diff : diff);
+  report_.net_correction += diff;
+  report_.cells_scanned += static_cast<uint64_t>(users);
+  report_.seconds += seconds;
+  return diff;
+}
+
+Status DomainCounts::HealAll() {
+  ASSIGN_OR_RETURN(auto all, AllCounts());
+  for (const auto& [key, count] : all) RETURN_IF_ERROR(Heal(key).status());
+  return Status::Ok();
+}
+
+Status DomainCounts::DrainHealer() {
+  if (!healer_.joinable()) {
+    for (;;) {
+      DomainKey key;
+      {
+        std::lock_guard lock(mu_);
+        if (queue_.empty()) break;
+        key = std::move(queue_.front());
+        queue_.pop_front();
+        queued_.erase(key);
+      }
+      RETURN_IF_ERROR(Heal(key).status());
+    }
+  }
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return queue_.empty() && !healing_; });
+  return heal_error_;
+}
+
+HealerReport DomainCounts::healer_report() const {
+  std::lock_guard lock(mu_);
+  return report_;
+}
+
+int64_t DomainCounts::Count(const DomainKey& key) const { return store_->Counter(CounterName(key)); }
+
+std::vector<std::pair<DomainKey, int64_t>> DomainCounts::TeamCounts(std::string_view team) const {
+  std::vector<std::pair<DomainKey, int64_t>> out;
+  std::string prefix(kCounterPrefix);
+  prefix.append(team).push_back('\0');
+  store_->ScanCounters(prefix, [&](std::string_view name, int64_t v) {
+    DomainKey k;
+    if (SplitKey(name.substr(kCounterPrefix.size()), &k)) out.emplace_back(std::move(k), v);
+    return true;
+  });
+  return out;
+}
+
+StatusOr<std::vector<std::pair<DomainKey, int64_t>>> DomainCounts::AllCounts() const {
+  std::set<DomainKey> keys;
+  store_->ScanCounters(kCounterPrefix, [&](std::string_view name, int64_t) {
+    DomainKey k;
+    if (SplitKey(name.substr(kCounterPrefix.size()), &k)) keys.insert(std::move(k));
+    return true;
+  });
+  std::string last;
+  Status bad;
+  RETURN_IF_ERROR(store_->ScanFamily(member_, [&](std::string_view row, std::string_view, std::string_view) {
+    if (row == last) return true;
+    last = row;
+    DomainKey k;
+    if (!SplitKey(row, &k)) {
+      bad = Corruption("domain counts: malformed index row");
+      return false;
+    }
+    keys.insert(std::move(k));
+    return true;
+  }));
+  RETURN_IF_ERROR(bad);
+  std::vector<std::pair<DomainKey, int64_t>> out;
+  out.reserve(keys.size());
+  for (const DomainKey& k : keys) out.emplace_back(k, Count(k));
+  return out;
+}
+
+StatusOr<int64_t> DomainCounts::TrueCount(const DomainKey& key) const {
+  int64_t n = 0;
+  RETURN_IF_ERROR(store_->ScanRow(member_, IndexRow(key), [&](std::string_view, std::string_view) {
+    ++n;
+    return true;
+  }));
+  return n;
+}
+
+StatusOr<TeamSettings> DomainCounts::Team(std::string_view team) const {
+  TeamSettings t;
+  t.team = team;
+  RETURN_IF_ERROR(store_->ScanRow(team_, team, [&](std::string_view d, std::string_view) {
+    t.domains.emplace_back(d);
+    return true;
+  }));
+  return t;
+}
+
+std::optional<Classification> ClassifyByContext(const TeamSettings& team, std::string_view inviter,
+                                                std::string_view invitee, const pb::EmailConfig& config) {
+  const std::string domain = DomainOf(invitee);
+  if (std::find(team.domains.begin(), team.domains.end(), domain) != team.domains.end()) {
+    return Classification{true, "the invitee's domain is one of the team's own", 0, 0, 0};
+  }
+  const bool is_public = std::find(config.domain_public().begin(), config.domain_public().end(), domain) !=
+                         config.domain_public().end();
+  if (!is_public && domain == DomainOf(inviter)) {
+    return Classification{true, "the invitee's domain is the inviter's", 0, 0, 0};
+  }
+  return std::nullopt;
+}
+
+StatusOr<Classification> DomainCounts::Classify(const TeamSettings& team, std::string_view inviter,
+                                                std::string_view invitee, const pb::EmailConfig& config) const {
+  const std::string domain = DomainOf(invitee);
+  if (domain.empty()) return InvalidArgument("invitee is not an email address");
+  if (DomainOf(inviter).empty()) return InvalidArgument("inviter is not an email address");
+  if (auto c = ClassifyByContext(team, inviter, invitee, config)) return *c;
+  const std::unordered_set<std::string> member_roles(config.domain_member_roles().begin(),
+                                                     config.domain_member_roles().end());
+  Classification c;
+  for (const auto& [key, raw] : TeamCounts(team.team)) {
+    const int64_t n = std::max<int64_t>(raw, 0);  // a drifted negative count until healed
+    const bool member = member_roles.count(key.role) > 0;
+    if (member) c.team_members += n;
+    if (key.domain != domain) continue;
+    (member ? c.members : c.guests) += n;
+  }
+  char why[200];
+  if (c.members < static_cast<int64_t>(config.domain_internal_min_members())) {
+    std::snprintf(why, sizeof why, "%lld full members on the domain, fewer than %u", static_cast<long long>(c.members),
+                  config.domain_internal_min_members());
+  } else if (static_cast<double>(c.members) < config.domain_internal_min_member_share() * static_cast<double>(c.members + c.guests)) {
+    std::snprintf(why, sizeof why, "full members are %.3f of the domain's users, under %.3f",
+                  static_cast<double>(c.members) / static_cast<double>(c.members + c.guests),
+                  config.domain_internal_min_member_share());
+  } else if (static_cast<double>(c.members) < config.domain_internal_min_team_share() * static_cast<double>(c.team_members)) {
+    std::snprintf(why, sizeof why, "the domain holds %.3f of the team's full members, under %.3f",
+                  static_cast<double>(c.members) / static_cast<double>(c.team_members),
+                  config.domain_internal_min_team_share());
+  } else {
+    c.internal = true;
+    std::snprintf(why, sizeof why, "%lld full members on the domain (%.3f of its users, %.3f of the team's)",
+                  static_cast<long long>(c.members),
+                  static_cast<double>(c.members) / static_cast<double>(c.members + c.guests),
+                  static_cast<double>(c.members) / static_cast<double>(std::max<int64_t>(c.team_members, 1)));
+  }
+  c.reason = why;
+  return c;
+}
+
+}  // namespace neardup::email

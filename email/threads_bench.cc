@@ -1,0 +1,213 @@
+#include "email/threads_bench.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+#include <unordered_map>
+
+#include "email/mail_gen.h"
+#include "email/thread_weaver.h"
+
+namespace neardup::email {
+namespace {
+
+double Since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The process's user + system CPU seconds so far.
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+// Union-find over thread keys; a Message-ID joins the threads it appears in unless it appears in
+// more than `cap` of them.
+std::unordered_map<std::string, std::vector<std::string>> OracleComponents(const std::vector<ThreadEmail>& emails,
+                                                                           uint32_t cap) {
+  std::unordered_map<std::string, size_t> id;
+  std::vector<size_t> parent;
+  auto node = [&](const std::string& k) {
+    auto [it, fresh] = id.emplace(k, parent.size());
+    if (fresh) parent.push_back(parent.size());
+    return it->second;
+  };
+  auto find = [&](size_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  std::unordered_map<std::string, std::vector<size_t>> by_message;
+  for (const ThreadEmail& e : emails) {
+    const size_t t = node(ThreadKey(e.gid, e.thread));
+    if (!e.message_id.empty()) by_message[e.message_id].push_back(t);
+  }
+  for (auto& [msg, threads] : by_message) {
+    std::sort(threads.begin(), threads.end());
+    threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+    if (threads.size() > cap) continue;
+    for (size_t t : threads) parent[find(t)] = find(threads[0]);
+  }
+  std::unordered_map<size_t, std::vector<std::string>> groups;
+  for (const auto& [k, n] : id) groups[find(n)].push_back(k);
+  std::unordered_map<std::string, std::vector<std::string>> out;
+  for (auto& [root, members] : groups) {
+    std::sort(members.begin(), members.end());
+    for (const std::string& k : members) out[k] = members;
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<ThreadsBenchReport> RunThreadsBench(const ThreadsBenchOptions& o) {
+  if (o.writers == 0 || o.readers == 0 || o.sync_every == 0) return InvalidArgument("bench email-threads: writers, readers and sync_every must be at least 1");
+  MailGenOptions g;
+  g.emails = o.emails;
+  g.seed = o.seed;
+  g.reused_message_id_share = o.reused_message_id_share;
+  g.teams = 200;
+  const std::vector<ThreadEmail> emails = GenerateMailboxes(g);
+  std::error_code ec;
+  std::filesystem::remove_all(o.dir, ec);
+  ThreadsBenchReport r;
+  {
+    ThreadWeaverOptions wo;
+    wo.path = o.dir;
+    wo.spam_cap = o.spam_cap;
+    ASSIGN_OR_RETURN(std::unique_ptr<ThreadWeaver> w, ThreadWeaver::Open(wo));
+    std::vector<Status> errors(o.writers);
+    const double c0 = CpuSeconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (uint32_t k = 0; k < o.writers; ++k) {
+      threads.emplace_back([&, k] {
+        uint64_t since_sync = 0;
+        for (size_t i = k; i < emails.size(); i += o.writers) {
+          if (Status s = w->Add(emails[i]); !s.ok()) {
+            errors[k] = s;
+            return;
+          }
+          if (++since_sync == o.sync_every) {
+            since_sync = 0;
+            if (Status s = w->Sync(); !s.ok()) {
+              errors[k] = s;
+              return;
+            }
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const Status& s : errors) RETURN_IF_ERROR(s);
+    RETURN_IF_ERROR(w->Sync());
+    r.write_seconds = Since(t0);
+    r.write_cpu_seconds = CpuSeconds() - c0;
+    r.emails = emails.size();
+    r.merges = w->stats().merges;
+
+    std::vector<std::pair<std::string, std::string>> keys;  // (gid, thread), each thread once
+    {
+      std::unordered_map<std::string, bool> seen;
+      for (const ThreadEmail& e : emails) {
+        if (seen.emplace(ThreadKey(e.gid, e.thread), true).second) keys.emplace_back(e.gid, e.thread);
+      }
+    }
+    r.threads = keys.size();
+    std::vector<UnifiedThread> answers(keys.size());
+    std::vector<Status> read_errors(o.readers);
+    const double c1 = CpuSeconds();
+    const auto t1 = std::chrono::steady_clock::now();
+    threads.clear();
+    for (uint32_t k = 0; k < o.readers; ++k) {
+      threads.emplace_back([&, k] {
+        for (size_t i = k; i < keys.size(); i += o.readers) {
+          auto u = w->Lookup(keys[i].first, keys[i].second);
+          if (!u.ok()) {
+            read_errors[k] = u.status();
+            return;
+          }
+          answers[i] = std::move(*u);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    r.read_seconds = Since(t1);
+    r.read_cpu_seconds = CpuSeconds() - c1;
+    for (const Status& s : read_errors) RETURN_IF_ERROR(s);
+    const auto oracle = OracleComponents(emails, o.spam_cap);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const auto it = oracle.find(ThreadKey(keys[i].first, keys[i].second));
+      r.spam_lookups += answers[i].spam > 0;
+      if (!answers[i].known || it == oracle.end() || it->second != answers[i].threads) ++r.mismatches;
+    }
+    r.disk_bytes = w->store().DiskBytes();
+  }
+  std::filesystem::remove_all(o.dir, ec);
+  return r;
+}
+
+StatusOr<DomainsBenchReport> RunDomainsBench(const DomainsBenchOptions& o) {
+  if (o.batch == 0) return InvalidArgument("bench email-threads: batch must be at least 1");
+  UserEventGenOptions g;
+  g.seed = o.seed;
+  g.changes = o.changes;
+  g.teams = o.teams;
+  g.duplicate_rate = o.duplicate_rate;
+  g.drop_rate = o.drop_rate;
+  g.reorder_rate = o.reorder_rate;
+  const UserEventStream s = GenerateUserEvents(g);
+  std::error_code ec;
+  std::filesystem::remove_all(o.dir, ec);
+  DomainsBenchReport r;
+  r.records = s.records.size();
+  r.duplicated = s.duplicated;
+  r.dropped = s.dropped;
+  r.reordered = s.reordered;
+  for (const DomainRecord& x : s.records) r.events += x.kind == DomainRecord::Kind::kEvent;
+  {
+    DomainCountsOptions d;
+    d.path = o.dir;
+    d.healer_sample_rate = o.healer_sample_rate;
+    ASSIGN_OR_RETURN(std::unique_ptr<DomainCounts> counts, DomainCounts::Open(d));
+    const double c0 = CpuSeconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < s.records.size(); i += o.batch) {
+      RETURN_IF_ERROR(counts->Apply(std::span(s.records).subspan(i, std::min(o.batch, s.records.size() - i))));
+    }
+    r.ingest_seconds = Since(t0);
+    r.ingest_cpu_seconds = CpuSeconds() - c0;
+    RETURN_IF_ERROR(counts->DrainHealer());
+    r.during = counts->healer_report();
+    std::map<DomainKey, int64_t> truth(s.truth.begin(), s.truth.end());
+    ASSIGN_OR_RETURN(auto before, counts->AllCounts());
+    r.keys = before.size();
+    for (const auto& [k, v] : before) {
+      const auto it = truth.find(k);
+      r.drifted_before_sweep += v != (it == truth.end() ? 0 : it->second);
+    }
+    RETURN_IF_ERROR(counts->HealAll());
+    const HealerReport after = counts->healer_report();
+    r.sweep.keys_checked = after.keys_checked - r.during.keys_checked;
+    r.sweep.keys_healed = after.keys_healed - r.during.keys_healed;
+    r.sweep.corrections = after.corrections - r.during.corrections;
+    r.sweep.net_correction = after.net_correction - r.during.net_correction;
+    r.sweep.cells_scanned = after.cells_scanned - r.during.cells_scanned;
+    r.sweep.seconds = after.seconds - r.during.seconds;
+    ASSIGN_OR_RETURN(auto all, counts->AllCounts());
+    for (const auto& [k, v] : all) {
+      const auto it = truth.find(k);
+      r.wrong_after_sweep += v != (it == truth.end() ? 0 : it->second);
+    }
+  }
+  std::filesystem::remove_all(o.dir, ec);
+  return r;
+}
+
+}  // namespace neardup::email
