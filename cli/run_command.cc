@@ -161,8 +161,29 @@ void RegisterCheckCommand(CLI::App& app, int* exit_code) {
                 (unsigned long long)r.pages, (unsigned long long)r.groups, (unsigned long long)r.multi_groups,
                 (unsigned long long)r.members, (unsigned long long)r.redirects, (unsigned long long)r.redirect_cycles);
     for (const std::string& v : r.violations) std::printf("violation: %s\n", v.c_str());
-    std::printf("%llu violations\n", (unsigned long long)r.violation_count);
-    *exit_code = r.violation_count == 0 ? 0 : 1;
+    uint64_t violations = r.violation_count;
+    gs->reset();
+    // Where the pages are: each on exactly the shard the served map gives its cell.
+    if (std::filesystem::exists(*store + "/map.pb") || std::filesystem::exists(*store + "/map-next.pb")) {
+      auto p = pipeline::CheckPlacement(pipeline::StoreLayout{*store}, ConfigDefaults());
+      if (!p.ok()) { *exit_code = Fail(p.status()); return; }
+      std::printf("map version %llu, pages with signatures %llu, pages per shard:", (unsigned long long)p->map_generation,
+                  (unsigned long long)p->pages);
+      for (uint64_t n : p->shard_pages) std::printf(" %llu", (unsigned long long)n);
+      std::printf("\nimbalance %.4f (map planned %.4f, drift %+.4f), per shard:", p->imbalance, p->planned_imbalance,
+                  p->drift);
+      for (double f : p->shard_factor) std::printf(" %.3f", f);
+      std::printf("\n");
+      const double hint = ConfigDefaults().pipeline().rebalance_imbalance();
+      if (p->imbalance > hint) {
+        spdlog::warn("store {}: shard imbalance {:.3f} is past {:.2f} (pipeline.rebalance_imbalance): a rebalance would "
+                     "help (neardup rebalance --store {})", *store, p->imbalance, hint, *store);
+      }
+      for (const std::string& v : p->violations) std::printf("violation: %s\n", v.c_str());
+      violations += p->violation_count;
+    }
+    std::printf("%llu violations\n", (unsigned long long)violations);
+    *exit_code = violations == 0 ? 0 : 1;
   });
 }
 
