@@ -191,6 +191,7 @@ int RunStoreRebalance(const RebalanceArgs& a) {
     auto calls = std::make_shared<uint64_t>(0);
     o.on_step = [at, calls](uint64_t) {
       if (++*calls == at) std::raise(SIGKILL);
+      return true;
     };
   }
   auto r = pipeline::RebalanceStore(o);

@@ -45,6 +45,7 @@ class StoreSignatures : public tier1::SignatureSource {
 // Opens a stopped run's store for reading only (nothing in it changes): its group store, map and
 // shards, with the store's own parameters applied to *opts (a parameter given otherwise is refused).
 struct ReadOnlyStore {
+  uint64_t map_version = 0;  // the generation of the map the store serves
   std::unique_ptr<tier1::GroupStore> groups;
   std::unique_ptr<StoreSignatures> signatures;
 };
@@ -58,6 +59,7 @@ StatusOr<ReadOnlyStore> OpenStoreForQueries(const std::string& dir, ResolvedOpti
   so.read_only = true;
   ASSIGN_OR_RETURN(std::unique_ptr<pipeline::ShardSet> shards, pipeline::OpenLocalShardSet(so));
   ReadOnlyStore out;
+  out.map_version = opened.map->proto().generation();
   out.groups = std::move(opened.groups);
   out.signatures = std::make_unique<StoreSignatures>(std::move(*opened.map), std::move(shards));
   return out;
@@ -253,7 +255,8 @@ void RegisterStatusCommand(CLI::App& app, int* exit_code) {
       if (ans.verified && !ans.redirect) AppendJsonField(&out, "similarity_to_winner", ans.similarity_to_winner);
       out += ans.verified ? ",\"verified\":true" : ",\"verified\":false";
       if (ans.redirect) out += ",\"redirect\":true";
-      out += current != nullptr ? ",\"content\":\"given\"}\n" : ",\"content\":\"stored\"}\n";
+      out += current != nullptr ? ",\"content\":\"given\"" : ",\"content\":\"stored\"";
+      out += ",\"map_version\":" + std::to_string(opened->map_version) + "}\n";
       std::fputs(out.c_str(), stdout);
       return Status::Ok();
     };

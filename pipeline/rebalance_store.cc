@@ -100,7 +100,7 @@ class Mover {
  public:
   Mover(const StoreLayout& layout, tier1::GroupStore* groups, ShardSet* shards, const pb::MoveJournal& j,
         const partitioner::PartitionMap& before, const partitioner::PartitionMap& after, uint64_t sequence,
-        uint32_t batch_pages, const std::function<void(uint64_t)>& on_step, StoreRebalanceReport* report)
+        uint32_t batch_pages, const std::function<bool(uint64_t)>& on_step, StoreRebalanceReport* report)
       : layout_(layout), groups_(groups), shards_(shards), j_(j), before_(before), after_(after), sequence_(sequence),
         batch_pages_(batch_pages), on_step_(on_step), report_(report) {}
 
@@ -115,9 +115,10 @@ class Mover {
   }
 
  private:
-  void Step() {
+  Status Step() {
     ++step_;
-    if (on_step_) on_step_(step_);
+    if (on_step_ && !on_step_(step_)) return Unavailable(fmt::format("move: stopped after step {} (a later rebalance or run finishes it)", step_));
+    return Status::Ok();
   }
 
   // Step 2: each destination takes its incoming pages, read from their source shard.
@@ -132,8 +133,7 @@ class Mover {
       for (size_t i = 0; i < pages.size(); ++i) pages[i] = {&p.sigs[i], /*home=*/true, /*validated=*/true};
       RETURN_IF_ERROR(WriteStep(shards_, to, pages, {}, sequence_));
       p.sigs.clear();
-      Step();
-      return Status::Ok();
+      return Step();
     };
     const Status scanned = ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
       if (cell >= before_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
@@ -174,8 +174,7 @@ class Mover {
     b.Put(groups_->meta_family(), kJournalRow, "", j_.SerializeAsString());
     RETURN_IF_ERROR(groups_->rows().Write(b));
     RETURN_IF_ERROR(groups_->rows().WaitForWrites());
-    Step();
-    return Status::Ok();
+    return Step();
   }
 
   // Step 4: map-next.pb becomes map.pb; the sources drop what left them.
@@ -184,15 +183,14 @@ class Mover {
       std::error_code ec;
       fs::rename(MapNext(layout_), layout_.map(), ec);
       if (ec) return IoError("move: cannot rename " + MapNext(layout_) + " to " + layout_.map() + ": " + ec.message());
-      Step();
+      RETURN_IF_ERROR(Step());
     }
     std::map<uint32_t, std::vector<std::string>> removed;
     auto flush = [&](uint32_t from, std::vector<std::string>& urls) -> Status {
       if (urls.empty()) return Status::Ok();
       RETURN_IF_ERROR(WriteStep(shards_, from, {}, urls, sequence_));
       urls.clear();
-      Step();
-      return Status::Ok();
+      return Step();
     };
     const Status scanned = ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
       if (cell >= before_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
@@ -216,7 +214,7 @@ class Mover {
   const partitioner::PartitionMap& after_;
   uint64_t sequence_;
   uint32_t batch_pages_;
-  const std::function<void(uint64_t)>& on_step_;
+  const std::function<bool(uint64_t)>& on_step_;
   StoreRebalanceReport* report_;
   uint64_t step_ = 0;
 };
@@ -260,6 +258,15 @@ StatusOr<partitioner::PartitionMap> LoadServedMap(const StoreLayout& layout, con
   return LoadByDigest({layout.map(), MapNext(layout)}, params.map_digest(), "store " + layout.dir);
 }
 
+StatusOr<std::pair<partitioner::PartitionMap, partitioner::PartitionMap>> LoadMoveMaps(const StoreLayout& layout,
+                                                                                      const pb::MoveJournal& j) {
+  ASSIGN_OR_RETURN(partitioner::PartitionMap before,
+                   LoadByDigest({MapPrev(layout), layout.map()}, j.digest_before(), "move journal's old map"));
+  ASSIGN_OR_RETURN(partitioner::PartitionMap after,
+                   LoadByDigest({MapNext(layout), layout.map()}, j.digest_after(), "move journal's new map"));
+  return std::make_pair(std::move(before), std::move(after));
+}
+
 double PlannedImbalance(const partitioner::PartitionMap& map) {
   const auto& w = map.proto().cell_weight();
   if (w.empty()) return 1;
@@ -270,7 +277,7 @@ double PlannedImbalance(const partitioner::PartitionMap& map) {
 
 Status FinishInterruptedMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::NeardupConfig& config,
                              const ShardSetOpener& open, bool* finished, StoreRebalanceReport* report,
-                             const std::function<void(uint64_t)>& on_step) {
+                             const std::function<bool(uint64_t)>& on_step) {
   *finished = false;
   auto journal = ReadMoveJournal(*groups);
   if (journal.status().code() == StatusCode::kNotFound) {
@@ -281,10 +288,9 @@ Status FinishInterruptedMove(const StoreLayout& layout, tier1::GroupStore* group
   }
   RETURN_IF_ERROR(journal.status());
   const pb::MoveJournal& j = *journal;
-  ASSIGN_OR_RETURN(partitioner::PartitionMap before,
-                   LoadByDigest({MapPrev(layout), layout.map()}, j.digest_before(), "move journal's old map"));
-  ASSIGN_OR_RETURN(partitioner::PartitionMap after,
-                   LoadByDigest({MapNext(layout), layout.map()}, j.digest_after(), "move journal's new map"));
+  ASSIGN_OR_RETURN(auto maps, LoadMoveMaps(layout, j));
+  const partitioner::PartitionMap& before = maps.first;
+  const partitioner::PartitionMap& after = maps.second;
   ASSIGN_OR_RETURN(uint64_t sequence, CommittedBatches(*groups));
   spdlog::info("rebalance: move of store {} from map generation {} to {}: {}", layout.dir,
                j.generation_before(), j.generation_after(),
@@ -458,7 +464,7 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
   b.Put(groups->meta_family(), kJournalRow, "", j.SerializeAsString());
   RETURN_IF_ERROR(groups->rows().Write(b));
   RETURN_IF_ERROR(groups->rows().WaitForWrites());
-  if (o.on_step) o.on_step(0);
+  if (o.on_step && !o.on_step(0)) return Unavailable("move: stopped after writing its journal (a later rebalance or run finishes it)");
   spdlog::info("rebalance: moving {} cells ({} pages) of store {}: map generation {} -> {}, {} -> {} shards",
                report.moves.size(), report.planned_pages, o.dir, j.generation_before(), j.generation_after(),
                j.shards_before(), j.shards_after());

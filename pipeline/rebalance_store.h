@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -51,9 +52,10 @@ struct StoreRebalanceOptions {
   double sample_rate = 0.05;
   bool dry_run = false;           // plan and report only
   ShardSetOpener open_shards;     // empty: OpenLocalShardSet
-  // Called after each durable step of a move with its number (1, 2, ...): the crash test kills the
-  // process there.
-  std::function<void(uint64_t step)> on_step;
+  // Called after each durable step of a move (the journal written, each shard write, the flip, the
+  // rename), counting from 1 in each process. Returning false stops the move there, as a crash
+  // would (RebalanceStore then returns Unavailable); the crash test kills the process there instead.
+  std::function<bool(uint64_t step)> on_step;
 };
 
 struct StoreRebalanceReport {
@@ -88,7 +90,12 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& optio
 // null, gets the move's generations, shards and counts. Errors: as RebalanceStore's.
 Status FinishInterruptedMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::NeardupConfig& config,
                              const ShardSetOpener& open, bool* finished, StoreRebalanceReport* report = nullptr,
-                             const std::function<void(uint64_t)>& on_step = {});
+                             const std::function<bool(uint64_t)>& on_step = {});
+
+// The old and the new map of the move `journal` records (map-prev.pb or map.pb, and map-next.pb or
+// map.pb, each by its digest). Corruption when one is missing.
+StatusOr<std::pair<partitioner::PartitionMap, partitioner::PartitionMap>> LoadMoveMaps(const StoreLayout& layout,
+                                                                                      const pb::MoveJournal& journal);
 
 // The map a store serves: map.pb, or map-next.pb when a crash fell between the flip and its
 // rename: the one whose digest is the parameters'. Corruption when neither is.
