@@ -229,6 +229,7 @@ int RunStoreRebalance(const RebalanceArgs& a) {
        ",\"bytes_moved\":" + std::to_string(r->bytes_moved) + ",\"pages_planned\":" + std::to_string(r->planned_pages);
   AppendJsonField(&j, "pages_estimated", r->estimated_pages);
   AppendJsonField(&j, "seconds", r->seconds);
+  j += ",\"steps\":" + std::to_string(r->steps);
   j += std::string(",\"dry_run\":") + (a.dry_run ? "true" : "false") +
        ",\"resumed\":" + (r->resumed ? "true" : "false") + "}\n";
   std::fputs(j.c_str(), stdout);

@@ -117,6 +117,7 @@ class Mover {
  private:
   Status Step() {
     ++step_;
+    if (report_) ++report_->steps;
     if (on_step_ && !on_step_(step_)) return Unavailable(fmt::format("move: stopped after step {} (a later rebalance or run finishes it)", step_));
     return Status::Ok();
   }
@@ -464,6 +465,7 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
   b.Put(groups->meta_family(), kJournalRow, "", j.SerializeAsString());
   RETURN_IF_ERROR(groups->rows().Write(b));
   RETURN_IF_ERROR(groups->rows().WaitForWrites());
+  report.steps = 1;
   if (o.on_step && !o.on_step(0)) return Unavailable("move: stopped after writing its journal (a later rebalance or run finishes it)");
   spdlog::info("rebalance: moving {} cells ({} pages) of store {}: map generation {} -> {}, {} -> {} shards",
                report.moves.size(), report.planned_pages, o.dir, j.generation_before(), j.generation_after(),
@@ -475,6 +477,7 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
   report.pages_moved = moved.pages_moved;
   report.bytes_moved = moved.bytes_moved;
   report.planned_bytes = moved.bytes_moved;
+  report.steps += moved.steps;
   report.applied = true;
   report.seconds = seconds();
   return report;

@@ -75,6 +75,7 @@ struct StoreRebalanceReport {
   uint64_t planned_bytes = 0;     // their signature bytes, counted as they moved (0 on dry run)
   uint64_t pages_moved = 0;       // signatures copied to their new shard by this process
   uint64_t bytes_moved = 0;
+  uint64_t steps = 0;             // durable steps this process took (on_step's calls)
   double seconds = 0;
 };
 
