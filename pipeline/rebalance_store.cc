@@ -276,9 +276,13 @@ double PlannedImbalance(const partitioner::PartitionMap& map) {
   return partitioner::Imbalance(load);
 }
 
-Status FinishInterruptedMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::NeardupConfig& config,
-                             const ShardSetOpener& open, bool* finished, StoreRebalanceReport* report,
-                             const std::function<bool(uint64_t)>& on_step) {
+namespace {
+
+// FinishInterruptedMove with the shards already open (`shards`, taken over and closed before the
+// drained shards' directories go), or opened here (null).
+Status FinishMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::NeardupConfig& config,
+                  const ShardSetOpener& open, std::unique_ptr<ShardSet> shards, bool* finished,
+                  StoreRebalanceReport* report, const std::function<bool(uint64_t)>& on_step) {
   *finished = false;
   auto journal = ReadMoveJournal(*groups);
   if (journal.status().code() == StatusCode::kNotFound) {
@@ -296,13 +300,17 @@ Status FinishInterruptedMove(const StoreLayout& layout, tier1::GroupStore* group
   spdlog::info("rebalance: move of store {} from map generation {} to {}: {}", layout.dir,
                j.generation_before(), j.generation_after(),
                j.state() == pb::MoveJournal::COPY ? "copying to the new shards" : "flipped; dropping from the old shards");
+  const uint32_t count = std::max(j.shards_before(), j.shards_after());
+  if (shards == nullptr || shards->size() != count) {
+    shards.reset();
+    ASSIGN_OR_RETURN(shards, OpenShards(open, ShardOptionsFor(layout, config, count)));
+  }
   {
-    ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> shards,
-                     OpenShards(open, ShardOptionsFor(layout, config, std::max(j.shards_before(), j.shards_after()))));
     Mover mover(layout, groups, shards.get(), j, before, after, sequence, config.tier2().max_batch_pages() > 0
                 ? std::min<uint32_t>(config.tier2().max_batch_pages(), 10000) : 10000, on_step, report);
     RETURN_IF_ERROR(mover.Run());
   }
+  shards.reset();
   RETURN_IF_ERROR(EndMove(layout, groups, j));
   if (report != nullptr) {
     report->resumed = true;
@@ -314,6 +322,14 @@ Status FinishInterruptedMove(const StoreLayout& layout, tier1::GroupStore* group
   }
   *finished = true;
   return Status::Ok();
+}
+
+}  // namespace
+
+Status FinishInterruptedMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::NeardupConfig& config,
+                             const ShardSetOpener& open, bool* finished, StoreRebalanceReport* report,
+                             const std::function<bool(uint64_t)>& on_step) {
+  return FinishMove(layout, groups, config, open, nullptr, finished, report, on_step);
 }
 
 StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
@@ -374,45 +390,27 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
   if (shards_after > 1024) return InvalidArgument("--shards must be in 1..1024");
   ASSIGN_OR_RETURN(uint64_t sequence, CommittedBatches(*groups));
 
-  // Every shard holds every batch Tier 1 committed: else a batch's pages are not where Tier 1 says.
-  {
-    ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> shards, [&]() -> StatusOr<std::unique_ptr<ShardSet>> {
-      ShardSetOptions so = ShardOptionsFor(layout, config, map.shards());
-      so.read_only = true;
-      return OpenShards(o.open_shards, so);
-    }());
-    for (uint32_t m = 0; m < map.shards() && sequence > 0; ++m) {
-      ASSIGN_OR_RETURN(uint64_t seq, shards->CommittedBatch(m));
-      if (seq < sequence) {
-        return FailedPrecondition(fmt::format(
-            "store {}: shard {} has batch {} of {}: the last run was interrupted before its shards committed; run its "
-            "input again (neardup run) first",
-            o.dir, m, seq, sequence));
-      }
-    }
-  }
-
   // Cells weighed: every resident page counted, a sample of them (by URL hash) for the plan.
   std::vector<uint64_t> cell_pages(map.cells(), 0);
-  uint64_t resident = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> pages;  // (cell, URL hash) of every resident page: one scan
   RETURN_IF_ERROR(ForEachResident(*groups, [&](std::string_view url, uint32_t cell) -> Status {
     if (cell >= map.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
     ++cell_pages[cell];
-    ++resident;
+    pages.emplace_back(cell, UrlHash(url));
     return Status::Ok();
   }));
+  const uint64_t resident = pages.size();
   if (resident == 0) return FailedPrecondition("store " + o.dir + " holds no pages to rebalance");
   const double rate = std::min(1.0, std::max(o.sample_rate, 20000.0 / static_cast<double>(resident)));
   const uint64_t cut = rate >= 1 ? ~uint64_t{0} : static_cast<uint64_t>(rate * 18446744073709551615.0);
   std::vector<double> sample_w(map.cells(), 0.0);
   uint64_t sampled = 0;
-  RETURN_IF_ERROR(ForEachResident(*groups, [&](std::string_view url, uint32_t cell) -> Status {
-    if (UrlHash(url) <= cut) {
+  for (const auto& [cell, hash] : pages) {
+    if (hash <= cut) {
       sample_w[cell] += 1;
       ++sampled;
     }
-    return Status::Ok();
-  }));
+  }
   ASSIGN_OR_RETURN(partitioner::RebalanceResult plan,
                    partitioner::ReassignCells(map, sample_w, shards_after,
                                               {.max_move = o.max_move, .target_imbalance = o.target_imbalance}));
@@ -447,6 +445,22 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
     return report;
   }
 
+  // The shards, opened once for the move (new ones created). Every shard must hold every batch
+  // Tier 1 committed: else a batch's pages are not where Tier 1 says.
+  const uint32_t count = std::max(map.shards(), shards_after);
+  ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> shards, OpenShards(o.open_shards, ShardOptionsFor(layout, config, count)));
+  for (uint32_t m = 0; m < map.shards() && sequence > 0; ++m) {
+    ASSIGN_OR_RETURN(uint64_t seq, shards->CommittedBatch(m));
+    if (seq < sequence) {
+      shards.reset();
+      for (uint32_t added = map.shards(); added < count; ++added) fs::remove_all(layout.shard(added), ec);
+      return FailedPrecondition(fmt::format(
+          "store {}: shard {} has batch {} of {}: the last run was interrupted before its shards committed; run its "
+          "input again (neardup run) first",
+          o.dir, m, seq, sequence));
+    }
+  }
+
   // Step 1: both maps beside each other, then the journal.
   partitioner::PartitionMap next = plan.map;
   pb::MoveJournal j;
@@ -472,7 +486,7 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
                j.shards_before(), j.shards_after());
   StoreRebalanceReport moved;
   bool finished = false;
-  RETURN_IF_ERROR(FinishInterruptedMove(layout, groups.get(), config, o.open_shards, &finished, &moved, o.on_step));
+  RETURN_IF_ERROR(FinishMove(layout, groups.get(), config, o.open_shards, std::move(shards), &finished, &moved, o.on_step));
   report.generation_after = j.generation_after();
   report.pages_moved = moved.pages_moved;
   report.bytes_moved = moved.bytes_moved;
