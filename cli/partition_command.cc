@@ -355,7 +355,7 @@ void RegisterPartition(CLI::App& app, int* exit_code) {
       ->capture_default_str()->each([r](const std::string&) { r->sample_rate_given = true; });
   reb->add_option("--max-move", r->max_move, "share of pages cell reassignment may move")->capture_default_str();
   reb->add_option("--target-imbalance", r->target, "re-slice (--store: stop moving) when reassignment reaches this "
-                                                   "(--store: 1.10)")
+                                                   "(--store: 1.05)")
       ->capture_default_str()->each([r](const std::string&) { r->target_given = true; });
   AddSharedOptions(reb, &r->shared);
   reb->callback([r, exit_code] { *exit_code = RunRebalance(*r); });

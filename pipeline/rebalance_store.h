@@ -46,7 +46,7 @@ struct StoreRebalanceOptions {
   pb::NeardupConfig config;       // shard options and the group store's; the store's parameters rule
   uint32_t shards = 0;            // the shard count after the move; 0: as many as now
   double max_move = 0.1;          // share of resident pages moves and swaps may move
-  double target_imbalance = 1.10; // moves and swaps stop at this
+  double target_imbalance = 1.05; // moves and swaps stop at this (on the sample: headroom for 1.10 on all pages)
   // Share of resident pages (by URL hash) that weighs the cells; raised so that at least 20000
   // pages are sampled (all of a smaller store).
   double sample_rate = 0.05;
