@@ -26,6 +26,9 @@ void RegisterGenCrawl(CLI::App& app, int* exit_code) {
   cmd->add_option("--epoch", args->gen.epoch, "crawl epoch whose length mixture has drifted (see --length-drift)")->capture_default_str();
   cmd->add_option("--length-drift", args->gen.length_drift,
                   "per epoch: length spikes' weights x exp(+-d), body median x exp(d/2) (0 = no drift)")->capture_default_str();
+  cmd->add_option("--drift", args->gen.drift,
+                  "0..1: later pages of this crawl are longer (long first fetches drawn later, short ones earlier)")
+      ->capture_default_str();
   cmd->add_option("--gone-share", args->gen.gone_share,
                   "share of the recrawls that find the page gone (404/410), written as gone records")->capture_default_str();
   cmd->add_option("--shingle-k", args->gen.shingle_k, "k used for the truth file's jaccard_to_source")->capture_default_str();

@@ -12,6 +12,10 @@
 #include "partitioner/crawl_sample.h"
 #include "partitioner/map_builder.h"
 #include "partitioner/rebalance.h"
+#include "pipeline/rebalance_store.h"
+
+#include <csignal>
+#include <cstdlib>
 
 namespace neardup::cli {
 namespace {
@@ -160,9 +164,90 @@ struct RebalanceArgs {
   std::string map, input, out, plan, report = "-", resident;
   double sample_rate = 1.0, max_move = 0.1, target = 1.15;
   SharedOptions shared;
+  // The store form.
+  std::string store;
+  std::optional<uint32_t> shards;
+  bool dry_run = false;
+  bool sample_rate_given = false, target_given = false;
 };
 
+// neardup rebalance --store DIR: plans from the store's resident pages and moves whole cells
+// (pipeline/rebalance_store.h); the last stdout line is one JSON object.
+int RunStoreRebalance(const RebalanceArgs& a) {
+  auto shared = ResolveShared(a.shared);
+  if (!shared.ok()) return FailByCode(shared.status());
+  pipeline::StoreRebalanceOptions o;
+  o.dir = a.store;
+  o.config = shared->config;
+  o.shards = a.shards.value_or(0);
+  o.max_move = a.max_move;
+  o.dry_run = a.dry_run;
+  if (a.sample_rate_given) o.sample_rate = a.sample_rate;
+  if (a.target_given) o.target_imbalance = a.target;
+  // Crash tests: NEARDUP_REBALANCE_KILL_AT=K kills this process (SIGKILL) after the move's K-th
+  // durable step, as a crash there would.
+  if (const char* k = std::getenv("NEARDUP_REBALANCE_KILL_AT"); k != nullptr && *k != '\0') {
+    const uint64_t at = std::strtoull(k, nullptr, 10);
+    auto calls = std::make_shared<uint64_t>(0);
+    o.on_step = [at, calls](uint64_t) {
+      if (++*calls == at) std::raise(SIGKILL);
+      return true;
+    };
+  }
+  auto r = pipeline::RebalanceStore(o);
+  if (!r.ok()) return FailByCode(r.status());
+  auto list = [](const std::vector<uint64_t>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i > 0) s.push_back(' ');
+      s.append(std::to_string(v[i]));
+    }
+    return s;
+  };
+  if (r->resumed) {
+    std::printf("finished an interrupted move: map generation %llu -> %llu, %u -> %u shards\n",
+                (unsigned long long)r->generation_before, (unsigned long long)r->generation_after, r->shards_before,
+                r->shards_after);
+  } else {
+    std::printf("resident pages %llu (sampled %llu, rate %.4f); shards %u -> %u\n", (unsigned long long)r->resident_pages,
+                (unsigned long long)r->sampled_pages, r->sample_rate, r->shards_before, r->shards_after);
+    std::printf("imbalance before %.4f  pages per shard: %s\n", r->imbalance_before, list(r->shard_pages_before).c_str());
+    for (const auto& m : r->moves) {
+      std::printf("move cell %u: shard %u -> %u, %.0f pages\n", m.from_cell, m.from_shard, m.to_shard, m.pages);
+    }
+    std::printf("cells moving %zu, pages %llu (estimated from the sample %.0f)%s\n", r->moves.size(),
+                (unsigned long long)r->planned_pages, r->estimated_pages, a.dry_run ? " [dry run: nothing moved]" : "");
+  }
+  std::printf("imbalance after %.4f  pages per shard: %s\n", r->imbalance_after, list(r->shard_pages_after).c_str());
+  std::string j = "{\"map_version_before\":" + std::to_string(r->generation_before) +
+                  ",\"map_version_after\":" + std::to_string(r->generation_after) +
+                  ",\"shards_before\":" + std::to_string(r->shards_before) +
+                  ",\"shards_after\":" + std::to_string(r->shards_after);
+  AppendJsonField(&j, "imbalance_before", r->imbalance_before);
+  AppendJsonField(&j, "imbalance_after", r->imbalance_after);
+  j += ",\"cells_moved\":" + std::to_string(r->moves.size()) + ",\"pages_moved\":" + std::to_string(r->pages_moved) +
+       ",\"bytes_moved\":" + std::to_string(r->bytes_moved) + ",\"pages_planned\":" + std::to_string(r->planned_pages);
+  AppendJsonField(&j, "pages_estimated", r->estimated_pages);
+  AppendJsonField(&j, "seconds", r->seconds);
+  j += ",\"steps\":" + std::to_string(r->steps);
+  j += std::string(",\"dry_run\":") + (a.dry_run ? "true" : "false") +
+       ",\"resumed\":" + (r->resumed ? "true" : "false") + "}\n";
+  std::fputs(j.c_str(), stdout);
+  return 0;
+}
+
 int RunRebalance(const RebalanceArgs& a) {
+  if (!a.store.empty()) {
+    if (!a.map.empty() || !a.input.empty() || !a.out.empty() || !a.plan.empty() || !a.resident.empty()) {
+      return FailByCode(InvalidArgument("rebalance: --store takes no --map, --input, --out, --plan or --resident"));
+    }
+    return RunStoreRebalance(a);
+  }
+  if (a.shards || a.dry_run) return FailByCode(InvalidArgument("rebalance: --shards and --dry-run need --store"));
+  for (const auto& [flag, v] : {std::pair<const char*, const std::string*>{"--map", &a.map}, {"--input", &a.input},
+                                {"--out", &a.out}, {"--plan", &a.plan}}) {
+    if (v->empty()) return FailByCode(InvalidArgument(std::string("rebalance: ") + flag + " is required (or --store DIR)"));
+  }
   auto old_map = partitioner::PartitionMap::Load(a.map);
   if (!old_map.ok()) return FailByCode(old_map.status());
   auto shared = ResolveShared(a.shared);
@@ -253,17 +338,25 @@ void RegisterPartition(CLI::App& app, int* exit_code) {
   AddSharedOptions(route, rs.get());
   route->callback([map_path, input, rs, exit_code] { *exit_code = RunRoute(*map_path, *input, *rs); });
 
-  auto* reb = app.add_subcommand("rebalance", "Re-balance a partition map from a fresh sample, moving as few pages as possible");
+  auto* reb = app.add_subcommand("rebalance", "Re-balance a store's shards by moving whole cells (--store), or a partition "
+                                              "map from a fresh sample (--map ... --plan), moving as few pages as possible");
   auto r = std::make_shared<RebalanceArgs>();
-  reb->add_option("--map", r->map, "current partition map")->required();
-  reb->add_option("--input", r->input, "fresh crawl sample (JSON Lines)")->required();
-  reb->add_option("--out", r->out, "new partition map to write")->required();
-  reb->add_option("--plan", r->plan, "moves to write (JSON Lines)")->required();
+  reb->add_option("--store", r->store, "store of neardup run: plan from its pages and move them (or finish a move)");
+  reb->add_option("--shards", r->shards, "with --store: shard count after the move (add shards, or drain the last)")
+      ->check(CLI::Range(1, 1024));
+  reb->add_flag("--dry-run", r->dry_run, "with --store: plan and report, move nothing");
+  reb->add_option("--map", r->map, "current partition map");
+  reb->add_option("--input", r->input, "fresh crawl sample (JSON Lines)");
+  reb->add_option("--out", r->out, "new partition map to write");
+  reb->add_option("--plan", r->plan, "moves to write (JSON Lines)");
   reb->add_option("--report", r->report, "report JSON (- for stdout)")->capture_default_str();
   reb->add_option("--resident", r->resident, "resident pages (crawl JSON Lines): list every page that moves");
-  reb->add_option("--sample-rate", r->sample_rate, "share of the input's URLs sampled")->capture_default_str();
+  reb->add_option("--sample-rate", r->sample_rate, "share of the input's URLs (--store: resident pages, 0.05) sampled")
+      ->capture_default_str()->each([r](const std::string&) { r->sample_rate_given = true; });
   reb->add_option("--max-move", r->max_move, "share of pages cell reassignment may move")->capture_default_str();
-  reb->add_option("--target-imbalance", r->target, "re-slice only when reassignment cannot reach this")->capture_default_str();
+  reb->add_option("--target-imbalance", r->target, "re-slice (--store: stop moving) when reassignment reaches this "
+                                                   "(--store: 1.05)")
+      ->capture_default_str()->each([r](const std::string&) { r->target_given = true; });
   AddSharedOptions(reb, &r->shared);
   reb->callback([r, exit_code] { *exit_code = RunRebalance(*r); });
 }

@@ -45,6 +45,7 @@ class StoreSignatures : public tier1::SignatureSource {
 // Opens a stopped run's store for reading only (nothing in it changes): its group store, map and
 // shards, with the store's own parameters applied to *opts (a parameter given otherwise is refused).
 struct ReadOnlyStore {
+  uint64_t map_version = 0;  // the generation of the map the store serves
   std::unique_ptr<tier1::GroupStore> groups;
   std::unique_ptr<StoreSignatures> signatures;
 };
@@ -58,6 +59,7 @@ StatusOr<ReadOnlyStore> OpenStoreForQueries(const std::string& dir, ResolvedOpti
   so.read_only = true;
   ASSIGN_OR_RETURN(std::unique_ptr<pipeline::ShardSet> shards, pipeline::OpenLocalShardSet(so));
   ReadOnlyStore out;
+  out.map_version = opened.map->proto().generation();
   out.groups = std::move(opened.groups);
   out.signatures = std::make_unique<StoreSignatures>(std::move(*opened.map), std::move(shards));
   return out;
@@ -161,8 +163,29 @@ void RegisterCheckCommand(CLI::App& app, int* exit_code) {
                 (unsigned long long)r.pages, (unsigned long long)r.groups, (unsigned long long)r.multi_groups,
                 (unsigned long long)r.members, (unsigned long long)r.redirects, (unsigned long long)r.redirect_cycles);
     for (const std::string& v : r.violations) std::printf("violation: %s\n", v.c_str());
-    std::printf("%llu violations\n", (unsigned long long)r.violation_count);
-    *exit_code = r.violation_count == 0 ? 0 : 1;
+    uint64_t violations = r.violation_count;
+    gs->reset();
+    // Where the pages are: each on exactly the shard the served map gives its cell.
+    if (std::filesystem::exists(*store + "/map.pb") || std::filesystem::exists(*store + "/map-next.pb")) {
+      auto p = pipeline::CheckPlacement(pipeline::StoreLayout{*store}, ConfigDefaults());
+      if (!p.ok()) { *exit_code = Fail(p.status()); return; }
+      std::printf("map version %llu, pages with signatures %llu, pages per shard:", (unsigned long long)p->map_generation,
+                  (unsigned long long)p->pages);
+      for (uint64_t n : p->shard_pages) std::printf(" %llu", (unsigned long long)n);
+      std::printf("\nimbalance %.4f (map planned %.4f, drift %+.4f), per shard:", p->imbalance, p->planned_imbalance,
+                  p->drift);
+      for (double f : p->shard_factor) std::printf(" %.3f", f);
+      std::printf("\n");
+      const double hint = ConfigDefaults().pipeline().rebalance_imbalance();
+      if (p->imbalance > hint) {
+        spdlog::warn("store {}: shard imbalance {:.3f} is past {:.2f} (pipeline.rebalance_imbalance): a rebalance would "
+                     "help (neardup rebalance --store {})", *store, p->imbalance, hint, *store);
+      }
+      for (const std::string& v : p->violations) std::printf("violation: %s\n", v.c_str());
+      violations += p->violation_count;
+    }
+    std::printf("%llu violations\n", (unsigned long long)violations);
+    *exit_code = violations == 0 ? 0 : 1;
   });
 }
 
@@ -232,7 +255,8 @@ void RegisterStatusCommand(CLI::App& app, int* exit_code) {
       if (ans.verified && !ans.redirect) AppendJsonField(&out, "similarity_to_winner", ans.similarity_to_winner);
       out += ans.verified ? ",\"verified\":true" : ",\"verified\":false";
       if (ans.redirect) out += ",\"redirect\":true";
-      out += current != nullptr ? ",\"content\":\"given\"}\n" : ",\"content\":\"stored\"}\n";
+      out += current != nullptr ? ",\"content\":\"given\"" : ",\"content\":\"stored\"";
+      out += ",\"map_version\":" + std::to_string(opened->map_version) + "}\n";
       std::fputs(out.c_str(), stdout);
       return Status::Ok();
     };

@@ -20,6 +20,9 @@ Status GenerateCrawl(const CrawlGenOptions& options, std::FILE* crawl, std::FILE
   if (!(options.length_drift >= 0.0 && options.length_drift <= 0.2)) {
     return InvalidArgument("GenerateCrawl: length_drift must be in [0, 0.2], got " + std::to_string(options.length_drift));
   }
+  if (!(options.drift >= 0.0 && options.drift <= 1.0)) {
+    return InvalidArgument("GenerateCrawl: drift must be in [0, 1], got " + std::to_string(options.drift));
+  }
   if (!(options.gone_share >= 0.0 && options.gone_share <= 1.0)) {
     return InvalidArgument("GenerateCrawl: gone_share must be in [0, 1], got " + std::to_string(options.gone_share));
   }

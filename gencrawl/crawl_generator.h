@@ -101,6 +101,13 @@ struct CrawlGenOptions {
   // own: every other record is the same as with 0, which writes exactly the bytes of a generator
   // without the option.
   double gone_share = 0;
+  // Drift within this crawl, in [0, 1]: the length distribution of later pages moves (a crawl's
+  // mix changes as it goes). A first fetch's time is, with probability drift * s, the later of two
+  // uniform draws and, with probability drift * (1 - s), the earlier, where s in [0, 1] is its
+  // article length's place on a log scale from 20 to 1700 words: long pages come later, short ones
+  // earlier, the lengths themselves unchanged. Drawn from the planning stream only when > 0 (0
+  // writes exactly the bytes of a generator without the option).
+  double drift = 0;
 };
 
 struct CrawlGenStats {

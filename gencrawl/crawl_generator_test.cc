@@ -102,6 +102,34 @@ TEST(CrawlGeneratorTest, GoneShareTurnsRecrawlsIntoGoneRecordsAndChangesNothingE
   EXPECT_EQ(Generate(o).status.code(), StatusCode::kInvalidArgument);
 }
 
+// drift moves the length distribution of later pages: the second half's lines are longer than the
+// first half's, which they are not without it; 0 writes the bytes of the generator without it.
+TEST(CrawlGeneratorTest, DriftMakesLaterPagesLonger) {
+  CrawlGenOptions o;
+  o.pages = 4000;
+  o.seed = 5;
+  const Output plain = Generate(o);
+  o.drift = 0;
+  EXPECT_EQ(Generate(o).crawl, plain.crawl);
+  auto later_over_earlier = [](const std::string& crawl) {
+    std::vector<size_t> lengths;
+    for (size_t at = 0; at < crawl.size();) {
+      const size_t end = crawl.find('\n', at);
+      lengths.push_back(end - at);
+      at = end + 1;
+    }
+    double first = 0, second = 0;
+    for (size_t i = 0; i < lengths.size(); ++i) (i < lengths.size() / 2 ? first : second) += static_cast<double>(lengths[i]);
+    return second / first;
+  };
+  o.drift = 1;
+  const Output drifted = Generate(o);
+  ASSERT_TRUE(drifted.status.ok());
+  EXPECT_EQ(drifted.stats.records, plain.stats.records);
+  EXPECT_LT(std::abs(later_over_earlier(plain.crawl) - 1), 0.1);
+  EXPECT_GT(later_over_earlier(drifted.crawl), 1.15);
+}
+
 TEST(CrawlGeneratorTest, TinyCorporaHaveExactlyThePagesAsked) {
   for (uint64_t pages : {1, 2, 5, 19, 20, 37}) {
     CrawlGenOptions o;
@@ -145,6 +173,11 @@ TEST(CrawlGeneratorTest, BadOptionsAreRefused) {
   for (double drift : {-0.01, 0.3, std::nan("")}) {
     o = ok;
     o.length_drift = drift;
+    EXPECT_EQ(code(o, f), StatusCode::kInvalidArgument) << drift;
+  }
+  for (double drift : {-0.01, 1.01, std::nan("")}) {
+    o = ok;
+    o.drift = drift;
     EXPECT_EQ(code(o, f), StatusCode::kInvalidArgument) << drift;
   }
   o = ok;

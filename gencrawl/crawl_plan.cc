@@ -5,6 +5,7 @@
 #include "gencrawl/families.h"
 #include "gencrawl/recrawls.h"
 #include "gencrawl/redirects.h"
+#include "gencrawl/random.h"
 #include "gencrawl/vocabulary.h"
 
 namespace neardup::gencrawl {
@@ -18,7 +19,17 @@ void PlanBuilder::AddContentRec(uint8_t kind, uint32_t url, uint32_t content, ui
                                 double popularity_scale) {
   const uint8_t format = rng_.Chance(o_.html_share) ? kHtml : kText;
   const double popularity = SamplePopularity(rng_, popularity_scale);
-  const uint32_t time = RandomTime();
+  uint32_t time = RandomTime();
+  if (o_.drift > 0) {
+    // Long pages later, short ones earlier (CrawlGenOptions::drift).
+    static const double kLo = DetLog(20.0), kHi = DetLog(1700.0);
+    const double len = std::max(20.0, static_cast<double>(plan_.contents[content].article_len));
+    const double s = std::clamp((DetLog(len) - kLo) / (kHi - kLo), 0.0, 1.0);
+    const uint32_t other = RandomTime();
+    const double u = rng_.Uniform();
+    if (u < o_.drift * s) time = std::max(time, other);
+    else if (u < o_.drift) time = std::min(time, other);
+  }
   AddRec(kind, format, url, content, kNone, src, family, popularity, time);
 }
 

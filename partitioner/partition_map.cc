@@ -6,6 +6,7 @@
 #include <cstring>
 #include <bit>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace neardup::partitioner {
@@ -199,6 +200,19 @@ void PartitionMap::RouteShards(std::span<const uint32_t> v, std::vector<uint32_t
   for (size_t w = 0; w < bits.size(); ++w) {
     for (uint64_t b = bits[w]; b != 0; b &= b - 1) shards->push_back(static_cast<uint32_t>(w * 64 + std::countr_zero(b)));
   }
+}
+
+}  // namespace neardup::partitioner
+
+namespace neardup::partitioner {
+
+void RouteShardsDuringMove(const PartitionMap& before, const PartitionMap& after, std::span<const uint32_t> v,
+                           std::vector<uint32_t>* shards) {
+  std::vector<uint32_t> a, b;
+  before.RouteShards(v, &a);
+  after.RouteShards(v, &b);
+  shards->clear();
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(*shards));
 }
 
 }  // namespace neardup::partitioner

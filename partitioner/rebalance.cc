@@ -130,3 +130,62 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
 }
 
 }  // namespace neardup::partitioner
+
+namespace neardup::partitioner {
+
+StatusOr<RebalanceResult> ReassignCells(const PartitionMap& old_map, const std::vector<double>& w, uint32_t shards,
+                                        const RebalanceOptions& o) {
+  if (shards == 0) return InvalidArgument("reassign: at least one shard is needed");
+  if (w.size() != old_map.cells()) {
+    return InvalidArgument("reassign: " + std::to_string(w.size()) + " cell weights for a map of " +
+                           std::to_string(old_map.cells()) + " cells");
+  }
+  if (!(o.max_move >= 0 && o.max_move <= 1)) return InvalidArgument("max_move must be in [0, 1]");
+  double total = 0;
+  for (size_t c = 0; c < w.size(); ++c) {
+    if (!(w[c] >= 0)) return InvalidArgument("reassign: cell " + std::to_string(c) + " has a negative weight");
+    total += w[c];
+  }
+  const uint32_t cells = old_map.cells();
+  std::vector<uint32_t> old_shard(cells), shard_of(cells);
+  for (uint32_t c = 0; c < cells; ++c) old_shard[c] = shard_of[c] = old_map.ShardOf(c);
+  RebalanceResult r{old_map};
+  r.imbalance_before = Imbalance(Loads(w, old_shard, old_map.shards()));
+  // Drained shards' cells first: heaviest first, to the least-loaded shard that stays.
+  std::vector<double> load(shards, 0.0);
+  std::vector<uint32_t> drained;
+  for (uint32_t c = 0; c < cells; ++c) {
+    if (shard_of[c] < shards) load[shard_of[c]] += w[c];
+    else drained.push_back(c);
+  }
+  std::stable_sort(drained.begin(), drained.end(), [&](uint32_t a, uint32_t b) { return w[a] > w[b]; });
+  double forced = 0;
+  for (uint32_t c : drained) {
+    const uint32_t to = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    shard_of[c] = to;
+    load[to] += w[c];
+    forced += w[c];
+  }
+  RefineAssignment(w, &shard_of, shards,
+                   {.move_budget = std::max(0.0, o.max_move * total - forced),
+                    .target_imbalance = o.target_imbalance,
+                    .compound = false});
+  pb::PartitionMap p = old_map.proto();
+  p.set_generation(p.generation() + 1);
+  p.set_shards(shards);
+  p.mutable_cell_shard()->Assign(shard_of.begin(), shard_of.end());
+  p.mutable_cell_weight()->Assign(w.begin(), w.end());
+  ASSIGN_OR_RETURN(r.map, PartitionMap::FromProto(std::move(p)));
+  r.imbalance_after = Imbalance(Loads(w, shard_of, shards));
+  double moved = 0;
+  for (uint32_t c = 0; c < cells; ++c) {
+    if (shard_of[c] == old_shard[c]) continue;
+    moved += w[c];
+    r.moves.push_back(CellMove{c, c, old_shard[c], shard_of[c], w[c]});
+  }
+  r.moved_share = total > 0 ? moved / total : 0;
+  std::stable_sort(r.moves.begin(), r.moves.end(), [](const CellMove& a, const CellMove& b) { return a.pages > b.pages; });
+  return r;
+}
+
+}  // namespace neardup::partitioner

@@ -47,4 +47,17 @@ struct RebalanceResult {
 // empty sample.
 StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSample& fresh, const RebalanceOptions& options);
 
+// Whole-cell reassignment onto `shards` shards (more than the map's: new, empty shards to fill;
+// fewer: the shards from `shards` up are drained), keeping every cell's boundaries, so that no
+// page changes cell and a store moves whole cells only. `cell_weight` is the load of each cell
+// (e.g. its resident pages, or a sample's). Cells of drained shards go first, heaviest first, to
+// the least-loaded remaining shard (they move whatever the budget); then RefineAssignment with
+// moves and swaps while the imbalance is above target_imbalance and the weight moved stays within
+// max_move of the total. The result's map has generation + 1, `shards` shards and cell_weight as
+// its weights; moves are per cell (from_cell == to_cell), imbalances and moved_share by weight.
+// InvalidArgument for shards == 0, a cell_weight of another size than the map's cells or with a
+// negative entry, or max_move outside [0, 1].
+StatusOr<RebalanceResult> ReassignCells(const PartitionMap& old_map, const std::vector<double>& cell_weight,
+                                        uint32_t shards, const RebalanceOptions& options);
+
 }  // namespace neardup::partitioner

@@ -77,5 +77,72 @@ TEST(Rebalance, RefusesAnIncompatibleSample) {
   EXPECT_EQ(Rebalance(*map, LengthSample(3), {}).status().code(), StatusCode::kFailedPrecondition);
 }
 
+// Cell weights of a sample under a map.
+std::vector<double> CellWeights(const PartitionMap& map, const LengthSample& s) {
+  std::vector<double> w(map.cells(), 0.0);
+  for (size_t i = 0; i < s.size(); ++i) w[map.Home(s.Vector(i, map.proto().feature()))] += 1;
+  return w;
+}
+
+TEST(ReassignCells, GrowingFillsTheNewShardsAndKeepsEveryCell) {
+  auto map = BuildPartitionMap(Sample(30000, 300, 1), Options());
+  ASSERT_TRUE(map.ok());
+  const std::vector<double> w = CellWeights(*map, Sample(30000, 300, 2));
+  auto r = ReassignCells(*map, w, 20, {.max_move = 0.4, .target_imbalance = 1.10});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->map.shards(), 20u);
+  EXPECT_EQ(r->map.cells(), map->cells());
+  EXPECT_EQ(r->map.proto().generation(), map->proto().generation() + 1);
+  std::vector<double> load(20, 0.0);
+  for (uint32_t c = 0; c < map->cells(); ++c) load[r->map.ShardOf(c)] += w[c];
+  for (uint32_t m = 16; m < 20; ++m) EXPECT_GT(load[m], 0) << "new shard " << m << " took nothing";
+  EXPECT_NEAR(Imbalance(load), r->imbalance_after, 1e-12);
+  double moved = 0;
+  for (const auto& m : r->moves) {
+    EXPECT_EQ(m.from_cell, m.to_cell);
+    EXPECT_EQ(m.from_shard, map->ShardOf(m.from_cell));
+    EXPECT_EQ(m.to_shard, r->map.ShardOf(m.from_cell));
+    moved += m.pages;
+  }
+  double total = 0;
+  for (double x : w) total += x;
+  EXPECT_NEAR(moved / total, r->moved_share, 1e-12);
+  EXPECT_LE(r->moved_share, 0.4 + 1e-12);
+  // Routing is the same cell by cell: only the shards change.
+  std::vector<uint32_t> a, b;
+  const uint32_t v[3] = {100, 120, 90};
+  map->RouteCells(v, &a);
+  r->map.RouteCells(v, &b);
+  EXPECT_EQ(a, b);
+}
+
+TEST(ReassignCells, DrainingEmptiesTheLastShardsWhateverTheBudget) {
+  auto map = BuildPartitionMap(Sample(30000, 300, 1), Options());
+  ASSERT_TRUE(map.ok());
+  const std::vector<double> w = CellWeights(*map, Sample(30000, 300, 2));
+  auto r = ReassignCells(*map, w, 14, {.max_move = 0, .target_imbalance = 1.10});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->map.shards(), 14u);
+  for (uint32_t c = 0; c < map->cells(); ++c) {
+    EXPECT_LT(r->map.ShardOf(c), 14u);
+    if (map->ShardOf(c) < 14) {
+      EXPECT_EQ(r->map.ShardOf(c), map->ShardOf(c)) << "no budget: only drained cells move";
+    }
+  }
+  EXPECT_LT(r->imbalance_after, 1.4);
+}
+
+TEST(ReassignCells, RefusesBadArguments) {
+  auto map = BuildPartitionMap(Sample(1000, 300, 1), Options());
+  ASSERT_TRUE(map.ok());
+  std::vector<double> w(map->cells(), 1.0);
+  EXPECT_EQ(ReassignCells(*map, w, 0, {}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReassignCells(*map, std::vector<double>(3, 1.0), 16, {}).status().code(), StatusCode::kInvalidArgument);
+  w[0] = -1;
+  EXPECT_EQ(ReassignCells(*map, w, 16, {}).status().code(), StatusCode::kInvalidArgument);
+  w[0] = 1;
+  EXPECT_EQ(ReassignCells(*map, w, 16, {.max_move = 2}).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace neardup::partitioner

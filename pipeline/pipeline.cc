@@ -226,6 +226,18 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
     sum_.shard_compactions += st.compactions;
     sum_.shard_rebuilds += st.rebuilds;
   }
+  {
+    std::vector<double> load(sum_.shard_resident_pages.begin(), sum_.shard_resident_pages.end());
+    sum_.shard_imbalance = partitioner::Imbalance(load);
+    sum_.planned_imbalance = PlannedImbalance(*map_);
+    sum_.imbalance_drift = sum_.shard_imbalance - sum_.planned_imbalance;
+    sum_.rebalance_imbalance = config_.pipeline().rebalance_imbalance();
+    if (sum_.shard_imbalance > sum_.rebalance_imbalance) {
+      spdlog::warn("pipeline: shard imbalance {:.3f} is past {:.2f} (pipeline.rebalance_imbalance): a rebalance would "
+                   "help (neardup rebalance --store {})",
+                   sum_.shard_imbalance, sum_.rebalance_imbalance, dir_);
+    }
+  }
   CloseFeed();
   tier1_.reset();
   source_.reset();
@@ -289,6 +301,12 @@ std::string FormatSummary(const PipelineSummary& s) {
                    s.shard_pages,
                    s.shard_pages > 0 ? static_cast<double>(s.shard_ram_bytes) / static_cast<double>(s.shard_pages) : 0.0,
                    s.shard_compactions, s.shard_rebuilds);
+  o += fmt::format("map                version {}{}; shard imbalance {:.3f} (map planned {:.3f}, drift {:+.3f}){}\n",
+                   s.map_version, s.finished_move ? " (an interrupted rebalance was finished first)" : "",
+                   s.shard_imbalance, s.planned_imbalance, s.imbalance_drift,
+                   s.rebalance_imbalance > 0 && s.shard_imbalance > s.rebalance_imbalance
+                       ? fmt::format(": past {:.2f}, a rebalance would help", s.rebalance_imbalance)
+                       : std::string());
   if (!s.shard_resident_pages.empty()) {
     o += "per shard         ";
     for (size_t m = 0; m < s.shard_resident_pages.size(); ++m) {

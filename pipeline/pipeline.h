@@ -122,6 +122,14 @@ struct PipelineSummary {
   uint64_t status_lines_rewritten = 0; // the last committed batch's status lines, written again after a crash
   uint64_t groups = 0, multi_groups = 0, pages = 0;  // store totals at the end
   uint32_t shards = 0, cells = 0;
+  // The partition map the store serves (its generation: 1 when built, +1 per rebalance), and a
+  // move of an interrupted rebalance finished before the run (pipeline/rebalance_store.h).
+  uint64_t map_version = 0;
+  bool finished_move = false;
+  // Resident pages per shard at the end, max / mean; the imbalance the map was built or rebalanced
+  // for (its cell weights), and the drift since (imbalance - planned). Past
+  // pipeline.rebalance_imbalance the summary says a rebalance would help (and a warning is logged).
+  double shard_imbalance = 0, planned_imbalance = 0, imbalance_drift = 0, rebalance_imbalance = 0;
   // seconds: from start to the last batch's status lines (what records/s is over); output_seconds:
   // writing --out afterwards.
   double seconds = 0, output_seconds = 0, tier1_seconds = 0, tier2_compare_seconds = 0, tier2_apply_seconds = 0, query_seconds = 0;

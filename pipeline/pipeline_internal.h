@@ -37,6 +37,7 @@
 #include "partitioner/map_builder.h"
 #include "partitioner/partition_map.h"
 #include "pipeline/shard_set.h"
+#include "pipeline/rebalance_store.h"
 #include "pipeline/store.h"
 #include "storage/file_env.h"
 #include "storage/leveldb_threads.h"

@@ -80,7 +80,8 @@ Status Pipeline::WriteStatus(const Batch& b, const std::vector<Classification>& 
     if (a.redirect) out += ",\"redirect\":true";
     out += ",\"route\":\"";  // the key predates the name: it holds Tier 1's classification
     out += ClassificationName(classes[i]);
-    out += "\",\"batch\":" + std::to_string(b.number) + ",\"line\":" + std::to_string(b.records[i].line) + "}\n";
+    out += "\",\"batch\":" + std::to_string(b.number) + ",\"line\":" + std::to_string(b.records[i].line) +
+           ",\"map_version\":" + std::to_string(sum_.map_version) + "}\n";
   }
   if (status_file_ != nullptr && !out.empty()) {
     RETURN_IF_ERROR(store_->rows().WaitForWrites());  // the lines acknowledge the batch's commit

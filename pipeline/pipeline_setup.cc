@@ -75,10 +75,16 @@ Status Pipeline::Setup() {
     params_ = *stored;
     RETURN_IF_ERROR(CheckGivenParams(params_, requested, o_.given, dir_));
     ApplyParams(params_, &config_, &threshold_, &signer_);
-    ASSIGN_OR_RETURN(map_, partitioner::PartitionMap::Load(layout_.map()));
-    if (MapDigest(*map_) != params_.map_digest()) {
-      return Corruption("pipeline: " + layout_.map() + " is not the partition map store " + dir_ + " recorded");
+    // A rebalance interrupted by a crash is finished before anything else (pipeline/rebalance_store.h).
+    bool moved = false;
+    RETURN_IF_ERROR(FinishInterruptedMove(layout_, store_, config_, o_.open_shards, &moved));
+    sum_.finished_move = moved;
+    if (moved) {
+      ASSIGN_OR_RETURN(params_, ReadStoreParams(*store_));
+      RETURN_IF_ERROR(CheckGivenParams(params_, requested, o_.given, dir_));
+      ApplyParams(params_, &config_, &threshold_, &signer_);
     }
+    ASSIGN_OR_RETURN(map_, LoadServedMap(layout_, params_));
     if (!o_.map.empty()) {
       ASSIGN_OR_RETURN(partitioner::PartitionMap given, partitioner::PartitionMap::Load(o_.map));
       if (MapDigest(given) != params_.map_digest()) {
@@ -132,6 +138,7 @@ Status Pipeline::Setup() {
   sum_.shard_compare_seconds.assign(P, 0);
   sum_.shard_store_seconds.assign(P, 0);
   sum_.cells = map_->cells();
+  sum_.map_version = map_->proto().generation();
   source_ = std::make_unique<ShardSignatures>(*map_, *shards_);
   tier1_ = std::make_unique<Tier1>(store_, source_.get(), Tier1OptionsFromConfig(config_.tier1(), threshold_));
   return Resume();

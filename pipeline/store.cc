@@ -1,5 +1,7 @@
 #include "pipeline/store.h"
 
+#include "pipeline/rebalance_store.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -137,10 +139,8 @@ StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenPa
   out.params = *params;
   RETURN_IF_ERROR(CheckGivenParams(out.params, ParamsFromConfig(*config, *threshold), given, layout.dir));
   ApplyParams(out.params, config, threshold, signer);
-  ASSIGN_OR_RETURN(out.map, partitioner::PartitionMap::Load(layout.map()));
-  if (MapDigest(*out.map) != out.params.map_digest()) {
-    return Corruption("store " + layout.dir + ": " + layout.map() + " is not the partition map the store recorded");
-  }
+  // map.pb, or the new map of a move whose flip committed just before a crash.
+  ASSIGN_OR_RETURN(out.map, LoadServedMap(layout, out.params));
   return out;
 }
 

@@ -1,0 +1,556 @@
+// RebalanceStore and the move it makes (pipeline/rebalance_store.h).
+#include "pipeline/rebalance_store.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "common/url_hash_map.h"
+#include "partitioner/map_builder.h"
+#include "storage/file_env.h"
+
+namespace neardup::pipeline {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr size_t kMaxListed = 100;
+constexpr const char* kJournalRow = "move";
+
+std::string MapNext(const StoreLayout& l) { return l.dir + "/map-next.pb"; }
+std::string MapPrev(const StoreLayout& l) { return l.dir + "/map-prev.pb"; }
+
+// Loads the first of `paths` whose digest is `digest`.
+StatusOr<partitioner::PartitionMap> LoadByDigest(const std::vector<std::string>& paths, uint64_t digest,
+                                                 const std::string& what) {
+  for (const std::string& p : paths) {
+    if (!fs::exists(p)) continue;
+    auto m = partitioner::PartitionMap::Load(p);
+    if (m.ok() && MapDigest(*m) == digest) return m;
+  }
+  std::string names;
+  for (const std::string& p : paths) names += (names.empty() ? "" : ", ") + p;
+  return Corruption(fmt::format("{}: none of {} is the partition map the store records ({:016x})", what, names, digest));
+}
+
+Status SaveMap(const partitioner::PartitionMap& map, const std::string& path, bool sync) {
+  std::string bytes;
+  map.proto().SerializeToString(&bytes);
+  return WriteFileAtomically(FileEnv::Default(), path, bytes, sync);
+}
+
+double ImbalanceOf(const std::vector<uint64_t>& pages) {
+  std::vector<double> load(pages.begin(), pages.end());
+  return partitioner::Imbalance(load);
+}
+
+StatusOr<uint64_t> CommittedBatches(const tier1::GroupStore& groups) {
+  std::string bytes;
+  Status s = groups.rows().Get(groups.meta_family(), "progress", "", &bytes);
+  if (s.code() == StatusCode::kNotFound) return uint64_t{0};
+  RETURN_IF_ERROR(s);
+  pb::Tier1Progress p;
+  if (!p.ParseFromString(bytes)) return Corruption("group store: unreadable progress record");
+  return p.batches_committed();
+}
+
+// Calls fn(url, cell) for every Tier 1 page with a signature in Tier 2.
+Status ForEachResident(const tier1::GroupStore& groups, const std::function<Status(std::string_view, uint32_t)>& fn) {
+  Status inner;
+  RETURN_IF_ERROR(groups.rows().ScanFamily(groups.page_family(), [&](std::string_view url, std::string_view,
+                                                                     std::string_view v) {
+    pb::Tier1Page p;
+    if (!p.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+      inner = Corruption("group store: unreadable page record of " + std::string(url));
+      return false;
+    }
+    if (!p.has_signature()) return true;
+    inner = fn(url, p.home_cell());
+    return inner.ok();
+  }));
+  return inner;
+}
+
+// One shard's write of a move step: stage `pages` (home here), publish them with `removed`, commit.
+Status WriteStep(ShardSet* shards, uint32_t shard, std::span<const tier2::ShardPage> pages,
+                 std::span<const std::string> removed, uint64_t sequence) {
+  RETURN_IF_ERROR(shards->Stage(shard, pages));
+  if (Status s = shards->Publish(shard, removed, sequence); !s.ok()) {
+    shards->Drop(shard);
+    return s;
+  }
+  return shards->Commit(shard);
+}
+
+ShardSetOptions ShardOptionsFor(const StoreLayout& layout, pb::NeardupConfig config, uint32_t shards) {
+  ShardSetOptions so;
+  so.layout = layout;
+  config.mutable_pipeline()->set_shards(shards);
+  so.config = std::move(config);
+  so.shards = shards;
+  return so;
+}
+
+class Mover {
+ public:
+  Mover(const StoreLayout& layout, tier1::GroupStore* groups, ShardSet* shards, const pb::MoveJournal& j,
+        const partitioner::PartitionMap& before, const partitioner::PartitionMap& after, uint64_t sequence,
+        uint32_t batch_pages, const std::function<bool(uint64_t)>& on_step, StoreRebalanceReport* report)
+      : layout_(layout), groups_(groups), shards_(shards), j_(j), before_(before), after_(after), sequence_(sequence),
+        batch_pages_(batch_pages), on_step_(on_step), report_(report) {}
+
+  Status Run() {
+    if (j_.state() == pb::MoveJournal::COPY) {
+      RETURN_IF_ERROR(Copy());
+      RETURN_IF_ERROR(Flip());
+    }
+    if (j_.state() != pb::MoveJournal::DROP) return Corruption("group store: a move journal in an unknown state");
+    RETURN_IF_ERROR(Drop());
+    return Status::Ok();
+  }
+
+ private:
+  Status Step() {
+    ++step_;
+    if (report_) ++report_->steps;
+    if (on_step_ && !on_step_(step_)) return Unavailable(fmt::format("move: stopped after step {} (a later rebalance or run finishes it)", step_));
+    return Status::Ok();
+  }
+
+  // Step 2: each destination takes its incoming pages, read from their source shard.
+  Status Copy() {
+    struct Pending {
+      std::vector<pb::PageSignature> sigs;
+    };
+    std::map<uint32_t, Pending> pending;
+    auto flush = [&](uint32_t to, Pending& p) -> Status {
+      if (p.sigs.empty()) return Status::Ok();
+      std::vector<tier2::ShardPage> pages(p.sigs.size());
+      for (size_t i = 0; i < pages.size(); ++i) pages[i] = {&p.sigs[i], /*home=*/true, /*validated=*/true};
+      RETURN_IF_ERROR(WriteStep(shards_, to, pages, {}, sequence_));
+      p.sigs.clear();
+      return Step();
+    };
+    const Status scanned = ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
+      if (cell >= before_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
+      const uint32_t from = before_.ShardOf(cell), to = after_.ShardOf(cell);
+      if (from == to) return Status::Ok();
+      auto sig = shards_->Get(from, std::string(url));
+      if (!sig.ok()) {
+        if (sig.status().code() == StatusCode::kNotFound) {
+          return FailedPrecondition(fmt::format("move: page {} of cell {} is not on its shard {}", url, cell, from));
+        }
+        return sig.status();
+      }
+      j_.set_pages_moved(j_.pages_moved() + 1);
+      j_.set_bytes_moved(j_.bytes_moved() + sig->ByteSizeLong());
+      if (report_) {
+        ++report_->pages_moved;
+        report_->bytes_moved += sig->ByteSizeLong();
+      }
+      Pending& p = pending[to];
+      p.sigs.push_back(std::move(*sig));
+      if (p.sigs.size() >= batch_pages_) return flush(to, p);
+      return Status::Ok();
+    });
+    RETURN_IF_ERROR(scanned);
+    for (auto& [to, p] : pending) RETURN_IF_ERROR(flush(to, p));
+    return Status::Ok();
+  }
+
+  // Step 3: the parameters name the new map, and the journal says DROP, in one commit.
+  Status Flip() {
+    ASSIGN_OR_RETURN(pb::StoreParams params, ReadStoreParams(*groups_));
+    params.set_map_generation(j_.generation_after());
+    params.set_map_digest(j_.digest_after());
+    params.set_shards(j_.shards_after());
+    j_.set_state(pb::MoveJournal::DROP);
+    RowBatch b;
+    b.Put(groups_->meta_family(), "params", "", params.SerializeAsString());
+    b.Put(groups_->meta_family(), kJournalRow, "", j_.SerializeAsString());
+    RETURN_IF_ERROR(groups_->rows().Write(b));
+    RETURN_IF_ERROR(groups_->rows().WaitForWrites());
+    return Step();
+  }
+
+  // Step 4: map-next.pb becomes map.pb; the sources drop what left them.
+  Status Drop() {
+    if (fs::exists(MapNext(layout_))) {
+      std::error_code ec;
+      fs::rename(MapNext(layout_), layout_.map(), ec);
+      if (ec) return IoError("move: cannot rename " + MapNext(layout_) + " to " + layout_.map() + ": " + ec.message());
+      RETURN_IF_ERROR(Step());
+    }
+    std::map<uint32_t, std::vector<std::string>> removed;
+    auto flush = [&](uint32_t from, std::vector<std::string>& urls) -> Status {
+      if (urls.empty()) return Status::Ok();
+      RETURN_IF_ERROR(WriteStep(shards_, from, {}, urls, sequence_));
+      urls.clear();
+      return Step();
+    };
+    const Status scanned = ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
+      if (cell >= before_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
+      const uint32_t from = before_.ShardOf(cell), to = after_.ShardOf(cell);
+      if (from == to) return Status::Ok();
+      std::vector<std::string>& urls = removed[from];
+      urls.emplace_back(url);
+      if (urls.size() >= batch_pages_) return flush(from, urls);
+      return Status::Ok();
+    });
+    RETURN_IF_ERROR(scanned);
+    for (auto& [from, urls] : removed) RETURN_IF_ERROR(flush(from, urls));
+    return Status::Ok();
+  }
+
+  const StoreLayout& layout_;
+  tier1::GroupStore* groups_;
+  ShardSet* shards_;
+  pb::MoveJournal j_;
+  const partitioner::PartitionMap& before_;
+  const partitioner::PartitionMap& after_;
+  uint64_t sequence_;
+  uint32_t batch_pages_;
+  const std::function<bool(uint64_t)>& on_step_;
+  StoreRebalanceReport* report_;
+  uint64_t step_ = 0;
+};
+
+// After the sources dropped: drained shards' directories, then the journal, then map-prev.pb.
+Status EndMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::MoveJournal& j) {
+  for (uint32_t m = j.shards_after(); m < j.shards_before(); ++m) {
+    std::error_code ec;
+    fs::remove_all(layout.shard(m), ec);
+    if (ec) return IoError("move: cannot remove drained shard " + layout.shard(m) + ": " + ec.message());
+  }
+  RowBatch b;
+  b.Delete(groups->meta_family(), kJournalRow, "");
+  RETURN_IF_ERROR(groups->rows().Write(b));
+  RETURN_IF_ERROR(groups->rows().WaitForWrites());
+  std::error_code ec;
+  fs::remove(MapPrev(layout), ec);
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<ShardSet>> OpenShards(const ShardSetOpener& open, const ShardSetOptions& so) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> set, open ? open(so) : OpenLocalShardSet(so));
+  if (set == nullptr || set->size() != so.shards) {
+    return FailedPrecondition(fmt::format("move: the shard set opened for {} has {} shards, not {}", so.layout.dir,
+                                          set == nullptr ? 0 : set->size(), so.shards));
+  }
+  return set;
+}
+
+}  // namespace
+
+StatusOr<pb::MoveJournal> ReadMoveJournal(const tier1::GroupStore& groups) {
+  std::string bytes;
+  RETURN_IF_ERROR(groups.rows().Get(groups.meta_family(), kJournalRow, "", &bytes));
+  pb::MoveJournal j;
+  if (!j.ParseFromString(bytes)) return Corruption("group store: unreadable move journal");
+  return j;
+}
+
+StatusOr<partitioner::PartitionMap> LoadServedMap(const StoreLayout& layout, const pb::StoreParams& params) {
+  return LoadByDigest({layout.map(), MapNext(layout)}, params.map_digest(), "store " + layout.dir);
+}
+
+StatusOr<std::pair<partitioner::PartitionMap, partitioner::PartitionMap>> LoadMoveMaps(const StoreLayout& layout,
+                                                                                      const pb::MoveJournal& j) {
+  ASSIGN_OR_RETURN(partitioner::PartitionMap before,
+                   LoadByDigest({MapPrev(layout), layout.map()}, j.digest_before(), "move journal's old map"));
+  ASSIGN_OR_RETURN(partitioner::PartitionMap after,
+                   LoadByDigest({MapNext(layout), layout.map()}, j.digest_after(), "move journal's new map"));
+  return std::make_pair(std::move(before), std::move(after));
+}
+
+double PlannedImbalance(const partitioner::PartitionMap& map) {
+  const auto& w = map.proto().cell_weight();
+  if (w.empty()) return 1;
+  std::vector<double> load(map.shards(), 0.0);
+  for (uint32_t c = 0; c < map.cells(); ++c) load[map.ShardOf(c)] += w[static_cast<int>(c)];
+  return partitioner::Imbalance(load);
+}
+
+namespace {
+
+// FinishInterruptedMove with the shards already open (`shards`, taken over and closed before the
+// drained shards' directories go), or opened here (null).
+Status FinishMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::NeardupConfig& config,
+                  const ShardSetOpener& open, std::unique_ptr<ShardSet> shards, bool* finished,
+                  StoreRebalanceReport* report, const std::function<bool(uint64_t)>& on_step) {
+  *finished = false;
+  auto journal = ReadMoveJournal(*groups);
+  if (journal.status().code() == StatusCode::kNotFound) {
+    // A move that never committed its journal leaves its new map behind: forget it.
+    std::error_code ec;
+    fs::remove(MapNext(layout), ec);
+    return Status::Ok();
+  }
+  RETURN_IF_ERROR(journal.status());
+  const pb::MoveJournal& j = *journal;
+  ASSIGN_OR_RETURN(auto maps, LoadMoveMaps(layout, j));
+  const partitioner::PartitionMap& before = maps.first;
+  const partitioner::PartitionMap& after = maps.second;
+  ASSIGN_OR_RETURN(uint64_t sequence, CommittedBatches(*groups));
+  spdlog::info("rebalance: move of store {} from map generation {} to {}: {}", layout.dir,
+               j.generation_before(), j.generation_after(),
+               j.state() == pb::MoveJournal::COPY ? "copying to the new shards" : "flipped; dropping from the old shards");
+  const uint32_t count = std::max(j.shards_before(), j.shards_after());
+  if (shards == nullptr || shards->size() != count) {
+    shards.reset();
+    ASSIGN_OR_RETURN(shards, OpenShards(open, ShardOptionsFor(layout, config, count)));
+  }
+  {
+    Mover mover(layout, groups, shards.get(), j, before, after, sequence, config.tier2().max_batch_pages() > 0
+                ? std::min<uint32_t>(config.tier2().max_batch_pages(), 10000) : 10000, on_step, report);
+    RETURN_IF_ERROR(mover.Run());
+  }
+  shards.reset();
+  RETURN_IF_ERROR(EndMove(layout, groups, j));
+  if (report != nullptr) {
+    report->resumed = true;
+    report->generation_before = j.generation_before();
+    report->generation_after = j.generation_after();
+    report->shards_before = j.shards_before();
+    report->shards_after = j.shards_after();
+    report->estimated_pages = j.estimated_pages();
+  }
+  *finished = true;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status FinishInterruptedMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::NeardupConfig& config,
+                             const ShardSetOpener& open, bool* finished, StoreRebalanceReport* report,
+                             const std::function<bool(uint64_t)>& on_step) {
+  return FinishMove(layout, groups, config, open, nullptr, finished, report, on_step);
+}
+
+StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  if (!(o.max_move >= 0 && o.max_move <= 1)) return InvalidArgument("--max-move must be in [0, 1]");
+  if (!(o.sample_rate > 0 && o.sample_rate <= 1)) return InvalidArgument("--sample-rate must be in (0, 1]");
+  if (!(o.target_imbalance >= 1)) return InvalidArgument("--target-imbalance must be at least 1");
+  StoreLayout layout{o.dir};
+  std::error_code ec;
+  if (!fs::exists(layout.tier1() + "/CURRENT", ec)) {
+    return NotFound("no store in " + o.dir + " (expected its group store in " + layout.tier1() + ")");
+  }
+  pb::NeardupConfig config = o.config;
+  tier1::GroupStore::Options go;
+  go.path = layout.tier1();
+  go.sync = config.tier1().sync();
+  go.cache_bytes = static_cast<uint64_t>(config.tier1().cache_mib()) << 20;
+  go.compress = config.tier1().compress();
+  go.read_only = o.dry_run;
+  ASSIGN_OR_RETURN(std::unique_ptr<tier1::GroupStore> groups, tier1::GroupStore::Open(go));
+  auto params_or = ReadStoreParams(*groups);
+  if (params_or.status().code() == StatusCode::kNotFound) {
+    return FailedPrecondition("store " + o.dir + " records no parameters: it holds nothing yet");
+  }
+  RETURN_IF_ERROR(params_or.status());
+  double threshold = 0;
+  SignerOptions signer;
+  ApplyParams(*params_or, &config, &threshold, &signer);
+
+  StoreRebalanceReport report;
+  if (!o.dry_run) {
+    bool finished = false;
+    RETURN_IF_ERROR(FinishInterruptedMove(layout, groups.get(), config, o.open_shards, &finished, &report, o.on_step));
+    if (finished) {
+      // The interrupted move is the rebalance asked for: report it (a new plan would start over).
+      ASSIGN_OR_RETURN(pb::StoreParams p, ReadStoreParams(*groups));
+      ASSIGN_OR_RETURN(partitioner::PartitionMap map, LoadServedMap(layout, p));
+      std::vector<uint64_t> pages(map.shards(), 0);
+      RETURN_IF_ERROR(ForEachResident(*groups, [&](std::string_view, uint32_t cell) {
+        if (cell < map.cells()) ++pages[map.ShardOf(cell)];
+        ++report.resident_pages;
+        return Status::Ok();
+      }));
+      report.shard_pages_after = pages;
+      report.imbalance_after = ImbalanceOf(pages);
+      report.applied = true;
+      report.seconds = seconds();
+      return report;
+    }
+  } else if (ReadMoveJournal(*groups).ok()) {
+    return FailedPrecondition("store " + o.dir + " has an interrupted move: run neardup rebalance --store " + o.dir +
+                              " without --dry-run to finish it first");
+  }
+  const pb::StoreParams params = *params_or;
+  ASSIGN_OR_RETURN(partitioner::PartitionMap map, LoadServedMap(layout, params));
+  const uint32_t shards_after = o.shards == 0 ? map.shards() : o.shards;
+  if (shards_after > 1024) return InvalidArgument("--shards must be in 1..1024");
+  ASSIGN_OR_RETURN(uint64_t sequence, CommittedBatches(*groups));
+
+  // Cells weighed: every resident page counted, a sample of them (by URL hash) for the plan.
+  std::vector<uint64_t> cell_pages(map.cells(), 0);
+  std::vector<std::pair<uint32_t, uint64_t>> pages;  // (cell, URL hash) of every resident page: one scan
+  RETURN_IF_ERROR(ForEachResident(*groups, [&](std::string_view url, uint32_t cell) -> Status {
+    if (cell >= map.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
+    ++cell_pages[cell];
+    pages.emplace_back(cell, UrlHash(url));
+    return Status::Ok();
+  }));
+  const uint64_t resident = pages.size();
+  if (resident == 0) return FailedPrecondition("store " + o.dir + " holds no pages to rebalance");
+  const double rate = std::min(1.0, std::max(o.sample_rate, 20000.0 / static_cast<double>(resident)));
+  const uint64_t cut = rate >= 1 ? ~uint64_t{0} : static_cast<uint64_t>(rate * 18446744073709551615.0);
+  std::vector<double> sample_w(map.cells(), 0.0);
+  uint64_t sampled = 0;
+  for (const auto& [cell, hash] : pages) {
+    if (hash <= cut) {
+      sample_w[cell] += 1;
+      ++sampled;
+    }
+  }
+  ASSIGN_OR_RETURN(partitioner::RebalanceResult plan,
+                   partitioner::ReassignCells(map, sample_w, shards_after,
+                                              {.max_move = o.max_move, .target_imbalance = o.target_imbalance}));
+  report.generation_before = map.proto().generation();
+  report.shards_before = map.shards();
+  report.shards_after = shards_after;
+  report.resident_pages = resident;
+  report.sampled_pages = sampled;
+  report.sample_rate = rate;
+  report.shard_pages_before.assign(map.shards(), 0);
+  report.shard_pages_after.assign(shards_after, 0);
+  for (uint32_t c = 0; c < map.cells(); ++c) {
+    report.shard_pages_before[map.ShardOf(c)] += cell_pages[c];
+    report.shard_pages_after[plan.map.ShardOf(c)] += cell_pages[c];
+  }
+  report.imbalance_before = ImbalanceOf(report.shard_pages_before);
+  report.imbalance_after = ImbalanceOf(report.shard_pages_after);
+  for (partitioner::CellMove m : plan.moves) {
+    report.estimated_pages += m.pages / rate;
+    m.pages = static_cast<double>(cell_pages[m.from_cell]);
+    report.planned_pages += cell_pages[m.from_cell];
+    report.moves.push_back(m);
+  }
+  std::stable_sort(report.moves.begin(), report.moves.end(),
+                   [](const partitioner::CellMove& a, const partitioner::CellMove& b) { return a.pages > b.pages; });
+  // Cells the sample missed: whole-cell reassignment moved them by weight 0, i.e. not at all,
+  // unless their shard is drained (then they are in plan.moves already).
+  if (o.dry_run || plan.moves.empty()) {
+    report.generation_after = report.generation_before;
+    if (!o.dry_run) report.shards_after = report.shards_before;
+    report.seconds = seconds();
+    return report;
+  }
+
+  // The shards, opened once for the move (new ones created). Every shard must hold every batch
+  // Tier 1 committed: else a batch's pages are not where Tier 1 says.
+  const uint32_t count = std::max(map.shards(), shards_after);
+  ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> shards, OpenShards(o.open_shards, ShardOptionsFor(layout, config, count)));
+  for (uint32_t m = 0; m < map.shards() && sequence > 0; ++m) {
+    ASSIGN_OR_RETURN(uint64_t seq, shards->CommittedBatch(m));
+    if (seq < sequence) {
+      shards.reset();
+      for (uint32_t added = map.shards(); added < count; ++added) fs::remove_all(layout.shard(added), ec);
+      return FailedPrecondition(fmt::format(
+          "store {}: shard {} has batch {} of {}: the last run was interrupted before its shards committed; run its "
+          "input again (neardup run) first",
+          o.dir, m, seq, sequence));
+    }
+  }
+
+  // Step 1: both maps beside each other, then the journal.
+  partitioner::PartitionMap next = plan.map;
+  pb::MoveJournal j;
+  j.set_state(pb::MoveJournal::COPY);
+  j.set_generation_before(map.proto().generation());
+  j.set_generation_after(next.proto().generation());
+  j.set_digest_before(MapDigest(map));
+  j.set_digest_after(MapDigest(next));
+  j.set_shards_before(map.shards());
+  j.set_shards_after(shards_after);
+  j.set_estimated_pages(report.estimated_pages);
+  const bool sync = config.tier1().sync();
+  RETURN_IF_ERROR(SaveMap(map, MapPrev(layout), sync));
+  RETURN_IF_ERROR(SaveMap(next, MapNext(layout), sync));
+  RowBatch b;
+  b.Put(groups->meta_family(), kJournalRow, "", j.SerializeAsString());
+  RETURN_IF_ERROR(groups->rows().Write(b));
+  RETURN_IF_ERROR(groups->rows().WaitForWrites());
+  report.steps = 1;
+  if (o.on_step && !o.on_step(0)) return Unavailable("move: stopped after writing its journal (a later rebalance or run finishes it)");
+  spdlog::info("rebalance: moving {} cells ({} pages) of store {}: map generation {} -> {}, {} -> {} shards",
+               report.moves.size(), report.planned_pages, o.dir, j.generation_before(), j.generation_after(),
+               j.shards_before(), j.shards_after());
+  StoreRebalanceReport moved;
+  bool finished = false;
+  RETURN_IF_ERROR(FinishMove(layout, groups.get(), config, o.open_shards, std::move(shards), &finished, &moved, o.on_step));
+  report.generation_after = j.generation_after();
+  report.pages_moved = moved.pages_moved;
+  report.bytes_moved = moved.bytes_moved;
+  report.planned_bytes = moved.bytes_moved;
+  report.steps += moved.steps;
+  report.applied = true;
+  report.seconds = seconds();
+  return report;
+}
+
+StatusOr<PlacementReport> CheckPlacement(const StoreLayout& layout, pb::NeardupConfig config) {
+  double threshold = config.baseline().threshold();
+  SignerOptions signer;
+  ASSIGN_OR_RETURN(OpenedStore opened, OpenStoreReadOnly(layout, {}, &config, &threshold, &signer));
+  PlacementReport r;
+  const partitioner::PartitionMap& map = *opened.map;
+  r.map_generation = map.proto().generation();
+  auto violation = [&](std::string what) {
+    ++r.violation_count;
+    if (r.violations.size() < kMaxListed) r.violations.push_back(std::move(what));
+  };
+  if (auto j = ReadMoveJournal(*opened.groups); j.ok()) {
+    violation(fmt::format("a move from map generation {} to {} is not finished: run neardup rebalance --store {}",
+                          j->generation_before(), j->generation_after(), layout.dir));
+    return r;
+  }
+  ShardSetOptions so = ShardOptionsFor(layout, config, map.shards());
+  so.read_only = true;
+  ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> shards, OpenLocalShardSet(so));
+  r.expected_pages.assign(map.shards(), 0);
+  RETURN_IF_ERROR(ForEachResident(*opened.groups, [&](std::string_view url, uint32_t cell) -> Status {
+    ++r.pages;
+    if (cell >= map.cells()) {
+      violation(fmt::format("page {} is in cell {}, outside the map's {}", url, cell, map.cells()));
+      return Status::Ok();
+    }
+    const uint32_t m = map.ShardOf(cell);
+    ++r.expected_pages[m];
+    auto sig = shards->Get(m, std::string(url));
+    if (sig.status().code() == StatusCode::kNotFound) {
+      violation(fmt::format("page {} (cell {}) is not on shard {}, which the map gives its cell", url, cell, m));
+    } else if (!sig.ok()) {
+      return sig.status();
+    }
+    return Status::Ok();
+  }));
+  for (uint32_t m = 0; m < map.shards(); ++m) {
+    r.shard_pages.push_back(shards->Stats(m).resident_pages);
+    if (r.shard_pages[m] != r.expected_pages[m]) {
+      violation(fmt::format("shard {} holds {} pages, the map places {} on it (a page held twice, or unknown to Tier 1)",
+                            m, r.shard_pages[m], r.expected_pages[m]));
+    }
+  }
+  for (uint32_t m = map.shards(); fs::exists(layout.shard(m)); ++m) {
+    violation(fmt::format("{} is beyond the map's {} shards", layout.shard(m), map.shards()));
+  }
+  r.imbalance = ImbalanceOf(r.shard_pages);
+  double mean = 0;
+  for (uint64_t p : r.shard_pages) mean += static_cast<double>(p);
+  mean /= static_cast<double>(std::max<size_t>(1, r.shard_pages.size()));
+  for (uint64_t p : r.shard_pages) r.shard_factor.push_back(mean > 0 ? static_cast<double>(p) / mean : 1);
+  r.planned_imbalance = PlannedImbalance(map);
+  r.drift = r.imbalance - r.planned_imbalance;
+  return r;
+}
+
+}  // namespace neardup::pipeline

@@ -1,0 +1,129 @@
+// Rebalancing a store: a new partition map applied to the pages the store holds, by moving whole
+// cells between its Tier 2 shards through the shards' own write path (ShardSet: stage -> publish
+// -> commit), resumable after a crash at any point.
+//
+// The plan: every resident page's cell comes from Tier 1's page records (home_cell); a sample of
+// them (by URL hash) weighs the cells, and partitioner::ReassignCells gives cells to the new
+// shard count (drained shards first, then moves and swaps within max_move). Cells keep their
+// boundaries, so no page changes cell and Tier 1's records stay as they are. The move:
+//   1. the new map is written beside the old one (DIR/map-next.pb; the old one is kept as
+//      DIR/map-prev.pb until the move ends) and the journal (meta row "move", pb::MoveJournal,
+//      state COPY) is committed;
+//   2. each destination shard stages, publishes and commits the signatures of its incoming cells
+//      (read from their source shard), in batches;
+//   3. the flip, one Tier 1 commit: the store's parameters name the new map (generation, digest,
+//      shards) and the journal says DROP; then map-next.pb becomes map.pb;
+//   4. each source shard drops what left it (removals through stage -> publish -> commit);
+//      drained shards' directories are removed, then the journal and map-prev.pb.
+// Until the flip the old map is served and every page is on its old shard; after it, on its new
+// one. A page may be on both meanwhile (never on neither), so routing a batch to the union of both
+// maps' shards (partitioner::RouteShardsDuringMove) finds every pair. A start that finds the
+// journal (neardup rebalance --store, or neardup run) finishes the move: step 2 again from the
+// start (a signature stored twice replaces itself), or steps 3-4 again after the flip.
+// Every shard write carries the store's committed batch count as its sequence, so a shard that
+// took part in a move is as up to date as the batches it saw.
+//
+// Thread safety: one rebalance or run on a store at a time (the group store's lock ensures it).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "partitioner/rebalance.h"
+#include "pipeline/shard_set.h"
+#include "pipeline/store.h"
+#include "proto/config.pb.h"
+#include "tier1/group_store.h"
+
+namespace neardup::pipeline {
+
+struct StoreRebalanceOptions {
+  std::string dir;
+  pb::NeardupConfig config;       // shard options and the group store's; the store's parameters rule
+  uint32_t shards = 0;            // the shard count after the move; 0: as many as now
+  double max_move = 0.1;          // share of resident pages moves and swaps may move
+  double target_imbalance = 1.05; // moves and swaps stop at this (on the sample: headroom for 1.10 on all pages)
+  // Share of resident pages (by URL hash) that weighs the cells; raised so that at least 20000
+  // pages are sampled (all of a smaller store).
+  double sample_rate = 0.05;
+  bool dry_run = false;           // plan and report only
+  ShardSetOpener open_shards;     // empty: OpenLocalShardSet
+  // Called after each durable step of a move (the journal written, each shard write, the flip, the
+  // rename), counting from 1 in each process. Returning false stops the move there, as a crash
+  // would (RebalanceStore then returns Unavailable); the crash test kills the process there instead.
+  std::function<bool(uint64_t step)> on_step;
+};
+
+struct StoreRebalanceReport {
+  bool resumed = false;           // a move the journal recorded was finished first
+  bool applied = false;           // a move was made (not dry-run, some cell moved)
+  uint64_t generation_before = 0, generation_after = 0;
+  uint32_t shards_before = 0, shards_after = 0;
+  uint64_t resident_pages = 0;
+  uint64_t sampled_pages = 0;
+  double sample_rate = 0;
+  // Resident pages per shard, max / mean: under the old map, and under the new one.
+  double imbalance_before = 0, imbalance_after = 0;
+  std::vector<uint64_t> shard_pages_before, shard_pages_after;
+  std::vector<partitioner::CellMove> moves;  // cells that move, pages = resident pages in them
+  double estimated_pages = 0;     // pages to move, estimated from the sample
+  uint64_t planned_pages = 0;     // pages in the moving cells (exact)
+  uint64_t planned_bytes = 0;     // their signature bytes, counted as they moved (0 on dry run)
+  uint64_t pages_moved = 0;       // signatures copied to their new shard by this process
+  uint64_t bytes_moved = 0;
+  uint64_t steps = 0;             // durable steps this process took (on_step's calls)
+  double seconds = 0;
+};
+
+// Plans and (unless dry_run) applies a rebalance to the store in options.dir, finishing an
+// interrupted move first. Errors: NotFound when the directory holds no store; FailedPrecondition
+// for a store with no parameters, one whose last batch is not on every shard yet (run its input
+// again first), or a page Tier 1 places on a shard that does not hold it; InvalidArgument for bad
+// options; the group store's and the shards' errors.
+StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& options);
+
+// If the store records an interrupted move, finishes it (the shards opened with `open`, or locally;
+// the group store already open, writable). *finished says whether there was one; *report, when not
+// null, gets the move's generations, shards and counts. Errors: as RebalanceStore's.
+Status FinishInterruptedMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::NeardupConfig& config,
+                             const ShardSetOpener& open, bool* finished, StoreRebalanceReport* report = nullptr,
+                             const std::function<bool(uint64_t)>& on_step = {});
+
+// The old and the new map of the move `journal` records (map-prev.pb or map.pb, and map-next.pb or
+// map.pb, each by its digest). Corruption when one is missing.
+StatusOr<std::pair<partitioner::PartitionMap, partitioner::PartitionMap>> LoadMoveMaps(const StoreLayout& layout,
+                                                                                      const pb::MoveJournal& journal);
+
+// The map a store serves: map.pb, or map-next.pb when a crash fell between the flip and its
+// rename: the one whose digest is the parameters'. Corruption when neither is.
+StatusOr<partitioner::PartitionMap> LoadServedMap(const StoreLayout& layout, const pb::StoreParams& params);
+
+// The interrupted move a store records, if any (NotFound when none).
+StatusOr<pb::MoveJournal> ReadMoveJournal(const tier1::GroupStore& groups);
+
+// Where a stopped store's pages are (neardup check): every page Tier 1 says has a signature is
+// held by the shard the served map gives its cell, and the shards hold no other page.
+struct PlacementReport {
+  uint64_t pages = 0;                     // Tier 1 pages with a signature
+  std::vector<uint64_t> shard_pages;      // resident pages each shard holds
+  std::vector<uint64_t> expected_pages;   // pages the map places on each shard
+  double imbalance = 0;                   // max / mean of shard_pages
+  // Per shard, its resident pages over the mean; and the imbalance the map was built or
+  // rebalanced for (its cell weights), and the drift: imbalance - planned.
+  std::vector<double> shard_factor;
+  double planned_imbalance = 0, drift = 0;
+  uint64_t map_generation = 0;
+  uint64_t violation_count = 0;
+  std::vector<std::string> violations;    // the first 100
+};
+// Opens the store read-only. Errors: as OpenStoreReadOnly's and the shards'.
+StatusOr<PlacementReport> CheckPlacement(const StoreLayout& layout, pb::NeardupConfig config);
+
+// The imbalance the map was built for: its cell weights summed per shard, max / mean (1 without).
+double PlannedImbalance(const partitioner::PartitionMap& map);
+
+}  // namespace neardup::pipeline

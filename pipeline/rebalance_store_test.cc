@@ -1,0 +1,285 @@
+// Rebalancing a store: a move leaves every page on the shard the new map gives its cell (check
+// clean, the same groups after a later run); a move stopped after any of its steps is finished
+// by the next rebalance with the same shard contents as an uninterrupted one; and a batch compared
+// while a move is half done, routed to the union of both maps' shards, finds every exact pair.
+#include "pipeline/rebalance_store.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "document/crawl_signer.h"
+#include "document/shingle.h"
+#include "pipeline/pipeline_test_util.h"
+
+namespace neardup::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using test_util::SampleRun;
+
+StoreRebalanceOptions Options(const std::string& dir, uint32_t shards) {
+  StoreRebalanceOptions o;
+  o.dir = dir;
+  o.config = DefaultConfig();
+  o.config.mutable_tier2()->set_sync(false);
+  o.config.mutable_tier1()->set_sync(false);
+  o.shards = shards;
+  o.max_move = 0.5;
+  return o;
+}
+
+// Every shard's resident URLs, read through Tier 1's pages and each shard's Get.
+std::map<uint32_t, std::set<std::string>> ShardContents(const std::string& dir) {
+  StoreLayout layout{dir};
+  pb::NeardupConfig config = DefaultConfig();
+  double threshold = 0.9;
+  SignerOptions signer;
+  auto opened = OpenStoreReadOnly(layout, {}, &config, &threshold, &signer);
+  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+  std::vector<std::string> urls;
+  EXPECT_TRUE(opened->groups->rows()
+                  .ScanFamily(opened->groups->page_family(),
+                              [&](std::string_view url, std::string_view, std::string_view) {
+                                urls.emplace_back(url);
+                                return true;
+                              })
+                  .ok());
+  ShardSetOptions so;
+  so.layout = layout;
+  so.config = config;
+  so.shards = opened->map->shards();
+  so.read_only = true;
+  auto shards = OpenLocalShardSet(so);
+  EXPECT_TRUE(shards.ok());
+  std::map<uint32_t, std::set<std::string>> out;
+  for (uint32_t m = 0; m < so.shards; ++m) {
+    for (const std::string& u : urls) {
+      if ((*shards)->Get(m, u).ok()) out[m].insert(u);
+    }
+    EXPECT_EQ((*shards)->Stats(m).resident_pages, out[m].size()) << "shard " << m;
+  }
+  return out;
+}
+
+class RebalanceStoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir();
+    PipelineOptions o = SampleRun(*dir_, "base");
+    ASSERT_TRUE(RunPipeline(o).ok());
+    base_ = o.store;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string CopyOfBase(const std::string& name) {
+    const std::string to = dir_->File(name);
+    fs::remove_all(to);
+    fs::copy(base_, to, fs::copy_options::recursive);
+    return to;
+  }
+  static test::TempDir* dir_;
+  static std::string base_;
+};
+test::TempDir* RebalanceStoreTest::dir_ = nullptr;
+std::string RebalanceStoreTest::base_;
+
+TEST_F(RebalanceStoreTest, AddingAShardMovesWholeCellsAndCheckIsClean) {
+  const std::string dir = CopyOfBase("grow");
+  auto r = RebalanceStore(Options(dir, 4));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->applied);
+  EXPECT_EQ(r->generation_after, r->generation_before + 1);
+  EXPECT_EQ(r->shards_after, 4u);
+  EXPECT_GT(r->pages_moved, 0u);
+  EXPECT_EQ(r->pages_moved, r->planned_pages);
+  EXPECT_GT(r->bytes_moved, 0u);
+  EXPECT_EQ(r->shard_pages_after.size(), 4u);
+  EXPECT_GT(r->shard_pages_after[3], 0u);  // the new shard took cells
+  EXPECT_LT(r->imbalance_after, r->imbalance_before);
+  auto p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
+  EXPECT_EQ(p->map_generation, r->generation_after);
+  EXPECT_EQ(p->shard_pages, r->shard_pages_after);
+  EXPECT_FALSE(fs::exists(dir + "/map-next.pb"));
+  EXPECT_FALSE(fs::exists(dir + "/map-prev.pb"));
+
+  // Draining it again: back to 3 shards, the fourth's directory gone.
+  auto d = RebalanceStore(Options(dir, 3));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->shard_pages_after.size(), 3u);
+  EXPECT_FALSE(fs::exists(StoreLayout{dir}.shard(3)));
+  p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
+}
+
+TEST_F(RebalanceStoreTest, CheckFindsAPageOnTheWrongShard) {
+  const std::string dir = CopyOfBase("wrong");
+  // Stop a move after its first copy: the destination holds pages its cells do not give it yet.
+  StoreRebalanceOptions o = Options(dir, 4);
+  o.on_step = [](uint64_t step) { return step < 1; };
+  ASSERT_FALSE(RebalanceStore(o).ok());
+  auto p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->violation_count, 1u);  // the unfinished move
+  // Drop the journal as if the move had never been: the copied pages are then held twice.
+  {
+    tier1::GroupStore::Options go;
+    go.path = StoreLayout{dir}.tier1();
+    auto gs = tier1::GroupStore::Open(go);
+    ASSERT_TRUE(gs.ok());
+    RowBatch b;
+    b.Delete((*gs)->meta_family(), "move", "");
+    ASSERT_TRUE((*gs)->rows().Write(b).ok());
+  }
+  p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
+  ASSERT_TRUE(p.ok());
+  EXPECT_GE(p->violation_count, 1u);
+}
+
+TEST_F(RebalanceStoreTest, AMoveStoppedAfterAnyStepIsFinishedWithTheSameShards) {
+  const std::string whole = CopyOfBase("whole");
+  uint64_t steps = 0;
+  StoreRebalanceOptions o = Options(whole, 4);
+  o.on_step = [&](uint64_t) { return ++steps, true; };
+  ASSERT_TRUE(RebalanceStore(o).ok());
+  const auto expected = ShardContents(whole);
+  ASSERT_GE(steps, 5u);
+  // After the journal, the first copy, the middle step, and the last two (drops); every step is
+  // killed for real, at random, by tests/rebalance_crash_test.cc.
+  for (uint64_t stop : std::set<uint64_t>{1, 2, (steps + 1) / 2, steps - 1, steps}) {
+    SCOPED_TRACE("stopped after step " + std::to_string(stop));
+    const std::string dir = CopyOfBase("stop" + std::to_string(stop));
+    uint64_t calls = 0;
+    StoreRebalanceOptions s = Options(dir, 4);
+    s.on_step = [&](uint64_t) { return ++calls < stop; };
+    auto first = RebalanceStore(s);
+    EXPECT_FALSE(first.ok());
+    // The next rebalance finishes the move it finds, whatever its own plan would be.
+    auto resumed = RebalanceStore(Options(dir, 0));
+    ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+    EXPECT_TRUE(resumed->resumed);
+    EXPECT_EQ(ShardContents(dir), expected);
+    auto p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
+  }
+}
+
+TEST_F(RebalanceStoreTest, ARunFinishesAnInterruptedMoveFirst) {
+  const std::string dir = CopyOfBase("runfinishes");
+  StoreRebalanceOptions s = Options(dir, 4);
+  s.on_step = [](uint64_t step) { return step < 2; };
+  ASSERT_FALSE(RebalanceStore(s).ok());
+  PipelineOptions o = SampleRun(*dir_, "runfinishes");
+  o.store = dir;
+  o.config.mutable_pipeline()->clear_shards();
+  auto sum = RunPipeline(o);
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  EXPECT_TRUE(sum->finished_move);
+  EXPECT_EQ(sum->shards, 4u);
+  auto p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
+}
+
+// A batch of probes (the sample crawl's pages under new URLs, so each has partners) compared
+// while a move is stopped after each of its steps: routed to the union of both maps' shards it
+// finds exactly the pairs brute force finds over the resident pages.
+TEST_F(RebalanceStoreTest, ABatchComparedWhileAMoveIsHalfDoneFindsEveryExactPair) {
+  std::vector<pb::PageSignature> probes;
+  {
+    CrawlSignerOptions so;
+    so.signer.k = static_cast<int>(DefaultConfig().shingle().k());
+    so.signer.dims = static_cast<int>(DefaultConfig().shingle().dims());
+    so.threads = 1;
+    ASSERT_TRUE(SignCrawl(SampleRun(*dir_, "probe").input, so, [&](CrawlRecord& r, PageFeatures& f) {
+                  if (!r.has_content() || f.shingles.empty() || probes.size() >= 300) return Status::Ok();
+                  probes.push_back(ToProto("https://probe.example/" + std::to_string(probes.size()), f, so.signer));
+                  return Status::Ok();
+                }).ok());
+  }
+  ASSERT_EQ(probes.size(), 300u);
+  const double t = 0.9;
+  bool new_map_alone_missed = false;
+  for (uint64_t stop = 1; stop <= 3; ++stop) {
+    SCOPED_TRACE("stopped after step " + std::to_string(stop));
+    const std::string dir = CopyOfBase("half" + std::to_string(stop));
+    StoreRebalanceOptions s = Options(dir, 4);
+    uint64_t calls = 0;
+    s.on_step = [&](uint64_t) { return ++calls < stop; };
+    ASSERT_FALSE(RebalanceStore(s).ok());
+    StoreLayout layout{dir};
+    pb::NeardupConfig config = DefaultConfig();
+    double threshold = t;
+    SignerOptions signer;
+    auto opened = OpenStoreReadOnly(layout, {}, &config, &threshold, &signer);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    auto journal = ReadMoveJournal(*opened->groups);
+    ASSERT_TRUE(journal.ok());
+    auto maps = LoadMoveMaps(layout, *journal);
+    ASSERT_TRUE(maps.ok()) << maps.status().ToString();
+    const auto& [before, after] = *maps;
+    ShardSetOptions so;
+    so.layout = layout;
+    so.config = config;
+    so.shards = std::max(before.shards(), after.shards());  // a new shard's directory may not exist yet
+    auto shards = OpenLocalShardSet(so);
+    ASSERT_TRUE(shards.ok()) << shards.status().ToString();
+
+    // Brute force over every resident page (read from whichever shard holds it).
+    std::vector<pb::PageSignature> resident;
+    ASSERT_TRUE(opened->groups->rows()
+                    .ScanFamily(opened->groups->page_family(),
+                                [&](std::string_view url, std::string_view, std::string_view v) {
+                                  pb::Tier1Page p;
+                                  p.ParseFromArray(v.data(), static_cast<int>(v.size()));
+                                  if (!p.has_signature()) return true;
+                                  auto sig = (*shards)->Get(before.ShardOf(p.home_cell()), std::string(url));
+                                  if (!sig.ok()) sig = (*shards)->Get(after.ShardOf(p.home_cell()), std::string(url));
+                                  EXPECT_TRUE(sig.ok()) << url << " is on neither shard";
+                                  if (sig.ok()) resident.push_back(*sig);
+                                  return true;
+                                })
+                    .ok());
+    std::set<std::pair<uint32_t, std::string>> exact;
+    for (uint32_t i = 0; i < probes.size(); ++i) {
+      for (const auto& r : resident) {
+        if (Jaccard(std::span<const uint64_t>(probes[i].shingles().data(), probes[i].shingles().size()), std::span<const uint64_t>(r.shingles().data(), r.shingles().size())) >= t) exact.emplace(i, r.url());
+      }
+    }
+    ASSERT_GT(exact.size(), probes.size());  // every probe has its original, and some a family
+
+    auto found = [&](bool union_routing) {
+      std::set<std::pair<uint32_t, std::string>> pairs;
+      std::map<uint32_t, std::vector<uint32_t>> per_shard;
+      std::vector<uint32_t> route;
+      for (uint32_t i = 0; i < probes.size(); ++i) {
+        std::vector<uint32_t> v(probes[i].shingle_vector().begin(), probes[i].shingle_vector().end());
+        if (union_routing) RouteShardsDuringMove(before, after, v, &route);
+        else after.RouteShards(v, &route);
+        for (uint32_t m : route) per_shard[m].push_back(i);
+      }
+      for (const auto& [m, idx] : per_shard) {
+        std::vector<tier2::ShardPage> pages;
+        for (uint32_t i : idx) pages.push_back({&probes[i], false, true});
+        tier2::CompareResult res;
+        EXPECT_TRUE((*shards)->Compare(m, pages, t, &res).ok());
+        for (const auto& match : res.resident) pairs.emplace(idx[match.page], match.url);
+      }
+      return pairs;
+    };
+    EXPECT_EQ(found(true), exact);
+    if (found(false) != exact) new_map_alone_missed = true;
+  }
+  // The union is needed: before the copies are done, the new map alone misses pairs.
+  EXPECT_TRUE(new_map_alone_missed);
+}
+
+}  // namespace
+}  // namespace neardup::pipeline
