@@ -26,6 +26,7 @@ PACKAGES=(
 )
 if [ "${1:-}" = "experiments" ]; then
   PACKAGES+=(gnuplot-nox)             # PNG plots of experiments/results/*.csv
+  PACKAGES+=(wget)                    # experiments/real_docs.sh: crawls the served manuals into a WARC
 fi
 
 missing=()
