@@ -129,7 +129,8 @@ StatusOr<std::vector<TruePair>> ReadPairsJsonl(const std::string& path) {
   return out;
 }
 
-CrawlerView ComputeCrawlerView(const Answers& answers, const std::vector<TruePair>& pairs, double threshold) {
+CrawlerView ComputeCrawlerView(const Answers& answers, const std::vector<TruePair>& pairs, double threshold,
+                               const Markets* markets) {
   CrawlerView v;
   for (const auto& [url, a] : answers) {
     ++v.pages;
@@ -152,7 +153,17 @@ CrawlerView ComputeCrawlerView(const Answers& answers, const std::vector<TruePai
       continue;
     }
     ++v.true_pairs;
-    if (Kept(a->second.status) && Kept(b->second.status)) ++v.both_kept;
+    if (!Kept(a->second.status) || !Kept(b->second.status)) continue;
+    ++v.both_kept;
+    if (markets == nullptr) {
+      ++v.both_kept_same_market;
+      continue;
+    }
+    auto ma = markets->find(p.a), mb = markets->find(p.b);
+    const std::string none;
+    if ((ma == markets->end() ? none : ma->second) == (mb == markets->end() ? none : mb->second)) {
+      ++v.both_kept_same_market;
+    }
   }
   return v;
 }

@@ -74,13 +74,24 @@ struct CrawlerView {
   uint64_t dropped_without_similarity = 0;  // answered duplicate without one (redirects)
   uint64_t true_pairs = 0;     // baseline pairs with both pages answered
   uint64_t both_kept = 0;      // of those, both pages kept
+  // Of those, the two pages in the same market (when markets are given): a group keeps one
+  // winner per market (tier1/tier1.h), so pairs across markets are kept on purpose.
+  uint64_t both_kept_same_market = 0;
   uint64_t pairs_unanswered = 0;  // baseline pairs with a page the run does not answer
   double drop_precision() const { return dropped == 0 ? 1 : double(dropped_close) / double(dropped); }
   double redundancy() const { return true_pairs == 0 ? 0 : double(both_kept) / double(true_pairs); }
+  double same_market_redundancy() const {
+    return true_pairs == 0 ? 0 : double(both_kept_same_market) / double(true_pairs);
+  }
   double kept_share() const { return pages == 0 ? 0 : double(kept) / double(pages); }
 };
 
-CrawlerView ComputeCrawlerView(const Answers& answers, const std::vector<TruePair>& pairs, double threshold);
+// url -> market (CrawlRecord::market; "" for none).
+using Markets = std::unordered_map<std::string, std::string>;
+
+// `markets` may be null (then both_kept_same_market = both_kept).
+CrawlerView ComputeCrawlerView(const Answers& answers, const std::vector<TruePair>& pairs, double threshold,
+                               const Markets* markets = nullptr);
 
 // Reads neardup run --out lines: url, group, status and similarity_to_winner (when present);
 // "crawled": false lines are skipped. Errors as ReadGroupsJsonl.

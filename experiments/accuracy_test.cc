@@ -98,6 +98,13 @@ TEST(CrawlerView, DropPrecisionAndRedundancy) {
   EXPECT_EQ(v.pairs_unanswered, 1u);
   EXPECT_EQ(v.both_kept, 2u);  // u1-u2 and u1-p
   EXPECT_DOUBLE_EQ(v.redundancy(), 2.0 / 3.0);
+  EXPECT_EQ(v.both_kept_same_market, 2u);
+  // u1 and u2 in different markets: kept apart on purpose.
+  Markets markets{{"u1", "uk"}, {"u2", "fr"}, {"p", "uk"}};
+  CrawlerView m = ComputeCrawlerView(ans, pairs, 0.9, &markets);
+  EXPECT_EQ(m.both_kept, 2u);
+  EXPECT_EQ(m.both_kept_same_market, 1u);
+  EXPECT_DOUBLE_EQ(m.same_market_redundancy(), 1.0 / 3.0);
 }
 
 TEST(CrawlerView, ReadsRunOutputAndPairs) {

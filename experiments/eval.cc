@@ -37,12 +37,14 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-StatusOr<uint64_t> CountRecords(const pipeline::PipelineOptions& run) {
+// Counts the good records, and notes each URL's market (its last record's).
+StatusOr<uint64_t> CountRecords(const pipeline::PipelineOptions& run, Markets* markets) {
   CrawlReaderOptions ro = run.reader;
   ro.quiet_bad_lines = true;  // the first run reports them
   ASSIGN_OR_RETURN(auto reader, CrawlReader::Open(run.input, ro));
   CrawlRecord r;
   while (reader->Next(&r)) {
+    if (!r.market.empty() || markets->count(r.url)) (*markets)[r.url] = r.market;
   }
   RETURN_IF_ERROR(reader->status());
   return reader->stats().records;
@@ -85,7 +87,8 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
   if (ec) return IoError("eval: cannot create " + stores + ": " + ec.message());
 
   EvalResult res;
-  ASSIGN_OR_RETURN(res.input_records, CountRecords(o.run));
+  Markets markets;
+  ASSIGN_OR_RETURN(res.input_records, CountRecords(o.run, &markets));
   if (res.input_records == 0) return InvalidArgument("eval: " + o.run.input + " holds no good records");
   std::vector<uint64_t> at;
   for (double m : o.milestones) {
@@ -158,15 +161,15 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
       pt.repairs = sum.repairs;
       ASSIGN_OR_RETURN(Answers answers, ReadAnswersJsonl(run.groups_out));
       pt.accuracy = CompareGroupings(GroupingOf(answers), truth);
-      pt.view = ComputeCrawlerView(answers, pairs, o.run.threshold);
+      pt.view = ComputeCrawlerView(answers, pairs, o.run.threshold, &markets);
       res.points.push_back(pt);
       done_work += static_cast<double>(at[i] - (i == 0 ? 0 : at[i - 1]));
       const double elapsed = Since(start);
       const double rate = elapsed > 0 ? done_work / elapsed : 0;
       spdlog::info("eval: {} ({} records), {} shards: REP {:.4f}% RER {:.4f}%, drop precision {:.6f}, redundancy "
-                   "{:.4f}%; {:.0f} records/s, ETA {:.0f} s",
+                   "{:.4f}% ({:.4f}% in one market); {:.0f} records/s, ETA {:.0f} s",
                    Percent(pt.milestone), pt.records, shards, 100 * pt.accuracy.rep(), 100 * pt.accuracy.rer(),
-                   pt.view.drop_precision(), 100 * pt.view.redundancy(), rate,
+                   pt.view.drop_precision(), 100 * pt.view.redundancy(), 100 * pt.view.same_market_redundancy(), rate,
                    rate > 0 ? (total_work - done_work) / rate : 0.0);
       RETURN_IF_ERROR(WriteEvalResults(res, o));
     }
@@ -210,7 +213,8 @@ Status WriteEvalResults(const EvalResult& r, const EvalOptions& o) {
   const std::string routing = o.run.config.pipeline().routing();
   std::string csv =
       "milestone,records,shards,routing,rho,threshold,pages,only_system,only_baseline,system_pairs,baseline_pairs,"
-      "common_pairs,rep,rer,dropped,dropped_close,drop_precision,true_pairs,both_kept,redundancy,kept_share,changed,"
+      "common_pairs,rep,rer,dropped,dropped_close,drop_precision,true_pairs,both_kept,redundancy,"
+      "same_market_redundancy,kept_share,changed,"
       "fast_path,fast_path_share,verifications,rejections,rejection_rate,repairs,run_seconds,baseline_seconds\n";
   std::string json = "{\"input\":";
   AppendJsonString(&json, o.run.input);
@@ -227,28 +231,29 @@ Status WriteEvalResults(const EvalResult& r, const EvalOptions& o) {
     const double rej = p.verifications ? double(p.rejections) / double(p.verifications) : 0;
     char line[1024];
     std::snprintf(line, sizeof line,
-                  "%g,%llu,%u,%s,%g,%g,%llu,%llu,%llu,%llu,%llu,%llu,%.6f,%.6f,%llu,%llu,%.6f,%llu,%llu,%.6f,%.6f,%llu,"
+                  "%g,%llu,%u,%s,%g,%g,%llu,%llu,%llu,%llu,%llu,%llu,%.6f,%.6f,%llu,%llu,%.6f,%llu,%llu,%.6f,%.6f,%.6f,%llu,"
                   "%llu,%.6f,%llu,%llu,%.6f,%llu,%.3f,%.3f\n",
                   p.milestone, (unsigned long long)p.records, p.shards, routing.c_str(), o.run.config.pipeline().rho(),
                   o.run.threshold, (unsigned long long)a.pages, (unsigned long long)a.only_system,
                   (unsigned long long)a.only_baseline, (unsigned long long)a.system_pairs,
                   (unsigned long long)a.baseline_pairs, (unsigned long long)a.common_pairs, a.rep(), a.rer(),
                   (unsigned long long)v.dropped, (unsigned long long)v.dropped_close, v.drop_precision(),
-                  (unsigned long long)v.true_pairs, (unsigned long long)v.both_kept, v.redundancy(), v.kept_share(),
-                  (unsigned long long)p.changed, (unsigned long long)p.fast_path, fp,
+                  (unsigned long long)v.true_pairs, (unsigned long long)v.both_kept, v.redundancy(),
+                  v.same_market_redundancy(), v.kept_share(), (unsigned long long)p.changed, (unsigned long long)p.fast_path, fp,
                   (unsigned long long)p.verifications, (unsigned long long)p.rejections, rej,
                   (unsigned long long)p.repairs, p.run_seconds, p.baseline_seconds);
     csv += line;
     std::snprintf(line, sizeof line,
                   "%s{\"milestone\":%g,\"records\":%llu,\"shards\":%u,\"pages\":%llu,\"system_pairs\":%llu,"
                   "\"baseline_pairs\":%llu,\"common_pairs\":%llu,\"rep\":%.6f,\"rer\":%.6f,\"drop_precision\":%.6f,"
-                  "\"dropped\":%llu,\"redundancy\":%.6f,\"true_pairs\":%llu,\"both_kept\":%llu,\"kept_share\":%.6f,"
+                  "\"dropped\":%llu,\"redundancy\":%.6f,\"same_market_redundancy\":%.6f,\"true_pairs\":%llu,\"both_kept\":%llu,\"kept_share\":%.6f,"
                   "\"changed\":%llu,\"fast_path_share\":%.6f,\"verifications\":%llu,\"rejections\":%llu,"
                   "\"rejection_rate\":%.6f,\"repairs\":%llu,\"run_seconds\":%.3f,\"baseline_seconds\":%.3f}",
                   k == 0 ? "" : ",", p.milestone, (unsigned long long)p.records, p.shards,
                   (unsigned long long)a.pages, (unsigned long long)a.system_pairs,
                   (unsigned long long)a.baseline_pairs, (unsigned long long)a.common_pairs, a.rep(), a.rer(),
-                  v.drop_precision(), (unsigned long long)v.dropped, v.redundancy(), (unsigned long long)v.true_pairs,
+                  v.drop_precision(), (unsigned long long)v.dropped, v.redundancy(), v.same_market_redundancy(),
+                  (unsigned long long)v.true_pairs,
                   (unsigned long long)v.both_kept, v.kept_share(), (unsigned long long)p.changed, fp,
                   (unsigned long long)p.verifications, (unsigned long long)p.rejections, rej,
                   (unsigned long long)p.repairs, p.run_seconds, p.baseline_seconds);

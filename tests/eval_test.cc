@@ -76,7 +76,7 @@ class EvalTest : public BinaryTest {
 
 TEST_F(EvalTest, TableShapeAndNumbersMatchSeparateRuns) {
   const std::string crawl = Path("crawl.jsonl");
-  ASSERT_EQ(Neardup("gen-crawl --pages 2000 --seed 7 --out " + crawl).code, 0);
+  ASSERT_EQ(Neardup("gen-crawl --pages 1200 --seed 7 --out " + crawl).code, 0);
   const Outcome r = Neardup("eval --input " + crawl + " --milestones 50%,100% --shards 2,3 --routing exact --out " +
                             Path("res"));
   ASSERT_EQ(r.code, 0) << r.err;
@@ -91,8 +91,8 @@ TEST_F(EvalTest, TableShapeAndNumbersMatchSeparateRuns) {
   EXPECT_THAT(r.out, HasSubstr("drop precision"));
   const auto rows = Csv(Read(Path("res/eval.csv")));
   ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[0].at("records"), "1000");
-  EXPECT_EQ(rows[3].at("records"), "2000");
+  EXPECT_EQ(rows[0].at("records"), "600");
+  EXPECT_EQ(rows[3].at("records"), "1200");
   EXPECT_EQ(rows[3].at("shards"), "3");
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
