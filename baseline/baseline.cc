@@ -79,6 +79,10 @@ StatusOr<BaselineResult> RunBaseline(const BaselineOptions& options) {
   sign_options.reader = options.reader;
   sign_options.threads = threads;
   if (options.progress) sign_options.progress_label = "baseline: read+sign";
+  uint64_t seen = 0;
+  if (options.max_records > 0) {
+    sign_options.keep = [&](const CrawlRecord&) { return seen++ < options.max_records; };
+  }
   // The last record of a URL wins: a recrawl replaces content, a redirect drops it, a gone record
   // removes the URL (as if never crawled; what redirects to it still leads to it).
   RETURN_IF_ERROR(SignCrawl(options.input, sign_options, [&](CrawlRecord& rec, PageFeatures& f) {

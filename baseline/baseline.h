@@ -33,6 +33,7 @@ struct BaselineOptions {
   CrawlReaderOptions reader;
   int threads = 0;            // 0 = one per core
   bool progress = true;       // log progress on long runs
+  uint64_t max_records = 0;   // only the first this many good records (0 = all): a crawl's prefix
 };
 
 struct BaselinePage {

@@ -15,6 +15,7 @@ void AddBenchTier2(CLI::App* bench, int* exit_code);  // bench_tier2.cc
 void RegisterConfig(CLI::App& app, int* exit_code);
 void RegisterPartition(CLI::App& app, int* exit_code);
 void RegisterExperiment(CLI::App& app, int* exit_code);
+void RegisterEval(CLI::App& app, int* exit_code);        // eval (experiment_command.cc)
 void RegisterTier2Server(CLI::App& app, int* exit_code);  // tier2_server_command.cc
 void RegisterTier1Server(CLI::App& app, int* exit_code);  // tier1_server_command.cc
 void RegisterClients(CLI::App& app, int* exit_code);      // ingest (client_commands.cc)

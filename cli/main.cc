@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   neardup::cli::RegisterConfig(app, &exit_code);
   neardup::cli::RegisterPartition(app, &exit_code);
   neardup::cli::RegisterExperiment(app, &exit_code);
+  neardup::cli::RegisterEval(app, &exit_code);
   neardup::cli::RegisterRun(app, &exit_code);
   neardup::cli::RegisterTier2Server(app, &exit_code);
   neardup::cli::RegisterTier1Server(app, &exit_code);

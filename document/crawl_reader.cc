@@ -3,6 +3,7 @@
 #include "common/rfc3339.h"
 #include "common/utf8.h"
 #include "document/json_fields.h"
+#include "document/warc_reader.h"
 
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
@@ -130,17 +131,21 @@ bool IsAbsoluteHttpUrl(std::string_view url) {
   return true;
 }
 
-CrawlReader::CrawlReader(std::unique_ptr<LineReader> lines, CrawlReaderOptions options)
-    : lines_(std::move(lines)), options_(std::move(options)) {
-  if (options_.quiet_bad_lines) return;  // counted in Report, not logged
-  on_bad_line_ = [this](const BadLine& b) {
+CrawlReader::CrawlReader(bool quiet_bad_lines, const char* unit) {
+  if (quiet_bad_lines) return;  // counted in Report, not logged
+  on_bad_line_ = [this, unit](const BadLine& b) {
     if (stats_.bad_lines <= 20 || stats_.bad_lines % 1000 == 0) {
-      spdlog::warn("line {}: {} (skipped; {} bad lines so far)", b.line, b.reason, stats_.bad_lines);
+      spdlog::warn("{} {}: {} (skipped; {} bad so far)", unit, b.line, b.reason, stats_.bad_lines);
     }
   };
 }
 
 CrawlReader::~CrawlReader() = default;
+
+void CrawlReader::Report(uint64_t line, std::string reason) {
+  ++stats_.bad_lines;
+  if (on_bad_line_) on_bad_line_(BadLine{line, std::move(reason)});
+}
 
 namespace {
 
@@ -148,19 +153,28 @@ LineReaderOptions LinesOf(const CrawlReaderOptions& o) {
   return {.max_line_bytes = o.max_line_bytes, .padding = kPadding, .readable = o.readable};
 }
 
-}  // namespace
+// The JSON Lines reader.
+class JsonlCrawlReader final : public CrawlReader {
+ public:
+  JsonlCrawlReader(std::unique_ptr<LineReader> lines, CrawlReaderOptions options)
+      : CrawlReader(options.quiet_bad_lines, "line"), lines_(std::move(lines)), options_(std::move(options)) {}
 
-StatusOr<std::unique_ptr<CrawlReader>> CrawlReader::Open(const std::string& path, CrawlReaderOptions options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<LineReader> lines, LineReader::Open(path, LinesOf(options), "crawl"));
-  return std::unique_ptr<CrawlReader>(new CrawlReader(std::move(lines), std::move(options)));
-}
+  bool Next(CrawlRecord* record) override;
+  bool paused() const override { return lines_->paused(); }
+  const Status& status() const override { return lines_->status(); }
+  std::optional<uint64_t> total_bytes() const override { return lines_->total_bytes(); }
 
-std::unique_ptr<CrawlReader> CrawlReader::FromStream(std::FILE* stream, CrawlReaderOptions options) {
-  auto lines = LineReader::FromStream(stream, LinesOf(options));
-  return std::unique_ptr<CrawlReader>(new CrawlReader(std::move(lines), std::move(options)));
-}
+ private:
+  // True when want_url is set, the line's URL could be read, and want_url refused it.
+  bool PassOver();
 
-bool CrawlReader::PassOver() {
+  // The lines, each with the JSON parser's padding after it (it reads past a document's end).
+  std::unique_ptr<LineReader> lines_;
+  CrawlReaderOptions options_;
+  std::string_view line_view_;
+};
+
+bool JsonlCrawlReader::PassOver() {
   if (!options_.want_url) return false;
   thread_local simdjson::ondemand::parser parser;
   simdjson::ondemand::document doc;
@@ -174,12 +188,7 @@ bool CrawlReader::PassOver() {
   return true;
 }
 
-void CrawlReader::Report(uint64_t line, std::string reason) {
-  ++stats_.bad_lines;
-  if (on_bad_line_) on_bad_line_(BadLine{line, std::move(reason)});
-}
-
-bool CrawlReader::Next(CrawlRecord* record) {
+bool JsonlCrawlReader::Next(CrawlRecord* record) {
   bool too_long = false;
   while (lines_->Next(&line_view_, &too_long)) {
     const uint64_t line_no = stats_.lines = lines_->line_number();
@@ -205,11 +214,35 @@ bool CrawlReader::Next(CrawlRecord* record) {
   return false;
 }
 
+}  // namespace
+
+bool IsWarcPath(std::string_view path) { return path.ends_with(".warc") || path.ends_with(".warc.gz"); }
+
+StatusOr<std::unique_ptr<CrawlReader>> CrawlReader::Open(const std::string& path, CrawlReaderOptions options) {
+  if (IsWarcPath(path)) {
+    if (options.readable) return InvalidArgument("crawl " + path + ": a WARC input cannot be followed as it grows");
+    return OpenWarcReader(path, std::move(options));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<LineReader> lines, LineReader::Open(path, LinesOf(options), "crawl"));
+  return std::unique_ptr<CrawlReader>(new JsonlCrawlReader(std::move(lines), std::move(options)));
+}
+
+std::unique_ptr<CrawlReader> CrawlReader::FromStream(std::FILE* stream, CrawlReaderOptions options) {
+  auto lines = LineReader::FromStream(stream, LinesOf(options));
+  return std::unique_ptr<CrawlReader>(new JsonlCrawlReader(std::move(lines), std::move(options)));
+}
+
 std::string SummarizeReader(const CrawlReaderStats& s) {
-  std::string out = std::to_string(s.records) + " records from " + std::to_string(s.lines) + " lines, " +
-                    std::to_string(s.bad_lines) + " bad lines skipped, " + std::to_string(s.utf8_repaired) +
+  const char* unit = s.warc ? " WARC records, " : " lines, ";
+  std::string out = std::to_string(s.records) + " records from " + std::to_string(s.lines) + unit +
+                    std::to_string(s.bad_lines) + (s.warc ? " bad records skipped, " : " bad lines skipped, ") + std::to_string(s.utf8_repaired) +
                     " repaired (invalid UTF-8)";
   if (s.passed_over > 0) out += ", " + std::to_string(s.passed_over) + " passed over by URL";
+  if (s.warc_revisits + s.warc_non_html + s.warc_other_status + s.warc_not_response > 0) {
+    out += "; WARC records skipped: " + std::to_string(s.warc_revisits) + " revisits, " +
+           std::to_string(s.warc_non_html) + " not HTML, " + std::to_string(s.warc_other_status) +
+           " other HTTP status, " + std::to_string(s.warc_not_response) + " not responses";
+  }
   return out;
 }
 

@@ -1,6 +1,9 @@
-// CrawlReader: streams crawl records from a JSON Lines file in constant memory.
+// CrawlReader: streams crawl records from a file in constant memory, whatever its format:
+// JSON Lines (below), or WARC as crawlers write it (a path ending in .warc or .warc.gz:
+// document/warc_reader.h). CrawlReader::Open picks the format by the path; callers see the same
+// records, statistics and bad-record reports either way.
 //
-// One JSON object per line:
+// JSON Lines: one JSON object per line:
 //   url          required; absolute http:// or https:// URL
 //   html | text  one of them required unless redirect_to or gone is given. With both, html is
 //                used and text ignored (html is the fetched page; text may be a lossy extract).
@@ -50,8 +53,10 @@ struct CrawlRecord {
   double popularity = 0;
   std::optional<int64_t> fetched_at_ms;  // milliseconds since the Unix epoch, UTC
   std::string market;
-  uint64_t line = 0;       // 1-based line number in the input
-  uint64_t end_offset = 0; // bytes of the input up to and including this record's line
+  uint64_t line = 0;       // 1-based line number in the input (WARC: 1-based record number)
+  // Bytes of the input up to and including this record's line (WARC: up to the end of the record;
+  // in a .warc.gz, up to the end of the last gzip member that ended within the record).
+  uint64_t end_offset = 0;
 
   bool is_redirect() const { return !redirect_to.empty(); }
   // A content record (html or text, possibly without words): neither a redirect nor gone.
@@ -82,60 +87,72 @@ struct CrawlReaderStats {
   uint64_t utf8_repaired = 0;  // records kept after replacing invalid UTF-8
   uint64_t bytes = 0;          // bytes consumed
   uint64_t passed_over = 0;    // records whose URL CrawlReaderOptions::want_url refused
+  // WARC input only (document/warc_reader.h). `lines` counts WARC records there, `bad_lines` the
+  // truncated or corrupt ones, `bytes` the bytes of the file consumed (compressed, for .warc.gz).
+  bool warc = false;
+  uint64_t warc_revisits = 0;  // revisit records skipped (the crawler kept no new content)
+  uint64_t warc_non_html = 0;  // responses skipped whose content is not HTML (or text)
+  uint64_t warc_other_status = 0;  // responses skipped: an HTTP status that is none of 2xx, 3xx
+                                   // with a Location, 404, 410
+  uint64_t warc_not_response = 0;  // warcinfo, request, metadata, ... records (not pages)
 };
 
+// A line (JSON Lines) or a record (WARC) that was reported and skipped.
 struct BadLine {
-  uint64_t line;
-  std::string reason;
+  uint64_t line;         // 1-based line number; WARC: 1-based record number
+  std::string reason;    // WARC: starts with "record at byte N"
 };
 
 // Parses one line into *out (line number untouched). Returns InvalidArgument naming the field and
 // the problem. Invalid UTF-8 is repaired as in CrawlReader.
 Status ParseCrawlRecord(std::string_view line, CrawlRecord* out);
 
+// True when `path` names a WARC file (ends in .warc or .warc.gz).
+bool IsWarcPath(std::string_view path);
+
 // True for an absolute http(s) URL with a non-empty host and no whitespace or control characters.
 bool IsAbsoluteHttpUrl(std::string_view url);
 
 // "12000 records from 12004 lines, 3 bad lines skipped, 1 repaired (invalid UTF-8)" (and ", N
-// passed over by URL" when some were).
+// passed over by URL" when some were; for WARC input, the records skipped by kind).
 std::string SummarizeReader(const CrawlReaderStats& stats);
 
 class CrawlReader {
  public:
-  // Opens `path` ("-" for standard input). IoError if it cannot be opened.
+  // Opens `path` ("-" for standard input, read as JSON Lines): WARC when the path ends in .warc or
+  // .warc.gz (document/warc_reader.h; `readable` is not supported there), JSON Lines otherwise.
+  // IoError if it cannot be opened; InvalidArgument for following a WARC input.
   static StatusOr<std::unique_ptr<CrawlReader>> Open(const std::string& path, CrawlReaderOptions options);
-  // Reads from an already open stream, which the reader does not close.
+  // Reads JSON Lines from an already open stream, which the reader does not close.
   static std::unique_ptr<CrawlReader> FromStream(std::FILE* stream, CrawlReaderOptions options);
-  ~CrawlReader();
+  virtual ~CrawlReader();
   CrawlReader(const CrawlReader&) = delete;
   CrawlReader& operator=(const CrawlReader&) = delete;
 
-  // Called for each bad line. Default: log a warning (first 20 in full, then every 1000th).
+  // Called for each bad line or record. Default: log a warning (first 20 in full, then every
+  // 1000th).
   void set_on_bad_line(std::function<void(const BadLine&)> f) { on_bad_line_ = std::move(f); }
 
   // Fills *record with the next good record and returns true; false at end of input or on an I/O
   // error (then status() says which), or when a followed file has nothing more readable yet
   // (paused(): see CrawlReaderOptions::readable).
-  bool Next(CrawlRecord* record);
-  bool paused() const { return lines_->paused(); }
+  virtual bool Next(CrawlRecord* record) = 0;
+  virtual bool paused() const { return false; }
 
-  const Status& status() const { return lines_->status(); }
+  virtual const Status& status() const = 0;
   const CrawlReaderStats& stats() const { return stats_; }
   // Size of the input in bytes when known (regular files), for progress and ETA.
-  std::optional<uint64_t> total_bytes() const { return lines_->total_bytes(); }
+  virtual std::optional<uint64_t> total_bytes() const = 0;
   std::string Summary() const { return SummarizeReader(stats_); }
 
- private:
-  CrawlReader(std::unique_ptr<LineReader> lines, CrawlReaderOptions options);
-  // True when want_url is set, the line's URL could be read, and want_url refused it.
-  bool PassOver();
+ protected:
+  // `unit` names what a bad-record warning counts: "line" or "WARC record".
+  CrawlReader(bool quiet_bad_lines, const char* unit);
   void Report(uint64_t line, std::string reason);
 
-  // The lines, each with the JSON parser's padding after it (it reads past a document's end).
-  std::unique_ptr<LineReader> lines_;
-  CrawlReaderOptions options_;
-  std::string_view line_view_;
   CrawlReaderStats stats_;
+
+ private:
   std::function<void(const BadLine&)> on_bad_line_;
 };
 

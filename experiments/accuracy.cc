@@ -34,10 +34,13 @@ GroupingAccuracy CompareGroupings(const Grouping& system, const Grouping& baseli
   return a;
 }
 
-StatusOr<Grouping> ReadGroupsJsonl(const std::string& path) {
+namespace {
+
+// Calls `line(doc, number)` for each non-empty line of a JSON Lines file.
+template <typename F>
+Status ForEachJsonLine(const std::string& path, F&& each) {
   std::ifstream in(path);
   if (!in) return IoError("cannot read " + path);
-  Grouping out;
   simdjson::dom::parser parser;
   std::string line;
   uint64_t number = 0;
@@ -48,19 +51,121 @@ StatusOr<Grouping> ReadGroupsJsonl(const std::string& path) {
     if (parser.parse(line).get(doc) != simdjson::SUCCESS) {
       return InvalidArgument(path + ":" + std::to_string(number) + ": not JSON");
     }
-    std::string_view url;
-    if (doc["url"].get_string().get(url) != simdjson::SUCCESS) {
-      return InvalidArgument(path + ":" + std::to_string(number) + ": no \"url\" string");
-    }
-    bool crawled = true;
-    if (doc["crawled"].get_bool().get(crawled) == simdjson::SUCCESS && !crawled) continue;
-    simdjson::dom::element g;
-    if (doc["group"].get(g) != simdjson::SUCCESS) {
-      return InvalidArgument(path + ":" + std::to_string(number) + ": no \"group\"");
-    }
-    out[std::string(url)] = simdjson::minify(g);
+    RETURN_IF_ERROR(each(doc, number));
   }
+  return Status::Ok();
+}
+
+// url, group, status and similarity of a groups line; false for a "crawled": false line.
+StatusOr<bool> ParseAnswer(const std::string& path, simdjson::dom::element doc, uint64_t number, std::string* url,
+                           PageAnswer* a) {
+  std::string_view u;
+  if (doc["url"].get_string().get(u) != simdjson::SUCCESS) {
+    return InvalidArgument(path + ":" + std::to_string(number) + ": no \"url\" string");
+  }
+  bool crawled = true;
+  if (doc["crawled"].get_bool().get(crawled) == simdjson::SUCCESS && !crawled) return false;
+  simdjson::dom::element g;
+  if (doc["group"].get(g) != simdjson::SUCCESS) {
+    return InvalidArgument(path + ":" + std::to_string(number) + ": no \"group\"");
+  }
+  *url = std::string(u);
+  a->group = simdjson::minify(g);
+  std::string_view status;
+  a->status = doc["status"].get_string().get(status) == simdjson::SUCCESS ? std::string(status) : std::string();
+  double sim;
+  if (doc["similarity_to_winner"].get_double().get(sim) == simdjson::SUCCESS) a->similarity_to_winner = sim;
+  else a->similarity_to_winner.reset();
+  return true;
+}
+
+bool Kept(const std::string& status) { return status == "winner" || status == "unique" || status == "pending"; }
+
+}  // namespace
+
+StatusOr<Grouping> ReadGroupsJsonl(const std::string& path) {
+  Grouping out;
+  std::string url;
+  PageAnswer a;
+  RETURN_IF_ERROR(ForEachJsonLine(path, [&](simdjson::dom::element doc, uint64_t number) -> Status {
+    ASSIGN_OR_RETURN(bool crawled, ParseAnswer(path, doc, number, &url, &a));
+    if (crawled) out[url] = std::move(a.group);
+    return Status::Ok();
+  }));
   return out;
+}
+
+StatusOr<Answers> ReadAnswersJsonl(const std::string& path) {
+  Answers out;
+  std::string url;
+  PageAnswer a;
+  RETURN_IF_ERROR(ForEachJsonLine(path, [&](simdjson::dom::element doc, uint64_t number) -> Status {
+    ASSIGN_OR_RETURN(bool crawled, ParseAnswer(path, doc, number, &url, &a));
+    if (crawled) out[url] = std::move(a);
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Grouping GroupingOf(const Answers& answers) {
+  Grouping g;
+  g.reserve(answers.size());
+  for (const auto& [url, a] : answers) g.emplace(url, a.group);
+  return g;
+}
+
+StatusOr<std::vector<TruePair>> ReadPairsJsonl(const std::string& path) {
+  std::vector<TruePair> out;
+  RETURN_IF_ERROR(ForEachJsonLine(path, [&](simdjson::dom::element doc, uint64_t number) -> Status {
+    std::string_view a, b;
+    double sim;
+    if (doc["a"].get_string().get(a) != simdjson::SUCCESS || doc["b"].get_string().get(b) != simdjson::SUCCESS ||
+        doc["similarity"].get_double().get(sim) != simdjson::SUCCESS) {
+      return InvalidArgument(path + ":" + std::to_string(number) + ": needs \"a\", \"b\" and \"similarity\"");
+    }
+    out.push_back({std::string(a), std::string(b), sim});
+    return Status::Ok();
+  }));
+  return out;
+}
+
+CrawlerView ComputeCrawlerView(const Answers& answers, const std::vector<TruePair>& pairs, double threshold,
+                               const Markets* markets) {
+  CrawlerView v;
+  for (const auto& [url, a] : answers) {
+    ++v.pages;
+    if (Kept(a.status)) {
+      ++v.kept;
+    } else if (a.status == "duplicate") {
+      if (!a.similarity_to_winner) {
+        ++v.dropped_without_similarity;
+        continue;
+      }
+      ++v.dropped;
+      // Similarities are printed rounded to 6 digits; a pair exactly at the threshold stays close.
+      if (*a.similarity_to_winner >= threshold - 5e-7) ++v.dropped_close;
+    }
+  }
+  for (const TruePair& p : pairs) {
+    auto a = answers.find(p.a), b = answers.find(p.b);
+    if (a == answers.end() || b == answers.end()) {
+      ++v.pairs_unanswered;
+      continue;
+    }
+    ++v.true_pairs;
+    if (!Kept(a->second.status) || !Kept(b->second.status)) continue;
+    ++v.both_kept;
+    if (markets == nullptr) {
+      ++v.both_kept_same_market;
+      continue;
+    }
+    auto ma = markets->find(p.a), mb = markets->find(p.b);
+    const std::string none;
+    if ((ma == markets->end() ? none : ma->second) == (mb == markets->end() ? none : mb->second)) {
+      ++v.both_kept_same_market;
+    }
+  }
+  return v;
 }
 
 }  // namespace neardup::experiments

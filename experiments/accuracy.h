@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 #include <string>
 #include <unordered_map>
 
@@ -44,5 +46,59 @@ GroupingAccuracy CompareGroupings(const Grouping& system, const Grouping& baseli
 // with "crawled": false is skipped (a redirect target never crawled). IoError if unreadable;
 // InvalidArgument naming the line for a line without url or group.
 StatusOr<Grouping> ReadGroupsJsonl(const std::string& path);
+
+// The crawler's view of a run: what a search engine acts on is each page's status.
+//   drop precision = pages answered `duplicate` whose similarity to their named winner is >= the
+//                    threshold / pages answered `duplicate` (with a similarity: content pages;
+//                    a redirect answered `duplicate` is counted apart, in dropped_without_similarity)
+//   redundancy     = true near-duplicate pairs (the exact baseline's) with both pages answered as
+//                    kept (winner, unique or pending) / true pairs
+struct PageAnswer {
+  std::string group;   // as JSON text
+  std::string status;  // unique | winner | duplicate | pending | unknown
+  std::optional<double> similarity_to_winner;
+};
+using Answers = std::unordered_map<std::string, PageAnswer>;
+
+// A pair of `neardup baseline --pairs`.
+struct TruePair {
+  std::string a, b;
+  double similarity = 0;
+};
+
+struct CrawlerView {
+  uint64_t pages = 0;     // pages answered (crawled)
+  uint64_t kept = 0;      // answered winner, unique or pending
+  uint64_t dropped = 0;   // answered duplicate, with a similarity to the winner
+  uint64_t dropped_close = 0;  // of those, similarity >= threshold
+  uint64_t dropped_without_similarity = 0;  // answered duplicate without one (redirects)
+  uint64_t true_pairs = 0;     // baseline pairs with both pages answered
+  uint64_t both_kept = 0;      // of those, both pages kept
+  // Of those, the two pages in the same market (when markets are given): a group keeps one
+  // winner per market (tier1/tier1.h), so pairs across markets are kept on purpose.
+  uint64_t both_kept_same_market = 0;
+  uint64_t pairs_unanswered = 0;  // baseline pairs with a page the run does not answer
+  double drop_precision() const { return dropped == 0 ? 1 : double(dropped_close) / double(dropped); }
+  double redundancy() const { return true_pairs == 0 ? 0 : double(both_kept) / double(true_pairs); }
+  double same_market_redundancy() const {
+    return true_pairs == 0 ? 0 : double(both_kept_same_market) / double(true_pairs);
+  }
+  double kept_share() const { return pages == 0 ? 0 : double(kept) / double(pages); }
+};
+
+// url -> market (CrawlRecord::market; "" for none).
+using Markets = std::unordered_map<std::string, std::string>;
+
+// `markets` may be null (then both_kept_same_market = both_kept).
+CrawlerView ComputeCrawlerView(const Answers& answers, const std::vector<TruePair>& pairs, double threshold,
+                               const Markets* markets = nullptr);
+
+// Reads neardup run --out lines: url, group, status and similarity_to_winner (when present);
+// "crawled": false lines are skipped. Errors as ReadGroupsJsonl.
+StatusOr<Answers> ReadAnswersJsonl(const std::string& path);
+// The grouping of answers (url -> group).
+Grouping GroupingOf(const Answers& answers);
+// Reads neardup baseline --pairs lines. IoError if unreadable; InvalidArgument naming the line.
+StatusOr<std::vector<TruePair>> ReadPairsJsonl(const std::string& path);
 
 }  // namespace neardup::experiments

@@ -17,6 +17,7 @@ PACKAGES=(
   libcli11-dev                        # command line of the neardup binary
   libmodest-dev                       # MyHTML: HTML5 parsing of crawled pages
   libsimdjson-dev                     # JSON Lines crawl records
+  zlib1g-dev                          # .warc.gz crawls (multi-member gzip) and gzip-encoded HTTP bodies in WARC
   libgoogle-perftools-dev             # tcmalloc: the neardup binary's allocator
   libboost1.81-dev                    # Boost.Asio: the servers and clients between the tiers
   python3-scrapy                      # clients/scrapy: the Scrapy middleware's end-to-end test
@@ -25,6 +26,7 @@ PACKAGES=(
 )
 if [ "${1:-}" = "experiments" ]; then
   PACKAGES+=(gnuplot-nox)             # PNG plots of experiments/results/*.csv
+  PACKAGES+=(wget)                    # experiments/real_docs.sh: crawls the served manuals into a WARC
 fi
 
 missing=()

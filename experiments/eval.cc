@@ -1,0 +1,269 @@
+#include "experiments/eval.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "baseline/baseline.h"
+#include "common/json_write.h"
+#include "document/crawl_reader.h"
+
+namespace neardup::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string Percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g%%", share * 100);
+  return buf;
+}
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return IoError("eval: cannot write " + tmp);
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) return IoError("eval: cannot write " + tmp);
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return IoError("eval: cannot rename " + tmp + " to " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
+// Counts the good records, and notes each URL's market (its last record's).
+StatusOr<uint64_t> CountRecords(const pipeline::PipelineOptions& run, Markets* markets) {
+  CrawlReaderOptions ro = run.reader;
+  ro.quiet_bad_lines = true;  // the first run reports them
+  ASSIGN_OR_RETURN(auto reader, CrawlReader::Open(run.input, ro));
+  CrawlRecord r;
+  while (reader->Next(&r)) {
+    if (!r.market.empty() || markets->count(r.url)) (*markets)[r.url] = r.market;
+  }
+  RETURN_IF_ERROR(reader->status());
+  return reader->stats().records;
+}
+
+}  // namespace
+
+StatusOr<std::vector<double>> ParseMilestones(const std::string& text) {
+  std::vector<double> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = text.find(',', at);
+    std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    at = comma == std::string::npos ? text.size() + 1 : comma + 1;
+    const bool percent = !item.empty() && item.back() == '%';
+    if (percent) item.pop_back();
+    char* end = nullptr;
+    const double v = item.empty() ? NAN : std::strtod(item.c_str(), &end);
+    const double share = percent ? v / 100 : v;
+    if (item.empty() || end == nullptr || *end != '\0' || !(share > 0) || share > 1 ||
+        (!out.empty() && share <= out.back())) {
+      return InvalidArgument("--milestones: '" + text.substr(0, 200) +
+                             "': each item must be a share in (0, 1] or a percentage in (0%, 100%], increasing; bad "
+                             "item " + std::to_string(out.size() + 1));
+    }
+    out.push_back(share);
+  }
+  return out;
+}
+
+StatusOr<EvalResult> RunEval(const EvalOptions& o) {
+  if (o.milestones.empty()) return InvalidArgument("eval: no milestones");
+  if (o.shards.empty()) return InvalidArgument("eval: no shard counts");
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec) return IoError("eval: cannot create " + o.out_dir + ": " + ec.message());
+  const std::string stores = (fs::path(o.out_dir) / "stores").string();
+  fs::remove_all(stores, ec);
+  fs::create_directories(stores, ec);
+  if (ec) return IoError("eval: cannot create " + stores + ": " + ec.message());
+
+  EvalResult res;
+  Markets markets;
+  ASSIGN_OR_RETURN(res.input_records, CountRecords(o.run, &markets));
+  if (res.input_records == 0) return InvalidArgument("eval: " + o.run.input + " holds no good records");
+  std::vector<uint64_t> at;
+  for (double m : o.milestones) {
+    at.push_back(std::min<uint64_t>(res.input_records,
+                                    static_cast<uint64_t>(std::ceil(m * static_cast<double>(res.input_records)))));
+  }
+  // Work, for the rate and ETA: records replayed by the runs plus records read by the baselines.
+  const double total_work = static_cast<double>(res.input_records) * static_cast<double>(o.shards.size()) +
+                            [&] {
+                              double s = 0;
+                              for (uint64_t n : at) s += static_cast<double>(n);
+                              return s;
+                            }();
+  double done_work = 0;
+  const auto start = Clock::now();
+  spdlog::info("eval: {} records; {} milestones x {} shard counts", res.input_records, at.size(), o.shards.size());
+
+  for (size_t i = 0; i < at.size() && !res.stopped; ++i) {
+    // The truth at this milestone.
+    baseline::BaselineOptions bo;
+    bo.input = o.run.input;
+    bo.threshold = o.run.threshold;
+    bo.signer = o.run.signer;
+    bo.reader = o.run.reader;
+    bo.reader.quiet_bad_lines = true;
+    bo.threads = o.run.threads;
+    bo.progress = false;
+    bo.max_records = at[i];
+    const auto b0 = Clock::now();
+    ASSIGN_OR_RETURN(baseline::BaselineResult base, baseline::RunBaseline(bo));
+    const double baseline_seconds = Since(b0);
+    Grouping truth;
+    uint64_t baseline_pages = 0;
+    for (const baseline::BaselinePage& p : base.pages) {
+      if (!p.crawled) continue;
+      truth.emplace(p.url, std::to_string(p.group));
+      ++baseline_pages;
+    }
+    std::vector<TruePair> pairs;
+    pairs.reserve(base.pairs.size());
+    for (const baseline::SimilarPair& p : base.pairs) pairs.push_back({base.pages[p.a].url, base.pages[p.b].url, p.similarity});
+    base = baseline::BaselineResult();
+    done_work += static_cast<double>(at[i]);
+
+    for (uint32_t shards : o.shards) {
+      if (o.stop && o.stop()) {
+        res.stopped = true;
+        break;
+      }
+      pipeline::PipelineOptions run = o.run;
+      run.store = (fs::path(stores) / ("shards-" + std::to_string(shards))).string();
+      run.groups_out = (fs::path(o.out_dir) / ("groups-" + std::to_string(shards) + ".jsonl")).string();
+      run.max_records = at[i];
+      run.progress = false;
+      run.config.mutable_pipeline()->set_shards(shards);
+      run.given["shards"] = "--shards";
+      const auto r0 = Clock::now();
+      ASSIGN_OR_RETURN(pipeline::PipelineSummary sum, pipeline::RunPipeline(run));
+      EvalPoint pt;
+      pt.milestone = o.milestones[i];
+      pt.records = at[i];
+      pt.shards = shards;
+      pt.run_seconds = Since(r0);
+      pt.baseline_seconds = baseline_seconds;
+      pt.baseline_pages = baseline_pages;
+      pt.changed = sum.changed;
+      pt.fast_path = sum.fast_path;
+      pt.verifications = sum.verifications;
+      pt.rejections = sum.rejections;
+      pt.repairs = sum.repairs;
+      ASSIGN_OR_RETURN(Answers answers, ReadAnswersJsonl(run.groups_out));
+      pt.accuracy = CompareGroupings(GroupingOf(answers), truth);
+      pt.view = ComputeCrawlerView(answers, pairs, o.run.threshold, &markets);
+      res.points.push_back(pt);
+      done_work += static_cast<double>(at[i] - (i == 0 ? 0 : at[i - 1]));
+      const double elapsed = Since(start);
+      const double rate = elapsed > 0 ? done_work / elapsed : 0;
+      spdlog::info("eval: {} ({} records), {} shards: REP {:.4f}% RER {:.4f}%, drop precision {:.6f}, redundancy "
+                   "{:.4f}% ({:.4f}% in one market); {:.0f} records/s, ETA {:.0f} s",
+                   Percent(pt.milestone), pt.records, shards, 100 * pt.accuracy.rep(), 100 * pt.accuracy.rer(),
+                   pt.view.drop_precision(), 100 * pt.view.redundancy(), 100 * pt.view.same_market_redundancy(), rate,
+                   rate > 0 ? (total_work - done_work) / rate : 0.0);
+      RETURN_IF_ERROR(WriteEvalResults(res, o));
+    }
+  }
+  for (uint32_t shards : o.shards) fs::remove((fs::path(o.out_dir) / ("groups-" + std::to_string(shards) + ".jsonl")), ec);
+  if (!res.stopped) fs::remove_all(stores, ec);
+  RETURN_IF_ERROR(WriteEvalResults(res, o));
+  return res;
+}
+
+std::string FormatEvalTable(const EvalResult& r, const std::vector<uint32_t>& shards) {
+  std::string out = "milestone  records   ";
+  for (uint32_t p : shards) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " REP,%-4u  RER,%-4u ", p, p);
+    out += buf;
+  }
+  out += "\n";
+  for (size_t k = 0; k < r.points.size();) {
+    const double m = r.points[k].milestone;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%-9s  %-9llu ", Percent(m).c_str(), (unsigned long long)r.points[k].records);
+    out += buf;
+    for (uint32_t p : shards) {
+      if (k < r.points.size() && r.points[k].milestone == m && r.points[k].shards == p) {
+        std::snprintf(buf, sizeof buf, " %7.3f%%  %7.3f%% ", 100 * r.points[k].accuracy.rep(),
+                      100 * r.points[k].accuracy.rer());
+        ++k;
+      } else {
+        std::snprintf(buf, sizeof buf, " %8s  %8s ", "-", "-");
+      }
+      out += buf;
+    }
+    out += "\n";
+    while (k < r.points.size() && r.points[k].milestone == m) ++k;  // (shards not asked for)
+  }
+  return out;
+}
+
+Status WriteEvalResults(const EvalResult& r, const EvalOptions& o) {
+  const std::string routing = o.run.config.pipeline().routing();
+  std::string csv =
+      "milestone,records,shards,routing,rho,threshold,pages,only_system,only_baseline,system_pairs,baseline_pairs,"
+      "common_pairs,rep,rer,dropped,dropped_close,drop_precision,true_pairs,both_kept,redundancy,"
+      "same_market_redundancy,kept_share,changed,"
+      "fast_path,fast_path_share,verifications,rejections,rejection_rate,repairs,run_seconds,baseline_seconds\n";
+  std::string json = "{\"input\":";
+  AppendJsonString(&json, o.run.input);
+  json += ",\"input_records\":" + std::to_string(r.input_records) + ",\"routing\":";
+  AppendJsonString(&json, routing);
+  AppendJsonField(&json, "rho", o.run.config.pipeline().rho());
+  AppendJsonField(&json, "threshold", o.run.threshold);
+  json += std::string(",\"complete\":") + (r.stopped ? "false" : "true") + ",\"points\":[";
+  for (size_t k = 0; k < r.points.size(); ++k) {
+    const EvalPoint& p = r.points[k];
+    const GroupingAccuracy& a = p.accuracy;
+    const CrawlerView& v = p.view;
+    const double fp = p.changed ? double(p.fast_path) / double(p.changed) : 0;
+    const double rej = p.verifications ? double(p.rejections) / double(p.verifications) : 0;
+    char line[1024];
+    std::snprintf(line, sizeof line,
+                  "%g,%llu,%u,%s,%g,%g,%llu,%llu,%llu,%llu,%llu,%llu,%.6f,%.6f,%llu,%llu,%.6f,%llu,%llu,%.6f,%.6f,%.6f,%llu,"
+                  "%llu,%.6f,%llu,%llu,%.6f,%llu,%.3f,%.3f\n",
+                  p.milestone, (unsigned long long)p.records, p.shards, routing.c_str(), o.run.config.pipeline().rho(),
+                  o.run.threshold, (unsigned long long)a.pages, (unsigned long long)a.only_system,
+                  (unsigned long long)a.only_baseline, (unsigned long long)a.system_pairs,
+                  (unsigned long long)a.baseline_pairs, (unsigned long long)a.common_pairs, a.rep(), a.rer(),
+                  (unsigned long long)v.dropped, (unsigned long long)v.dropped_close, v.drop_precision(),
+                  (unsigned long long)v.true_pairs, (unsigned long long)v.both_kept, v.redundancy(),
+                  v.same_market_redundancy(), v.kept_share(), (unsigned long long)p.changed, (unsigned long long)p.fast_path, fp,
+                  (unsigned long long)p.verifications, (unsigned long long)p.rejections, rej,
+                  (unsigned long long)p.repairs, p.run_seconds, p.baseline_seconds);
+    csv += line;
+    std::snprintf(line, sizeof line,
+                  "%s{\"milestone\":%g,\"records\":%llu,\"shards\":%u,\"pages\":%llu,\"system_pairs\":%llu,"
+                  "\"baseline_pairs\":%llu,\"common_pairs\":%llu,\"rep\":%.6f,\"rer\":%.6f,\"drop_precision\":%.6f,"
+                  "\"dropped\":%llu,\"redundancy\":%.6f,\"same_market_redundancy\":%.6f,\"true_pairs\":%llu,\"both_kept\":%llu,\"kept_share\":%.6f,"
+                  "\"changed\":%llu,\"fast_path_share\":%.6f,\"verifications\":%llu,\"rejections\":%llu,"
+                  "\"rejection_rate\":%.6f,\"repairs\":%llu,\"run_seconds\":%.3f,\"baseline_seconds\":%.3f}",
+                  k == 0 ? "" : ",", p.milestone, (unsigned long long)p.records, p.shards,
+                  (unsigned long long)a.pages, (unsigned long long)a.system_pairs,
+                  (unsigned long long)a.baseline_pairs, (unsigned long long)a.common_pairs, a.rep(), a.rer(),
+                  v.drop_precision(), (unsigned long long)v.dropped, v.redundancy(), v.same_market_redundancy(),
+                  (unsigned long long)v.true_pairs,
+                  (unsigned long long)v.both_kept, v.kept_share(), (unsigned long long)p.changed, fp,
+                  (unsigned long long)p.verifications, (unsigned long long)p.rejections, rej,
+                  (unsigned long long)p.repairs, p.run_seconds, p.baseline_seconds);
+    json += line;
+  }
+  json += "]}\n";
+  const fs::path dir(o.out_dir);
+  RETURN_IF_ERROR(WriteFile((dir / "eval.csv").string(), csv));
+  RETURN_IF_ERROR(WriteFile((dir / "eval.json").string(), json));
+  return WriteFile((dir / "table.txt").string(), FormatEvalTable(r, o.shards));
+}
+
+}  // namespace neardup::experiments

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Table 1: REP and RER against the exact baseline at milestones of a replayed crawl, per Tier 2
+# shard count, with exact routing and with the paper's rho box beside it, plus the crawler's view
+# (drop precision, redundancy, Tier 1 share, rejections, repairs): `neardup eval` on a generated
+# crawl (seed 1).
+# Usage: experiments/table1_eval.sh [records] [rho]   (default 200000 1.1)
+source "$(dirname "$0")/common.sh"
+n="${1:-200000}"
+rho="${2:-1.1}"
+input=$(crawl "$n")
+for routing in exact rho; do
+  out="${TMPDIR:-/tmp}/neardup-eval-$n-$routing"
+  "$BIN" eval --input "$input" --milestones 10%,20%,30%,50%,75%,100% --shards 4,12,24 --threshold 0.9 \
+    --routing "$routing" --rho "$rho" --out "$out" --log-level info | tee "$RESULTS/table1_${routing}.txt"
+  cp "$out/eval.csv" "$RESULTS/table1_${routing}.csv"
+  cp "$out/eval.json" "$RESULTS/table1_${routing}.json"
+done
