@@ -181,6 +181,7 @@ void RegisterCheckCommand(CLI::App& app, int* exit_code) {
         spdlog::warn("store {}: shard imbalance {:.3f} is past {:.2f} (pipeline.rebalance_imbalance): a rebalance would "
                      "help (neardup rebalance --store {})", *store, p->imbalance, hint, *store);
       }
+      for (const std::string& n : p->notes) std::printf("note: %s\n", n.c_str());
       for (const std::string& v : p->violations) std::printf("violation: %s\n", v.c_str());
       violations += p->violation_count;
     }

@@ -517,6 +517,16 @@ StatusOr<PlacementReport> CheckPlacement(const StoreLayout& layout, pb::NeardupC
   so.read_only = true;
   ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> shards, OpenLocalShardSet(so));
   r.expected_pages.assign(map.shards(), 0);
+  // A shard behind Tier 1 lacks the pages of the batches it has still to redo.
+  ASSIGN_OR_RETURN(const uint64_t batches, CommittedBatches(*opened.groups));
+  std::vector<bool> lagging(map.shards(), false);
+  for (uint32_t m = 0; m < map.shards(); ++m) {
+    ASSIGN_OR_RETURN(const uint64_t seq, shards->CommittedBatch(m));
+    if (seq >= batches) continue;
+    lagging[m] = true;
+    r.notes.push_back(fmt::format("shard {} has committed batch {} of Tier 1's {}: the next run redoes the rest on it; "
+                                  "its placement is not checked", m, seq, batches));
+  }
   RETURN_IF_ERROR(ForEachResident(*opened.groups, [&](std::string_view url, uint32_t cell) -> Status {
     ++r.pages;
     if (cell >= map.cells()) {
@@ -525,6 +535,7 @@ StatusOr<PlacementReport> CheckPlacement(const StoreLayout& layout, pb::NeardupC
     }
     const uint32_t m = map.ShardOf(cell);
     ++r.expected_pages[m];
+    if (lagging[m]) return Status::Ok();
     auto sig = shards->Get(m, std::string(url));
     if (sig.status().code() == StatusCode::kNotFound) {
       violation(fmt::format("page {} (cell {}) is not on shard {}, which the map gives its cell", url, cell, m));
@@ -535,7 +546,7 @@ StatusOr<PlacementReport> CheckPlacement(const StoreLayout& layout, pb::NeardupC
   }));
   for (uint32_t m = 0; m < map.shards(); ++m) {
     r.shard_pages.push_back(shards->Stats(m).resident_pages);
-    if (r.shard_pages[m] != r.expected_pages[m]) {
+    if (!lagging[m] && r.shard_pages[m] != r.expected_pages[m]) {
       violation(fmt::format("shard {} holds {} pages, the map places {} on it (a page held twice, or unknown to Tier 1)",
                             m, r.shard_pages[m], r.expected_pages[m]));
     }

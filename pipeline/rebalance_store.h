@@ -119,6 +119,9 @@ struct PlacementReport {
   uint64_t map_generation = 0;
   uint64_t violation_count = 0;
   std::vector<std::string> violations;    // the first 100
+  // Shards that have not committed every batch Tier 1 did (a run stopped between Tier 1's commit
+  // and theirs; the next run redoes those batches on them): their placement is not checked.
+  std::vector<std::string> notes;
 };
 // Opens the store read-only. Errors: as OpenStoreReadOnly's and the shards'.
 StatusOr<PlacementReport> CheckPlacement(const StoreLayout& layout, pb::NeardupConfig config);
