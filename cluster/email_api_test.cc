@@ -24,6 +24,10 @@ class EmailApiTest : public ::testing::Test {
     o.config = DefaultConfig().email();
     o.config.set_k(10);
     o.config.set_snapshot_refresh_ms(50);
+    // Both clustering stages on the request's thread: a deterministic replay, so the templates
+    // counted below are exact (with stage threads an online run may differ, email/README.md).
+    o.config.set_cluster_threads(0);
+    o.config.set_formation_threads(0);
     o.store = dir_.File("email");
     o.bearer_token = "s3cret";
     o.work_threads = 2;

@@ -314,7 +314,7 @@ TEST_F(ServiceTest, ClusterUpSupervisesAndClusterDownStops) {
 // answer; SIGTERM drains clustering and exits 0, and a server started again on the store serves
 // the same template at once.
 TEST_F(ServiceTest, EmailServeInducesOverHttpAndKeepsItsStore) {
-  Write("email.textproto", "email { k: 10 snapshot_refresh_ms: 100 }\n");
+  Write("email.textproto", "email { k: 10 snapshot_refresh_ms: 100 cluster_threads: 0 formation_threads: 0 }\n");
   const std::vector<std::string> args = {"email", "serve", "--store", Path("email"), "--config", Path("email.textproto"),
                                          "--listen", "127.0.0.1:0"};
   std::string port = Start("email", args);
