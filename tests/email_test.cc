@@ -23,17 +23,9 @@ using ::testing::Not;
 
 // An email as a JSONL line, with its evaluation label.
 std::string Line(const email::EmailRecord& r, const std::string& label) {
-  std::string s = "{\"id\":";
-  AppendJsonString(&s, r.id);
-  s += ",\"sender\":";
-  AppendJsonString(&s, r.sender);
-  s += ",\"recipient\":";
-  AppendJsonString(&s, r.recipient);
-  s += ",\"subject\":";
-  AppendJsonString(&s, r.subject);
+  std::string s = email::test::JsonLine(r);
+  s.resize(s.size() - 2);  // without its closing "}\n"
   s += ",\"sent_at\":\"2024-06-03T" + std::to_string(10 + (r.sent_at_ms.value_or(0) / 3'600'000) % 10) + ":00:00Z\"";
-  s += ",\"html\":";
-  AppendJsonString(&s, r.html);
   s += ",\"label\":";
   AppendJsonString(&s, label);
   return s + "}\n";
