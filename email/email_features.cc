@@ -201,6 +201,7 @@ pb::StoredEmail ToStored(const EmailRecord& record, const EmailFeatures& f,
   pb::StoredEmail s;
   s.set_id(record.id);
   s.set_recipient(f.recipient);
+  s.set_sender(f.sender);
   s.set_subject(record.subject);
   s.set_sent_at_ms(record.sent_at_ms.value_or(0));
   for (uint64_t k : keys) s.add_keys(k);

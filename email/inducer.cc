@@ -48,6 +48,7 @@ StatusOr<std::unique_ptr<Inducer>> Inducer::Open(InducerOptions options) {
   so.async_writes = in->options_.async_writes;
   so.env = in->options_.env;
   ASSIGN_OR_RETURN(in->store_, ClusterStore::Open(so));
+  RETURN_IF_ERROR(in->LoadIds());
   in->formation_pool_ = std::make_unique<StagePool>("nd-email-form", static_cast<int>(c.formation_threads()),
                                                     c.formation_queue());
   in->cluster_pool_ = std::make_unique<StagePool>("nd-email-clu", static_cast<int>(c.cluster_threads()), c.cluster_queue());
@@ -134,6 +135,7 @@ Status Inducer::ProcessBatch(std::span<const PreparedEmail> emails) {
       pb::StoredEmail& c = compact.emplace_back();
       c.set_id(e.stored.id());
       c.set_recipient(e.stored.recipient());
+      c.set_sender(e.stored.sender());
       c.set_subject(e.stored.subject());
       c.set_sent_at_ms(e.stored.sent_at_ms());
       *c.mutable_keys() = e.stored.keys();
@@ -209,66 +211,23 @@ Status Inducer::FormTemplate(uint64_t key) {
   std::vector<pb::EmailTemplate> old;
   RETURN_IF_ERROR(store_->ReadTemplates(key, &old));
   if (!old.empty()) ++reinductions_;
-  std::vector<pb::EmailTemplate> formed;
-  std::unordered_set<uint64_t> used;
-  auto core_of = [](const pb::EmailTemplate& t) {
-    return std::span<const uint64_t>(t.core().data(), static_cast<size_t>(t.core().size()));
-  };
-  const int64_t now = Now();
-  for (const Variant& v : variants) {
-    uint64_t id = 0;
-    bool found = false;
-    if (formation_.mode == FingerprintMode::kPaper) {
-      id = key;  // the paper: the cluster's MinHash is its template id
-      found = true;
-    } else {
-      for (const auto& t : old) {
-        if (!used.count(t.id()) && Jaccard(core_of(t), v.core) >= formation_.merge_jaccard && SameTemplate(t.id(), v.core)) {
-          id = t.id();
-          found = true;
-          break;
-        }
-      }
-      if (!found) {
-        // The same template formed in another row of these emails keeps one id.
-        std::unordered_set<uint64_t> other_rows;
-        for (size_t m : v.members) {
-          for (uint64_t k2 : emails[m].keys()) {
-            if (k2 != key) other_rows.insert(k2);
-          }
-        }
-        std::vector<pb::EmailTemplate> theirs;
-        for (uint64_t k2 : other_rows) {
-          RETURN_IF_ERROR(store_->ReadTemplates(k2, &theirs));
-          for (const auto& t : theirs) {
-            if (!used.count(t.id()) && Jaccard(core_of(t), v.core) >= formation_.merge_jaccard &&
-                SameTemplate(t.id(), v.core)) {
-              id = t.id();
-              found = true;
-              break;
-            }
-          }
-          if (found) break;
-        }
-      }
-      if (!found || used.count(id)) {
-        const std::string& first = emails[v.members.front()].id();
-        id = XXH3_64bits_withSeed(first.data(), first.size(), key);
-      }
-    }
-    used.insert(id);
-    formed.push_back(BuildTemplate(key, id, emails, v, udcas_, now));
+  std::vector<bool> is_new(variants.size(), true);
+  std::vector<uint64_t> ids;
+  if (formation_.mode == FingerprintMode::kPaper) {
+    ids.assign(variants.size(), key);  // the paper: the cluster's MinHash is its template id
+    std::lock_guard<std::mutex> lock(ids_mu_);
+    for (size_t i = 0; i < variants.size(); ++i) is_new[i] = ids_.try_emplace(key).second;
+  } else {
+    // A row's emails share their sender: the keys are seeded with it.
+    ids = ChooseIds(key, emails.empty() ? 0 : emails.front().sender(), variants, emails, old, &is_new);
   }
+  const int64_t now = Now();
+  std::vector<pb::EmailTemplate> formed;
+  for (size_t i = 0; i < variants.size(); ++i) formed.push_back(BuildTemplate(key, ids[i], emails, variants[i], udcas_, now));
   RETURN_IF_ERROR(store_->WriteTemplates(key, formed, static_cast<uint32_t>(emails.size())));
-  for (const auto& t : formed) {
-    bool is_new;
-    {
-      std::lock_guard<std::mutex> lock(ids_mu_);
-      auto [it, inserted] = id_cores_.try_emplace(t.id());
-      is_new = inserted;
-      it->second.assign(t.core().begin(), t.core().end());
-    }
-    if (!is_new) continue;
+  for (size_t i = 0; i < formed.size(); ++i) {
+    if (!is_new[i]) continue;
+    const pb::EmailTemplate& t = formed[i];
     ++new_templates_;
     spdlog::debug("email: template {:016x} formed in row {:016x} from {} emails, {} recipients", t.id(), key, t.emails(),
                   t.recipients());
@@ -277,10 +236,70 @@ Status Inducer::FormTemplate(uint64_t key) {
   return Status::Ok();
 }
 
-bool Inducer::SameTemplate(uint64_t id, std::span<const uint64_t> core) {
+std::vector<uint64_t> Inducer::ChooseIds(uint64_t row, uint64_t sender, const std::vector<Variant>& variants,
+                                         std::span<const pb::StoredEmail> emails, std::span<const pb::EmailTemplate> old,
+                                         std::vector<bool>* is_new) {
+  std::vector<uint64_t> ids;
+  std::unordered_set<uint64_t> used;
   std::lock_guard<std::mutex> lock(ids_mu_);
-  auto it = id_cores_.find(id);
-  return it == id_cores_.end() || Jaccard(it->second, core) >= formation_.merge_jaccard;
+  std::vector<uint64_t>& of_sender = sender_ids_[sender];
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const Variant& v = variants[i];
+    uint64_t best = 0;
+    double best_j = -1;
+    for (uint64_t id : of_sender) {
+      if (used.count(id)) continue;
+      const double j = Jaccard(ids_.at(id).core, v.core);
+      if (j >= formation_.merge_jaccard && (j > best_j || (j == best_j && id < best))) {
+        best = id;
+        best_j = j;
+      }
+    }
+    uint64_t id = best;
+    if (best_j < 0) {
+      const std::string& first = emails[v.members.front()].id();
+      id = XXH3_64bits_withSeed(first.data(), first.size(), row);
+      while (used.count(id) || ids_.count(id)) ++id;  // an id names one template
+      of_sender.push_back(id);
+    }
+    IdEntry& entry = ids_[id];
+    (*is_new)[i] = entry.rows.empty() && best_j < 0;
+    entry.sender = sender;
+    entry.core = v.core;
+    entry.rows.insert(row);
+    used.insert(id);
+    ids.push_back(id);
+  }
+  // The row's old ids it no longer holds; an id no row holds is forgotten.
+  for (const pb::EmailTemplate& t : old) {
+    if (used.count(t.id())) continue;
+    auto it = ids_.find(t.id());
+    if (it == ids_.end()) continue;
+    it->second.rows.erase(row);
+    if (!it->second.rows.empty()) continue;
+    std::vector<uint64_t>& list = sender_ids_[it->second.sender];
+    list.erase(std::remove(list.begin(), list.end(), t.id()), list.end());
+    ids_.erase(it);
+  }
+  return ids;
+}
+
+Status Inducer::LoadIds() {
+  if (formation_.mode == FingerprintMode::kPaper) return Status::Ok();
+  std::unordered_map<uint64_t, int64_t> newest;  // id -> created_ms of the core kept
+  return store_->ScanTemplates([&](uint64_t row, const pb::EmailTemplate& t) {
+    auto [it, inserted] = ids_.try_emplace(t.id());
+    IdEntry& entry = it->second;
+    if (inserted) sender_ids_[t.sender()].push_back(t.id());
+    entry.rows.insert(row);
+    int64_t& at = newest[t.id()];
+    if (inserted || t.created_ms() >= at) {
+      at = t.created_ms();
+      entry.sender = t.sender();
+      entry.core.assign(t.core().begin(), t.core().end());
+    }
+    return true;
+  });
 }
 
 void Inducer::Fail(const Status& s) {

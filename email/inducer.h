@@ -145,12 +145,26 @@ class Inducer {
   std::mutex error_mu_;
   Status error_;
   std::function<void(const pb::EmailTemplate&)> on_new_template_;
-  // Template id -> the fixed text it was last formed with: an id carried over from a row's old
-  // template or from another row must still name the same text, so that one id never names two
-  // templates (rows re-form independently).
-  bool SameTemplate(uint64_t id, std::span<const uint64_t> core);
+  // The template ids of the store (verified mode), by sender: each with the fixed text it was last
+  // formed with and the rows that hold it. A formation chooses its variants' ids and registers them
+  // under one lock, so two rows forming one template (at once on two threads, or one after the
+  // other with cores that drifted as the template gathered emails) end with one id. Loaded from the
+  // store at Open; an id no row holds any more is forgotten.
+  struct IdEntry {
+    uint64_t sender = 0;
+    std::vector<uint64_t> core;
+    std::unordered_set<uint64_t> rows;
+  };
+  // The ids for a row's variants (one each, distinct): the sender's id whose core is the most
+  // similar (Jaccard >= merge_jaccard), else a new one; registers them for `row` and releases the
+  // row's old ids it no longer holds. `is_new[i]`: variant i's id was not known before.
+  std::vector<uint64_t> ChooseIds(uint64_t row, uint64_t sender, const std::vector<Variant>& variants,
+                                  std::span<const pb::StoredEmail> emails, std::span<const pb::EmailTemplate> old,
+                                  std::vector<bool>* is_new);
+  Status LoadIds();
   std::mutex ids_mu_;
-  std::unordered_map<uint64_t, std::vector<uint64_t>> id_cores_;
+  std::unordered_map<uint64_t, IdEntry> ids_;
+  std::unordered_map<uint64_t, std::vector<uint64_t>> sender_ids_;
   std::atomic<uint64_t> emails_{0}, cache_hits_{0}, stored_{0}, row_full_{0}, formations_{0}, reinductions_{0},
       new_templates_{0};
   double imbalance_ = 1;

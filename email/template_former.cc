@@ -249,6 +249,7 @@ pb::EmailTemplate BuildTemplate(uint64_t row, uint64_t id, std::span<const pb::S
   t.set_emails(static_cast<uint32_t>(v.members.size()));
   t.set_recipients(v.recipients);
   t.set_first_email_ms(first);
+  t.set_sender(emails[v.members.front()].sender());
   t.set_subject_pattern(SubjectPattern(members));
   t.mutable_core()->Assign(v.core.begin(), v.core.end());
   for (const auto& u : udcas) {
