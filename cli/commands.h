@@ -22,6 +22,7 @@ void RegisterClients(CLI::App& app, int* exit_code);      // ingest (client_comm
 void RegisterCluster(CLI::App& app, int* exit_code);      // cluster up / down (cluster_command.cc)
 // neardup status --server: each URL's answer from the API, a JSON line each; the exit code.
 int StatusOverHttp(const std::string& server, const std::vector<std::string>& urls);
+void RegisterExtract(CLI::App& app, int* exit_code);      // extract (extract_command.cc)
 void RegisterFaultProxy(CLI::App& app, int* exit_code);   // fault_proxy_command.cc
 void RegisterEmail(CLI::App& app, int* exit_code);        // email induce / annotate / eval (email_command.cc)
 void AddBenchEmail(CLI::App* bench, int* exit_code);      // bench_email.cc

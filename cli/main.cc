@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   neardup::cli::RegisterBaseline(app, &exit_code);
   neardup::cli::RegisterGenCrawl(app, &exit_code);
+  neardup::cli::RegisterExtract(app, &exit_code);
   neardup::cli::RegisterBench(app, &exit_code);
   neardup::cli::RegisterConfig(app, &exit_code);
   neardup::cli::RegisterPartition(app, &exit_code);

@@ -24,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 
 class CliTest : public BinaryTest {
@@ -85,6 +86,45 @@ TEST_F(CliTest, BaselineGroupsDuplicatesRedirectsAndRecrawls) {
   EXPECT_EQ(ids.size(), 7u);
   EXPECT_EQ(Read(Path("pairs.jsonl")),
             "{\"a\":\"http://a.example/\",\"b\":\"http://mirror.example/a\",\"similarity\":1}\n");
+}
+
+TEST_F(CliTest, ExtractWritesTheTextTheRunWouldSign) {
+  // HTML becomes its visible text; text, redirects and gone pages pass through; the baseline on
+  // the extract groups exactly as on the crawl.
+  const std::string a = Words(0, 100), b = Words(1000, 100);
+  std::string crawl;
+  crawl += "{\"url\":\"http://a.example/\",\"html\":\"<html><head><title>T</title><script>var x=1;</script></head><body><p>" + a +
+           "</p></body></html>\",\"fetched_at\":\"2024-06-03T00:09:48Z\",\"market\":\"uk\",\"popularity\":3}\n";
+  crawl += "{\"url\":\"http://mirror.example/a\",\"text\":\"" + a + "\"}\n";
+  crawl += "{\"url\":\"http://b.example/\",\"html\":\"<div>" + b + "</div>\"}\n";
+  crawl += "not json\n";
+  crawl += "{\"url\":\"http://r.example/\",\"redirect_to\":\"http://b.example/\"}\n";
+  crawl += "{\"url\":\"http://gone.example/\",\"gone\":true}\n";
+  Write("crawl.jsonl", crawl);
+  const Outcome r = Neardup("extract --input " + Path("crawl.jsonl") + " --out " + Path("text.jsonl"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("line 4"));
+  const std::string text = Read(Path("text.jsonl"));
+  EXPECT_THAT(text, HasSubstr("{\"url\":\"http://a.example/\",\"text\":\""));
+  EXPECT_THAT(text, HasSubstr("\"fetched_at\":\"2024-06-03T00:09:48Z\",\"market\":\"uk\",\"popularity\":3}"));
+  EXPECT_THAT(text, Not(HasSubstr("var x")));
+  EXPECT_THAT(text, Not(HasSubstr("<p>")));
+  EXPECT_THAT(text, HasSubstr("{\"url\":\"http://r.example/\",\"redirect_to\":\"http://b.example/\"}"));
+  EXPECT_THAT(text, HasSubstr("{\"url\":\"http://gone.example/\",\"gone\":true}"));
+  std::vector<CrawlRecord> records;
+  {
+    auto reader = CrawlReader::Open(Path("text.jsonl"), {});
+    ASSERT_TRUE(reader.ok());
+    CrawlRecord rec;
+    while ((*reader)->Next(&rec)) records.push_back(rec);
+    EXPECT_EQ((*reader)->stats().bad_lines, 0u);
+  }
+  ASSERT_EQ(records.size(), 5u);
+  EXPECT_FALSE(records[0].is_html);
+  ASSERT_EQ(Neardup("baseline --input " + Path("crawl.jsonl") + " --groups " + Path("g1.jsonl")).code, 0);
+  ASSERT_EQ(Neardup("baseline --input " + Path("text.jsonl") + " --groups " + Path("g2.jsonl")).code, 0);
+  EXPECT_EQ(Groups(Path("g1.jsonl")), Groups(Path("g2.jsonl")));
+  EXPECT_EQ(Neardup("extract --input " + Path("missing.jsonl") + " --out " + Path("x.jsonl")).code, 1);
 }
 
 TEST_F(CliTest, BadConfigIsRefusedWithLineAndColumn) {
