@@ -27,6 +27,7 @@ PACKAGES=(
 if [ "${1:-}" = "experiments" ]; then
   PACKAGES+=(gnuplot-nox)             # PNG plots of experiments/results/*.csv
   PACKAGES+=(wget)                    # experiments/real_docs.sh: crawls the served manuals into a WARC
+  PACKAGES+=(python3-numpy)           # experiments/peers.sh: the Python tool measured beside neardup imports it
 fi
 
 missing=()
