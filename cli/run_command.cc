@@ -240,10 +240,11 @@ void RegisterAccuracyCommand(CLI::App& app, int* exit_code) {
       if (!pairs.ok()) { *exit_code = Fail(pairs.status()); return; }
       const experiments::CrawlerView v = experiments::ComputeCrawlerView(*sys, *pairs, a->threshold);
       std::printf(",\"kept\":%llu,\"dropped\":%llu,\"dropped_close\":%llu,\"drop_precision\":%.6f,"
-                  "\"true_pairs\":%llu,\"both_kept\":%llu,\"redundancy\":%.6f,\"kept_share\":%.6f",
+                  "\"true_pairs\":%llu,\"both_kept\":%llu,\"redundancy\":%.6f,\"kept_share\":%.6f,"
+                  "\"greedy_kept\":%llu,\"greedy_kept_share\":%.6f",
                   (unsigned long long)v.kept, (unsigned long long)v.dropped, (unsigned long long)v.dropped_close,
                   v.drop_precision(), (unsigned long long)v.true_pairs, (unsigned long long)v.both_kept,
-                  v.redundancy(), v.kept_share());
+                  v.redundancy(), v.kept_share(), (unsigned long long)v.greedy_kept, v.greedy_kept_share());
     }
     std::printf("}\n");
   });
