@@ -99,8 +99,19 @@ Status Tier1::UpdateKeptSets(GroupStore::Txn& txn,
       return txn.Members(gid, &members);
     };
     if (full) {
-      ++fulls;
-      RETURN_IF_ERROR(scan());
+      // A new group (most often) has all its members in the work list: no scan, nothing to redo.
+      std::set<std::string> listed;
+      for (const std::string& url : w.pages) {
+        ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(url));
+        if (p != nullptr && p->group() == gid) listed.insert(url);
+      }
+      if (!w.full && found->kept_size() == 0 && listed.size() == found->members()) {
+        members.assign(listed.begin(), listed.end());
+        scanned = true;
+      } else {
+        ++fulls;
+        RETURN_IF_ERROR(scan());
+      }
       dirty.insert(members.begin(), members.end());
     } else {
       dirty.insert(w.pages.begin(), w.pages.end());
