@@ -427,7 +427,7 @@ Status WriteEvalResults(const EvalResult& r, const EvalOptions& o) {
       }
       json += "]}";
     }
-    json += "}}";
+    json += "}}}";  // causes, wrong_pairs, the point
   }
   json += "]}\n";
   const fs::path dir(o.out_dir);
