@@ -153,14 +153,16 @@ void RegisterEval(CLI::App& app, int* exit_code) {
     std::printf("\nthe crawler's view (at each milestone, per shard count):\n");
     for (const auto& p : r->points) {
       std::printf("  %6.4g%% %3u shards: drop precision %.6f (%llu dropped), redundancy %.4f%% (%llu of %llu true "
-                  "pairs both kept; %.4f%% in one market), kept %.2f%% of pages; Tier 1 resolved %llu of %llu changed pages; %llu "
+                  "pairs both kept; %.4f%% in one market), kept %.2f%% of pages (greedy kept set %.2f%%); Tier 1 resolved %llu of %llu changed pages; %llu "
                   "rejections of %llu verifications; %llu repairs\n",
                   100 * p.milestone, p.shards, p.view.drop_precision(), (unsigned long long)p.view.dropped,
                   100 * p.view.redundancy(), (unsigned long long)p.view.both_kept,
-                  (unsigned long long)p.view.true_pairs, 100 * p.view.same_market_redundancy(), 100 * p.view.kept_share(), (unsigned long long)p.fast_path,
+                  (unsigned long long)p.view.true_pairs, 100 * p.view.same_market_redundancy(), 100 * p.view.kept_share(),
+                  100 * p.view.greedy_kept_share(), (unsigned long long)p.fast_path,
                   (unsigned long long)p.changed, (unsigned long long)p.rejections,
                   (unsigned long long)p.verifications, (unsigned long long)p.repairs);
     }
+    std::printf("\n%s", experiments::FormatWrongPairs(*r).c_str());
     if (r->stopped) {
       std::printf("interrupted: the results above (and in %s) stop there\n", a->out.c_str());
       *exit_code = 130;

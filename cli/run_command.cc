@@ -157,14 +157,39 @@ void RegisterCheckCommand(CLI::App& app, int* exit_code) {
     go.read_only = true;  // a check changes nothing
     auto gs = tier1::GroupStore::Open(go);
     if (!gs.ok()) { *exit_code = Fail(gs.status()); return; }
+    gs->reset();
+    // The signatures too, when the store's shards can be opened: kept sets are then checked on
+    // their similarities (no two kept pages of a group near-duplicates).
+    auto opts = ResolveShared(SharedOptions{});
+    std::optional<ReadOnlyStore> opened;
+    if (opts.ok()) {
+      auto o = OpenStoreForQueries(*store, &*opts);
+      if (o.ok()) opened.emplace(std::move(*o));
+      else spdlog::warn("check: the shards cannot be opened ({}): kept sets checked without similarities",
+                        o.status().message());
+    }
+    if (!opened) {
+      gs = tier1::GroupStore::Open(go);
+      if (!gs.ok()) { *exit_code = Fail(gs.status()); return; }
+    }
+    tier1::GroupStore& groups = opened ? *opened->groups : **gs;
     tier1::CheckReport r;
-    if (Status s = tier1::CheckStore(**gs, &r); !s.ok()) { *exit_code = Fail(s); return; }
+    if (Status s = tier1::CheckStore(groups, &r, opened ? opened->signatures.get() : nullptr,
+                                     opened ? opts->threshold : 0);
+        !s.ok()) {
+      *exit_code = Fail(s);
+      return;
+    }
     std::printf("pages %llu, groups %llu (%llu with 2+ members), member cells %llu, redirects %llu, redirect cycles %llu\n",
                 (unsigned long long)r.pages, (unsigned long long)r.groups, (unsigned long long)r.multi_groups,
                 (unsigned long long)r.members, (unsigned long long)r.redirects, (unsigned long long)r.redirect_cycles);
+    std::printf("kept sets %llu: content pages kept %llu, dropped %llu%s\n", (unsigned long long)r.kept_sets,
+                (unsigned long long)r.kept, (unsigned long long)r.dropped,
+                opened ? "" : " (similarities not checked)");
     for (const std::string& v : r.violations) std::printf("violation: %s\n", v.c_str());
     uint64_t violations = r.violation_count;
-    gs->reset();
+    opened.reset();
+    if (gs.ok()) gs->reset();
     // Where the pages are: each on exactly the shard the served map gives its cell.
     if (std::filesystem::exists(*store + "/map.pb") || std::filesystem::exists(*store + "/map-next.pb")) {
       auto p = pipeline::CheckPlacement(pipeline::StoreLayout{*store}, ConfigDefaults());
@@ -215,10 +240,11 @@ void RegisterAccuracyCommand(CLI::App& app, int* exit_code) {
       if (!pairs.ok()) { *exit_code = Fail(pairs.status()); return; }
       const experiments::CrawlerView v = experiments::ComputeCrawlerView(*sys, *pairs, a->threshold);
       std::printf(",\"kept\":%llu,\"dropped\":%llu,\"dropped_close\":%llu,\"drop_precision\":%.6f,"
-                  "\"true_pairs\":%llu,\"both_kept\":%llu,\"redundancy\":%.6f,\"kept_share\":%.6f",
+                  "\"true_pairs\":%llu,\"both_kept\":%llu,\"redundancy\":%.6f,\"kept_share\":%.6f,"
+                  "\"greedy_kept\":%llu,\"greedy_kept_share\":%.6f",
                   (unsigned long long)v.kept, (unsigned long long)v.dropped, (unsigned long long)v.dropped_close,
                   v.drop_precision(), (unsigned long long)v.true_pairs, (unsigned long long)v.both_kept,
-                  v.redundancy(), v.kept_share());
+                  v.redundancy(), v.kept_share(), (unsigned long long)v.greedy_kept, v.greedy_kept_share());
     }
     std::printf("}\n");
   });
@@ -268,6 +294,11 @@ void RegisterStatusCommand(CLI::App& app, int* exit_code) {
              ",\"winner\":";
       AppendJsonString(&out, ans.winner_url);
       if (ans.verified && !ans.redirect) AppendJsonField(&out, "similarity_to_winner", ans.similarity_to_winner);
+      if (ans.status == tier1::StatusAnswer::kDuplicate && !ans.duplicate_of.empty()) {
+        out += ",\"duplicate_of\":";
+        AppendJsonString(&out, ans.duplicate_of);
+        if (!ans.redirect) AppendJsonField(&out, "similarity_to_duplicate_of", ans.similarity_to_duplicate_of);
+      }
       out += ans.verified ? ",\"verified\":true" : ",\"verified\":false";
       if (ans.redirect) out += ",\"redirect\":true";
       out += current != nullptr ? ",\"content\":\"given\"" : ",\"content\":\"stored\"";

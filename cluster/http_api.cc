@@ -219,6 +219,8 @@ HttpResponse HttpApi::StatusReply(const HttpRequest& request, const std::string&
   r.set_winner(a.winner_url);
   r.set_similarity_to_winner(a.verified && !a.redirect ? a.similarity_to_winner : 0);
   r.set_verified(a.verified);
+  r.set_duplicate_of(a.duplicate_of);
+  r.set_similarity_to_duplicate_of(a.redirect ? 0 : a.similarity_to_duplicate_of);
   r.set_redirect(a.redirect);
   r.set_group_members(a.group_members);
   r.set_completeness(s->completeness);

@@ -223,6 +223,9 @@ TEST_F(HttpApiTest, TheCrawlIsAnsweredAndGroupsAreListed) {
   r = client_->Request("GET", "/v1/status?url=" + UrlEncode("https://nocucoos.fr/p/1181"), "");
   ASSERT_TRUE(r.ok());
   EXPECT_NE(r->body.find("\"status\":\"duplicate\""), std::string::npos) << r->body;
+  // The kept page the crawler keeps instead (tier1/README.md, kept sets), and their similarity.
+  EXPECT_NE(r->body.find("\"duplicate_of\":\"https://"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("\"similarity_to_duplicate_of\":"), std::string::npos) << r->body;
   const size_t at = r->body.find("\"group\":\"") + 9;
   const std::string group = r->body.substr(at, r->body.find('"', at) - at);
   r = client_->Request("GET", "/v1/groups/" + group, "");

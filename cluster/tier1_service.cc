@@ -373,6 +373,10 @@ StatusOr<PageStatus> Tier1Service::Probe(std::string_view record) {
   out.answer.verified = true;
   out.answer.similarity_to_winner = sim;
   out.answer.status = sim >= threshold_ - 1e-9 ? tier1::StatusAnswer::kDuplicate : tier1::StatusAnswer::kUnique;
+  if (out.answer.status == tier1::StatusAnswer::kDuplicate) {
+    out.answer.duplicate_of = out.answer.winner_url;  // content not stored: compared with the winner only
+    out.answer.similarity_to_duplicate_of = sim;
+  }
   return out;
 }
 

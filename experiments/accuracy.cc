@@ -1,7 +1,11 @@
 #include "experiments/accuracy.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
 
 #include <simdjson.h>
 
@@ -76,6 +80,10 @@ StatusOr<bool> ParseAnswer(const std::string& path, simdjson::dom::element doc, 
   double sim;
   if (doc["similarity_to_winner"].get_double().get(sim) == simdjson::SUCCESS) a->similarity_to_winner = sim;
   else a->similarity_to_winner.reset();
+  std::string_view dup;
+  a->duplicate_of = doc["duplicate_of"].get_string().get(dup) == simdjson::SUCCESS ? std::string(dup) : std::string();
+  if (doc["similarity_to_duplicate_of"].get_double().get(sim) == simdjson::SUCCESS) a->similarity_to_duplicate_of = sim;
+  else a->similarity_to_duplicate_of.reset();
   return true;
 }
 
@@ -114,6 +122,21 @@ Grouping GroupingOf(const Answers& answers) {
   return g;
 }
 
+StatusOr<Histories> ReadHistories(const std::string& status_path) {
+  Histories out;
+  RETURN_IF_ERROR(ForEachJsonLine(status_path, [&](simdjson::dom::element doc, uint64_t number) -> Status {
+    std::string_view url, route;
+    if (doc["url"].get_string().get(url) != simdjson::SUCCESS || doc["route"].get_string().get(route) != simdjson::SUCCESS) {
+      return InvalidArgument(status_path + ":" + std::to_string(number) + ": needs \"url\" and \"route\" strings");
+    }
+    auto [it, fresh] = out.try_emplace(std::string(url));
+    it->second.route = std::string(route);
+    if (!fresh) it->second.recrawled = true;
+    return Status::Ok();
+  }));
+  return out;
+}
+
 StatusOr<std::vector<TruePair>> ReadPairsJsonl(const std::string& path) {
   std::vector<TruePair> out;
   RETURN_IF_ERROR(ForEachJsonLine(path, [&](simdjson::dom::element doc, uint64_t number) -> Status {
@@ -137,13 +160,38 @@ CrawlerView ComputeCrawlerView(const Answers& answers, const std::vector<TruePai
     if (Kept(a.status)) {
       ++v.kept;
     } else if (a.status == "duplicate") {
-      if (!a.similarity_to_winner) {
+      const std::optional<double>& sim = a.duplicate_of.empty() ? a.similarity_to_winner : a.similarity_to_duplicate_of;
+      if (!sim) {
         ++v.dropped_without_similarity;
         continue;
       }
       ++v.dropped;
       // Similarities are printed rounded to 6 digits; a pair exactly at the threshold stays close.
-      if (*a.similarity_to_winner >= threshold - 5e-7) ++v.dropped_close;
+      if (*sim >= threshold - 5e-7) ++v.dropped_close;
+    }
+  }
+  // The greedy kept set.
+  {
+    std::unordered_map<std::string_view, std::vector<std::string_view>> adj;
+    for (const TruePair& p : pairs) {
+      if (answers.count(p.a) == 0 || answers.count(p.b) == 0) continue;
+      adj[p.a].push_back(p.b);
+      adj[p.b].push_back(p.a);
+    }
+    std::vector<std::pair<size_t, std::string_view>> order;
+    order.reserve(answers.size());
+    for (const auto& [url, a] : answers) {
+      auto it = adj.find(url);
+      order.emplace_back(it == adj.end() ? 0 : it->second.size(), url);
+    }
+    std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+      return x.first != y.first ? x.first > y.first : x.second < y.second;
+    });
+    std::unordered_set<std::string_view> decided;
+    for (const auto& [degree, url] : order) {
+      if (!decided.insert(url).second) continue;
+      ++v.greedy_kept;
+      if (auto it = adj.find(url); it != adj.end()) decided.insert(it->second.begin(), it->second.end());
     }
   }
   for (const TruePair& p : pairs) {

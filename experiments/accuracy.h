@@ -48,15 +48,23 @@ GroupingAccuracy CompareGroupings(const Grouping& system, const Grouping& baseli
 StatusOr<Grouping> ReadGroupsJsonl(const std::string& path);
 
 // The crawler's view of a run: what a search engine acts on is each page's status.
-//   drop precision = pages answered `duplicate` whose similarity to their named winner is >= the
-//                    threshold / pages answered `duplicate` (with a similarity: content pages;
-//                    a redirect answered `duplicate` is counted apart, in dropped_without_similarity)
+//   drop precision = pages answered `duplicate` whose similarity to the page they are a duplicate
+//                    of (duplicate_of: a kept member of their group, tier1/kept.cc; the winner in
+//                    answers without it) is >= the threshold / pages answered `duplicate` (with a
+//                    similarity: content pages; a redirect answered `duplicate` is counted apart,
+//                    in dropped_without_similarity)
 //   redundancy     = true near-duplicate pairs (the exact baseline's) with both pages answered as
-//                    kept (winner, unique or pending) / true pairs
+//                    kept (winner, unique or pending; a group's kept pages other than its winner
+//                    answer unique) / true pairs
+//   greedy kept    = the fewest pages a crawler could keep with no exact pair among them, found
+//                    greedily (pages by exact partners, most first; a page is kept unless a kept
+//                    page is its partner): the share kept is compared with it
 struct PageAnswer {
   std::string group;   // as JSON text
   std::string status;  // unique | winner | duplicate | pending | unknown
   std::optional<double> similarity_to_winner;
+  std::string duplicate_of;
+  std::optional<double> similarity_to_duplicate_of;
 };
 using Answers = std::unordered_map<std::string, PageAnswer>;
 
@@ -78,12 +86,14 @@ struct CrawlerView {
   // winner per market (tier1/tier1.h), so pairs across markets are kept on purpose.
   uint64_t both_kept_same_market = 0;
   uint64_t pairs_unanswered = 0;  // baseline pairs with a page the run does not answer
+  uint64_t greedy_kept = 0;       // the greedy kept set over the answered pages and the pairs
   double drop_precision() const { return dropped == 0 ? 1 : double(dropped_close) / double(dropped); }
   double redundancy() const { return true_pairs == 0 ? 0 : double(both_kept) / double(true_pairs); }
   double same_market_redundancy() const {
     return true_pairs == 0 ? 0 : double(both_kept_same_market) / double(true_pairs);
   }
   double kept_share() const { return pages == 0 ? 0 : double(kept) / double(pages); }
+  double greedy_kept_share() const { return pages == 0 ? 0 : double(greedy_kept) / double(pages); }
 };
 
 // url -> market (CrawlRecord::market; "" for none).
@@ -93,11 +103,24 @@ using Markets = std::unordered_map<std::string, std::string>;
 CrawlerView ComputeCrawlerView(const Answers& answers, const std::vector<TruePair>& pairs, double threshold,
                                const Markets* markets = nullptr);
 
-// Reads neardup run --out lines: url, group, status and similarity_to_winner (when present);
+// Reads neardup run --out lines: url, group, status, similarity_to_winner, duplicate_of and
+// similarity_to_duplicate_of (each when present);
 // "crawled": false lines are skipped. Errors as ReadGroupsJsonl.
 StatusOr<Answers> ReadAnswersJsonl(const std::string& path);
 // The grouping of answers (url -> group).
 Grouping GroupingOf(const Answers& answers);
+// What the run did last to a page: its latest record's classification (tier1::ClassificationName)
+// and whether it had an earlier record.
+struct PageHistory {
+  std::string route;
+  bool recrawled = false;
+};
+using Histories = std::unordered_map<std::string, PageHistory>;
+
+// Reads a run's --status-out lines (url, route) in order: each URL's last. IoError if unreadable;
+// InvalidArgument naming the line for a line without url or route.
+StatusOr<Histories> ReadHistories(const std::string& status_path);
+
 // Reads neardup baseline --pairs lines. IoError if unreadable; InvalidArgument naming the line.
 StatusOr<std::vector<TruePair>> ReadPairsJsonl(const std::string& path);
 

@@ -79,13 +79,13 @@ TEST(Accuracy, ReadsGroupFilesAndSkipsUncrawledTargets) {
 
 TEST(CrawlerView, DropPrecisionAndRedundancy) {
   Answers ans;
-  ans["w"] = {"1", "winner", 1.0};
-  ans["d1"] = {"1", "duplicate", 0.95};
-  ans["d2"] = {"1", "duplicate", 0.85};  // dropped, but too far from its winner
-  ans["u1"] = {"2", "unique", 1.0};
-  ans["u2"] = {"3", "unique", 1.0};
-  ans["p"] = {"4", "pending", std::nullopt};
-  ans["r"] = {"1", "duplicate", std::nullopt};  // a redirect
+  ans["w"] = {"1", "winner", 1.0, "", std::nullopt};
+  ans["d1"] = {"1", "duplicate", 0.95, "", std::nullopt};
+  ans["d2"] = {"1", "duplicate", 0.85, "", std::nullopt};  // dropped, but too far from its winner
+  ans["u1"] = {"2", "unique", 1.0, "", std::nullopt};
+  ans["u2"] = {"3", "unique", 1.0, "", std::nullopt};
+  ans["p"] = {"4", "pending", std::nullopt, "", std::nullopt};
+  ans["r"] = {"1", "duplicate", std::nullopt, "", std::nullopt};  // a redirect
   std::vector<TruePair> pairs = {{"w", "d1", 0.95}, {"u1", "u2", 0.92}, {"u1", "p", 0.91}, {"w", "gone", 0.9}};
   CrawlerView v = ComputeCrawlerView(ans, pairs, 0.9);
   EXPECT_EQ(v.pages, 7u);

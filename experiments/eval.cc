@@ -2,10 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <string_view>
+#include <unordered_set>
 
 #include "baseline/baseline.h"
 #include "common/json_write.h"
@@ -51,6 +55,105 @@ StatusOr<uint64_t> CountRecords(const pipeline::PipelineOptions& run, Markets* m
 }
 
 }  // namespace
+
+const char* WrongCauseName(WrongCause c) {
+  switch (c) {
+    case WrongCause::kTransitiveChaining: return "transitive_chaining";
+    case WrongCause::kGroupSplitting: return "group_splitting";
+    case WrongCause::kFastPath: return "fast_path";
+    case WrongCause::kRouting: return "routing";
+    case WrongCause::kStaleContent: return "stale_content";
+    case WrongCause::kVerificationRejection: return "verification_rejection";
+  }
+  return "?";
+}
+
+WrongPairs ExplainWrongPairs(const Answers& answers, const Grouping& truth, const std::vector<TruePair>& pairs,
+                             const Histories& histories, double threshold, bool rho_routing, size_t examples) {
+  WrongPairs w;
+  // Pages both sides hold, by run group and by baseline group: group -> (other side's group -> pages).
+  using Parts = std::map<std::string, std::vector<std::string_view>>;
+  std::map<std::string, Parts> by_run, by_truth;
+  for (const auto& [url, a] : answers) {
+    auto t = truth.find(url);
+    if (t == truth.end()) continue;
+    by_run[a.group][t->second].push_back(url);
+    by_truth[t->second][a.group].push_back(url);
+  }
+  std::unordered_map<std::string_view, std::vector<std::pair<std::string_view, double>>> partners;
+  for (const TruePair& p : pairs) {
+    if (answers.count(p.a) == 0 || answers.count(p.b) == 0) continue;
+    partners[p.a].emplace_back(p.b, p.similarity);
+    partners[p.b].emplace_back(p.a, p.similarity);
+  }
+  auto route_is = [&](std::string_view url, const char* route) {
+    auto h = histories.find(std::string(url));
+    return h != histories.end() && h->second.route == route;
+  };
+  auto recrawled = [&](std::string_view url) {
+    auto h = histories.find(std::string(url));
+    return h != histories.end() && h->second.recrawled && h->second.route != "unchanged";
+  };
+  auto rejected = [&](std::string_view url) {
+    const PageAnswer& a = answers.at(std::string(url));
+    return a.status != "winner" && a.similarity_to_winner && *a.similarity_to_winner < threshold - 5e-7;
+  };
+  auto add = [&](WrongCause cause, bool extra, uint64_t n, std::string_view a, std::string_view b,
+                 std::optional<double> sim) {
+    WrongPairCause& c = w.causes[static_cast<size_t>(cause)];
+    (extra ? c.extra : c.missed) += n;
+    (extra ? w.extra : w.missed) += n;
+    if (c.examples.size() < examples) c.examples.push_back({std::string(a), std::string(b), extra, sim});
+  };
+  // Extra pairs: parts of a run group that the baseline puts apart.
+  for (const auto& [group, parts] : by_run) {
+    for (auto i = parts.begin(); i != parts.end(); ++i) {
+      for (auto j = std::next(i); j != parts.end(); ++j) {
+        const auto& small = i->second.size() <= j->second.size() ? i->second : j->second;
+        const uint64_t n = static_cast<uint64_t>(i->second.size()) * j->second.size();
+        WrongCause cause = WrongCause::kGroupSplitting;
+        if (std::any_of(small.begin(), small.end(), [&](std::string_view u) { return route_is(u, "fast_path"); })) {
+          cause = WrongCause::kFastPath;
+        } else if (std::any_of(small.begin(), small.end(), recrawled)) {
+          cause = WrongCause::kStaleContent;
+        }
+        add(cause, true, n, i->second.front(), j->second.front(), std::nullopt);
+      }
+    }
+  }
+  // Missed pairs: parts of a baseline group that the run puts apart.
+  for (const auto& [group, parts] : by_truth) {
+    for (auto i = parts.begin(); i != parts.end(); ++i) {
+      for (auto j = std::next(i); j != parts.end(); ++j) {
+        const uint64_t n = static_cast<uint64_t>(i->second.size()) * j->second.size();
+        const std::string& other = j->first;  // the run group of part j
+        std::string_view a, b;
+        double sim = 0;
+        for (std::string_view u : i->second) {
+          auto it = partners.find(u);
+          if (it == partners.end()) continue;
+          for (const auto& [v, s] : it->second) {
+            if (answers.at(std::string(v)).group == other) {
+              a = u, b = v, sim = s;
+              break;
+            }
+          }
+          if (!a.empty()) break;
+        }
+        if (a.empty()) {
+          add(WrongCause::kTransitiveChaining, false, n, i->second.front(), j->second.front(), std::nullopt);
+          continue;
+        }
+        WrongCause cause = WrongCause::kStaleContent;
+        if (route_is(a, "fast_path") || route_is(b, "fast_path")) cause = WrongCause::kFastPath;
+        else if (rho_routing) cause = WrongCause::kRouting;
+        else if (rejected(a) || rejected(b)) cause = WrongCause::kVerificationRejection;
+        add(cause, false, n, a, b, sim);
+      }
+    }
+  }
+  return w;
+}
 
 StatusOr<std::vector<double>> ParseMilestones(const std::string& text) {
   std::vector<double> out;
@@ -141,6 +244,8 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
       pipeline::PipelineOptions run = o.run;
       run.store = (fs::path(stores) / ("shards-" + std::to_string(shards))).string();
       run.groups_out = (fs::path(o.out_dir) / ("groups-" + std::to_string(shards) + ".jsonl")).string();
+      // Each record's classification, for the causes of wrong pairs (appended milestone after milestone).
+      run.status_out = (fs::path(stores) / ("status-" + std::to_string(shards) + ".jsonl")).string();
       run.max_records = at[i];
       run.progress = false;
       run.config.mutable_pipeline()->set_shards(shards);
@@ -162,6 +267,9 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
       ASSIGN_OR_RETURN(Answers answers, ReadAnswersJsonl(run.groups_out));
       pt.accuracy = CompareGroupings(GroupingOf(answers), truth);
       pt.view = ComputeCrawlerView(answers, pairs, o.run.threshold, &markets);
+      ASSIGN_OR_RETURN(Histories histories, ReadHistories(run.status_out));
+      pt.wrong = ExplainWrongPairs(answers, truth, pairs, histories, o.run.threshold,
+                                   o.run.config.pipeline().routing() == "rho");
       res.points.push_back(pt);
       done_work += static_cast<double>(at[i] - (i == 0 ? 0 : at[i - 1]));
       const double elapsed = Since(start);
@@ -209,13 +317,47 @@ std::string FormatEvalTable(const EvalResult& r, const std::vector<uint32_t>& sh
   return out;
 }
 
+std::string FormatWrongPairs(const EvalResult& r) {
+  std::string out;
+  for (const EvalPoint& p : r.points) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "wrong pairs at %s, %u shards: %llu extra (REP), %llu missed (RER)\n",
+                  Percent(p.milestone).c_str(), p.shards, (unsigned long long)p.wrong.extra,
+                  (unsigned long long)p.wrong.missed);
+    out += buf;
+    for (size_t c = 0; c < kWrongCauses; ++c) {
+      const WrongPairCause& wc = p.wrong.causes[c];
+      std::snprintf(buf, sizeof buf, "  %-24s %10llu extra %10llu missed", WrongCauseName(static_cast<WrongCause>(c)),
+                    (unsigned long long)wc.extra, (unsigned long long)wc.missed);
+      out += buf;
+      for (const WrongPairExample& ex : wc.examples) {
+        out += "\n      " + ex.a + "  " + ex.b;
+        if (ex.similarity) {
+          std::snprintf(buf, sizeof buf, "  (similarity %.4f)", *ex.similarity);
+          out += buf;
+        } else {
+          out += "  (not an exact pair)";
+        }
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
 Status WriteEvalResults(const EvalResult& r, const EvalOptions& o) {
   const std::string routing = o.run.config.pipeline().routing();
   std::string csv =
       "milestone,records,shards,routing,rho,threshold,pages,only_system,only_baseline,system_pairs,baseline_pairs,"
       "common_pairs,rep,rer,dropped,dropped_close,drop_precision,true_pairs,both_kept,redundancy,"
       "same_market_redundancy,kept_share,changed,"
-      "fast_path,fast_path_share,verifications,rejections,rejection_rate,repairs,run_seconds,baseline_seconds\n";
+      "fast_path,fast_path_share,verifications,rejections,rejection_rate,repairs,run_seconds,baseline_seconds,"
+      "greedy_kept_share,extra_pairs,missed_pairs";
+  for (size_t c = 0; c < kWrongCauses; ++c) {
+    const std::string name = WrongCauseName(static_cast<WrongCause>(c));
+    csv += ",extra_" + name + ",missed_" + name;
+  }
+  csv += "\n";
   std::string json = "{\"input\":";
   AppendJsonString(&json, o.run.input);
   json += ",\"input_records\":" + std::to_string(r.input_records) + ",\"routing\":";
@@ -243,6 +385,12 @@ Status WriteEvalResults(const EvalResult& r, const EvalOptions& o) {
                   (unsigned long long)p.verifications, (unsigned long long)p.rejections, rej,
                   (unsigned long long)p.repairs, p.run_seconds, p.baseline_seconds);
     csv += line;
+    csv.pop_back();  // the newline: the columns below go on
+    csv += ",";
+    AppendJsonNumber(&csv, v.greedy_kept_share());
+    csv += "," + std::to_string(p.wrong.extra) + "," + std::to_string(p.wrong.missed);
+    for (const WrongPairCause& c : p.wrong.causes) csv += "," + std::to_string(c.extra) + "," + std::to_string(c.missed);
+    csv += "\n";
     std::snprintf(line, sizeof line,
                   "%s{\"milestone\":%g,\"records\":%llu,\"shards\":%u,\"pages\":%llu,\"system_pairs\":%llu,"
                   "\"baseline_pairs\":%llu,\"common_pairs\":%llu,\"rep\":%.6f,\"rer\":%.6f,\"drop_precision\":%.6f,"
@@ -258,11 +406,34 @@ Status WriteEvalResults(const EvalResult& r, const EvalOptions& o) {
                   (unsigned long long)p.verifications, (unsigned long long)p.rejections, rej,
                   (unsigned long long)p.repairs, p.run_seconds, p.baseline_seconds);
     json += line;
+    json.pop_back();  // the closing brace: the fields below go on
+    AppendJsonField(&json, "greedy_kept_share", v.greedy_kept_share());
+    json += ",\"wrong_pairs\":{\"extra\":" + std::to_string(p.wrong.extra) + ",\"missed\":" +
+            std::to_string(p.wrong.missed) + ",\"causes\":{";
+    for (size_t c = 0; c < kWrongCauses; ++c) {
+      const WrongPairCause& wc = p.wrong.causes[c];
+      json += c == 0 ? "\"" : ",\"";
+      json += WrongCauseName(static_cast<WrongCause>(c));
+      json += "\":{\"extra\":" + std::to_string(wc.extra) + ",\"missed\":" + std::to_string(wc.missed) + ",\"examples\":[";
+      for (size_t e = 0; e < wc.examples.size(); ++e) {
+        const WrongPairExample& ex = wc.examples[e];
+        json += e == 0 ? "{\"a\":" : ",{\"a\":";
+        AppendJsonString(&json, ex.a);
+        json += ",\"b\":";
+        AppendJsonString(&json, ex.b);
+        json += ex.extra ? ",\"extra\":true" : ",\"extra\":false";
+        if (ex.similarity) AppendJsonField(&json, "similarity", *ex.similarity);
+        json += "}";
+      }
+      json += "]}";
+    }
+    json += "}}}";  // causes, wrong_pairs, the point
   }
   json += "]}\n";
   const fs::path dir(o.out_dir);
   RETURN_IF_ERROR(WriteFile((dir / "eval.csv").string(), csv));
   RETURN_IF_ERROR(WriteFile((dir / "eval.json").string(), json));
+  RETURN_IF_ERROR(WriteFile((dir / "causes.txt").string(), FormatWrongPairs(r)));
   return WriteFile((dir / "table.txt").string(), FormatEvalTable(r, o.shards));
 }
 

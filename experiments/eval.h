@@ -11,16 +11,42 @@
 // run's counters for the records between two milestones give the share of changed pages resolved
 // in Tier 1, verifications, rejections and repairs.
 //
-// Results are written after every (milestone, P) step: out_dir/eval.csv, out_dir/eval.json, and
-// out_dir/table.txt (Table 1's shape: REP/RER per shard count by milestone), so that a run stopped
+// Each wrong pair (grouped by the run and not by the baseline: REP's; or the other way round:
+// RER's) is explained by one cause (ExplainWrongPairs), from the run's answers, the exact pairs and
+// each page's latest record's classification (the run's --status-out):
+//   extra pairs (the run groups them, the baseline does not): two parts of one run group that the
+//   baseline puts in different groups; the pair is blamed on the smaller part:
+//     representative-signature fast path: a page of it was last kept by the fast path (similar to
+//       the group's representative, so Tier 2 never compared it);
+//     stale content: a page of it was recrawled with new content that Tier 2 placed (the group
+//       rests on versions compared before a page changed);
+//     group splitting: none of its pages changed: what joined them left the group or changed, and
+//       the group was not recomputed (the paper's split approximation);
+//   missed pairs (the baseline groups them, the run does not): two parts of one baseline group in
+//   different run groups;
+//     transitive chaining: no exact pair joins the two parts: the baseline links them through a
+//       chain of other pages, and a link of it is missing from the run;
+//     with an exact pair across (the first found): representative-signature fast path when a page
+//       of it was last kept by the fast path; routing (rho) when the run routes with the rho box
+//       (the pair's pages need not meet); verification rejection when one of them failed
+//       verification against its winner (a repair splits on those); stale content otherwise.
+// For each cause, the pairs it explains and a few examples (the pages, and the exact pair's
+// similarity when they are one).
+//
+// Results are written after every (milestone, P) step: out_dir/eval.csv, out_dir/eval.json,
+// out_dir/table.txt (Table 1's shape: REP/RER per shard count by milestone) and
+// out_dir/causes.txt (the wrong pairs by cause), so that a run stopped
 // between steps (EvalOptions::stop) or killed keeps what it had.
 //
 // Thread safety: RunEval is reentrant (each call owns its stores).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -40,12 +66,45 @@ struct EvalOptions {
   std::function<bool()> stop;
 };
 
+enum class WrongCause : uint8_t {
+  kTransitiveChaining,
+  kGroupSplitting,
+  kFastPath,
+  kRouting,
+  kStaleContent,
+  kVerificationRejection,
+};
+inline constexpr size_t kWrongCauses = 6;
+// "transitive_chaining", "group_splitting", "fast_path", "routing", "stale_content",
+// "verification_rejection".
+const char* WrongCauseName(WrongCause c);
+
+struct WrongPairExample {
+  std::string a, b;
+  bool extra = false;                // grouped by the run, not by the baseline (else missed)
+  std::optional<double> similarity;  // when (a, b) is an exact pair
+};
+struct WrongPairCause {
+  uint64_t extra = 0, missed = 0;    // pairs it explains
+  std::vector<WrongPairExample> examples;
+};
+struct WrongPairs {
+  uint64_t extra = 0, missed = 0;    // all wrong pairs (REP's and RER's numerators)
+  std::array<WrongPairCause, kWrongCauses> causes;
+};
+
+// Explains every wrong pair over the pages both sides hold (see the top of this file); at most
+// `examples` examples per cause.
+WrongPairs ExplainWrongPairs(const Answers& answers, const Grouping& truth, const std::vector<TruePair>& pairs,
+                             const Histories& histories, double threshold, bool rho_routing, size_t examples = 3);
+
 struct EvalPoint {
   double milestone = 0;         // share of the input
   uint64_t records = 0;         // records replayed so far
   uint32_t shards = 0;
   GroupingAccuracy accuracy;
   CrawlerView view;
+  WrongPairs wrong;
   // The run's counters from the previous milestone to this one.
   uint64_t changed = 0, fast_path = 0, verifications = 0, rejections = 0, repairs = 0;
   double run_seconds = 0, baseline_seconds = 0;
@@ -69,7 +128,10 @@ StatusOr<EvalResult> RunEval(const EvalOptions& options);
 // Table 1's shape: one row per milestone (records), REP and RER (in %) per shard count.
 std::string FormatEvalTable(const EvalResult& r, const std::vector<uint32_t>& shards);
 
-// Writes out_dir/eval.csv, eval.json and table.txt. IoError on a failed write.
+// The wrong pairs of every step by cause, with the examples.
+std::string FormatWrongPairs(const EvalResult& r);
+
+// Writes out_dir/eval.csv, eval.json, table.txt and causes.txt (FormatWrongPairs). IoError on a failed write.
 Status WriteEvalResults(const EvalResult& r, const EvalOptions& options);
 
 }  // namespace neardup::experiments

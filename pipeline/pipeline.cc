@@ -208,6 +208,11 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
   sum_.verifications = static_cast<uint64_t>(rows.Counter("verifications"));
   sum_.reverifications = static_cast<uint64_t>(rows.Counter("reverifications"));
   sum_.rejections = static_cast<uint64_t>(rows.Counter("rejections"));
+  sum_.kept_decisions = static_cast<uint64_t>(rows.Counter("kept_decisions"));
+  sum_.kept_compares = static_cast<uint64_t>(rows.Counter("kept_compares"));
+  sum_.kept_fetches = static_cast<uint64_t>(rows.Counter("kept_fetches"));
+  sum_.kept_scans = static_cast<uint64_t>(rows.Counter("kept_scans"));
+  sum_.kept_recomputed = static_cast<uint64_t>(rows.Counter("kept_recomputed"));
 
   RETURN_IF_ERROR(rows.ScanFamily(store_->group_family(), [&](std::string_view, std::string_view, std::string_view v) {
     pb::Tier1Group g;
@@ -215,6 +220,12 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
       ++sum_.groups;
       if (g.members() >= 2) ++sum_.multi_groups;
       sum_.pages += g.members();
+      if (g.kept_set()) {
+        ++sum_.kept_sets;
+        sum_.kept_pages += static_cast<uint64_t>(g.kept_size());
+      } else if (g.members() >= 2) {
+        ++sum_.kept_sets_missing;
+      }
     }
     return true;
   }));
@@ -288,6 +299,11 @@ std::string FormatSummary(const PipelineSummary& s) {
                    s.verifications > 0 ? 100.0 * static_cast<double>(s.rejections) / static_cast<double>(s.verifications) : 0.0,
                    s.repairs, s.repair_splits);
   o += fmt::format("store              {} pages in {} groups, {} with 2+ members\n", s.pages, s.groups, s.multi_groups);
+  o += fmt::format("kept sets          {} groups, {} content pages kept in them, {} groups of 2+ members without one "
+                   "(over tier1.kept_max_members); {} decisions, {} comparisons, {} signatures fetched, {} member "
+                   "scans, {} recomputed whole\n",
+                   s.kept_sets, s.kept_pages, s.kept_sets_missing, s.kept_decisions, s.kept_compares, s.kept_fetches,
+                   s.kept_scans, s.kept_recomputed);
   o += fmt::format("tier 1 lookups     pages: {} cached, {} read, {} known absent, {} groups of matches from memory; "
                    "groups: {} cached, {} read\n",
                    s.tier1_page_reads.hits, s.tier1_page_reads.reads, s.tier1_page_reads.skipped,

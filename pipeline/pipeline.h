@@ -118,6 +118,10 @@ struct PipelineSummary {
   uint64_t merges = 0, moves = 0, new_groups = 0, redirect_cycles = 0;
   uint64_t verifications = 0, rejections = 0, repairs = 0, repair_splits = 0;
   uint64_t reverifications = 0;  // of the verifications, of losers whose group's winner changed (Tier1::Reverify)
+  // Kept sets (tier1/kept.cc): groups with one and the pages they keep, groups of 2+ members
+  // without one (over tier1.kept_max_members), and what keeping them cost over the store's life.
+  uint64_t kept_sets = 0, kept_pages = 0, kept_sets_missing = 0;
+  uint64_t kept_decisions = 0, kept_compares = 0, kept_fetches = 0, kept_scans = 0, kept_recomputed = 0;
   uint64_t redone_shard_batches = 0;  // step 5 redone after a crash
   uint64_t status_lines_rewritten = 0; // the last committed batch's status lines, written again after a crash
   uint64_t groups = 0, multi_groups = 0, pages = 0;  // store totals at the end

@@ -76,6 +76,11 @@ Status Pipeline::WriteStatus(const Batch& b, const std::vector<Classification>& 
     out += "\",\"group\":" + std::to_string(a.group) + ",\"winner\":";
     AppendJsonString(&out, a.winner_url);
     if (a.verified && !a.redirect) AppendJsonField(&out, "similarity_to_winner", a.similarity_to_winner);
+    if (a.status == StatusAnswer::kDuplicate && !a.duplicate_of.empty()) {
+      out += ",\"duplicate_of\":";
+      AppendJsonString(&out, a.duplicate_of);
+      if (!a.redirect) AppendJsonField(&out, "similarity_to_duplicate_of", a.similarity_to_duplicate_of);
+    }
     out += a.verified ? ",\"verified\":true" : ",\"verified\":false";
     if (a.redirect) out += ",\"redirect\":true";
     out += ",\"route\":\"";  // the key predates the name: it holds Tier 1's classification
@@ -150,6 +155,11 @@ Status Pipeline::WriteGroups() {
     out += StatusName(a.status);
     out += "\"";
     if (a.verified && !a.redirect) AppendJsonField(&out, "similarity_to_winner", a.similarity_to_winner);
+    if (a.status == StatusAnswer::kDuplicate && !a.duplicate_of.empty()) {
+      out += ",\"duplicate_of\":";
+      AppendJsonString(&out, a.duplicate_of);
+      if (!a.redirect) AppendJsonField(&out, "similarity_to_duplicate_of", a.similarity_to_duplicate_of);
+    }
     out += a.status == StatusAnswer::kUnknown ? ",\"crawled\":false}\n" : "}\n";
     if (out.size() > (1 << 20)) {
       if (std::fwrite(out.data(), 1, out.size(), f) != out.size()) s = IoError("pipeline: cannot write " + o_.groups_out);

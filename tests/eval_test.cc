@@ -99,6 +99,22 @@ TEST_F(EvalTest, TableShapeAndNumbersMatchSeparateRuns) {
   ASSERT_EQ(parser.parse(Read(Path("res/eval.json"))).get(doc), simdjson::SUCCESS);
   EXPECT_TRUE(doc["complete"].get_bool().value());
   EXPECT_EQ(doc["points"].get_array().size(), 4u);
+  // Every wrong pair is explained by one cause: the causes add up to REP's and RER's numerators.
+  for (const auto& row : rows) {
+    const uint64_t common = std::stoull(row.at("common_pairs"));
+    EXPECT_EQ(std::stoull(row.at("extra_pairs")), std::stoull(row.at("system_pairs")) - common);
+    EXPECT_EQ(std::stoull(row.at("missed_pairs")), std::stoull(row.at("baseline_pairs")) - common);
+    uint64_t extra = 0, missed = 0;
+    for (const char* c : {"transitive_chaining", "group_splitting", "fast_path", "routing", "stale_content",
+                          "verification_rejection"}) {
+      extra += std::stoull(row.at(std::string("extra_") + c));
+      missed += std::stoull(row.at(std::string("missed_") + c));
+    }
+    EXPECT_EQ(extra, std::stoull(row.at("extra_pairs")));
+    EXPECT_EQ(missed, std::stoull(row.at("missed_pairs")));
+  }
+  EXPECT_THAT(Read(Path("res/causes.txt")), HasSubstr("wrong pairs at 100%, 3 shards"));
+  EXPECT_THAT(r.out, HasSubstr("greedy kept set"));
 
   // The same records through `neardup run` and `neardup baseline` separately give the same
   // truth at every milestone, and at the first (a run from an empty store, as the separate one)

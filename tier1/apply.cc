@@ -65,6 +65,7 @@ Status Tier1::RedirectClosure(GroupStore::Txn& txn, const std::string& url, std:
 
 Status Tier1::LeaveGroup(GroupStore::Txn& txn, const std::string& url, const pb::Tier1Page& rec, Touched* touched) {
   const uint64_t from = rec.group();
+  KeptWorkOf(from);  // its kept list is checked: a kept page leaving has its pointers decided again
   ASSIGN_OR_RETURN(pb::Tier1Group * src, txn.MutableGroup(from));
   txn.RemoveMember(from, url);
   src->set_members(src->members() > 0 ? src->members() - 1 : 0);
@@ -79,7 +80,7 @@ Status Tier1::LeaveGroup(GroupStore::Txn& txn, const std::string& url, const pb:
 }
 
 Status Tier1::MovePages(GroupStore::Txn& txn, const std::vector<std::string>& pages, uint64_t /*from*/,
-                        uint64_t to, Touched* touched) {
+                        uint64_t to, Touched* touched, bool keep_dropped) {
   ASSIGN_OR_RETURN(pb::Tier1Group * dest, txn.MutableGroup(to));
   for (const std::string& url : pages) {
     ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn.MutablePage(url));
@@ -91,6 +92,8 @@ Status Tier1::MovePages(GroupStore::Txn& txn, const std::vector<std::string>& pa
     }
     rec->set_rejected(false);
     rec->set_group(to);
+    // Decided again in its new group, unless its kept page moves with it (a merge).
+    if (!keep_dropped || rec->duplicate_of().empty()) KeptWorkOf(to).pages.push_back(url);
     txn.AddMember(to, url);
     dest->set_members(dest->members() + 1);
     touched->groups[to].added.push_back(url);
@@ -109,7 +112,11 @@ Status Tier1::MergeGroups(GroupStore::Txn& txn, uint64_t from, uint64_t into, To
   if (from == into) return Status::Ok();
   std::vector<std::string> members;
   RETURN_IF_ERROR(txn.Members(from, &members));
-  RETURN_IF_ERROR(MovePages(txn, members, from, into, touched));
+  // With a kept set, its dropped pages keep pointing at their kept pages, which move along; only
+  // the kept ones are decided again against the group they join.
+  ASSIGN_OR_RETURN(const pb::Tier1Group* fg, txn.FindGroup(from));
+  const bool keep_dropped = fg != nullptr && fg->kept_set();
+  RETURN_IF_ERROR(MovePages(txn, members, from, into, touched, keep_dropped));
   reverify_.push_back(into);  // the pages moved were verified against their old group's winner
   txn.AddCounter("merges", 1);
   return Status::Ok();
@@ -167,6 +174,7 @@ Status Tier1::RecomputeWinners(GroupStore::Txn& txn, uint64_t group, std::vector
 
 Status Tier1::UpdateWinners(GroupStore::Txn& txn, Touched* touched) {
   for (auto& [gid, entry] : touched->groups) {
+    KeptWorkOf(gid);  // a new winner is kept
     ASSIGN_OR_RETURN(const pb::Tier1Group* found, txn.FindGroup(gid));
     if (found == nullptr) continue;
     bool full = entry.full || found->winner().empty();
@@ -282,6 +290,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
   *outcome = ApplyOutcome();
   if (classes.size() != batch.size()) return InvalidArgument("Tier1::Apply: classes and batch differ in size");
   RETURN_IF_ERROR(Flush());  // queries' cached records must not outlive this batch
+  kept_work_.clear();        // what a failed Apply left
   const size_t n = batch.size();
   std::vector<std::vector<std::pair<std::string_view, double>>> resident(n);
   std::vector<std::vector<std::pair<uint32_t, double>>> partners(n);
@@ -522,6 +531,22 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
   }
 
   RETURN_IF_ERROR(UpdateWinners(txn, &touched));
+  // 5. Kept sets: the batch's pages with new content (or none now) are decided again in their
+  // groups, with their new signatures (the shards store them only after this commit).
+  std::unordered_map<std::string, const pb::PageSignature*> signatures;
+  for (size_t i = 0; i < n; ++i) {
+    if (classes[i] == Classification::kSuperseded || classes[i] == Classification::kGone ||
+        classes[i] == Classification::kUnchanged) {
+      continue;
+    }
+    ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(batch[i].url));
+    if (p == nullptr || p->group() == 0) continue;
+    KeptWorkOf(p->group()).pages.push_back(batch[i].url);
+    if (batch[i].signature != nullptr && batch[i].signature->shingles_size() > 0) {
+      signatures[batch[i].url] = batch[i].signature;
+    }
+  }
+  RETURN_IF_ERROR(UpdateKeptSets(txn, &signatures));
   if (progress != nullptr) {
     pb::Tier1Progress p = *progress;
     for (const auto& [url, cell] : outcome->tier2_removals) {

@@ -1,5 +1,11 @@
 // CheckStore: the group store's invariants, checked by a full scan (tier1/tier1.h).
+#include <algorithm>
+#include <map>
+#include <span>
 #include <unordered_map>
+#include <vector>
+
+#include "document/shingle.h"
 
 #include "tier1/tier1.h"
 
@@ -16,12 +22,30 @@ struct Checker {
   }
 };
 
+// What the kept-set checks need of a content page.
+struct KeptInfo {
+  uint64_t group = 0;
+  uint32_t home_cell = 0;
+  bool kept = false;
+  std::string duplicate_of;
+  double similarity = 0;
+};
+
+// The kept sets (tier1/kept.cc): in each group that has one, every content member kept or dropped
+// to a kept member of the group with similarity >= threshold, the winner kept, the kept list its
+// kept members, and (with signatures) no two kept pages near-duplicates.
+void CheckKeptSets(const std::unordered_map<std::string, KeptInfo>& content,
+                   const std::unordered_map<uint64_t, pb::Tier1Group>& groups, SignatureSource* source,
+                   double threshold, Checker* c);
+
 }  // namespace
 
-Status CheckStore(const GroupStore& store, CheckReport* report) {
+Status CheckStore(const GroupStore& store, CheckReport* report, SignatureSource* signatures, double threshold) {
   *report = CheckReport();
   Checker c{report};
   const RowStore& rows = store.rows();
+  std::unordered_map<std::string, KeptInfo> content;  // content pages (crawled, no redirect, a signature)
+  std::unordered_map<uint64_t, pb::Tier1Group> kept_groups;  // groups with a kept set
   std::unordered_map<std::string, uint64_t> page_group;
   std::unordered_map<std::string, std::string> redirect_of;
   Status parse;
@@ -35,6 +59,9 @@ Status CheckStore(const GroupStore& store, CheckReport* report) {
     page_group.emplace(url, p.group());
     if (p.group() == 0) c.Violation("page " + std::string(url) + " is in no group");
     if (!p.redirect_to().empty()) redirect_of.emplace(url, p.redirect_to());
+    if (p.crawled() && p.redirect_to().empty() && p.has_signature()) {
+      content.emplace(url, KeptInfo{p.group(), p.home_cell(), p.kept(), p.duplicate_of(), p.similarity_to_kept()});
+    }
     return true;
   }));
   // Member cells: each names a page that names the group back, once.
@@ -84,8 +111,10 @@ Status CheckStore(const GroupStore& store, CheckReport* report) {
         c.Violation("group " + std::to_string(g) + ": " + mw.market() + " winner " + mw.url() + " is not a member");
       }
     }
+    if (rec.kept_set()) kept_groups.emplace(g, std::move(rec));
     return true;
   }));
+  CheckKeptSets(content, kept_groups, signatures, threshold, &c);
   for (const auto& [g, n] : member_count) {
     std::string ignored;
     if (rows.Get(store.group_family(), GroupStore::GroupKey(g), "", &ignored).code() == StatusCode::kNotFound) {
@@ -138,5 +167,91 @@ Status CheckStore(const GroupStore& store, CheckReport* report) {
   }
   return parse;
 }
+
+namespace {
+
+void CheckKeptSets(const std::unordered_map<std::string, KeptInfo>& content,
+                   const std::unordered_map<uint64_t, pb::Tier1Group>& groups, SignatureSource* source,
+                   double threshold, Checker* c) {
+  CheckReport* report = c->report;
+  report->kept_sets = groups.size();
+  std::map<uint64_t, std::vector<std::string>> kept_of;  // group -> its kept members
+  auto fetch = [&](const std::string& url, const KeptInfo& k, pb::PageSignature* out) {
+    StatusOr<pb::PageSignature> s = source->Fetch(url, k.home_cell);
+    if (!s.ok()) {
+      c->Violation("page " + url + ": its signature cannot be read (" + s.status().message() + ")");
+      return false;
+    }
+    *out = std::move(*s);
+    return true;
+  };
+  auto jaccard = [](const pb::PageSignature& a, const pb::PageSignature& b) {
+    return Jaccard(std::span<const uint64_t>(a.shingles().data(), static_cast<size_t>(a.shingles_size())),
+                   std::span<const uint64_t>(b.shingles().data(), static_cast<size_t>(b.shingles_size())));
+  };
+  for (const auto& [url, k] : content) {
+    auto g = groups.find(k.group);
+    if (g == groups.end()) continue;
+    const std::string where = "group " + std::to_string(k.group) + ": page " + url;
+    if (k.kept) {
+      ++report->kept;
+      kept_of[k.group].push_back(url);
+      if (!k.duplicate_of.empty()) c->Violation(where + " is kept and names duplicate_of " + k.duplicate_of);
+      continue;
+    }
+    if (k.duplicate_of.empty()) {
+      c->Violation(where + " is neither kept nor dropped");
+      continue;
+    }
+    ++report->dropped;
+    auto target = content.find(k.duplicate_of);
+    if (target == content.end() || target->second.group != k.group || !target->second.kept) {
+      c->Violation(where + " is a duplicate of " + k.duplicate_of + ", which is not a kept member of the group");
+      continue;
+    }
+    if (threshold > 0 && k.similarity < threshold - 1e-9) {
+      c->Violation(where + " is a duplicate of " + k.duplicate_of + " at similarity " + std::to_string(k.similarity) +
+                   ", below the threshold");
+    }
+    if (source != nullptr && threshold > 0) {
+      pb::PageSignature a, b;
+      if (!fetch(url, k, &a) || !fetch(k.duplicate_of, target->second, &b)) continue;
+      const double sim = jaccard(a, b);
+      if (sim < threshold - 1e-9) {
+        c->Violation(where + " is a duplicate of " + k.duplicate_of + " but their signatures' similarity is " +
+                     std::to_string(sim));
+      }
+    }
+  }
+  for (const auto& [gid, g] : groups) {
+    std::vector<std::string>& kept = kept_of[gid];
+    std::sort(kept.begin(), kept.end());
+    std::vector<std::string> listed(g.kept().begin(), g.kept().end());
+    std::sort(listed.begin(), listed.end());
+    if (kept != listed) {
+      c->Violation("group " + std::to_string(gid) + " lists " + std::to_string(listed.size()) + " kept pages but " +
+                   std::to_string(kept.size()) + " of its members are kept");
+    }
+    if (content.count(g.winner()) > 0 && !std::binary_search(kept.begin(), kept.end(), g.winner())) {
+      c->Violation("group " + std::to_string(gid) + ": winner " + g.winner() + " is not kept");
+    }
+    if (source == nullptr || threshold <= 0 || kept.size() < 2) continue;
+    std::vector<pb::PageSignature> sigs(kept.size());
+    bool ok = true;
+    for (size_t i = 0; i < kept.size(); ++i) ok = fetch(kept[i], content.at(kept[i]), &sigs[i]) && ok;
+    if (!ok) continue;
+    for (size_t i = 0; i < kept.size(); ++i) {
+      for (size_t j = i + 1; j < kept.size(); ++j) {
+        const double sim = jaccard(sigs[i], sigs[j]);
+        if (sim >= threshold - 1e-9) {
+          c->Violation("group " + std::to_string(gid) + " keeps both " + kept[i] + " and " + kept[j] +
+                       ", near-duplicates at " + std::to_string(sim));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
 
 }  // namespace neardup::tier1

@@ -47,13 +47,16 @@ struct Verification {
 // Fetches, at once where that helps); with kUnverifiedWhenUnavailable, Unavailable from Fetch
 // leaves the answer unverified (Tier 1's grouping) instead of failing.
 template <bool kUnverifiedWhenUnavailable, typename Records>
-Status AnswerFrom(Records& records, const std::string& url, const pb::PageSignature* current, double threshold,
-                  StatusAnswer* out, Verification* v) {
+Status AnswerVerified(Records& records, const std::string& url, const pb::PageSignature* current, double threshold,
+                      StatusAnswer* out, Verification* v, const pb::Tier1Page** page_out,
+                      const pb::Tier1Group** group_out) {
   ASSIGN_OR_RETURN(const pb::Tier1Page* page, records.FindPage(url));
   if (page == nullptr) return Status::Ok();
   out->group = page->group();
   if (!page->crawled()) return Status::Ok();  // a redirect target never crawled
   ASSIGN_OR_RETURN(const pb::Tier1Group* group, records.FindGroup(page->group()));
+  *page_out = page;
+  *group_out = group;
   if (group == nullptr) return Corruption("page " + url + " names group " + std::to_string(page->group()) + ", which does not exist");
   out->group_members = group->members();
   std::string winner = group->winner();
@@ -113,6 +116,34 @@ Status AnswerFrom(Records& records, const std::string& url, const pb::PageSignat
   return Status::Ok();
 }
 
+// AnswerVerified, then the group's kept set (tier1/kept.cc) decides a stored content page's
+// status: kept pages are unique (the winner winner), dropped ones duplicate of their kept page.
+// Without a kept set, or for content given in the query, a duplicate is one of the winner.
+template <bool kUnverifiedWhenUnavailable, typename Records>
+Status AnswerFrom(Records& records, const std::string& url, const pb::PageSignature* current, double threshold,
+                  StatusAnswer* out, Verification* v) {
+  const pb::Tier1Page* page = nullptr;
+  const pb::Tier1Group* group = nullptr;
+  RETURN_IF_ERROR(AnswerVerified<kUnverifiedWhenUnavailable>(records, url, current, threshold, out, v, &page, &group));
+  const bool stored = current == nullptr || (page != nullptr && current->content_digest() == page->content_digest());
+  if (page != nullptr && group != nullptr && group->kept_set() && stored && page->redirect_to().empty() &&
+      out->winner_url != url && page->has_signature()) {
+    if (page->kept()) {
+      out->status = StatusAnswer::kUnique;
+    } else if (!page->duplicate_of().empty()) {
+      out->status = StatusAnswer::kDuplicate;
+      out->duplicate_of = page->duplicate_of();
+      out->similarity_to_duplicate_of = page->similarity_to_kept();
+    }
+    return Status::Ok();
+  }
+  if (out->status == StatusAnswer::kDuplicate) {
+    out->duplicate_of = out->winner_url;
+    out->similarity_to_duplicate_of = out->redirect ? 1.0 : out->similarity_to_winner;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Tier1::Answer(const std::string& url, const pb::PageSignature* current, bool record, StatusAnswer* out) {
@@ -150,7 +181,9 @@ Status Tier1::Answer(const std::string& url, const pb::PageSignature* current, b
     rec->set_verified_digest(rec->content_digest());
     rec->set_similarity_to_winner(out->similarity_to_winner);
   }
-  const bool ok = out->status == StatusAnswer::kDuplicate;
+  // Rejections are verifications against the winner (what repairs act on), whatever the kept set
+  // answers.
+  const bool ok = out->similarity_to_winner >= options_.threshold - 1e-9;
   ASSIGN_OR_RETURN(const pb::Tier1Page* page, txn_.FindPage(url));
   if (page != nullptr && ok == page->rejected()) {
     // The verdict on this version changed: count (or uncount) it against the group.

@@ -45,6 +45,7 @@ Status Tier1::Flush(std::vector<RepairReport>* repairs) {
     if (repairs != nullptr) repairs->push_back(r);
   }
   repair_queue_.clear();
+  RETURN_IF_ERROR(UpdateKeptSets(txn_, nullptr));
   // Caches and repairs are recomputable, and the next batch's write syncs the log anyway.
   return CommitWorkingSet(/*durable=*/false);
 }
@@ -75,6 +76,7 @@ StatusOr<bool> Tier1::RepairDue(GroupStore::Txn& txn, uint64_t group) {
 Status Tier1::Repair(uint64_t group, RepairReport* report) {
   RETURN_IF_ERROR(Flush());
   RETURN_IF_ERROR(RepairIn(txn_, group, report));
+  RETURN_IF_ERROR(UpdateKeptSets(txn_, nullptr));
   return txn_.Commit();
 }
 
@@ -131,6 +133,8 @@ Status Tier1::RepairIn(GroupStore::Txn& txn, uint64_t group, RepairReport* repor
   }
   for (auto& [gid, e] : touched.groups) e.full = true;
   touched.groups[group].full = true;
+  // Kept sets from scratch: the greedy in winner-rule order over each part.
+  for (auto& [gid, e] : touched.groups) KeptWorkOf(gid).full = true;
   // Verification starts afresh for every page of the repaired groups.
   for (const std::string& url : members) {
     ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn.MutablePage(url));

@@ -43,6 +43,7 @@ Tier1Options Tier1OptionsFromConfig(const pb::Tier1Config& config, double thresh
   o.repair_min_rejections = config.repair_min_rejections();
   o.repair_max_members = config.repair_max_members();
   o.reverify_max_members = config.reverify_max_members();
+  o.kept_max_members = config.kept_max_members();
   o.cache_records = config.cache_records();
   return o;
 }

@@ -25,6 +25,11 @@
 //      its target's group, and its target has a record), in a new group of their own unless they
 //      were all of their group (Case 1 without a match). A gone record for a URL without a
 //      crawled record (never seen, or a placeholder) changes nothing and is counted.
+//  - Kept sets (beyond the paper; tier1/kept.cc): inside each group, the pages the crawler keeps
+//    are chosen greedily in winner-rule order, the winner first, so that no two kept pages are
+//    near-duplicates and every other content member is dropped as a near-duplicate of a kept one
+//    (StatusAnswer::duplicate_of). Apply and repairs update them incrementally (the pages a batch
+//    joins or changes, compared with the kept pages), for groups of up to kept_max_members.
 //  - Status queries verify a loser against its winner before calling it a duplicate; a loser
 //    below the threshold is reported unique and counted as a rejection against its group; a group
 //    whose rejections reach the repair threshold (Flush) is repaired: its membership is recomputed
@@ -46,6 +51,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -79,6 +85,7 @@ struct Tier1Options {
   uint32_t repair_max_members = ConfigDefaults().tier1().repair_max_members();
   uint64_t cache_records = ConfigDefaults().tier1().cache_records();  // see Tier1Config.cache_records
   uint32_t reverify_max_members = ConfigDefaults().tier1().reverify_max_members();  // see Tier1Config
+  uint32_t kept_max_members = ConfigDefaults().tier1().kept_max_members();  // see Tier1Config
 };
 
 // Options from the configuration's tier1 section and the service threshold.
@@ -143,6 +150,11 @@ struct StatusAnswer {
   bool verified = false;            // the similarity was computed between the current versions
   bool redirect = false;            // the page redirects (duplicate by redirection)
   uint64_t group_members = 0;
+  // kDuplicate: the page the crawler keeps instead (a kept member of the group, tier1/kept.cc;
+  // the winner for a redirect, for a group without a kept set, or for content given to Query),
+  // and their similarity (1 for a redirect; similarity_to_winner when it is the winner).
+  std::string duplicate_of;
+  double similarity_to_duplicate_of = 0;
 };
 const char* StatusName(StatusAnswer::Kind k);
 
@@ -162,6 +174,8 @@ struct ReverifyReport {
 struct CheckReport {
   uint64_t pages = 0, groups = 0, members = 0, redirects = 0, redirect_cycles = 0;
   uint64_t multi_groups = 0;   // groups with >= 2 members
+  uint64_t kept_sets = 0;      // groups whose kept set is maintained
+  uint64_t kept = 0, dropped = 0;  // their content members kept, and dropped (duplicate_of)
   std::vector<std::string> violations;  // empty when every invariant holds (at most 100 listed)
   uint64_t violation_count = 0;
 };
@@ -235,8 +249,9 @@ class Tier1 {
   Status LeaveGroup(GroupStore::Txn& txn, const std::string& url, const pb::Tier1Page& rec, Touched* touched);
   // A gone record (see the rules above).
   Status ApplyGone(GroupStore::Txn& txn, const std::string& url, Touched* touched, ApplyOutcome* outcome);
+  // keep_dropped: the pages' dropped decisions stay (their kept pages move with them: a merge).
   Status MovePages(GroupStore::Txn& txn, const std::vector<std::string>& pages, uint64_t from, uint64_t to,
-                   Touched* touched);
+                   Touched* touched, bool keep_dropped = false);
   Status RedirectClosure(GroupStore::Txn& txn, const std::string& url, std::vector<std::string>* out);
   Status MergeGroups(GroupStore::Txn& txn, uint64_t from, uint64_t into, Touched* touched);
   // Queues `group` for Reverify when `url`, whose content changed, is its winner or a market's.
@@ -251,6 +266,17 @@ class Tier1 {
   // when it holds more than cache_records.
   Status CommitWorkingSet(bool durable);
   Status RepairIn(GroupStore::Txn& txn, uint64_t group, RepairReport* report);
+  // Kept sets (kept.cc): what a batch or a repair changed, per group, for UpdateKeptSets.
+  struct KeptWork {
+    std::vector<std::string> pages;  // members joined or changed: decided again
+    bool full = false;               // decide every content member afresh
+  };
+  KeptWork& KeptWorkOf(uint64_t group) { return kept_work_[group]; }
+  // Brings the kept sets of the groups in kept_work_ up to date (and clears it). `batch`, when
+  // given, holds the signatures of the batch being applied (its pages' new versions, which the
+  // shards do not hold yet). Errors: the store's and the signature source's.
+  Status UpdateKeptSets(GroupStore::Txn& txn,
+                        const std::unordered_map<std::string, const pb::PageSignature*>* batch);
   // True when the group's rejections reach the repair threshold, counted over its content members
   // (Tier1Config.repair_rejection_share); false for a group that no longer exists.
   StatusOr<bool> RepairDue(GroupStore::Txn& txn, uint64_t group);
@@ -265,6 +291,7 @@ class Tier1 {
   GroupStore::Txn txn_;
   std::vector<uint64_t> repair_queue_;
   std::vector<uint64_t> reverify_;  // groups for Reverify (with repeats)
+  std::map<uint64_t, KeptWork> kept_work_;
   // The winners' signatures during Reverify, fetched once per group.
   std::unordered_map<std::string, pb::PageSignature> reverify_signatures_;
   // Signatures of the batch being classified/applied, by URL (representatives in the batch).
@@ -282,9 +309,15 @@ Status AnswerCommitted(const GroupStore& store, SignatureSource* source, double 
                        const pb::PageSignature* current, StatusAnswer* out);
 
 // Checks every invariant of the store: each page in exactly one group and listed there; member
-// lists, member counts and page records agree; each group's winner is a member; the redirect
+// lists, member counts and page records agree; each group's winner is a member; in a group with a
+// kept set, the winner (with content) is kept, every content member is kept or dropped, a dropped
+// one names a kept member of the same group with similarity_to_kept >= threshold, the group's
+// kept list is its kept members; with `source` and `threshold` (else these are not compared), the
+// similarities are recomputed from the signatures and no two kept pages of a group are
+// near-duplicates; the redirect
 // index matches the pages' redirect targets; every redirecting page's target has a record in the
 // same group; every redirect chain ends or closes a cycle (counted).
-Status CheckStore(const GroupStore& store, CheckReport* report);
+Status CheckStore(const GroupStore& store, CheckReport* report, SignatureSource* source = nullptr,
+                  double threshold = 0);
 
 }  // namespace neardup::tier1

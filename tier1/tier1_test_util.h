@@ -104,12 +104,14 @@ class FakeSource : public SignatureSource {
  public:
   StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t) override {
     ++fetches;
+    if (url == fail_url) return IoError("fake source: " + url + " cannot be read");
     auto it = sigs.find(url);
     if (it == sigs.end()) return NotFound("fake source: no signature for " + url);
     return it->second;
   }
   std::map<std::string, pb::PageSignature> sigs;
   uint64_t fetches = 0;
+  std::string fail_url;  // Fetch fails (IoError) for this URL
 };
 
 struct Result {
@@ -123,14 +125,15 @@ struct Result {
 class World {
  public:
   explicit World(Tier1Options options = Tier1Options()) : env_(leveldb::NewMemEnv(leveldb::Env::Default())) {
-    GroupStore::Options o;
-    o.path = "/tier1_test";
-    o.sync = false;
-    o.env = env_.get();
-    auto s = GroupStore::Open(o);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    if (s.ok()) store_ = std::move(*s);
-    t1_ = std::make_unique<Tier1>(store_.get(), &source_, std::move(options));
+    Open(std::move(options));
+  }
+  // A restart: the Tier1 and its store dropped as they are (what they did not commit is lost)
+  // and opened again over the same files.
+  void Reopen() {
+    Tier1Options options = t1_->options();
+    t1_.reset();
+    store_.reset();
+    Open(std::move(options));
   }
 
   Tier1& t1() { return *t1_; }
@@ -193,7 +196,7 @@ class World {
 
   void Check() {
     CheckReport report;
-    const Status s = CheckStore(*store_, &report);
+    const Status s = CheckStore(*store_, &report, &source_, threshold());
     EXPECT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(report.violation_count, 0u);
     for (const std::string& v : report.violations) ADD_FAILURE() << "invariant: " << v;
@@ -250,6 +253,17 @@ class World {
   }
 
  private:
+  void Open(Tier1Options options) {
+    GroupStore::Options o;
+    o.path = "/tier1_test";
+    o.sync = false;
+    o.env = env_.get();
+    auto s = GroupStore::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (s.ok()) store_ = std::move(*s);
+    t1_ = std::make_unique<Tier1>(store_.get(), &source_, std::move(options));
+  }
+
   std::unique_ptr<leveldb::Env> env_;
   std::unique_ptr<GroupStore> store_;
   FakeSource source_;
