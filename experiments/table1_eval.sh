@@ -2,7 +2,7 @@
 # Table 1: REP and RER against the exact baseline at milestones of a replayed crawl, per Tier 2
 # shard count, with exact routing and with the paper's rho box beside it, plus the crawler's view
 # (drop precision, redundancy, Tier 1 share, rejections, repairs): `neardup eval` on a generated
-# crawl (seed 1).
+# crawl (seed 1); then table1_plot.sh draws results/table1.png.
 # Usage: experiments/table1_eval.sh [records] [rho]   (default 200000 1.1)
 source "$(dirname "$0")/common.sh"
 n="${1:-200000}"
@@ -15,3 +15,4 @@ for routing in exact rho; do
   cp "$out/eval.csv" "$RESULTS/table1_${routing}.csv"
   cp "$out/eval.json" "$RESULTS/table1_${routing}.json"
 done
+bash experiments/table1_plot.sh
