@@ -201,6 +201,10 @@ Status RunFig6Model(const Fig6ModelOptions& o) {
   std::printf("cost model: t = %.6g + %.6g m + %.6g m R seconds per shard and batch (m pages compared, R resident); "
               "fit over %zu parts: rms relative error %.1f%%, max %.1f%%\n",
               model.c0, model.c1, model.c2, parts.size(), 100 * model.rms_relative_error, 100 * model.max_relative_error);
+  if (model.c0 < 0 || model.c1 < 0 || model.c2 < 0) {
+    std::printf("warning: a negative coefficient: the measured parts do not pin that cost down (vary batch sizes and "
+                "collection sizes more)\n");
+  }
   std::printf("simulated workload: batches of %.0f pages against %.0f resident pages (the 1-shard run's last part)\n",
               batch_pages, ref.resident);
   std::FILE* f = std::fopen(o.csv.c_str(), "w");

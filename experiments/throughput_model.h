@@ -35,7 +35,7 @@ struct MeasuredPart {
   uint64_t sends = 0;    // page→shard sends
   double resident = 0;   // mean resident pages over the part (all shards)
   double imbalance = 1;  // most loaded shard / mean
-  double seconds = 0;    // Tier 2 comparison time (wall clock, all shards in parallel)
+  double seconds = 0;    // the busiest shard's seconds over the part (fig6_throughput.sh: its server's CPU time)
 };
 
 struct CostModel {
@@ -84,7 +84,8 @@ struct Fig6ModelOptions {
 // mean resident pages of the single-shard run's last part:
 //   dims,shards,kind,pages_per_second,speedup,imbalance,sends_per_page
 // kind "measured" (3D, the runs' own map) or "simulated"; speedup is over the measured single
-// shard. Prints the coefficients and the fit's errors. Errors: those above; InvalidArgument when
+// shard. Prints the coefficients and the fit's errors, and a warning for a negative coefficient
+// (the parts then do not pin that cost down). Errors: those above; InvalidArgument when
 // no part has one shard; IoError writing the CSV.
 Status RunFig6Model(const Fig6ModelOptions& o);
 
