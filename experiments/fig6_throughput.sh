@@ -94,10 +94,10 @@ rm -rf "$work/shape"
 csv="$RESULTS/fig6_throughput.csv"
 "$BIN" --log-level warn experiment fig6-model --measured "$measured" --maps "$maps" --csv "$csv" | tee "$RESULTS/fig6_throughput.txt"
 gnuplot <<GP
-set terminal pngcairo size 800,500
+set terminal pngcairo size 800,500 noenhanced
 set output "$RESULTS/fig6_throughput.png"
 set datafile separator ","
-set title "Tier 2 throughput speed-up over one shard ($n records; measured up to $cores shards, simulated beyond)"
+set title "Fig. 6: Tier 2 throughput speed-up over one shard\n($n records; processes up to $cores shards, the fitted cost model beyond)"
 set xlabel "Tier 2 shards"; set ylabel "speed-up over one shard"; set logscale x 2; set grid; set key top left
 plot "< grep ',simulated,' $csv | grep '^3,'" using 2:5 with linespoints lw 2 pt 7 title "3D, simulated", \
      "< grep ',simulated,' $csv | grep '^1,'" using 2:5 with linespoints lw 2 pt 5 title "1D, simulated", \
