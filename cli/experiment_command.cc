@@ -10,6 +10,7 @@
 #include "common/config.h"
 #include "experiments/eval.h"
 #include "experiments/partition_experiments.h"
+#include "experiments/throughput_model.h"
 
 namespace neardup::cli {
 
@@ -57,6 +58,22 @@ void RegisterExperiment(CLI::App& app, int* exit_code) {
     auto run = e.run;
     cmd->callback([o, run, exit_code] {
       Status s = run(*o);
+      if (!s.ok()) {
+        spdlog::error("{}", s.message());
+        *exit_code = s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+      }
+    });
+  }
+  {
+    auto* cmd = exp->add_subcommand("fig6-model",
+                                    "Fig. 6: fit the Tier 2 cost model to measured runs (least squares) and simulate more shards");
+    auto o = std::make_shared<experiments::Fig6ModelOptions>();
+    cmd->add_option("--measured", o->measured,
+                    "CSV of measured run parts: shards,batches,pages,sends,resident,imbalance,seconds")->required();
+    cmd->add_option("--maps", o->maps, "CSV of map shapes to simulate: dims,shards,imbalance,sends_per_page")->required();
+    cmd->add_option("--csv", o->csv, "CSV to write: measured and simulated throughput and speed-up")->required();
+    cmd->callback([o, exit_code] {
+      Status s = experiments::RunFig6Model(*o);
       if (!s.ok()) {
         spdlog::error("{}", s.message());
         *exit_code = s.code() == StatusCode::kInvalidArgument ? 2 : 1;

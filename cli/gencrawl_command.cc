@@ -31,6 +31,9 @@ void RegisterGenCrawl(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--gone-share", args->gen.gone_share,
                   "share of the recrawls that find the page gone (404/410), written as gone records")->capture_default_str();
+  cmd->add_option("--second-crawl-overlap", args->gen.second_crawl_overlap,
+                  "0..1: write two crawls, the second 14 days later with this share of its records refetching the "
+                  "first's URLs (the first half of the lines is the first crawl)")->capture_default_str();
   cmd->add_option("--shingle-k", args->gen.shingle_k, "k used for the truth file's jaccard_to_source")->capture_default_str();
   cmd->callback([args, exit_code] {
     auto open = [](const std::string& path) -> std::FILE* {
@@ -55,6 +58,11 @@ void RegisterGenCrawl(CLI::App& app, int* exit_code) {
                  "peak RSS {:.0f} MiB",
                  stats.records, stats.content_records, stats.redirect_records, stats.gone_records, stats.recrawl_records,
                  stats.families, stats.bytes / 1e6, secs, PeakRssBytes() / 1048576.0);
+    if (stats.second_crawl_first_line > 0) {
+      spdlog::info("gen-crawl: the second crawl starts at line {}: {} of its {} records refetch a URL of the first",
+                   stats.second_crawl_first_line, stats.second_crawl_refetches,
+                   stats.records - stats.second_crawl_first_line + 1);
+    }
   });
 }
 

@@ -26,6 +26,14 @@ Status GenerateCrawl(const CrawlGenOptions& options, std::FILE* crawl, std::FILE
   if (!(options.gone_share >= 0.0 && options.gone_share <= 1.0)) {
     return InvalidArgument("GenerateCrawl: gone_share must be in [0, 1], got " + std::to_string(options.gone_share));
   }
+  if (!(options.second_crawl_overlap >= 0.0 && options.second_crawl_overlap <= 1.0)) {
+    return InvalidArgument("GenerateCrawl: second_crawl_overlap must be in [0, 1], got " +
+                           std::to_string(options.second_crawl_overlap));
+  }
+  if (options.second_crawl_overlap > 0 && options.pages < 2) {
+    return InvalidArgument("GenerateCrawl: a second crawl (second_crawl_overlap > 0) needs pages >= 2, got " +
+                           std::to_string(options.pages));
+  }
   if (options.epoch > 100) return InvalidArgument("GenerateCrawl: epoch must be in 0..100, got " + std::to_string(options.epoch));
   if (options.shingle_k < 1 || options.shingle_k > 16) {
     return InvalidArgument("GenerateCrawl: shingle_k must be in 1..16, got " + std::to_string(options.shingle_k));

@@ -108,6 +108,16 @@ struct CrawlGenOptions {
   // earlier, the lengths themselves unchanged. Drawn from the planning stream only when > 0 (0
   // writes exactly the bytes of a generator without the option).
   double drift = 0;
+  // A recrawl a trace span later, in [0, 1] (0: none). When > 0 the output is two crawls of the
+  // same web: the first ⌊pages/2⌋ records are the crawl the generator writes for that many pages
+  // (times in its 14 days), the rest a second crawl 14 days later, in which a share
+  // second_crawl_overlap of the records are refetches of distinct URLs of the first crawl's
+  // content pages (popular ones more likely; only URLs the first crawl fetched once, so that the
+  // refetch follows the URL's latest version; kinds recrawl_unchanged, _small_edit, _rewrite and
+  // _to_redirect in the recrawls' proportions, 45/28/15/12%) and the others first fetches of new
+  // pages (families and unique pages, no redirect records). Capped by the URLs available: the
+  // missing refetches become new pages. 0 writes exactly the bytes of a generator without it.
+  double second_crawl_overlap = 0;
 };
 
 struct CrawlGenStats {
@@ -118,6 +128,8 @@ struct CrawlGenStats {
   uint64_t recrawl_records = 0;   // recrawl_* records of every kind
   uint64_t families = 0;          // near-duplicate families (an original plus at least one member)
   uint64_t bytes = 0;             // bytes written to the crawl file
+  uint64_t second_crawl_first_line = 0;  // 1-based line where the second crawl starts (0: none)
+  uint64_t second_crawl_refetches = 0;   // records of the second crawl that refetch a first-crawl URL
 };
 
 // Writes JSON Lines crawl records to `crawl` and (if non-null) truth records to `truth`.
@@ -125,7 +137,8 @@ struct CrawlGenStats {
 // Errors:
 //   InvalidArgument  crawl is null; pages == 0 or pages > 100,000,000; html_share is not in
 //                    [0, 1] (or is NaN); shingle_k is not in 1..16; length_drift is not in
-//                    [0, 0.2]; epoch > 100; gone_share is not in [0, 1].
+//                    [0, 0.2]; epoch > 100; gone_share is not in [0, 1];
+//                    second_crawl_overlap is not in [0, 1], or is > 0 with pages < 2.
 //   IoError          a write to either file failed (short fwrite, ferror, or fflush failure);
 //                    the files then hold a prefix of the output.
 Status GenerateCrawl(const CrawlGenOptions& options, std::FILE* crawl, std::FILE* truth, CrawlGenStats* stats);

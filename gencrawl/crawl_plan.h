@@ -121,7 +121,8 @@ class PlanBuilder {
 
 // The plan of the crawl `o` describes (options already validated): ~82% first fetches of content
 // pages (unique pages and families), ~6% redirect records, ~12% recrawls (o.gone_share of them
-// gone records).
+// gone records). With o.second_crawl_overlap > 0 that is the first ⌊pages/2⌋ records, and a
+// second crawl follows (CrawlGenOptions::second_crawl_overlap).
 CrawlPlan PlanCrawl(const CrawlGenOptions& o);
 
 }  // namespace neardup::gencrawl

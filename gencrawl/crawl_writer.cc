@@ -133,6 +133,10 @@ Status CrawlWriter::Write(std::FILE* crawl, std::FILE* truth, CrawlGenStats* sta
     out.append("}\n");
     st.bytes += out.size() - before;
     if (r.kind >= kRecrawlUnchanged) ++st.recrawl_records;
+    if (r.time >= kTraceSeconds) {
+      if (st.second_crawl_first_line == 0) st.second_crawl_first_line = line;
+      if (r.kind >= kRecrawlUnchanged) ++st.second_crawl_refetches;
+    }
     ++st.records;
     if (truth != nullptr) {
       tout.append("{\"url\":");
