@@ -58,6 +58,9 @@ StatusOr<ResolvedOptions> ResolveShared(const SharedOptions& o) {
   }
   r.threads = o.threads.value_or(static_cast<int>(cfg.baseline().threads()));
   if (r.threads < 0) return InvalidArgument("--threads must be >= 0");
+  // The configuration in effect: what the store's parameters and the shards are made from.
+  cfg.mutable_shingle()->set_k(static_cast<uint32_t>(r.signer.k));
+  cfg.mutable_shingle()->set_dims(static_cast<uint32_t>(r.signer.dims));
   r.config = cfg;
   return r;
 }

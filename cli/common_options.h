@@ -27,7 +27,7 @@ struct ResolvedOptions {
   SignerOptions signer;
   CrawlReaderOptions reader;
   int threads;
-  pb::NeardupConfig config;  // the whole file, defaults filled in (before the overrides above)
+  pb::NeardupConfig config;  // the whole file, defaults filled in, with --shingle-k and --dims applied
   // The store parameters given explicitly, by a flag or a field set in the --config file, with
   // where (pipeline/store.h): a store built with other values refuses them; defaults yield to it.
   std::map<std::string, std::string> given;

@@ -147,6 +147,30 @@ TEST_F(RunTest, RunMatchesBaseline) {
               worst_rer);
 }
 
+// --shingle-k and --dims reach the store and its shards, not only the signer: a run with other
+// values than the defaults matches the baseline signed the same way, and the store keeps them.
+TEST_F(RunTest, ShingleAndDimsFlagsReachTheShards) {
+  const std::string crawl = Path("crawl.jsonl"), base = Path("baseline.jsonl"), out = Path("groups.jsonl");
+  ASSERT_EQ(Neardup("gen-crawl --pages 1500 --seed 8 --out " + crawl).code, 0);
+  for (const std::string flags : {"--dims 1", "--dims 2 --shingle-k 4"}) {
+    SCOPED_TRACE(flags);
+    const std::string store = Path("store");
+    fs::remove_all(store);
+    ASSERT_EQ(Neardup("--log-level warn baseline --input " + crawl + " " + flags + " --groups " + base).code, 0);
+    const Outcome r = Neardup("--log-level warn run --input " + crawl + " " + flags + " --store " + store + " --out " + out +
+                              " --shards 4 --routing exact");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const Accuracy a = CompareGroups(out, base);
+    EXPECT_EQ(a.only_baseline, 0) << a.line;
+    EXPECT_LE(a.rep, 0.005) << a.line;
+    // The store keeps its values: the same flags resume it, others are refused.
+    EXPECT_EQ(Neardup("--log-level warn run --input " + crawl + " " + flags + " --store " + store).code, 0);
+    const Outcome other = Neardup("--log-level warn run --input " + crawl + " --dims 3 --shingle-k 5 --store " + store);
+    EXPECT_EQ(other.code, 2) << other.err;
+    ExpectStoreChecks(store, flags);
+  }
+}
+
 // Crawls where some recrawls find their page gone (gen-crawl --gone-share): the run against the
 // exact baseline over the pages that are not gone. Neither lists a gone URL as crawled; pages that
 // redirect to one stay together in both.
