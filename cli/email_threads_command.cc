@@ -390,14 +390,16 @@ void AddBenchEmailThreads(CLI::App* bench, int* exit_code) {
       return;
     }
     std::printf("threads: %llu emails, %llu threads, %llu merges, %u writers: %.0f emails/s written (acknowledged, "
-                "LevelDB, %.1f MB; %.0f per CPU-second); %u readers: %.0f lookups/s (%.0f per CPU-second); oracle: "
-                "%llu of %llu lookups differ (%llu reached a spam unified thread)\n",
+                "LevelDB, %.1f MB; %.0f per CPU-second); %u readers: %.0f lookups/s warm (%.0f per CPU-second), "
+                "%.0f lookups/s cold, store reopened (%.0f per CPU-second); oracle: %llu + %llu of %llu lookups differ "
+                "(%llu reached a spam unified thread)\n",
                 static_cast<unsigned long long>(t->emails), static_cast<unsigned long long>(t->threads),
                 static_cast<unsigned long long>(t->merges), a->t.writers, t->emails / std::max(t->write_seconds, 1e-9),
                 t->disk_bytes / 1e6, t->emails / std::max(t->write_cpu_seconds, 1e-9), a->t.readers,
-                t->threads / std::max(t->read_seconds, 1e-9), t->threads / std::max(t->read_cpu_seconds, 1e-9),
-                static_cast<unsigned long long>(t->mismatches), static_cast<unsigned long long>(t->threads),
-                static_cast<unsigned long long>(t->spam_lookups));
+                t->threads / std::max(t->warm.seconds, 1e-9), t->threads / std::max(t->warm.cpu_seconds, 1e-9),
+                t->threads / std::max(t->cold.seconds, 1e-9), t->threads / std::max(t->cold.cpu_seconds, 1e-9),
+                static_cast<unsigned long long>(t->warm.mismatches), static_cast<unsigned long long>(t->cold.mismatches),
+                static_cast<unsigned long long>(t->threads), static_cast<unsigned long long>(t->spam_lookups));
     auto d = email::RunDomainsBench(a->d);
     if (!d.ok()) {
       *exit_code = Failed("bench email-threads", d.status());
