@@ -35,7 +35,7 @@ namespace {
 
 struct EmailArgs {
   std::string input, config, out, assignments, store, mode;
-  std::string listen = "127.0.0.1:8090", token_file, port_file;
+  std::string listen = "127.0.0.1:8090", token_file, port_file, threads_store, domains_store;
   std::optional<uint32_t> k;
   double batch_sample = 0.005;
 };
@@ -257,7 +257,9 @@ int Serve(const EmailArgs& a) {
                                       .bearer_token = token,
                                       .work_threads = 2,
                                       .retry_after_seconds = 1,
-                                      .max_line_bytes = cfg->reader().max_line_bytes()});
+                                      .max_line_bytes = cfg->reader().max_line_bytes(),
+                                      .threads_store = a.threads_store,
+                                      .domains_store = a.domains_store});
   if (!api.ok()) return Fail(api.status());
   cluster::EmailApi* e = api->get();
   cluster::HttpServerOptions ho;
@@ -317,13 +319,17 @@ void RegisterEmail(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(1e-6, 1.0));
   eval->callback([args, exit_code] { *exit_code = Eval(*args); });
   auto* serve = email->add_subcommand("serve", "Serve the email endpoints alone: POST /v1/emails, POST /v1/emails/annotate, "
-                                               "GET /v1/templates/{id}");
+                                               "GET /v1/templates/{id}; /v1/threads and /v1/domain-events, "
+                                               "/v1/domains/classify with their stores");
   serve->add_option("--store", args->store, "the cluster store's directory (created when missing)")->required();
   serve->add_option("--config", args->config, "configuration (configs/email.textproto); defaults otherwise");
   serve->add_option("--k", args->k, "k-anonymity: unique recipients a template needs (overrides email.k)");
   serve->add_option("--listen", args->listen, "host:port to listen on (port 0: a free one)")->capture_default_str();
   serve->add_option("--bearer-token-file", args->token_file, "file holding the writers' bearer token");
   serve->add_option("--port-file", args->port_file, "write the port here once listening (for scripts)");
+  serve->add_option("--threads-store", args->threads_store, "unified threads' store: serves POST and GET /v1/threads");
+  serve->add_option("--domains-store", args->domains_store,
+                    "domain counts' store: serves POST /v1/domain-events and GET /v1/domains/classify");
   serve->callback([args, exit_code] { *exit_code = Serve(*args); });
   AddEmailThreads(email, exit_code);
 }

@@ -21,7 +21,6 @@
 
 #include "cli/commands.h"
 #include "common/config.h"
-#include "common/json_write.h"
 #include "email/domain_counts.h"
 #include "email/mail_gen.h"
 #include "email/mail_records.h"
@@ -65,14 +64,39 @@ struct Args {
   uint64_t count = 100'000, seed = 1;
 };
 
+// InvalidArgument when a command that reads a store is given one that does not exist.
+Status StoreExists(const Args& a, const char* writer) {
+  if (std::filesystem::exists(a.store)) return Status::Ok();
+  return InvalidArgument("--store " + a.store + " does not exist (run " + writer + " first)");
+}
+
+StatusOr<std::unique_ptr<email::ThreadWeaver>> OpenWeaver(const Args& a, const pb::NeardupConfig& cfg) {
+  email::ThreadWeaverOptions o;
+  o.path = a.store;
+  o.spam_cap = cfg.email().thread_spam_cap();
+  return email::ThreadWeaver::Open(o);
+}
+
+// The domain counts for a command that only reads them: no healer.
+StatusOr<std::unique_ptr<email::DomainCounts>> OpenDomainsToRead(const Args& a) {
+  RETURN_IF_ERROR(StoreExists(a, "email domains ingest"));
+  email::DomainCountsOptions o;
+  o.path = a.store;
+  o.healer_thread = false;
+  o.healer_sample_rate = 0;
+  return email::DomainCounts::Open(o);
+}
+
+void WriteLine(std::string line) {
+  line.push_back('\n');
+  std::fwrite(line.data(), 1, line.size(), stdout);
+}
+
 int ThreadsIngest(const Args& a) {
   auto cfg = Config(a.config);
   if (!cfg.ok()) return Failed("email threads ingest", cfg.status());
   if (a.sync_every == 0) return Failed("email threads ingest", InvalidArgument("--sync-every must be at least 1"));
-  email::ThreadWeaverOptions o;
-  o.path = a.store;
-  o.spam_cap = cfg->email().thread_spam_cap();
-  auto w = email::ThreadWeaver::Open(o);
+  auto w = OpenWeaver(a, *cfg);
   if (!w.ok()) return Failed("email threads ingest", w.status());
   email::ThreadEmail e;
   uint64_t since_sync = 0;
@@ -102,13 +126,8 @@ int ThreadsIngest(const Args& a) {
 int ThreadsShow(const Args& a) {
   auto cfg = Config(a.config);
   if (!cfg.ok()) return Failed("email threads show", cfg.status());
-  if (!std::filesystem::exists(a.store)) {
-    return Failed("email threads show", InvalidArgument("--store " + a.store + " does not exist (run email threads ingest first)"));
-  }
-  email::ThreadWeaverOptions o;
-  o.path = a.store;
-  o.spam_cap = cfg->email().thread_spam_cap();
-  auto w = email::ThreadWeaver::Open(o);
+  if (Status s = StoreExists(a, "email threads ingest"); !s.ok()) return Failed("email threads show", s);
+  auto w = OpenWeaver(a, *cfg);
   if (!w.ok()) return Failed("email threads show", w.status());
   std::unordered_set<std::string> team;
   const bool filter = !a.team_gids.empty() || !a.team.empty();
@@ -120,22 +139,7 @@ int ThreadsShow(const Args& a) {
   }
   auto u = (*w)->Lookup(a.gid, a.thread, filter ? &team : nullptr);
   if (!u.ok()) return Failed("email threads show", u.status());
-  std::string s = "{\"gid\":";
-  AppendJsonString(&s, a.gid);
-  s += ",\"thread\":";
-  AppendJsonString(&s, a.thread);
-  s += std::string(",\"known\":") + (u->known ? "true" : "false") + ",\"threads\":[";
-  for (size_t i = 0; i < u->threads.size(); ++i) {
-    if (i) s += ',';
-    AppendJsonString(&s, u->threads[i]);
-  }
-  s += "],\"unified\":[";
-  for (size_t i = 0; i < u->unified.size(); ++i) {
-    if (i) s += ',';
-    AppendJsonString(&s, u->unified[i]);
-  }
-  s += "],\"spam_ignored\":" + std::to_string(u->spam) + "}\n";
-  std::fwrite(s.data(), 1, s.size(), stdout);
+  WriteLine(email::UnifiedThreadJson(a.gid, a.thread, *u));
   return 0;
 }
 
@@ -174,7 +178,7 @@ int DomainsIngest(const Args& a) {
   if (a.heal_all) {
     if (Status s = (*d)->HealAll(); !s.ok()) return Failed("email domains ingest", s);
   }
-  if (Status s = (*d)->store().Sync(); !s.ok()) return Failed("email domains ingest", s);
+  if (Status s = (*d)->Sync(); !s.ok()) return Failed("email domains ingest", s);
   const email::HealerReport h = (*d)->healer_report();
   std::printf("email domains ingest: %llu records from %llu lines (%llu bad lines skipped), %llu events, %.0f events/s; "
               "healer: %llu negative and %llu sampled keys queued, %llu recounted, %llu healed (|corrections| %llu) "
@@ -191,53 +195,24 @@ int DomainsIngest(const Args& a) {
 int DomainsClassify(const Args& a) {
   auto cfg = Config(a.config);
   if (!cfg.ok()) return Failed("email domains classify", cfg.status());
-  if (!std::filesystem::exists(a.store)) {
-    return Failed("email domains classify", InvalidArgument("--store " + a.store + " does not exist (run email domains ingest first)"));
-  }
-  email::DomainCountsOptions o;
-  o.path = a.store;
-  o.healer_thread = false;
-  o.healer_sample_rate = 0;
-  auto d = email::DomainCounts::Open(o);
+  auto d = OpenDomainsToRead(a);
   if (!d.ok()) return Failed("email domains classify", d.status());
   auto team = (*d)->Team(a.team);
   if (!team.ok()) return Failed("email domains classify", team.status());
   auto c = (*d)->Classify(*team, a.inviter, a.invitee, cfg->email());
   if (!c.ok()) return Failed("email domains classify", c.status());
-  std::string s = "{\"team\":";
-  AppendJsonString(&s, a.team);
-  s += ",\"invitee\":";
-  AppendJsonString(&s, a.invitee);
-  s += std::string(",\"class\":\"") + (c->internal ? "internal" : "external") + "\",\"reason\":";
-  AppendJsonString(&s, c->reason);
-  s += ",\"members\":" + std::to_string(c->members) + ",\"guests\":" + std::to_string(c->guests) +
-       ",\"team_members\":" + std::to_string(c->team_members) + "}\n";
-  std::fwrite(s.data(), 1, s.size(), stdout);
+  WriteLine(email::ClassificationJson(a.team, a.invitee, *c));
   return 0;
 }
 
 int DomainsCounts(const Args& a) {
-  if (!std::filesystem::exists(a.store)) {
-    return Failed("email domains counts", InvalidArgument("--store " + a.store + " does not exist (run email domains ingest first)"));
-  }
-  email::DomainCountsOptions o;
-  o.path = a.store;
-  o.healer_thread = false;
-  o.healer_sample_rate = 0;
-  auto d = email::DomainCounts::Open(o);
+  auto d = OpenDomainsToRead(a);
   if (!d.ok()) return Failed("email domains counts", d.status());
   auto all = (*d)->AllCounts();
   if (!all.ok()) return Failed("email domains counts", all.status());
   for (const auto& [k, v] : *all) {
     if (!a.team.empty() && k.team != a.team) continue;
-    std::string line = "{\"team\":";
-    AppendJsonString(&line, k.team);
-    line += ",\"domain\":";
-    AppendJsonString(&line, k.domain);
-    line += ",\"role\":";
-    AppendJsonString(&line, k.role);
-    line += ",\"count\":" + std::to_string(v) + "}\n";
-    std::fwrite(line.data(), 1, line.size(), stdout);
+    WriteLine(email::DomainCountJson(k, v));
   }
   return 0;
 }
@@ -288,13 +263,7 @@ int GenDomains(const Args& a) {
     std::FILE* t = OpenOut(a.truth);
     if (t == nullptr) return Failed("email gen-domains", IoError("cannot write " + a.truth + ": " + std::strerror(errno)));
     for (const auto& [k, v] : s.truth) {
-      std::string line = "{\"team\":";
-      AppendJsonString(&line, k.team);
-      line += ",\"domain\":";
-      AppendJsonString(&line, k.domain);
-      line += ",\"role\":";
-      AppendJsonString(&line, k.role);
-      line += ",\"count\":" + std::to_string(v) + "}\n";
+      const std::string line = email::DomainCountJson(k, v) + "\n";
       std::fwrite(line.data(), 1, line.size(), t);
     }
     if (int rc = Close(t, a.truth); rc != 0) return rc;
@@ -304,6 +273,21 @@ int GenDomains(const Args& a) {
   return 0;
 }
 
+// The options several subcommands share, worded once.
+void InputOption(CLI::App* c, Args* a, const char* what) { c->add_option("--input", a->input, what)->required(); }
+void StoreOption(CLI::App* c, Args* a, bool created) {
+  c->add_option("--store", a->store, created ? "the store's directory (created when missing)" : "the store's directory")
+      ->required();
+}
+void ConfigOption(CLI::App* c, Args* a, const char* what = "configuration (configs/email.textproto)") {
+  c->add_option("--config", a->config, what);
+}
+void GenOptions(CLI::App* c, Args* a, const char* count, const char* what) {
+  c->add_option(count, a->count, what)->capture_default_str();
+  c->add_option("--seed", a->seed, "random seed")->capture_default_str();
+  c->add_option("--out", a->out, "JSON Lines to write (- for stdout)")->required();
+}
+
 }  // namespace
 
 void AddEmailThreads(CLI::App* email, int* exit_code) {
@@ -311,51 +295,47 @@ void AddEmailThreads(CLI::App* email, int* exit_code) {
   auto* threads = email->add_subcommand("threads", "Unified threads across mailboxes (threadweaver)");
   threads->require_subcommand(1);
   auto* ti = threads->add_subcommand("ingest", "Add emails (gid, thread, message_id, team) to a unified-thread store");
-  ti->add_option("--input", a->input, "emails, JSON Lines")->required();
-  ti->add_option("--store", a->store, "the store's directory (created when missing)")->required();
-  ti->add_option("--config", a->config, "configuration (configs/email.textproto)");
+  InputOption(ti, a.get(), "emails, JSON Lines");
+  StoreOption(ti, a.get(), /*created=*/true);
+  ConfigOption(ti, a.get());
   ti->add_option("--sync-every", a->sync_every, "acknowledge (fsync) every N emails")->capture_default_str();
   ti->callback([a, exit_code] { *exit_code = ThreadsIngest(*a); });
   auto* ts = threads->add_subcommand("show", "A thread's unified thread: every thread of it, filtered to a team");
-  ts->add_option("--store", a->store, "the store's directory")->required();
+  StoreOption(ts, a.get(), /*created=*/false);
   ts->add_option("--gid", a->gid, "the mailbox")->required();
   ts->add_option("--thread", a->thread, "the mailbox's thread id")->required();
   ts->add_option("--team-gids", a->team_gids, "only threads of these mailboxes (comma-separated)");
   ts->add_option("--team", a->team, "only threads of this team's mailboxes (as the emails named them)");
-  ts->add_option("--config", a->config, "configuration (configs/email.textproto)");
+  ConfigOption(ts, a.get());
   ts->callback([a, exit_code] { *exit_code = ThreadsShow(*a); });
 
   auto* domains = email->add_subcommand("domains", "Users per (team, domain, role) from an at-least-once stream, healed; classification");
   domains->require_subcommand(1);
   auto* di = domains->add_subcommand("ingest", "Apply user rows and events to the counts; the healer fixes drift");
-  di->add_option("--input", a->input, "user rows, events and team settings, JSON Lines")->required();
-  di->add_option("--store", a->store, "the store's directory (created when missing)")->required();
-  di->add_option("--config", a->config, "configuration (configs/email.textproto)");
+  InputOption(di, a.get(), "user rows, events and team settings, JSON Lines");
+  StoreOption(di, a.get(), /*created=*/true);
+  ConfigOption(di, a.get());
   di->add_flag("--heal-all", a->heal_all, "after the input, heal every key");
   di->callback([a, exit_code] { *exit_code = DomainsIngest(*a); });
   auto* dc = domains->add_subcommand("classify", "Is an invitee internal or external to a team?");
-  dc->add_option("--store", a->store, "the store's directory")->required();
+  StoreOption(dc, a.get(), /*created=*/false);
   dc->add_option("--team", a->team, "the team")->required();
   dc->add_option("--inviter", a->inviter, "the inviter's address")->required();
   dc->add_option("--invitee", a->invitee, "the invitee's address")->required();
-  dc->add_option("--config", a->config, "configuration (configs/email.textproto): the rule's thresholds");
+  ConfigOption(dc, a.get(), "configuration (configs/email.textproto): the rule's thresholds");
   dc->callback([a, exit_code] { *exit_code = DomainsClassify(*a); });
 
   auto* dn = domains->add_subcommand("counts", "Every (team, domain, role) with its count, one JSON line each");
-  dn->add_option("--store", a->store, "the store's directory")->required();
+  StoreOption(dn, a.get(), /*created=*/false);
   dn->add_option("--team", a->team, "only this team's keys");
   dn->callback([a, exit_code] { *exit_code = DomainsCounts(*a); });
 
   auto* gt = email->add_subcommand("gen-threads", "Generate realistic mailboxes' emails (deterministic per seed)");
-  gt->add_option("--emails", a->count, "emails to write (about)")->capture_default_str();
-  gt->add_option("--seed", a->seed, "random seed")->capture_default_str();
-  gt->add_option("--out", a->out, "JSON Lines to write (- for stdout)")->required();
+  GenOptions(gt, a.get(), "--emails", "emails to write (about)");
   gt->callback([a, exit_code] { *exit_code = GenThreads(*a); });
   auto* gd = email->add_subcommand("gen-domains", "Generate user rows and events with duplicates, drops and late ones");
-  gd->add_option("--changes", a->count, "user changes")->capture_default_str();
-  gd->add_option("--seed", a->seed, "random seed")->capture_default_str();
-  gd->add_option("--config", a->config, "configuration: the delivery fault rates (email.domain_*_rate)");
-  gd->add_option("--out", a->out, "JSON Lines to write (- for stdout)")->required();
+  GenOptions(gd, a.get(), "--changes", "user changes");
+  ConfigOption(gd, a.get(), "configuration: the delivery fault rates (email.domain_*_rate)");
   gd->add_option("--truth", a->truth, "write the exact count of every (team, domain, role) here");
   gd->callback([a, exit_code] { *exit_code = GenDomains(*a); });
 }
@@ -390,14 +370,16 @@ void AddBenchEmailThreads(CLI::App* bench, int* exit_code) {
       return;
     }
     std::printf("threads: %llu emails, %llu threads, %llu merges, %u writers: %.0f emails/s written (acknowledged, "
-                "LevelDB, %.1f MB; %.0f per CPU-second); %u readers: %.0f lookups/s (%.0f per CPU-second); oracle: "
-                "%llu of %llu lookups differ (%llu reached a spam unified thread)\n",
+                "LevelDB, %.1f MB; %.0f per CPU-second); %u readers: %.0f lookups/s warm (%.0f per CPU-second), "
+                "%.0f lookups/s cold, store reopened (%.0f per CPU-second); oracle: %llu + %llu of %llu lookups differ "
+                "(%llu reached a spam unified thread)\n",
                 static_cast<unsigned long long>(t->emails), static_cast<unsigned long long>(t->threads),
                 static_cast<unsigned long long>(t->merges), a->t.writers, t->emails / std::max(t->write_seconds, 1e-9),
                 t->disk_bytes / 1e6, t->emails / std::max(t->write_cpu_seconds, 1e-9), a->t.readers,
-                t->threads / std::max(t->read_seconds, 1e-9), t->threads / std::max(t->read_cpu_seconds, 1e-9),
-                static_cast<unsigned long long>(t->mismatches), static_cast<unsigned long long>(t->threads),
-                static_cast<unsigned long long>(t->spam_lookups));
+                t->threads / std::max(t->warm.seconds, 1e-9), t->threads / std::max(t->warm.cpu_seconds, 1e-9),
+                t->threads / std::max(t->cold.seconds, 1e-9), t->threads / std::max(t->cold.cpu_seconds, 1e-9),
+                static_cast<unsigned long long>(t->warm.mismatches), static_cast<unsigned long long>(t->cold.mismatches),
+                static_cast<unsigned long long>(t->threads), static_cast<unsigned long long>(t->spam_lookups));
     auto d = email::RunDomainsBench(a->d);
     if (!d.ok()) {
       *exit_code = Failed("bench email-threads", d.status());

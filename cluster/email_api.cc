@@ -1,13 +1,16 @@
 #include "cluster/email_api.h"
 
 #include <algorithm>
+#include <unordered_set>
 #include <utility>
 
 #include <boost/asio.hpp>
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
+#include "cluster/http_request.h"
 #include "common/config.h"
+#include "email/mail_records.h"
 #include "proto/api.pb.h"
 
 // g++ 12 at -O1 (the sanitizer builds) inlines a coroutine's frame allocation into its caller:
@@ -24,6 +27,9 @@ namespace http = boost::beast::http;
 constexpr std::string_view kEmails = "/v1/emails";
 constexpr std::string_view kAnnotate = "/v1/emails/annotate";
 constexpr std::string_view kTemplates = "/v1/templates/";
+constexpr std::string_view kThreads = "/v1/threads";
+constexpr std::string_view kDomainEvents = "/v1/domain-events";
+constexpr std::string_view kClassify = "/v1/domains/classify";
 
 HttpResponse Error(const HttpRequest& request, unsigned code, const std::string& what, uint64_t line = 0) {
   pb::ErrorReply e;
@@ -58,6 +64,55 @@ std::string_view TrimLine(std::string_view line) {
   return line;
 }
 
+// Parses every non-blank line of a JSON Lines body with parse(line, line_number, out); the first
+// bad line (or one too long, or more than max_records lines) is *error, a reply naming it.
+template <typename Record, typename Parse>
+bool ParseBody(const HttpRequest& request, uint64_t max_line_bytes, uint64_t max_records, Parse&& parse,
+               std::vector<Record>* out, HttpResponse* error) {
+  std::string_view body = request.body();
+  uint64_t line_no = 0;
+  while (!body.empty()) {
+    const size_t nl = body.find('\n');
+    const std::string_view line = TrimLine(body.substr(0, nl));
+    body = nl == std::string_view::npos ? std::string_view() : body.substr(nl + 1);
+    ++line_no;
+    if (line.empty()) continue;
+    if (out->size() == max_records) {
+      *error = Error(request, 413, fmt::format("line {}: more than {} records in one request", line_no, max_records),
+                     line_no);
+      return false;
+    }
+    if (line.size() > max_line_bytes) {
+      *error = Error(request, 400, fmt::format("line {}: line longer than {} bytes", line_no, max_line_bytes), line_no);
+      return false;
+    }
+    Record r;
+    if (Status s = parse(line, line_no, &r); !s.ok()) {
+      *error = Error(request, 400, fmt::format("line {}: {}", line_no, s.message()), line_no);
+      return false;
+    }
+    out->push_back(std::move(r));
+  }
+  if (out->empty()) {
+    *error = Error(request, 400, "no record in the body (JSON Lines: one record per line)");
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> SplitComma(std::string_view s) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    const size_t c = s.find(',');
+    const std::string_view part = s.substr(0, c);
+    if (!part.empty()) out.emplace_back(part);
+    s = c == std::string_view::npos ? std::string_view() : s.substr(c + 1);
+  }
+  return out;
+}
+
+unsigned HttpCode(const Status& s) { return s.code() == StatusCode::kInvalidArgument ? 400 : 500; }
+
 }  // namespace
 
 EmailApi::EmailApi(EmailApiOptions options) : options_(std::move(options)) {}
@@ -75,17 +130,41 @@ StatusOr<std::unique_ptr<EmailApi>> EmailApi::Open(EmailApiOptions options) {
   api->annotator_ = std::make_unique<email::Annotator>(api->inducer_.get(), /*forward=*/true,
                                                        api->options_.config.snapshot_refresh_ms());
   RETURN_IF_ERROR(api->annotator_->RefreshEvery(api->options_.config.snapshot_refresh_ms()));
+  if (!api->options_.threads_store.empty()) {
+    email::ThreadWeaverOptions wo;
+    wo.path = api->options_.threads_store;
+    wo.spam_cap = api->options_.config.thread_spam_cap();
+    ASSIGN_OR_RETURN(api->weaver_, email::ThreadWeaver::Open(wo));
+  }
+  if (!api->options_.domains_store.empty()) {
+    email::DomainCountsOptions d;
+    d.path = api->options_.domains_store;
+    d.healer_sample_rate = api->options_.config.domain_healer_sample_rate();
+    ASSIGN_OR_RETURN(api->domains_, email::DomainCounts::Open(d));
+  }
   api->work_ = std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, api->options_.work_threads)));
   return api;
 }
 
 Status EmailApi::Stop() {
   if (work_ != nullptr) work_->join();
-  return inducer_ != nullptr ? inducer_->Drain() : Status::Ok();
+  Status s = inducer_ != nullptr ? inducer_->Drain() : Status::Ok();
+  if (domains_ != nullptr) {
+    Status d = domains_->DrainHealer();
+    if (d.ok()) d = domains_->Sync();  // the healer's last differences
+    if (s.ok()) s = d;
+  }
+  return s;
 }
 
 bool EmailApi::Serves(std::string_view path) {
-  return path == kEmails || path == kAnnotate || path.rfind(kTemplates, 0) == 0;
+  return path == kEmails || path == kAnnotate || path.rfind(kTemplates, 0) == 0 || path == kThreads ||
+         path == kDomainEvents || path == kClassify;
+}
+
+asio::awaitable<HttpResponse> EmailApi::OnPool(std::function<HttpResponse()> fn) {
+  co_return co_await asio::co_spawn(
+      *work_, [fn = std::move(fn)]() -> asio::awaitable<HttpResponse> { co_return fn(); }, asio::use_awaitable);
 }
 
 asio::awaitable<HttpResponse> EmailApi::Handle(HttpRequest& request) {
@@ -112,6 +191,27 @@ asio::awaitable<HttpResponse> EmailApi::Handle(HttpRequest& request) {
   if (path.rfind(kTemplates, 0) == 0) {
     if (m != http::verb::get) co_return Error(request, 405, "use GET");
     co_return Template(request, path.substr(kTemplates.size()));
+  }
+  const bool threads = path == kThreads && weaver_ != nullptr;
+  const bool domains = (path == kDomainEvents || path == kClassify) && domains_ != nullptr;
+  if (threads || domains) {
+    const bool write = path == kDomainEvents || (threads && m == http::verb::post);
+    if (path == kDomainEvents && m != http::verb::post) co_return Error(request, 405, "use POST");
+    if (path == kClassify && m != http::verb::get) co_return Error(request, 405, "use GET");
+    if (threads && m != http::verb::post && m != http::verb::get) co_return Error(request, 405, "use POST or GET");
+    if (write && !BearerAuthorized(request, options_.bearer_token)) {
+      ++unauthorized_;
+      HttpResponse r = Error(request, 401, "a bearer token is required to write");
+      r.set(http::field::www_authenticate, "Bearer");
+      co_return r;
+    }
+    // Store reads and writes (and their fsyncs): off the network threads.
+    if (path == kThreads) {
+      if (write) co_return co_await OnPool([this, &request] { return AddThreads(request); });
+      co_return co_await OnPool([this, &request] { return LookupThread(request); });
+    }
+    if (path == kDomainEvents) co_return co_await OnPool([this, &request] { return ApplyDomainRecords(request); });
+    co_return co_await OnPool([this, &request] { return Classify(request); });
   }
   co_return Error(request, 404, "no such endpoint: " + std::string(path));
 }
@@ -178,6 +278,76 @@ HttpResponse EmailApi::Template(const HttpRequest& request, std::string_view id_
   return JsonResponse(request, 200, email::TemplateJson(*t, snap->RowsOf(id)));
 }
 
+HttpResponse EmailApi::AddThreads(const HttpRequest& request) {
+  std::vector<email::ThreadEmail> emails;
+  HttpResponse error;
+  auto parse = [](std::string_view line, uint64_t, email::ThreadEmail* e) { return email::ParseThreadEmail(line, e); };
+  if (!ParseBody(request, options_.max_line_bytes, options_.max_records, parse, &emails, &error)) return error;
+  for (size_t i = 0; i < emails.size(); ++i) {
+    if (Status s = weaver_->Add(emails[i]); !s.ok()) {
+      // Every line parsed, so a refusal names the email; none is acknowledged (the client sends
+      // the request again: adding an email twice changes nothing).
+      return Error(request, HttpCode(s), fmt::format("email {} of the body: {}", i + 1, s.message()));
+    }
+  }
+  if (Status s = weaver_->Sync(); !s.ok()) return Error(request, 500, s.message());
+  threads_added_ += emails.size();
+  return JsonResponse(request, 200, fmt::format(R"({{"added":{}}})", emails.size()));
+}
+
+HttpResponse EmailApi::LookupThread(const HttpRequest& request) {
+  const std::string_view target(request.target().data(), request.target().size());
+  const std::string gid = QueryParam(target, "gid"), thread = QueryParam(target, "thread");
+  if (gid.empty() || thread.empty()) return Error(request, 400, "gid and thread are required query parameters");
+  std::unordered_set<std::string> team;
+  const std::string team_gids = QueryParam(target, "team_gids"), team_name = QueryParam(target, "team");
+  for (std::string& g : SplitComma(team_gids)) team.insert(std::move(g));
+  if (!team_name.empty()) {
+    auto gids = weaver_->TeamGids(team_name);
+    if (!gids.ok()) return Error(request, 500, gids.status().message());
+    team.insert(gids->begin(), gids->end());
+  }
+  const bool filter = !team_gids.empty() || !team_name.empty();
+  auto u = weaver_->Lookup(gid, thread, filter ? &team : nullptr);
+  if (!u.ok()) return Error(request, HttpCode(u.status()), u.status().message());
+  ++thread_lookups_;
+  return JsonResponse(request, 200, email::UnifiedThreadJson(gid, thread, *u));
+}
+
+HttpResponse EmailApi::ApplyDomainRecords(const HttpRequest& request) {
+  std::vector<email::DomainRecord> records;
+  HttpResponse error;
+  auto parse = [](std::string_view line, uint64_t n, email::DomainRecord* r) {
+    r->line = n;
+    return email::ParseDomainRecord(line, r);
+  };
+  if (!ParseBody(request, options_.max_line_bytes, options_.max_records, parse, &records, &error)) return error;
+  uint64_t events = 0;
+  for (const email::DomainRecord& r : records) events += r.kind == email::DomainRecord::Kind::kEvent;
+  {
+    std::lock_guard lock(apply_mu_);
+    if (Status s = domains_->Apply(records); !s.ok()) return Error(request, HttpCode(s), s.message());
+    if (Status s = domains_->Sync(); !s.ok()) return Error(request, 500, s.message());
+  }
+  domain_records_ += records.size();
+  return JsonResponse(request, 200, fmt::format(R"({{"records":{},"events":{}}})", records.size(), events));
+}
+
+HttpResponse EmailApi::Classify(const HttpRequest& request) {
+  const std::string_view target(request.target().data(), request.target().size());
+  const std::string team = QueryParam(target, "team"), inviter = QueryParam(target, "inviter"),
+                    invitee = QueryParam(target, "invitee");
+  if (team.empty() || inviter.empty() || invitee.empty()) {
+    return Error(request, 400, "team, inviter and invitee are required query parameters");
+  }
+  auto settings = domains_->Team(team);
+  if (!settings.ok()) return Error(request, 500, settings.status().message());
+  auto c = domains_->Classify(*settings, inviter, invitee, options_.config);
+  if (!c.ok()) return Error(request, HttpCode(c.status()), c.status().message());
+  ++classifications_;
+  return JsonResponse(request, 200, email::ClassificationJson(team, invitee, *c));
+}
+
 void EmailApi::AppendMetrics(std::string* out) const {
   const email::InducerStats s = inducer_->stats();
   const auto snap = annotator_->snapshot();
@@ -203,6 +373,20 @@ void EmailApi::AppendMetrics(std::string* out) const {
       snap != nullptr ? static_cast<double>(SystemClock()->NowMillis() - snap->built_ms()) / 1000.0 : 0.0);
   one("neardup_email_snapshot_failures_total", "counter", "Snapshot rebuilds that failed (the previous one kept).",
       annotator_->failed_refreshes());
+  if (weaver_ != nullptr) {
+    one("neardup_email_threads_added_total", "counter", "Emails added to unified threads (POST /v1/threads).",
+        threads_added_.load());
+    one("neardup_email_thread_lookups_total", "counter", "Unified threads looked up (GET /v1/threads).",
+        thread_lookups_.load());
+  }
+  if (domains_ != nullptr) {
+    const email::HealerReport h = domains_->healer_report();
+    one("neardup_email_domain_records_total", "counter", "Domain records applied (POST /v1/domain-events).",
+        domain_records_.load());
+    one("neardup_email_classifications_total", "counter", "Invitees classified (GET /v1/domains/classify).",
+        classifications_.load());
+    one("neardup_email_domain_keys_healed_total", "counter", "Domain counts the healer corrected.", h.keys_healed);
+  }
 }
 
 }  // namespace neardup::cluster

@@ -1,5 +1,6 @@
 // The email endpoints on a loopback HTTP server: ingest, annotate and template lookups, the
-// bearer token, bad lines named by number, and the snapshot refreshed in the background.
+// bearer token, bad lines named by number, and the snapshot refreshed in the background; unified
+// threads added and looked up, domain records applied and invitees classified.
 #include "cluster/email_api.h"
 
 #include <gtest/gtest.h>
@@ -34,6 +35,9 @@ class EmailApiTest : public ::testing::Test {
     o.config.set_cluster_threads(0);
     o.config.set_formation_threads(0);
     o.work_threads = 2;
+    o.threads_store = dir_.File("threads");
+    o.domains_store = dir_.File("domains");
+    o.max_records = 50;
     auto api = EmailApi::Open(o);
     ASSERT_TRUE(api.ok()) << api.status().ToString();
     api_ = std::move(*api);
@@ -145,6 +149,112 @@ TEST_F(EmailApiTest, BadRequestsAreNamedAndOfferNothing) {
   std::string metrics;
   api_->AppendMetrics(&metrics);
   EXPECT_NE(metrics.find("neardup_email_unauthorized_total 2"), std::string::npos) << metrics;
+}
+
+}  // namespace
+}  // namespace neardup::cluster
+
+namespace neardup::cluster {
+namespace {
+
+std::string ThreadLine(const std::string& gid, const std::string& thread, const std::string& msg,
+                       const std::string& team) {
+  return R"({"gid":")" + gid + R"(","thread":")" + thread + R"(","message_id":")" + msg + R"(","team":")" + team +
+         "\"}\n";
+}
+
+TEST_F(EmailApiTest, ThreadsAreAddedThenLookedUpAcrossMailboxes) {
+  const std::string body = ThreadLine("alice", "x", "<m1@a>", "acme") + ThreadLine("bob", "y", "<m1@a>", "acme") +
+                           "\n" + ThreadLine("carol", "z", "<m1@a>", "other") + ThreadLine("dave", "w", "<m9@a>", "acme");
+  EXPECT_EQ(Post("/v1/threads", body, /*token=*/false).status, 401u);
+  EXPECT_EQ(Get("/v1/threads?gid=alice&thread=x").body.find("\"known\":true"), std::string::npos)
+      << "nothing added without the token";
+  const auto added = Post("/v1/threads", body);
+  ASSERT_EQ(added.status, 200u) << added.body;
+  EXPECT_EQ(added.body, "{\"added\":4}\n");
+
+  auto u = Get("/v1/threads?gid=alice&thread=x");
+  ASSERT_EQ(u.status, 200u) << u.body;
+  EXPECT_NE(u.body.find(R"("known":true,"threads":["alice:x","bob:y","carol:z"])"), std::string::npos) << u.body;
+  u = Get("/v1/threads?gid=carol&thread=z&team=acme");  // acme's mailboxes: alice, bob, dave
+  EXPECT_NE(u.body.find(R"("threads":["alice:x","bob:y"])"), std::string::npos) << u.body;
+  u = Get("/v1/threads?gid=bob&thread=y&team_gids=carol,dave");
+  EXPECT_NE(u.body.find(R"("threads":["carol:z"])"), std::string::npos) << u.body;
+  u = Get("/v1/threads?gid=dave&thread=w");
+  EXPECT_NE(u.body.find(R"("threads":["dave:w"])"), std::string::npos) << u.body;
+  u = Get("/v1/threads?gid=nobody&thread=t");
+  ASSERT_EQ(u.status, 200u);
+  EXPECT_NE(u.body.find(R"("known":false)"), std::string::npos) << u.body;
+
+  EXPECT_EQ(Get("/v1/threads?gid=alice").status, 400u);
+  EXPECT_EQ(Get("/v1/threads?gid=a%3Ab&thread=t").status, 400u) << "a gid with ':'";
+  auto put = client_->Request("PUT", "/v1/threads", body, {{"Authorization", "Bearer s3cret"}});
+  ASSERT_TRUE(put.ok());
+  EXPECT_EQ(put->status, 405u);
+}
+
+TEST_F(EmailApiTest, BadThreadLinesAreNamedAndAddNothing) {
+  const std::string bad = ThreadLine("erin", "e1", "<m5@a>", "acme") + "\n" + R"({"gid":"a:b","thread":"t"})" + "\n";
+  const auto r = Post("/v1/threads", bad);
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("line 3"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(R"("line":"3")"), std::string::npos) << r.body;
+  EXPECT_NE(Get("/v1/threads?gid=erin&thread=e1").body.find(R"("known":false)"), std::string::npos)
+      << "the good line before it was not added";
+  EXPECT_EQ(Post("/v1/threads", "\n\n").status, 400u) << "no record";
+
+  std::string many;
+  for (int i = 0; i < 51; ++i) many += ThreadLine("f", std::string("t").append(std::to_string(i)), "", "acme");
+  const auto big = Post("/v1/threads", many);
+  EXPECT_EQ(big.status, 413u) << big.body;
+  EXPECT_NE(big.body.find("line 51"), std::string::npos) << big.body;
+}
+
+TEST_F(EmailApiTest, DomainRecordsAreAppliedThenInviteesClassified) {
+  std::string body = R"({"kind":"team","team":"t1","domains":["acme.com"]})" "\n";
+  for (int i = 1; i <= 3; ++i) {
+    const std::string u = std::string("u").append(std::to_string(i));
+    body += R"({"kind":"user","team":"t1","user":")" + u + R"(","email":")" + u +
+            R"(@partner.com","role":"member","active":true,"version":1})" "\n";
+    body += R"({"kind":"event","id":"e)" + std::to_string(i) + R"(","type":"joined","team":"t1","user":")" + u +
+            R"(","email":")" + u + R"(@partner.com","role":"member"})" "\n";
+  }
+  EXPECT_EQ(Post("/v1/domain-events", body, /*token=*/false).status, 401u);
+  const auto applied = Post("/v1/domain-events", body);
+  ASSERT_EQ(applied.status, 200u) << applied.body;
+  EXPECT_EQ(applied.body, "{\"records\":7,\"events\":3}\n");
+  const email::DomainKey key{"t1", "partner.com", "member"};
+  EXPECT_EQ(api_->domains()->Count(key), 3);
+
+  auto c = Get("/v1/domains/classify?team=t1&inviter=boss%40acme.com&invitee=new%40partner.com");
+  ASSERT_EQ(c.status, 200u) << c.body;
+  EXPECT_NE(c.body.find(R"("class":"internal")"), std::string::npos) << c.body;
+  EXPECT_NE(c.body.find(R"("members":3)"), std::string::npos) << c.body;
+  c = Get("/v1/domains/classify?team=t1&inviter=boss@acme.com&invitee=x@acme.com");
+  EXPECT_NE(c.body.find("one of the team's own"), std::string::npos) << c.body;
+  c = Get("/v1/domains/classify?team=t1&inviter=boss@acme.com&invitee=y@gmail.com");
+  EXPECT_NE(c.body.find(R"("class":"external")"), std::string::npos) << c.body;
+  EXPECT_EQ(Get("/v1/domains/classify?team=t1&inviter=boss@acme.com").status, 400u);
+  EXPECT_EQ(Get("/v1/domains/classify?team=t1&inviter=boss@acme.com&invitee=nodomain").status, 400u);
+  EXPECT_EQ(Post("/v1/domains/classify", "").status, 405u);
+
+  // A bad line: nothing of the request applied, the line named.
+  const std::string bad = R"({"kind":"event","id":"e9","type":"joined","team":"t1","user":"u9","email":"u9@partner.com","role":"member"})"
+                          "\n"
+                          R"({"kind":"event","id":"e10","type":"exploded","team":"t1","user":"u9","email":"u9@partner.com","role":"member"})"
+                          "\n";
+  const auto r = Post("/v1/domain-events", bad);
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("line 2"), std::string::npos) << r.body;
+  EXPECT_EQ(api_->domains()->Count(key), 3);
+
+  // A duplicated event drifts the count; the healer brings it back to the user rows'.
+  const auto dup = Post("/v1/domain-events",
+                        R"({"kind":"event","id":"e1","type":"joined","team":"t1","user":"u1","email":"u1@partner.com","role":"member"})");
+  ASSERT_EQ(dup.status, 200u) << dup.body;
+  EXPECT_EQ(api_->domains()->Count(key), 4);
+  ASSERT_TRUE(api_->domains()->HealAll().ok());
+  EXPECT_EQ(api_->domains()->Count(key), 3);
 }
 
 }  // namespace

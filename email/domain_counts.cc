@@ -41,12 +41,6 @@ bool SplitKey(std::string_view s, DomainKey* k) {
   return true;
 }
 
-struct StoredUser {
-  uint64_t version = 0;
-  bool active = false;
-  std::string domain, role;
-};
-
 std::string EncodeUser(const UserRow& u) {
   std::string v;
   AppendBigEndian(&v, u.version, 8);
@@ -263,6 +257,9 @@ StatusOr<std::unique_ptr<DomainCounts>> DomainCounts::Open(const DomainCountsOpt
   ro.families = {"dc_user", "dc_member", "dc_team"};
   ro.sync = options.sync;
   ro.env = options.env;
+  // The counters change with nearly every event: kept in memory, written by Sync and by the
+  // healer's snapshots (one put per changed counter then, not one per Apply).
+  ro.lazy_counters = true;
   ASSIGN_OR_RETURN(d->store_, RowStore::Open(ro));
   d->user_ = d->store_->family("dc_user");
   d->member_ = d->store_->family("dc_member");
@@ -301,14 +298,18 @@ Status DomainCounts::Apply(std::span<const DomainRecord> records) {
         const std::string row = Join(u.team, u.user);
         auto it = users.find(row);
         if (it == users.end()) {
-          std::string raw;
-          Status s = store_->Get(user_, row, "", &raw);
           std::optional<StoredUser> old;
-          if (s.ok()) {
-            old.emplace();
-            if (!DecodeUser(raw, &*old)) return Corruption("domain counts: malformed user row");
-          } else if (s.code() != StatusCode::kNotFound) {
-            return s;
+          if (auto c = user_cache_.find(row); c != user_cache_.end()) {
+            old = c->second;
+          } else {
+            std::string raw;
+            Status s = store_->Get(user_, row, "", &raw);
+            if (s.ok()) {
+              old.emplace();
+              if (!DecodeUser(raw, &*old)) return Corruption("domain counts: malformed user row");
+            } else if (s.code() != StatusCode::kNotFound) {
+              return s;
+            }
           }
           it = users.emplace(row, std::move(old)).first;
         }
@@ -360,6 +361,15 @@ Status DomainCounts::Apply(std::span<const DomainRecord> records) {
     }
   }
   RETURN_IF_ERROR(store_->Write(batch));
+  // Written: the users as this call left them are the store's.
+  for (auto& [row, user] : users) {
+    if (!user) continue;
+    if (user_cache_.size() >= options_.user_cache_entries && !user_cache_.count(row)) {
+      if (user_cache_.empty()) continue;  // user_cache_entries 0: no cache
+      user_cache_.erase(user_cache_.begin());
+    }
+    user_cache_.insert_or_assign(row, std::move(*user));
+  }
   for (const auto& [key, event_id] : touched) {
     if (store_->Counter(CounterName(key)) < 0) {
       Enqueue(key, /*negative=*/true);
@@ -380,74 +390,115 @@ void DomainCounts::Enqueue(const DomainKey& key, bool negative) {
   cv_.notify_all();
 }
 
+std::vector<DomainKey> DomainCounts::TakeQueuedLocked(size_t at_most) {
+  std::vector<DomainKey> keys;
+  while (!queue_.empty() && keys.size() < at_most) {
+    keys.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+    queued_.erase(keys.back());
+  }
+  return keys;
+}
+
 void DomainCounts::HealerLoop() {
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    DomainKey key = std::move(queue_.front());
-    queue_.pop_front();
-    queued_.erase(key);
+    // Let keys gather a moment (unless asked to drain): one snapshot heals them all.
+    if (queue_.size() < kHealBatch && !draining_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(kHealGatherMillis),
+                   [&] { return stop_ || draining_ || queue_.size() >= kHealBatch; });
+      if (stop_) return;
+    }
+    std::vector<DomainKey> keys = TakeQueuedLocked(kHealBatch);
     healing_ = true;
     lock.unlock();
-    StatusOr<int64_t> r = Heal(key);
+    Status s = HealKeys(keys);
     lock.lock();
     healing_ = false;
-    if (!r.ok() && heal_error_.ok()) heal_error_ = r.status();
+    if (!s.ok() && heal_error_.ok()) heal_error_ = s;
     cv_.notify_all();
   }
 }
 
 StatusOr<int64_t> DomainCounts::Heal(const DomainKey& key) {
+  std::vector<int64_t> diffs;
+  RETURN_IF_ERROR(HealKeys(std::span(&key, 1), &diffs));
+  return diffs[0];
+}
+
+Status DomainCounts::HealKeys(std::span<const DomainKey> keys, std::vector<int64_t>* diffs) {
+  if (keys.empty()) return Status::Ok();
   std::lock_guard heal_lock(heal_mu_);
   const auto start = std::chrono::steady_clock::now();
-  const std::unique_ptr<RowSnapshot> snap = store_->NewSnapshot();
-  int64_t users = 0;
-  RETURN_IF_ERROR(snap->ScanRow(member_, IndexRow(key), [&](std::string_view, std::string_view) {
-    ++users;
-    return true;
-  }));
-  const std::string name = CounterName(key);
-  ASSIGN_OR_RETURN(const int64_t counted, snap->Counter(name));
-  const int64_t diff = users - counted;
-  if (diff != 0) {
-    RowBatch b;
-    b.AddCounter(name, diff);  // relative: what landed since the snapshot stays counted
-    RETURN_IF_ERROR(store_->Write(b));
+  // One snapshot for every key: each key's cells and counter are of one moment, and each key's
+  // difference is applied once.
+  std::vector<std::string> names;
+  names.reserve(keys.size());
+  for (const DomainKey& key : keys) names.push_back(CounterName(key));
+  const std::unique_ptr<RowSnapshot> snap = store_->NewSnapshot(names);  // the counters from memory
+  RowBatch b;
+  HealerReport r;
+  for (const DomainKey& key : keys) {
+    int64_t users = 0;
+    RETURN_IF_ERROR(snap->ScanRow(member_, IndexRow(key), [&](std::string_view, std::string_view) {
+      ++users;
+      return true;
+    }));
+    const std::string name = CounterName(key);
+    ASSIGN_OR_RETURN(const int64_t counted, snap->Counter(name));
+    const int64_t diff = users - counted;
+    if (diff != 0) b.AddCounter(name, diff);  // relative: what landed since the snapshot stays counted
+    if (diffs != nullptr) diffs->push_back(diff);
+    ++r.keys_checked;
+    r.keys_healed += diff != 0;
+    r.corrections += static_cast<uint64_t>(diff < 0 ? -diff : diff);
+    r.net_correction += diff;
+    r.cells_scanned += static_cast<uint64_t>(users);
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  RETURN_IF_ERROR(store_->Write(b));
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard lock(mu_);
-  ++report_.keys_checked;
-  report_.keys_healed += diff != 0;
-  report_.corrections += static_cast<uint64_t>(diff < 0 ? -diff : diff);
-  report_.net_correction += diff;
-  report_.cells_scanned += static_cast<uint64_t>(users);
-  report_.seconds += seconds;
-  return diff;
+  report_.keys_checked += r.keys_checked;
+  report_.keys_healed += r.keys_healed;
+  report_.corrections += r.corrections;
+  report_.net_correction += r.net_correction;
+  report_.cells_scanned += r.cells_scanned;
+  report_.seconds += r.seconds;
+  return Status::Ok();
 }
 
 Status DomainCounts::HealAll() {
   ASSIGN_OR_RETURN(auto all, AllCounts());
-  for (const auto& [key, count] : all) RETURN_IF_ERROR(Heal(key).status());
+  std::vector<DomainKey> keys;
+  keys.reserve(all.size());
+  for (auto& [key, count] : all) keys.push_back(std::move(key));
+  for (size_t i = 0; i < keys.size(); i += kHealBatch) {
+    RETURN_IF_ERROR(HealKeys(std::span(keys).subspan(i, std::min(kHealBatch, keys.size() - i))));
+  }
   return Status::Ok();
 }
+
+Status DomainCounts::Sync() { return store_->Sync(); }
 
 Status DomainCounts::DrainHealer() {
   if (!healer_.joinable()) {
     for (;;) {
-      DomainKey key;
+      std::vector<DomainKey> keys;
       {
         std::lock_guard lock(mu_);
-        if (queue_.empty()) break;
-        key = std::move(queue_.front());
-        queue_.pop_front();
-        queued_.erase(key);
+        keys = TakeQueuedLocked(kHealBatch);
       }
-      RETURN_IF_ERROR(Heal(key).status());
+      if (keys.empty()) break;
+      RETURN_IF_ERROR(HealKeys(keys));
     }
   }
   std::unique_lock lock(mu_);
+  draining_ = true;
+  cv_.notify_all();
   cv_.wait(lock, [&] { return queue_.empty() && !healing_; });
+  draining_ = false;
   return heal_error_;
 }
 

@@ -42,6 +42,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/config.h"
@@ -100,12 +101,22 @@ std::string DomainRecordJson(const DomainRecord& r);
 // The lower-cased part after the last '@'; empty when there is none.
 std::string DomainOf(std::string_view email);
 
+// A user row as the store keeps it: what the index and the counts need.
+struct StoredUser {
+  uint64_t version = 0;
+  bool active = false;
+  std::string domain, role;
+};
+
 struct DomainCountsOptions {
   std::string path;
   leveldb::Env* env = nullptr;
   bool sync = false;  // fsync every Apply (the view can be healed from the user rows: off)
   double healer_sample_rate = ConfigDefaults().email().domain_healer_sample_rate();
   bool healer_thread = true;  // false: triggered keys wait for DrainHealer() (tests)
+  // User rows kept in memory as Apply writes or reads them (Apply is their only writer), so a
+  // user's next record needs no store read. At most this many (an arbitrary one dropped past it).
+  uint64_t user_cache_entries = 1ull << 20;
 };
 
 struct HealerReport {
@@ -153,8 +164,13 @@ class DomainCounts {
 
   // Recounts the key now and applies the difference; returns it. Heals run one at a time.
   StatusOr<int64_t> Heal(const DomainKey& key);
+  // Heal for many keys from one snapshot, their differences applied in one write; *diffs (when
+  // given) gets each key's, in order.
+  Status HealKeys(std::span<const DomainKey> keys, std::vector<int64_t>* diffs = nullptr);
   // Heals every key (with a counter or with users).
   Status HealAll();
+  // Makes every Apply and heal before it durable (one fsync; the counters are written by it).
+  Status Sync();
   // Heals every key queued so far (on the caller's thread when there is no healer thread) and
   // waits for the healer to be idle; the first error a heal met.
   Status DrainHealer();
@@ -168,8 +184,13 @@ class DomainCounts {
 
  private:
   explicit DomainCounts(const DomainCountsOptions& options) : options_(options) {}
+  // The healer takes up to kHealBatch keys at a time, waiting up to kHealGatherMillis for them.
+  static constexpr size_t kHealBatch = 256;
+  static constexpr int kHealGatherMillis = 20;
+
   void Enqueue(const DomainKey& key, bool negative);
   void HealerLoop();
+  std::vector<DomainKey> TakeQueuedLocked(size_t at_most);  // under mu_
 
   const DomainCountsOptions options_;
   std::unique_ptr<RowStore> store_;
@@ -182,10 +203,12 @@ class DomainCounts {
   std::condition_variable cv_;
   std::set<DomainKey> queued_;       // under mu_
   std::deque<DomainKey> queue_;      // under mu_
-  bool healing_ = false, stop_ = false;  // under mu_
+  bool healing_ = false, stop_ = false, draining_ = false;  // under mu_
   Status heal_error_;                // under mu_
   HealerReport report_;              // under mu_
   std::thread healer_;
+  // Apply's own (one Apply at a time): team\0user -> the user row as stored.
+  std::unordered_map<std::string, StoredUser> user_cache_;
 };
 
 }  // namespace neardup::email

@@ -30,6 +30,55 @@ Status ParseThreadEmail(std::string_view line, ThreadEmail* out) {
   return Status::Ok();
 }
 
+namespace {
+
+void AppendStringArray(std::string* s, const std::vector<std::string>& v) {
+  s->push_back('[');
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s->push_back(',');
+    AppendJsonString(s, v[i]);
+  }
+  s->push_back(']');
+}
+
+}  // namespace
+
+std::string UnifiedThreadJson(std::string_view gid, std::string_view thread, const UnifiedThread& u) {
+  std::string s = "{\"gid\":";
+  AppendJsonString(&s, gid);
+  s += ",\"thread\":";
+  AppendJsonString(&s, thread);
+  s += std::string(",\"known\":") + (u.known ? "true" : "false") + ",\"threads\":";
+  AppendStringArray(&s, u.threads);
+  s += ",\"unified\":";
+  AppendStringArray(&s, u.unified);
+  s += ",\"spam_ignored\":" + std::to_string(u.spam) + "}";
+  return s;
+}
+
+std::string ClassificationJson(std::string_view team, std::string_view invitee, const Classification& c) {
+  std::string s = "{\"team\":";
+  AppendJsonString(&s, team);
+  s += ",\"invitee\":";
+  AppendJsonString(&s, invitee);
+  s += std::string(",\"class\":\"") + (c.internal ? "internal" : "external") + "\",\"reason\":";
+  AppendJsonString(&s, c.reason);
+  s += ",\"members\":" + std::to_string(c.members) + ",\"guests\":" + std::to_string(c.guests) +
+       ",\"team_members\":" + std::to_string(c.team_members) + "}";
+  return s;
+}
+
+std::string DomainCountJson(const DomainKey& k, int64_t count) {
+  std::string s = "{\"team\":";
+  AppendJsonString(&s, k.team);
+  s += ",\"domain\":";
+  AppendJsonString(&s, k.domain);
+  s += ",\"role\":";
+  AppendJsonString(&s, k.role);
+  s += ",\"count\":" + std::to_string(count) + "}";
+  return s;
+}
+
 std::string ThreadEmailJson(const ThreadEmail& e) {
   std::string s = "{\"gid\":";
   AppendJsonString(&s, e.gid);

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "email/domain_counts.h"
 #include "email/thread_weaver.h"
 
 namespace neardup::email {
@@ -23,6 +24,15 @@ namespace neardup::email {
 // InvalidArgument naming the field and the problem, never its content.
 Status ParseThreadEmail(std::string_view line, ThreadEmail* out);
 std::string ThreadEmailJson(const ThreadEmail& e);
+
+// A lookup's answer, one JSON object (no newline):
+//   {"gid","thread","known":bool,"threads":[...],"unified":[...],"spam_ignored":n}
+std::string UnifiedThreadJson(std::string_view gid, std::string_view thread, const UnifiedThread& u);
+// A classification, one JSON object (no newline):
+//   {"team","invitee","class":"internal|external","reason","members","guests","team_members"}
+std::string ClassificationJson(std::string_view team, std::string_view invitee, const Classification& c);
+// One key's count: {"team","domain","role","count"} (no newline).
+std::string DomainCountJson(const DomainKey& k, int64_t count);
 
 struct JsonLinesStats {
   uint64_t lines = 0, records = 0, bad_lines = 0;

@@ -74,7 +74,15 @@ Status ThreadWeaver::Merge(const std::string& a, const std::string& b) {
   std::string col(1, kMergeTag);
   batch.Put(unified_, a, col + b, "");
   batch.Put(unified_, b, col + a, "");
-  RETURN_IF_ERROR(store_->Write(batch));
+  const Status s = store_->Write(batch);
+  if (s.ok()) {
+    AfterWrite(a, kMergeTag, b);
+    AfterWrite(b, kMergeTag, a);
+  } else {
+    Invalidate(a);
+    Invalidate(b);
+  }
+  RETURN_IF_ERROR(s);
   merges_.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }
@@ -110,7 +118,7 @@ Status ThreadWeaver::Add(const ThreadEmail& email) {
   none.set_durable(false);
 
   std::string thread_ut;
-  Status s = store_->Get(thread_, tkey, "", &thread_ut);
+  Status s = UnifiedOf(tkey, &thread_ut);
   if (s.code() == StatusCode::kNotFound) {
     // A new thread: its Message-ID's unified thread, or its own.
     std::string message_ut = tkey;
@@ -118,8 +126,16 @@ Status ThreadWeaver::Add(const ThreadEmail& email) {
     RowBatch member;
     member.set_durable(false);
     member.Put(unified_, message_ut, std::string(1, kThreadTag) + tkey, "");
-    ASSIGN_OR_RETURN(const bool mapped, store_->PutIfAbsent(thread_, tkey, "", message_ut, &thread_ut, member));
-    if (mapped) new_threads_.fetch_add(1, std::memory_order_relaxed);
+    StatusOr<bool> mapped = store_->PutIfAbsent(thread_, tkey, "", message_ut, &thread_ut, member);
+    if (mapped.ok() && *mapped) AfterWrite(message_ut, kThreadTag, tkey);  // the row has a new thread
+    if (mapped.ok() && *mapped && message_ut == tkey && options_.read_cache_entries > 0) {
+      // A unified thread starts: its row, just written, is read into the cache while its cells
+      // are in the CPU's cache (usually the one cell; a read, so whatever else it holds too).
+      RETURN_IF_ERROR(ReadRow(tkey).status());
+    }
+    RETURN_IF_ERROR(mapped.status());
+    RememberThread(tkey, thread_ut);
+    if (*mapped) new_threads_.fetch_add(1, std::memory_order_relaxed);
     // Another writer mapped the thread first (to its own unified thread): the two are one.
     if (thread_ut != message_ut) RETURN_IF_ERROR(Merge(thread_ut, message_ut));
     return Status::Ok();
@@ -134,65 +150,143 @@ Status ThreadWeaver::Add(const ThreadEmail& email) {
 
 Status ThreadWeaver::Sync() { return store_->Sync(); }
 
+ThreadWeaver::Shard& ThreadWeaver::ShardOf(std::string_view key) const {
+  return cache_[XXH3_64bits(key.data(), key.size()) % kShards];
+}
+
+Status ThreadWeaver::UnifiedOf(const std::string& thread_key, std::string* unified) const {
+  if (options_.read_cache_entries > 0) {
+    Shard& sh = ShardOf(thread_key);
+    std::lock_guard lock(sh.mu);
+    if (auto it = sh.threads.find(thread_key); it != sh.threads.end()) {
+      *unified = it->second;
+      return Status::Ok();
+    }
+  }
+  RETURN_IF_ERROR(store_->Get(thread_, thread_key, "", unified));
+  RememberThread(thread_key, *unified);  // the cell never changes: no version to check
+  return Status::Ok();
+}
+
+void ThreadWeaver::RememberThread(const std::string& thread_key, const std::string& unified) const {
+  const uint64_t cap = options_.read_cache_entries / kShards + 1;
+  if (options_.read_cache_entries == 0) return;
+  Shard& sh = ShardOf(thread_key);
+  std::lock_guard lock(sh.mu);
+  if (sh.threads.size() >= cap && !sh.threads.count(thread_key)) sh.threads.erase(sh.threads.begin());
+  sh.threads.emplace(thread_key, unified);
+}
+
+void ThreadWeaver::AfterWrite(const std::string& unified, char tag, const std::string& cell) {
+  if (options_.read_cache_entries == 0) return;
+  constexpr size_t kSmallRow = 64;  // past it, a thread is not looked for: the row is dropped
+  Shard& sh = ShardOf(unified);
+  std::lock_guard lock(sh.mu);
+  ++sh.version;
+  const auto it = sh.rows.find(unified);
+  if (it == sh.rows.end()) return;
+  const Row& old = *it->second;
+  const std::vector<std::string>& list = tag == kMergeTag ? old.merges : old.threads;
+  const bool small = list.size() < kSmallRow;
+  if (small && std::find(list.begin(), list.end(), cell) != list.end()) return;  // read with the write
+  if (tag == kThreadTag && (!small || old.threads.size() + 1 > options_.spam_cap)) {
+    sh.rows.erase(it);  // a duplicate could not be ruled out, or the row may have become spam
+    return;
+  }
+  // A copy: readers hold the old one without the lock. A merge read twice is harmless (the walk
+  // visits each unified thread once).
+  auto row = std::make_shared<Row>(old);
+  (tag == kMergeTag ? row->merges : row->threads).push_back(cell);
+  it->second = std::move(row);
+}
+
+void ThreadWeaver::Invalidate(const std::string& unified) {
+  if (options_.read_cache_entries == 0) return;
+  Shard& sh = ShardOf(unified);
+  std::lock_guard lock(sh.mu);
+  sh.rows.erase(unified);
+  ++sh.version;
+}
+
+StatusOr<std::shared_ptr<const ThreadWeaver::Row>> ThreadWeaver::ReadRow(const std::string& unified) const {
+  {
+    std::lock_guard lock(spam_mu_);
+    if (spam_.count(unified)) return std::shared_ptr<const Row>();
+  }
+  Shard& sh = ShardOf(unified);
+  uint64_t version = 0;
+  if (options_.read_cache_entries > 0) {
+    std::lock_guard lock(sh.mu);
+    if (auto it = sh.rows.find(unified); it != sh.rows.end()) return it->second;
+    version = sh.version;
+  }
+  auto row = std::make_shared<Row>();
+  bool spam = false;
+  RETURN_IF_ERROR(store_->ScanRow(unified_, unified, [&](std::string_view column, std::string_view) {
+    if (column.empty()) return true;
+    const std::string_view rest = column.substr(1);
+    if (column[0] == kMergeTag) {
+      row->merges.emplace_back(rest);
+    } else if (column[0] == kThreadTag) {
+      if (row->threads.size() == options_.spam_cap) {
+        spam = true;
+        return false;
+      }
+      row->threads.emplace_back(rest);
+    }
+    return true;
+  }));
+  if (spam) {
+    std::lock_guard lock(spam_mu_);
+    spam_.insert(unified);
+    return std::shared_ptr<const Row>();
+  }
+  if (options_.read_cache_entries > 0) {
+    const uint64_t cap = options_.read_cache_entries / kShards + 1;
+    std::lock_guard lock(sh.mu);
+    // A write to the shard since the read began may be missing from it: keep it only when none ended.
+    if (sh.version == version) {
+      if (sh.rows.size() >= cap && !sh.rows.count(unified)) sh.rows.erase(sh.rows.begin());
+      sh.rows.insert_or_assign(unified, row);
+    }
+  }
+  return std::shared_ptr<const Row>(std::move(row));
+}
+
 StatusOr<UnifiedThread> ThreadWeaver::Lookup(std::string_view gid, std::string_view thread,
                                              const std::unordered_set<std::string>* team_gids) const {
   RETURN_IF_ERROR(CheckIds(gid, thread));
   UnifiedThread out;
   const std::string tkey = ThreadKey(gid, thread);
   std::string start;
-  Status s = store_->Get(thread_, tkey, "", &start);
+  Status s = UnifiedOf(tkey, &start);
   if (s.code() == StatusCode::kNotFound) return out;
   RETURN_IF_ERROR(s);
   out.known = true;
+  std::string gid_buf;
   auto wanted = [&](std::string_view key) {
-    return team_gids == nullptr || team_gids->count(std::string(GidOf(key))) > 0;
+    if (team_gids == nullptr) return true;
+    gid_buf.assign(GidOf(key));
+    return team_gids->count(gid_buf) > 0;
   };
   std::unordered_set<std::string> visited{start};
   std::deque<std::string> queue{start};
-  std::vector<std::string> merges, threads;
   bool self_found = false;
   while (!queue.empty()) {
     const std::string ut = std::move(queue.front());
     queue.pop_front();
+    ASSIGN_OR_RETURN(const std::shared_ptr<const Row> row, ReadRow(ut));
     out.unified.push_back(ut);
-    merges.clear();
-    threads.clear();
-    {
-      std::lock_guard lock(spam_mu_);
-      if (spam_.count(ut)) {
-        ++out.spam;
-        continue;
-      }
-    }
-    bool spam = false;
-    RETURN_IF_ERROR(store_->ScanRow(unified_, ut, [&](std::string_view column, std::string_view) {
-      if (column.empty()) return true;
-      const std::string_view rest = column.substr(1);
-      if (column[0] == kMergeTag) {
-        merges.emplace_back(rest);
-      } else if (column[0] == kThreadTag) {
-        if (threads.size() == options_.spam_cap) {
-          spam = true;
-          return false;
-        }
-        threads.emplace_back(rest);
-      }
-      return true;
-    }));
-    if (spam) {
-      {
-        std::lock_guard lock(spam_mu_);
-        spam_.insert(ut);
-      }
+    if (row == nullptr) {
       ++out.spam;
       continue;  // neither its threads nor its merges
     }
-    for (std::string& t : threads) {
+    for (const std::string& t : row->threads) {
       if (t == tkey) self_found = true;
-      if (wanted(t)) out.threads.push_back(std::move(t));
+      if (wanted(t)) out.threads.push_back(t);
     }
-    for (std::string& m : merges) {
-      if (visited.insert(m).second) queue.push_back(std::move(m));
+    for (const std::string& m : row->merges) {
+      if (visited.insert(m).second) queue.push_back(m);
     }
   }
   if (!self_found && wanted(tkey)) out.threads.push_back(tkey);
@@ -216,6 +310,11 @@ ThreadWeaverStats ThreadWeaver::stats() const {
   s.new_threads = new_threads_.load();
   s.merges = merges_.load();
   s.no_message_id = no_message_id_.load();
+  for (Shard& sh : cache_) {
+    std::lock_guard lock(sh.mu);
+    s.cached_rows += sh.rows.size();
+    s.cached_threads += sh.threads.size();
+  }
   return s;
 }
 

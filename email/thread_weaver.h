@@ -29,6 +29,13 @@
 //   tw_team     row team               column gid              a team's mailbox
 // A unified thread's id is the "gid:thread" of the thread that started it.
 //
+// Reads from memory: the thread map's cells never change once written, so a thread's unified
+// thread is kept in memory as Add maps it or a Lookup reads it; a unified thread's row (its threads
+// and merges) is kept as a Lookup reads it, and the Adds that write to it add their cell to it
+// after the write (a copy: readers keep the old one). A row read concurrently with such a write is kept only when no write to its shard of the
+// cache ended since the read began (a version per shard), so the cache never holds a row older
+// than the store's. Both are bounded (read_cache_entries each); 0 turns them off.
+//
 // Durability: Add's writes are not fsync'ed; Sync() makes every Add that returned before it
 // durable (one fsync: acknowledge emails in groups). After a crash, an email not yet acknowledged
 // may have been applied in part (its Message-ID mapped, its thread not); given again, it completes,
@@ -44,6 +51,7 @@
 // Thread safety: every method may be called from any thread at once.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -51,6 +59,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -69,6 +78,9 @@ struct ThreadWeaverOptions {
   uint32_t spam_cap = ConfigDefaults().email().thread_spam_cap();
   leveldb::Env* env = nullptr;          // tests: a memory or faulty Env
   uint64_t cache_bytes = 64ull << 20;   // LevelDB block cache
+  // Thread mappings and unified-thread rows kept in memory for reads (each at most this many; an
+  // arbitrary one of the shard is dropped past it). 0: every read goes to LevelDB.
+  uint64_t read_cache_entries = 1ull << 20;
 };
 
 struct ThreadEmail {
@@ -85,11 +97,13 @@ struct UnifiedThread {
   uint32_t spam = 0;                 // of those, ignored for passing spam_cap
 };
 
+
 struct ThreadWeaverStats {
   uint64_t emails = 0;
   uint64_t new_threads = 0;       // threads this weaver mapped first
   uint64_t merges = 0;            // merges recorded (an email whose thread and Message-ID disagreed)
   uint64_t no_message_id = 0;
+  uint64_t cached_rows = 0, cached_threads = 0;  // in the read cache now
 };
 
 // "gid:thread": a thread's key and, for the thread that starts one, its unified thread's id.
@@ -121,8 +135,34 @@ class ThreadWeaver {
   RowStore& store() { return *store_; }
 
  private:
+  // A unified thread's row as a read needs it.
+  struct Row {
+    std::vector<std::string> threads, merges;
+  };
+  // The read cache, sharded by a hash of the key. Rows and thread mappings share the shards.
+  struct Shard {
+    std::mutex mu;
+    uint64_t version = 0;  // bumped by every write to a row of the shard (after the write)
+    std::unordered_map<std::string, std::shared_ptr<const Row>> rows;  // under mu
+    std::unordered_map<std::string, std::string> threads;              // under mu
+  };
+  static constexpr size_t kShards = 64;
+
   explicit ThreadWeaver(const ThreadWeaverOptions& options) : options_(options) {}
   Status Merge(const std::string& a, const std::string& b);
+  Shard& ShardOf(std::string_view key) const;
+  // A thread's unified thread; NotFound for an unknown thread.
+  Status UnifiedOf(const std::string& thread_key, std::string* unified) const;
+  void RememberThread(const std::string& thread_key, const std::string& unified) const;
+  // The unified thread's row, from the cache or the store; null for a spam one (spam_cap passed).
+  StatusOr<std::shared_ptr<const Row>> ReadRow(const std::string& unified) const;
+  // After a write of one cell (tag + cell: a merge or a thread) to the unified thread's row: adds
+  // it to the cached row (a copy), or drops the row when it cannot be sure to add it once. Keeps
+  // the cache coherent: a cached row was read with no write of its shard ending in between, so
+  // it holds every cell written before, and this adds every cell written after.
+  void AfterWrite(const std::string& unified, char tag, const std::string& cell);
+  // After a write to the unified thread's row: drops it from the cache.
+  void Invalidate(const std::string& unified);
 
   const ThreadWeaverOptions options_;
   std::unique_ptr<RowStore> store_;
@@ -134,6 +174,7 @@ class ThreadWeaver {
   mutable std::unordered_set<std::string> spam_;  // under spam_mu_
   std::mutex teams_mu_;
   std::set<std::string, std::less<>> teams_seen_;  // "team\0gid" written already (under teams_mu_)
+  mutable std::array<Shard, kShards> cache_;
 };
 
 }  // namespace neardup::email

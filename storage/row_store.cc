@@ -17,6 +17,7 @@
 #include <set>
 #include <shared_mutex>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 
 #include "common/coding.h"
@@ -34,6 +35,7 @@ constexpr char kTagPlain = 0;
 constexpr char kTagExpiring = 1;
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 constexpr size_t kPurgeDeletesPerBatch = 10'000;
+constexpr size_t kEmptyWriteBatchBytes = 12;  // leveldb::WriteBatch's header: sequence and count
 constexpr size_t kPurgeVisitsPerBatch = 100'000;  // bounds how long one purge step blocks writers
 
 leveldb::Slice ToSlice(std::string_view s) { return leveldb::Slice(s.data(), s.size()); }
@@ -279,7 +281,10 @@ class RowStore::Impl {
   StatusOr<bool> PutIfAbsent(uint8_t family, std::string_view row, std::string_view column, std::string_view value,
                              std::string* current, const RowBatch& also);
   Status Sync();
-  const leveldb::Snapshot* NewSnapshot() const;
+  // *flushed: the lazy counters' flush before it (their values at the snapshot need it). With
+  // `capture` (lazy_counters), no flush: those counters' values go to *captured instead.
+  const leveldb::Snapshot* NewSnapshot(Status* flushed, const std::vector<std::string>* capture = nullptr,
+                                       std::map<std::string, int64_t, std::less<>>* captured = nullptr) const;
   void ReleaseSnapshot(const leveldb::Snapshot* s) const { db->ReleaseSnapshot(s); }
   StatusOr<int64_t> CounterAt(std::string_view name, const leveldb::Snapshot* snapshot) const;
   void ScanCounters(std::string_view prefix, const std::function<bool(std::string_view, int64_t)>& fn) const;
@@ -306,6 +311,9 @@ class RowStore::Impl {
  private:
   Status SyncFamilies();
   Status LoadCounters();
+  // options.lazy_counters: writes the counters changed since the last flush, in one batch
+  // (fsync'ed when `sync`). write_mu_ held by the caller.
+  Status FlushCountersLocked(bool sync) const;
   // Deletes expired cells from *resume on, at most one WriteBatch's worth; *resume is cleared at the end.
   Status PurgeStep(int64_t now, std::string* resume, uint64_t* deleted);
   leveldb::WriteOptions WriteOptions() const {
@@ -346,6 +354,8 @@ class RowStore::Impl {
   // Written under write_mu_ and counters_mu_; read under either.
   mutable std::shared_mutex counters_mu_;
   CounterMap counters_;
+  // options.lazy_counters: counters changed in memory since their last flush (under write_mu_).
+  mutable std::unordered_set<std::string> dirty_counters_;
 };
 
 Status RowStore::Impl::Open() {
@@ -381,13 +391,40 @@ Status RowStore::Impl::Open() {
 }
 
 RowStore::Impl::~Impl() {
-  if (!async_writer_.joinable()) return;
-  {
-    std::lock_guard lock(async_mu_);
-    async_stop_ = true;
+  if (async_writer_.joinable()) {
+    {
+      std::lock_guard lock(async_mu_);
+      async_stop_ = true;
+    }
+    async_cv_.notify_all();
+    async_writer_.join();  // after the write in flight, if any
   }
-  async_cv_.notify_all();
-  async_writer_.join();  // after the write in flight, if any
+  if (db != nullptr && !dirty_counters_.empty()) {
+    std::lock_guard write_lock(write_mu_);
+    (void)FlushCountersLocked(/*sync=*/false);  // closing: as a write of the store's own
+  }
+}
+
+Status RowStore::Impl::FlushCountersLocked(bool sync) const {
+  if (dirty_counters_.empty()) return Status::Ok();
+  RETURN_IF_ERROR(Barrier());
+  leveldb::WriteBatch wb;
+  std::string key, value;
+  {
+    std::shared_lock lock(counters_mu_);
+    for (const std::string& name : dirty_counters_) {
+      const auto it = counters_.find(name);
+      key.assign(1, kCounterPrefix).append(name);
+      value.clear();
+      PutBigEndian64(&value, it == counters_.end() ? 0 : it->second);
+      wb.Put(key, value);
+    }
+  }
+  leveldb::WriteOptions wo;
+  wo.sync = sync;
+  RETURN_IF_ERROR(FromLevelDb(db->Write(wo, &wb), "write counters of", options.path));
+  dirty_counters_.clear();
+  return Status::Ok();
 }
 
 void RowStore::Impl::WriterLoop() {
@@ -558,15 +595,20 @@ Status RowStore::Impl::CommitLocked(std::unique_ptr<leveldb::WriteBatch> wb, std
   for (const auto& [name, delta] : deltas) {
     const auto it = counters_.find(name);  // no lock needed: only writers change counters_
     const int64_t v = WrappingAdd(it == counters_.end() ? 0 : it->second, delta);
+    updated.emplace_back(&name, v);
+    if (options.lazy_counters) continue;  // written by the next flush
     key.assign(1, kCounterPrefix).append(name);
     value.clear();
     PutBigEndian64(&value, v);
     wb->Put(key, value);
-    updated.emplace_back(&name, v);
   }
+  // Only counters, kept in memory: nothing for LevelDB now.
+  const bool nothing = options.lazy_counters && wb->ApproximateSize() <= kEmptyWriteBatchBytes;
   leveldb::WriteOptions wo = WriteOptions();
   wo.sync = wo.sync && durable;
-  if (options.async_writes) {
+  if (nothing) {
+    ReturnBatch(std::move(wb));
+  } else if (options.async_writes) {
     // The rows it changes, for the reads that must wait for it (WaitForRow). Counters are read
     // from memory.
     std::sort(rows.begin(), rows.end());
@@ -584,6 +626,11 @@ Status RowStore::Impl::CommitLocked(std::unique_ptr<leveldb::WriteBatch> wb, std
     RETURN_IF_ERROR(s);
   }
   if (updated.empty()) return Status::Ok();
+  if (options.lazy_counters) {
+    for (const auto& [name, v] : updated) {
+      if (!dirty_counters_.count(*name)) dirty_counters_.emplace(*name);
+    }
+  }
   std::unique_lock counters_lock(counters_mu_);
   for (const auto& [name, v] : updated) counters_.insert_or_assign(*name, v);
   return Status::Ok();
@@ -649,17 +696,28 @@ StatusOr<bool> RowStore::Impl::PutIfAbsent(uint8_t family, std::string_view row,
 Status RowStore::Impl::Sync() {
   std::lock_guard write_lock(write_mu_);
   RETURN_IF_ERROR(Barrier());
+  if (!dirty_counters_.empty()) return FlushCountersLocked(/*sync=*/true);  // the flush is the fsync'ed write
   leveldb::WriteOptions wo;
   wo.sync = true;
   leveldb::WriteBatch empty;  // an empty record in the log, and the log fsync'ed
   return FromLevelDb(db->Write(wo, &empty), "sync", options.path);
 }
 
-const leveldb::Snapshot* RowStore::Impl::NewSnapshot() const {
+const leveldb::Snapshot* RowStore::Impl::NewSnapshot(Status* flushed, const std::vector<std::string>* capture,
+                                                     std::map<std::string, int64_t, std::less<>>* captured) const {
   // Under write_mu_ with nothing in flight: the snapshot holds every write handed over before it,
   // as the in-memory counters count them.
   std::lock_guard write_lock(write_mu_);
   (void)Barrier();  // a failed write is reported by the next write; the snapshot is of what landed
+  if (capture != nullptr && options.lazy_counters) {
+    std::shared_lock lock(counters_mu_);
+    for (const std::string& name : *capture) {
+      const auto it = counters_.find(name);
+      captured->insert_or_assign(name, it == counters_.end() ? 0 : it->second);
+    }
+  } else {
+    *flushed = FlushCountersLocked(/*sync=*/false);
+  }
   return db->GetSnapshot();
 }
 
@@ -828,8 +886,20 @@ Status RowStore::Sync() {
   return impl_->Sync();
 }
 
+std::unique_ptr<RowSnapshot> RowStore::NewSnapshot(const std::vector<std::string>& counters) const {
+  Status flushed;
+  std::map<std::string, int64_t, std::less<>> captured;
+  const leveldb::Snapshot* s = impl_->NewSnapshot(&flushed, &counters, &captured);
+  std::unique_ptr<RowSnapshot> snap(new RowSnapshot(impl_.get(), s, std::move(flushed)));
+  snap->captured_ = impl_->options.lazy_counters;
+  snap->counters_ = std::move(captured);
+  return snap;
+}
+
 std::unique_ptr<RowSnapshot> RowStore::NewSnapshot() const {
-  return std::unique_ptr<RowSnapshot>(new RowSnapshot(impl_.get(), impl_->NewSnapshot()));
+  Status flushed;
+  const leveldb::Snapshot* s = impl_->NewSnapshot(&flushed);
+  return std::unique_ptr<RowSnapshot>(new RowSnapshot(impl_.get(), s, std::move(flushed)));
 }
 
 void RowStore::ScanCounters(std::string_view prefix,
@@ -862,6 +932,14 @@ Status RowSnapshot::ScanRow(RowStore::Family family, std::string_view row,
 }
 
 StatusOr<int64_t> RowSnapshot::Counter(std::string_view name) const {
+  if (captured_) {
+    const auto it = counters_.find(name);
+    if (it == counters_.end()) {
+      return FailedPrecondition("RowSnapshot: counter \"" + std::string(name) + "\" was not taken at the snapshot");
+    }
+    return it->second;
+  }
+  RETURN_IF_ERROR(counters_flushed_);
   return impl_->CounterAt(name, AsSnapshot(snapshot_));
 }
 

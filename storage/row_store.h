@@ -4,7 +4,8 @@
 // Data is addressed by (family, row, column): families are a fixed, named set given at open
 // (e.g. "page", "member", "meta"); rows and columns are arbitrary bytes. Each cell holds bytes
 // and may carry a time to live, measured with an injected Clock. Named 64-bit counters are kept
-// hot in memory and persisted with the writes that change them. A RowBatch collects puts,
+// hot in memory and persisted with the writes that change them (or, with lazy_counters, by the
+// next Sync, snapshot or close). A RowBatch collects puts,
 // deletes and counter increments over any rows and families and is applied atomically.
 //
 //   RowStoreOptions o;  o.path = "/data/groups";  o.families = {"page", "member", "meta"};
@@ -75,6 +76,13 @@ struct RowStoreOptions {
   // by the next call, and by every call after it, and the writes pending behind it are dropped:
   // the store is then unusable (the in-memory counters already count the failed batches).
   bool async_writes = false;
+  // Counters are kept in memory only: a Write changes them there (atomically with its cells, as
+  // readers see them), and the counters changed since are written to LevelDB, in one batch, by the
+  // next Sync() (that batch is its fsync'ed write), NewSnapshot() (so that a snapshot's counters
+  // are those of its moment) or close. A counter that many writes change costs one put per flush,
+  // not one per write. After a crash the counters are as the last flush left them, the cells may
+  // be newer: a store of counters that summarise its rows heals them (email/domain_counts.h).
+  bool lazy_counters = false;
   const Clock* clock = nullptr;       // null = SystemClock()
   leveldb::Env* env = nullptr;        // null = LevelDB's default Env (tests inject a memory or faulty one)
   // Reads only: the store must exist, its files stay byte for byte as they are (LevelDB's own
@@ -174,6 +182,10 @@ class RowStore {
   // A consistent read-only view: every write before the call, none after (counters included, read
   // from the same LevelDB snapshot as the cells). Must not outlive the store.
   std::unique_ptr<RowSnapshot> NewSnapshot() const;
+  // The same, but with lazy_counters nothing is flushed: the named counters' values are taken
+  // from memory at the snapshot's moment (reading another one from it is FailedPrecondition).
+  // Without lazy_counters, as NewSnapshot().
+  std::unique_ptr<RowSnapshot> NewSnapshot(const std::vector<std::string>& counters) const;
 
   // Calls fn(name, value) for every counter whose name starts with `prefix`, in name order, until
   // fn returns false. Reads the in-memory copies: no I/O; fn must not call into the store.
@@ -208,14 +220,19 @@ class RowSnapshot {
   Status Get(RowStore::Family family, std::string_view row, std::string_view column, std::string* value) const;
   Status ScanRow(RowStore::Family family, std::string_view row,
                  const std::function<bool(std::string_view column, std::string_view value)>& fn) const;
-  // The counter's value at the snapshot (0 if not yet written then); Corruption for a malformed one.
+  // The counter's value at the snapshot (0 if not yet written then); Corruption for a malformed one;
+  // with lazy_counters, the error of the flush that preceded the snapshot, if it failed.
   StatusOr<int64_t> Counter(std::string_view name) const;
 
  private:
   friend class RowStore;
-  RowSnapshot(const RowStore::Impl* impl, const void* snapshot) : impl_(impl), snapshot_(snapshot) {}
+  RowSnapshot(const RowStore::Impl* impl, const void* snapshot, Status counters_flushed)
+      : impl_(impl), snapshot_(snapshot), counters_flushed_(std::move(counters_flushed)) {}
   const RowStore::Impl* impl_;
   const void* snapshot_;  // a leveldb::Snapshot
+  Status counters_flushed_;  // lazy_counters: the flush before the snapshot (Counter returns its error)
+  bool captured_ = false;    // lazy_counters without a flush: only these counters can be read
+  std::map<std::string, int64_t, std::less<>> counters_;
 };
 
 }  // namespace neardup
