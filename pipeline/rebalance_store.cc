@@ -49,16 +49,6 @@ double ImbalanceOf(const std::vector<uint64_t>& pages) {
   return partitioner::Imbalance(load);
 }
 
-StatusOr<uint64_t> CommittedBatches(const tier1::GroupStore& groups) {
-  std::string bytes;
-  Status s = groups.rows().Get(groups.meta_family(), "progress", "", &bytes);
-  if (s.code() == StatusCode::kNotFound) return uint64_t{0};
-  RETURN_IF_ERROR(s);
-  pb::Tier1Progress p;
-  if (!p.ParseFromString(bytes)) return Corruption("group store: unreadable progress record");
-  return p.batches_committed();
-}
-
 // Calls fn(url, cell) for every Tier 1 page with a signature in Tier 2.
 Status ForEachResident(const tier1::GroupStore& groups, const std::function<Status(std::string_view, uint32_t)>& fn) {
   Status inner;
@@ -246,6 +236,17 @@ StatusOr<std::unique_ptr<ShardSet>> OpenShards(const ShardSetOpener& open, const
 }
 
 }  // namespace
+
+StatusOr<uint64_t> CommittedBatches(const tier1::GroupStore& groups) {
+  std::string bytes;
+  Status s = groups.rows().Get(groups.meta_family(), "progress", "", &bytes);
+  if (s.code() == StatusCode::kNotFound) return uint64_t{0};
+  RETURN_IF_ERROR(s);
+  pb::Tier1Progress p;
+  if (!p.ParseFromString(bytes)) return Corruption("group store: unreadable progress record");
+  return p.batches_committed();
+}
+
 
 StatusOr<pb::MoveJournal> ReadMoveJournal(const tier1::GroupStore& groups) {
   std::string bytes;

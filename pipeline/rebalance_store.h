@@ -102,6 +102,9 @@ StatusOr<std::pair<partitioner::PartitionMap, partitioner::PartitionMap>> LoadMo
 // rename: the one whose digest is the parameters'. Corruption when neither is.
 StatusOr<partitioner::PartitionMap> LoadServedMap(const StoreLayout& layout, const pb::StoreParams& params);
 
+// The batches Tier 1 has committed (0 for a new store). Corruption for an unreadable record.
+StatusOr<uint64_t> CommittedBatches(const tier1::GroupStore& groups);
+
 // The interrupted move a store records, if any (NotFound when none).
 StatusOr<pb::MoveJournal> ReadMoveJournal(const tier1::GroupStore& groups);
 

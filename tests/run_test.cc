@@ -166,7 +166,8 @@ TEST_F(RunTest, ShingleAndDimsFlagsReachTheShards) {
     // The store keeps its values: the same flags resume it, others are refused.
     EXPECT_EQ(Neardup("--log-level warn run --input " + crawl + " " + flags + " --store " + store).code, 0);
     const Outcome other = Neardup("--log-level warn run --input " + crawl + " --dims 3 --shingle-k 5 --store " + store);
-    EXPECT_EQ(other.code, 2) << other.err;
+    EXPECT_NE(other.code, 0);
+    EXPECT_THAT(other.err, HasSubstr("was built with")) << other.err;
     ExpectStoreChecks(store, flags);
   }
 }
