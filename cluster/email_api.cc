@@ -1,6 +1,7 @@
 #include "cluster/email_api.h"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_set>
 #include <utility>
 
@@ -65,10 +66,11 @@ std::string_view TrimLine(std::string_view line) {
 }
 
 // Parses every non-blank line of a JSON Lines body with parse(line, line_number, out); the first
-// bad line (or one too long, or more than max_records lines) is *error, a reply naming it.
+// bad line (or one too long, or more than max_records lines) is *error, a reply naming it. `noun`
+// names a record in the reply to an empty body.
 template <typename Record, typename Parse>
 bool ParseBody(const HttpRequest& request, uint64_t max_line_bytes, uint64_t max_records, Parse&& parse,
-               std::vector<Record>* out, HttpResponse* error) {
+               std::vector<Record>* out, HttpResponse* error, std::string_view noun = "record") {
   std::string_view body = request.body();
   uint64_t line_no = 0;
   while (!body.empty()) {
@@ -94,7 +96,7 @@ bool ParseBody(const HttpRequest& request, uint64_t max_line_bytes, uint64_t max
     out->push_back(std::move(r));
   }
   if (out->empty()) {
-    *error = Error(request, 400, "no record in the body (JSON Lines: one record per line)");
+    *error = Error(request, 400, fmt::format("no {} in the body (JSON Lines: one {} per line)", noun, noun));
     return false;
   }
   return true;
@@ -219,26 +221,16 @@ asio::awaitable<HttpResponse> EmailApi::Handle(HttpRequest& request) {
 HttpResponse EmailApi::Ingest(const HttpRequest& request) {
   // Every line is checked before any is offered: a bad request offers nothing.
   std::vector<email::EmailRecord> records;
-  std::string_view body = request.body();
-  uint64_t line_no = 0;
-  while (!body.empty()) {
-    const size_t nl = body.find('\n');
-    const std::string_view line = TrimLine(body.substr(0, nl));
-    body = nl == std::string_view::npos ? std::string_view() : body.substr(nl + 1);
-    ++line_no;
-    if (line.empty()) continue;
-    if (line.size() > options_.max_line_bytes) {
-      return Error(request, 400,
-                   fmt::format("line {}: line longer than {} bytes", line_no, options_.max_line_bytes), line_no);
-    }
-    email::EmailRecord r;
-    if (Status s = email::ParseEmailRecord(line, &r); !s.ok()) {
-      return Error(request, 400, fmt::format("line {}: {}", line_no, s.message()), line_no);
-    }
-    r.line = line_no;
-    records.push_back(std::move(r));
+  HttpResponse error;
+  auto parse = [](std::string_view line, uint64_t line_no, email::EmailRecord* r) {
+    RETURN_IF_ERROR(email::ParseEmailRecord(line, r));
+    r->line = line_no;
+    return Status::Ok();
+  };
+  if (!ParseBody(request, options_.max_line_bytes, std::numeric_limits<uint64_t>::max(), parse, &records, &error,
+                 "email")) {
+    return error;
   }
-  if (records.empty()) return Error(request, 400, "no email in the body (JSON Lines: one email per line)");
   uint64_t accepted = 0, dropped = 0;
   for (auto& r : records) {
     if (inducer_->Offer(std::move(r))) ++accepted; else ++dropped;

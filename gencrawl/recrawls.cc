@@ -67,6 +67,34 @@ void AddRefetch(PlanBuilder* b, uint32_t ri, uint8_t kind, double pop, uint32_t 
   }
 }
 
+// A content record offered for recrawl, with its Efraimidis-Spirakis key (weighted sampling
+// without replacement: popular pages are recrawled more).
+struct Cand {
+  double key;
+  uint32_t rec;
+};
+
+Cand Candidate(Rng& rng, const Rec& r, uint32_t i) { return Cand{DetLog(1.0 - rng.Uniform()) / (1.0 + r.popularity), i}; }
+
+// Keeps the `count` candidates with the largest keys (ties: the earlier record), in record order.
+void KeepSample(std::vector<Cand>* cands, uint64_t count) {
+  auto better = [](const Cand& a, const Cand& c) { return a.key != c.key ? a.key > c.key : a.rec < c.rec; };
+  std::nth_element(cands->begin(), cands->begin() + static_cast<ptrdiff_t>(count - 1), cands->end(), better);
+  cands->resize(count);
+  std::sort(cands->begin(), cands->end(), [](const Cand& a, const Cand& c) { return a.rec < c.rec; });
+}
+
+// A recrawl kind for each sampled record; the records that become redirects are marked in *mark
+// (so that nothing redirects to them).
+std::vector<uint8_t> PickKinds(Rng& rng, const std::vector<Cand>& cands, std::vector<uint8_t>* mark) {
+  std::vector<uint8_t> kinds(cands.size());
+  for (size_t i = 0; i < cands.size(); ++i) {
+    kinds[i] = PickRecrawlKind(rng);
+    if (kinds[i] == kRecrawlToRedirect) (*mark)[cands[i].rec] = 1;
+  }
+  return kinds;
+}
+
 }  // namespace
 
 uint64_t AddRecrawls(PlanBuilder* b, uint64_t count, uint32_t content_recs) {
@@ -74,29 +102,17 @@ uint64_t AddRecrawls(PlanBuilder* b, uint64_t count, uint32_t content_recs) {
   CrawlPlan& p = b->plan();
   Rng& rng = b->rng();
   // Candidates: first fetches early enough to be fetched again at least a day later.
-  struct Cand {
-    double key;
-    uint32_t rec;
-  };
   std::vector<Cand> cands;
   for (uint32_t i = 0; i < content_recs; ++i) {
     const Rec& r = p.recs[i];
     if (r.time + 86400 >= kTraceSeconds) continue;
-    // Efraimidis-Spirakis weighted sampling without replacement: popular pages are recrawled more.
-    cands.push_back(Cand{DetLog(1.0 - rng.Uniform()) / (1.0 + r.popularity), i});
+    cands.push_back(Candidate(rng, r, i));
   }
   count = std::min<uint64_t>(count, cands.size());
   if (count == 0) return 0;
-  auto better = [](const Cand& a, const Cand& c) { return a.key != c.key ? a.key > c.key : a.rec < c.rec; };
-  std::nth_element(cands.begin(), cands.begin() + static_cast<ptrdiff_t>(count - 1), cands.end(), better);
-  cands.resize(count);
-  std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& c) { return a.rec < c.rec; });
-  std::vector<uint8_t> kinds(count);
+  KeepSample(&cands, count);
   std::vector<uint8_t> becomes_redirect(content_recs, 0);
-  for (uint64_t i = 0; i < count; ++i) {
-    kinds[i] = PickRecrawlKind(rng);
-    if (kinds[i] == kRecrawlToRedirect) becomes_redirect[cands[i].rec] = 1;
-  }
+  const std::vector<uint8_t> kinds = PickKinds(rng, cands, &becomes_redirect);
   for (uint64_t i = 0; i < count; ++i) {
     const uint32_t ri = cands[i].rec;
     const Rec& orig = p.recs[ri];
@@ -115,29 +131,18 @@ uint64_t AddSecondCrawlRefetches(PlanBuilder* b, uint64_t count, uint32_t conten
   // URLs the first crawl fetched again: their first fetch is not their latest version.
   std::vector<uint8_t> refetched(p.urls.size(), 0);
   for (size_t i = first_recrawl; i < p.recs.size(); ++i) refetched[p.recs[i].url] = 1;
-  struct Cand {
-    double key;
-    uint32_t rec;
-  };
   std::vector<Cand> cands;
   // Excluded pages are no redirect targets either (they may have become redirects or gone).
   std::vector<uint8_t> not_target(content_recs, 0);
   for (uint32_t i = 0; i < content_recs; ++i) {
     const Rec& r = p.recs[i];
     if (refetched[r.url]) { not_target[i] = 1; continue; }
-    cands.push_back(Cand{DetLog(1.0 - rng.Uniform()) / (1.0 + r.popularity), i});
+    cands.push_back(Candidate(rng, r, i));
   }
   count = std::min<uint64_t>(count, cands.size());
   if (count == 0) return 0;
-  auto better = [](const Cand& a, const Cand& c) { return a.key != c.key ? a.key > c.key : a.rec < c.rec; };
-  std::nth_element(cands.begin(), cands.begin() + static_cast<ptrdiff_t>(count - 1), cands.end(), better);
-  cands.resize(count);
-  std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& c) { return a.rec < c.rec; });
-  std::vector<uint8_t> kinds(count);
-  for (uint64_t i = 0; i < count; ++i) {
-    kinds[i] = PickRecrawlKind(rng);
-    if (kinds[i] == kRecrawlToRedirect) not_target[cands[i].rec] = 1;
-  }
+  KeepSample(&cands, count);
+  const std::vector<uint8_t> kinds = PickKinds(rng, cands, &not_target);
   for (uint64_t i = 0; i < count; ++i) {
     const uint32_t ri = cands[i].rec;
     const uint32_t t = kTraceSeconds + static_cast<uint32_t>(rng.Below(kTraceSeconds));
