@@ -45,17 +45,6 @@ class StoreSignatures : public tier1::SignatureSource {
   pipeline::ShardSetSignatures read_;
 };
 
-// "" when every shard has committed the batches Tier 1 has; else which shard lags (a run stopped
-// between Tier 1's commit and the shards': the next run redoes the rest on it).
-StatusOr<std::string> LaggingShard(const tier1::GroupStore& groups, const StoreSignatures& signatures) {
-  ASSIGN_OR_RETURN(const uint64_t batches, pipeline::CommittedBatches(groups));
-  for (uint32_t m = 0; m < signatures.shard_count(); ++m) {
-    ASSIGN_OR_RETURN(const uint64_t seq, signatures.shards().CommittedBatch(m));
-    if (seq < batches) return fmt::format("shard {} has committed batch {} of Tier 1's {}", m, seq, batches);
-  }
-  return std::string();
-}
-
 // Opens a stopped run's store for reading only (nothing in it changes): its group store, map and
 // shards, with the store's own parameters applied to *opts (a parameter given otherwise is refused).
 struct ReadOnlyStore {
@@ -191,9 +180,9 @@ void RegisterCheckCommand(CLI::App& app, int* exit_code) {
     // pages of the batches the next run redoes on it: similarities are then not checked.
     std::string unchecked = " (similarities not checked)";
     if (opened) {
-      auto lag = LaggingShard(groups, *opened->signatures);
+      auto lag = pipeline::LaggingShards(groups, opened->signatures->shards(), opened->signatures->shard_count());
       if (!lag.ok()) { *exit_code = Fail(lag.status()); return; }
-      unchecked = lag->empty() ? "" : " (similarities not checked: " + *lag + ")";
+      unchecked = lag->empty() ? "" : " (similarities not checked: " + lag->front().note + ")";
     }
     const bool similarities = opened && unchecked.empty();
     tier1::CheckReport r;

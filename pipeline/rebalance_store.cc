@@ -247,6 +247,17 @@ StatusOr<uint64_t> CommittedBatches(const tier1::GroupStore& groups) {
   return p.batches_committed();
 }
 
+StatusOr<std::vector<LaggingShard>> LaggingShards(const tier1::GroupStore& groups, const ShardSet& shards,
+                                                  uint32_t count) {
+  ASSIGN_OR_RETURN(const uint64_t batches, CommittedBatches(groups));
+  std::vector<LaggingShard> out;
+  for (uint32_t m = 0; m < count; ++m) {
+    ASSIGN_OR_RETURN(const uint64_t seq, shards.CommittedBatch(m));
+    if (seq < batches) out.push_back({m, fmt::format("shard {} has committed batch {} of Tier 1's {}", m, seq, batches)});
+  }
+  return out;
+}
+
 
 StatusOr<pb::MoveJournal> ReadMoveJournal(const tier1::GroupStore& groups) {
   std::string bytes;
@@ -519,14 +530,11 @@ StatusOr<PlacementReport> CheckPlacement(const StoreLayout& layout, pb::NeardupC
   ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> shards, OpenLocalShardSet(so));
   r.expected_pages.assign(map.shards(), 0);
   // A shard behind Tier 1 lacks the pages of the batches it has still to redo.
-  ASSIGN_OR_RETURN(const uint64_t batches, CommittedBatches(*opened.groups));
   std::vector<bool> lagging(map.shards(), false);
-  for (uint32_t m = 0; m < map.shards(); ++m) {
-    ASSIGN_OR_RETURN(const uint64_t seq, shards->CommittedBatch(m));
-    if (seq >= batches) continue;
-    lagging[m] = true;
-    r.notes.push_back(fmt::format("shard {} has committed batch {} of Tier 1's {}: the next run redoes the rest on it; "
-                                  "its placement is not checked", m, seq, batches));
+  ASSIGN_OR_RETURN(const std::vector<LaggingShard> behind, LaggingShards(*opened.groups, *shards, map.shards()));
+  for (const LaggingShard& l : behind) {
+    lagging[l.shard] = true;
+    r.notes.push_back(l.note + ": the next run redoes the rest on it; its placement is not checked");
   }
   RETURN_IF_ERROR(ForEachResident(*opened.groups, [&](std::string_view url, uint32_t cell) -> Status {
     ++r.pages;

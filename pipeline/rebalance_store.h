@@ -105,6 +105,16 @@ StatusOr<partitioner::PartitionMap> LoadServedMap(const StoreLayout& layout, con
 // The batches Tier 1 has committed (0 for a new store). Corruption for an unreadable record.
 StatusOr<uint64_t> CommittedBatches(const tier1::GroupStore& groups);
 
+// The shards (of the first `count`) that have not committed every batch Tier 1 did: a run
+// stopped between Tier 1's commit and theirs, and the next run redoes the rest on them. Each note
+// says which batch the shard committed of how many.
+struct LaggingShard {
+  uint32_t shard;
+  std::string note;
+};
+StatusOr<std::vector<LaggingShard>> LaggingShards(const tier1::GroupStore& groups, const ShardSet& shards,
+                                                  uint32_t count);
+
 // The interrupted move a store records, if any (NotFound when none).
 StatusOr<pb::MoveJournal> ReadMoveJournal(const tier1::GroupStore& groups);
 
