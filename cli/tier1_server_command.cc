@@ -78,6 +78,11 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
                                   " (beyond loopback) needs a bearer token: tier1_server.bearer_token or "
                                   "bearer_token_file"));
     }
+    if (c.email_store().empty() && (!c.threads_store().empty() || !c.domains_store().empty())) {
+      return fail(InvalidArgument(std::string("tier1-server: tier1_server.") +
+                                  (c.threads_store().empty() ? "domains_store" : "threads_store") +
+                                  " is served by the email endpoints: set tier1_server.email_store too"));
+    }
     auto service = cluster::Tier1Service::Open(so);
     if (!service.ok()) return fail(service.status());
     cluster::HttpApi api(service->get(), token, static_cast<int>(c.work_threads()), c.retry_after_seconds());
@@ -88,7 +93,9 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
                                         .bearer_token = token,
                                         .work_threads = static_cast<int>(c.work_threads()),
                                         .retry_after_seconds = c.retry_after_seconds(),
-                                        .max_line_bytes = so.config.reader().max_line_bytes()});
+                                        .max_line_bytes = so.config.reader().max_line_bytes(),
+                                        .threads_store = c.threads_store(),
+                                        .domains_store = c.domains_store()});
       if (!e.ok()) {
         (*service)->Stop();
         return fail(e.status());

@@ -353,5 +353,60 @@ TEST_F(ServiceTest, EmailServeInducesOverHttpAndKeepsItsStore) {
   EXPECT_EQ(Signal("email", SIGTERM), 0);
 }
 
+// tier1-server with the email stores configured serves unified threads and domain counts beside
+// the crawlers' API, and keeps them across a restart; a threads store without the email store is
+// a configuration error naming both fields.
+TEST_F(ServiceTest, Tier1ServerServesThreadsAndDomainsWithItsEmailStores) {
+  Embedded();
+  const std::string a = Start("tier2-a", {"tier2-server", "--store", Path("t2a")});
+  ASSERT_FALSE(a.empty());
+  Write("bad.textproto", "tier1_server { threads_store: \"" + Path("threads") + "\" }\n");
+  Outcome bad = Neardup("tier1-server --config " + Path("bad.textproto") + " --listen 127.0.0.1:0 --store " +
+                        Path("cl") + " --map " + Path("local/map.pb") + " --tier2 127.0.0.1:" + a);
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("tier1_server.threads_store"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("tier1_server.email_store"), std::string::npos) << bad.err;
+
+  Write("t1.textproto", "tier1_server { email_store: \"" + Path("email") + "\" threads_store: \"" + Path("threads") +
+                            "\" domains_store: \"" + Path("domains") + "\" }\n");
+  const std::vector<std::string> args = Tier1Args("127.0.0.1:" + a);
+  std::string api = Start("tier1", args);
+  ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
+  auto c = cluster::HttpClient::Create("http://127.0.0.1:" + api);
+  ASSERT_TRUE(c.ok());
+  const std::string threads =
+      R"({"gid":"alice","thread":"x","message_id":"<m1@a>","team":"acme"})" "\n"
+      R"({"gid":"bob","thread":"y","message_id":"<m1@a>","team":"acme"})" "\n";
+  auto r = (*c)->Request("POST", "/v1/threads", threads);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200u) << r->body;
+  std::string events = R"({"kind":"team","team":"t1","domains":["acme.com"]})" "\n";
+  for (int i = 1; i <= 3; ++i) {
+    const std::string u = "u" + std::to_string(i);
+    events += R"({"kind":"event","id":"e)" + std::to_string(i) + R"(","type":"joined","team":"t1","user":")" + u +
+              R"(","email":")" + u + R"(@partner.com","role":"member"})" "\n";
+  }
+  r = (*c)->Request("POST", "/v1/domain-events", events);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200u) << r->body;
+  EXPECT_EQ(Signal("tier1", SIGTERM), 0) << Read(Path("tier1.log"));
+
+  api = Start("tier1", args);
+  ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
+  c = cluster::HttpClient::Create("http://127.0.0.1:" + api);
+  ASSERT_TRUE(c.ok());
+  r = (*c)->Request("GET", "/v1/threads?gid=alice&thread=x", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find(R"("threads":["alice:x","bob:y"])"), std::string::npos) << r->body;
+  r = (*c)->Request("GET", "/v1/domains/classify?team=t1&inviter=boss@acme.com&invitee=new@partner.com", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200u) << r->body;
+  EXPECT_NE(r->body.find(R"("members":3)"), std::string::npos) << r->body;
+  r = (*c)->Request("GET", "/v1/status?url=https://nocucoos.fr/p/1181", "");  // the crawlers' API beside them
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200u) << r->body;
+  EXPECT_EQ(Signal("tier1", SIGTERM), 0) << Read(Path("tier1.log"));
+}
+
 }  // namespace
 }  // namespace neardup
