@@ -32,18 +32,6 @@ constexpr std::string_view kThreads = "/v1/threads";
 constexpr std::string_view kDomainEvents = "/v1/domain-events";
 constexpr std::string_view kClassify = "/v1/domains/classify";
 
-HttpResponse Error(const HttpRequest& request, unsigned code, const std::string& what, uint64_t line = 0) {
-  pb::ErrorReply e;
-  e.set_error(what);
-  e.set_line(line);
-  google::protobuf::util::JsonPrintOptions o;
-  o.preserve_proto_field_names = true;
-  o.always_print_primitive_fields = true;
-  std::string out;
-  (void)google::protobuf::util::MessageToJsonString(e, &out, o);
-  return JsonResponse(request, code, std::move(out));
-}
-
 // A 16-hex-digit template id; false for anything else.
 bool ParseHexId(std::string_view s, uint64_t* id) {
   if (s.size() != 16) return false;
@@ -80,23 +68,23 @@ bool ParseBody(const HttpRequest& request, uint64_t max_line_bytes, uint64_t max
     ++line_no;
     if (line.empty()) continue;
     if (out->size() == max_records) {
-      *error = Error(request, 413, fmt::format("line {}: more than {} records in one request", line_no, max_records),
+      *error = JsonError(request, 413, fmt::format("line {}: more than {} records in one request", line_no, max_records),
                      line_no);
       return false;
     }
     if (line.size() > max_line_bytes) {
-      *error = Error(request, 400, fmt::format("line {}: line longer than {} bytes", line_no, max_line_bytes), line_no);
+      *error = JsonError(request, 400, fmt::format("line {}: line longer than {} bytes", line_no, max_line_bytes), line_no);
       return false;
     }
     Record r;
     if (Status s = parse(line, line_no, &r); !s.ok()) {
-      *error = Error(request, 400, fmt::format("line {}: {}", line_no, s.message()), line_no);
+      *error = JsonError(request, 400, fmt::format("line {}: {}", line_no, s.message()), line_no);
       return false;
     }
     out->push_back(std::move(r));
   }
   if (out->empty()) {
-    *error = Error(request, 400, fmt::format("no {} in the body (JSON Lines: one {} per line)", noun, noun));
+    *error = JsonError(request, 400, fmt::format("no {} in the body (JSON Lines: one {} per line)", noun, noun));
     return false;
   }
   return true;
@@ -174,10 +162,10 @@ asio::awaitable<HttpResponse> EmailApi::Handle(HttpRequest& request) {
   const std::string_view path = target.substr(0, target.find('?'));
   const http::verb m = request.method();
   if (path == kEmails || path == kAnnotate) {
-    if (m != http::verb::post) co_return Error(request, 405, "use POST");
+    if (m != http::verb::post) co_return JsonError(request, 405, "use POST");
     if (!BearerAuthorized(request, options_.bearer_token)) {
       ++unauthorized_;
-      HttpResponse r = Error(request, 401, "a bearer token is required to write");
+      HttpResponse r = JsonError(request, 401, "a bearer token is required to write");
       r.set(http::field::www_authenticate, "Bearer");
       co_return r;
     }
@@ -191,19 +179,19 @@ asio::awaitable<HttpResponse> EmailApi::Handle(HttpRequest& request) {
         asio::use_awaitable);
   }
   if (path.rfind(kTemplates, 0) == 0) {
-    if (m != http::verb::get) co_return Error(request, 405, "use GET");
+    if (m != http::verb::get) co_return JsonError(request, 405, "use GET");
     co_return Template(request, path.substr(kTemplates.size()));
   }
   const bool threads = path == kThreads && weaver_ != nullptr;
   const bool domains = (path == kDomainEvents || path == kClassify) && domains_ != nullptr;
   if (threads || domains) {
     const bool write = path == kDomainEvents || (threads && m == http::verb::post);
-    if (path == kDomainEvents && m != http::verb::post) co_return Error(request, 405, "use POST");
-    if (path == kClassify && m != http::verb::get) co_return Error(request, 405, "use GET");
-    if (threads && m != http::verb::post && m != http::verb::get) co_return Error(request, 405, "use POST or GET");
+    if (path == kDomainEvents && m != http::verb::post) co_return JsonError(request, 405, "use POST");
+    if (path == kClassify && m != http::verb::get) co_return JsonError(request, 405, "use GET");
+    if (threads && m != http::verb::post && m != http::verb::get) co_return JsonError(request, 405, "use POST or GET");
     if (write && !BearerAuthorized(request, options_.bearer_token)) {
       ++unauthorized_;
-      HttpResponse r = Error(request, 401, "a bearer token is required to write");
+      HttpResponse r = JsonError(request, 401, "a bearer token is required to write");
       r.set(http::field::www_authenticate, "Bearer");
       co_return r;
     }
@@ -215,7 +203,7 @@ asio::awaitable<HttpResponse> EmailApi::Handle(HttpRequest& request) {
     if (path == kDomainEvents) co_return co_await OnPool([this, &request] { return ApplyDomainRecords(request); });
     co_return co_await OnPool([this, &request] { return Classify(request); });
   }
-  co_return Error(request, 404, "no such endpoint: " + std::string(path));
+  co_return JsonError(request, 404, "no such endpoint: " + std::string(path));
 }
 
 HttpResponse EmailApi::Ingest(const HttpRequest& request) {
@@ -238,7 +226,7 @@ HttpResponse EmailApi::Ingest(const HttpRequest& request) {
   offered_ += accepted;
   refused_ += dropped;
   if (accepted == 0) {
-    HttpResponse r = Error(request, 429, fmt::format("clustering is saturated: {} emails dropped", dropped));
+    HttpResponse r = JsonError(request, 429, fmt::format("clustering is saturated: {} emails dropped", dropped));
     r.set(http::field::retry_after, std::to_string(options_.retry_after_seconds));
     return r;
   }
@@ -247,14 +235,14 @@ HttpResponse EmailApi::Ingest(const HttpRequest& request) {
 
 HttpResponse EmailApi::Annotate(const HttpRequest& request) {
   const std::string_view line = TrimLine(request.body());
-  if (line.find('\n') != std::string_view::npos) return Error(request, 400, "annotate takes one email (one JSON object)");
+  if (line.find('\n') != std::string_view::npos) return JsonError(request, 400, "annotate takes one email (one JSON object)");
   email::EmailRecord r;
-  if (Status s = email::ParseEmailRecord(line, &r); !s.ok()) return Error(request, 400, s.message());
+  if (Status s = email::ParseEmailRecord(line, &r); !s.ok()) return JsonError(request, 400, s.message());
   r.line = 1;
   const std::string id = r.id;
   auto a = annotator_->Annotate(r);
   if (!a.ok()) {
-    return Error(request, a.status().code() == StatusCode::kInvalidArgument ? 400 : 500, a.status().message());
+    return JsonError(request, a.status().code() == StatusCode::kInvalidArgument ? 400 : 500, a.status().message());
   }
   ++annotated_;
   if (a->template_id) ++matched_;
@@ -263,10 +251,10 @@ HttpResponse EmailApi::Annotate(const HttpRequest& request) {
 
 HttpResponse EmailApi::Template(const HttpRequest& request, std::string_view id_text) {
   uint64_t id = 0;
-  if (!ParseHexId(id_text, &id)) return Error(request, 400, "a template id is 16 hex digits");
+  if (!ParseHexId(id_text, &id)) return JsonError(request, 400, "a template id is 16 hex digits");
   const auto snap = annotator_->snapshot();
   const pb::EmailTemplate* t = snap != nullptr ? snap->Find(id) : nullptr;
-  if (t == nullptr) return Error(request, 404, "no template " + std::string(id_text));
+  if (t == nullptr) return JsonError(request, 404, "no template " + std::string(id_text));
   return JsonResponse(request, 200, email::TemplateJson(*t, snap->RowsOf(id)));
 }
 
@@ -279,10 +267,10 @@ HttpResponse EmailApi::AddThreads(const HttpRequest& request) {
     if (Status s = weaver_->Add(emails[i]); !s.ok()) {
       // Every line parsed, so a refusal names the email; none is acknowledged (the client sends
       // the request again: adding an email twice changes nothing).
-      return Error(request, HttpCode(s), fmt::format("email {} of the body: {}", i + 1, s.message()));
+      return JsonError(request, HttpCode(s), fmt::format("email {} of the body: {}", i + 1, s.message()));
     }
   }
-  if (Status s = weaver_->Sync(); !s.ok()) return Error(request, 500, s.message());
+  if (Status s = weaver_->Sync(); !s.ok()) return JsonError(request, 500, s.message());
   threads_added_ += emails.size();
   return JsonResponse(request, 200, fmt::format(R"({{"added":{}}})", emails.size()));
 }
@@ -290,18 +278,18 @@ HttpResponse EmailApi::AddThreads(const HttpRequest& request) {
 HttpResponse EmailApi::LookupThread(const HttpRequest& request) {
   const std::string_view target(request.target().data(), request.target().size());
   const std::string gid = QueryParam(target, "gid"), thread = QueryParam(target, "thread");
-  if (gid.empty() || thread.empty()) return Error(request, 400, "gid and thread are required query parameters");
+  if (gid.empty() || thread.empty()) return JsonError(request, 400, "gid and thread are required query parameters");
   std::unordered_set<std::string> team;
   const std::string team_gids = QueryParam(target, "team_gids"), team_name = QueryParam(target, "team");
   for (std::string& g : SplitComma(team_gids)) team.insert(std::move(g));
   if (!team_name.empty()) {
     auto gids = weaver_->TeamGids(team_name);
-    if (!gids.ok()) return Error(request, 500, gids.status().message());
+    if (!gids.ok()) return JsonError(request, 500, gids.status().message());
     team.insert(gids->begin(), gids->end());
   }
   const bool filter = !team_gids.empty() || !team_name.empty();
   auto u = weaver_->Lookup(gid, thread, filter ? &team : nullptr);
-  if (!u.ok()) return Error(request, HttpCode(u.status()), u.status().message());
+  if (!u.ok()) return JsonError(request, HttpCode(u.status()), u.status().message());
   ++thread_lookups_;
   return JsonResponse(request, 200, email::UnifiedThreadJson(gid, thread, *u));
 }
@@ -318,8 +306,8 @@ HttpResponse EmailApi::ApplyDomainRecords(const HttpRequest& request) {
   for (const email::DomainRecord& r : records) events += r.kind == email::DomainRecord::Kind::kEvent;
   {
     std::lock_guard lock(apply_mu_);
-    if (Status s = domains_->Apply(records); !s.ok()) return Error(request, HttpCode(s), s.message());
-    if (Status s = domains_->Sync(); !s.ok()) return Error(request, 500, s.message());
+    if (Status s = domains_->Apply(records); !s.ok()) return JsonError(request, HttpCode(s), s.message());
+    if (Status s = domains_->Sync(); !s.ok()) return JsonError(request, 500, s.message());
   }
   domain_records_ += records.size();
   return JsonResponse(request, 200, fmt::format(R"({{"records":{},"events":{}}})", records.size(), events));
@@ -330,12 +318,12 @@ HttpResponse EmailApi::Classify(const HttpRequest& request) {
   const std::string team = QueryParam(target, "team"), inviter = QueryParam(target, "inviter"),
                     invitee = QueryParam(target, "invitee");
   if (team.empty() || inviter.empty() || invitee.empty()) {
-    return Error(request, 400, "team, inviter and invitee are required query parameters");
+    return JsonError(request, 400, "team, inviter and invitee are required query parameters");
   }
   auto settings = domains_->Team(team);
-  if (!settings.ok()) return Error(request, 500, settings.status().message());
+  if (!settings.ok()) return JsonError(request, 500, settings.status().message());
   auto c = domains_->Classify(*settings, inviter, invitee, options_.config);
-  if (!c.ok()) return Error(request, HttpCode(c.status()), c.status().message());
+  if (!c.ok()) return JsonError(request, HttpCode(c.status()), c.status().message());
   ++classifications_;
   return JsonResponse(request, 200, email::ClassificationJson(team, invitee, *c));
 }

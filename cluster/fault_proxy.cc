@@ -21,7 +21,7 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-constexpr auto kTuple = asio::experimental::as_tuple(asio::use_awaitable);
+constexpr auto kProxyTuple = asio::experimental::as_tuple(asio::use_awaitable);
 
 StatusOr<tcp::endpoint> Endpoint(const std::string& text, const char* what) {
   std::string host;
@@ -107,7 +107,7 @@ class FaultProxyImpl final : public FaultProxy {
 
   asio::awaitable<void> Accept() {
     for (;;) {
-      auto [ec, socket] = co_await acceptor_.async_accept(kTuple);
+      auto [ec, socket] = co_await acceptor_.async_accept(kProxyTuple);
       if (ec) {
         if (!acceptor_.is_open()) co_return;
         spdlog::warn("fault proxy: accept: {}", ec.message());
@@ -131,7 +131,7 @@ class FaultProxyImpl final : public FaultProxy {
       co_return;
     }
     auto link = std::make_shared<Link>(this, std::move(accepted));
-    auto [connected] = co_await link->server.async_connect(target_, kTuple);
+    auto [connected] = co_await link->server.async_connect(target_, kProxyTuple);
     if (connected || link->closed) {
       if (connected) spdlog::warn("fault proxy: connect to the target: {}", connected.message());
       link->Close(false);
@@ -151,12 +151,12 @@ class FaultProxyImpl final : public FaultProxy {
     asio::steady_timer timer(io_);
     std::vector<char> buffer(16 * 1024);
     for (;;) {
-      auto [read, n] = co_await from.async_read_some(asio::buffer(buffer), kTuple);
+      auto [read, n] = co_await from.async_read_some(asio::buffer(buffer), kProxyTuple);
       if (read || link->closed) break;
       const FaultProxyFaults f = faults();
       if (f.delay_ms > 0) {
         timer.expires_after(std::chrono::milliseconds(f.delay_ms));
-        co_await timer.async_wait(kTuple);
+        co_await timer.async_wait(kProxyTuple);
         if (link->closed) break;
       }
       FaultMode mode = f.mode;
@@ -172,7 +172,7 @@ class FaultProxyImpl final : public FaultProxy {
         forward = static_cast<size_t>(std::min<uint64_t>(left, n));
       }
       if (forward > 0) {
-        auto [wrote, w] = co_await asio::async_write(to, asio::buffer(buffer.data(), forward), kTuple);
+        auto [wrote, w] = co_await asio::async_write(to, asio::buffer(buffer.data(), forward), kProxyTuple);
         if (wrote || link->closed) break;
         link->forwarded[dir] += w;
         bytes_[dir].fetch_add(w);

@@ -31,13 +31,6 @@ std::string ToJson(const google::protobuf::Message& m) {
   return out;
 }
 
-HttpResponse Error(const HttpRequest& request, unsigned code, const std::string& what, uint64_t line = 0) {
-  pb::ErrorReply e;
-  e.set_error(what);
-  e.set_line(line);
-  return JsonResponse(request, code, ToJson(e));
-}
-
 // The line number an ingest error names ("line N: ..."), 0 when none.
 uint64_t LineOf(const std::string& message) {
   if (message.rfind("line ", 0) != 0) return 0;
@@ -105,10 +98,10 @@ asio::awaitable<HttpResponse> HttpApi::Route(HttpRequest& request, Endpoint* e) 
   const http::verb m = request.method();
   if (path == "/v1/pages") {
     *e = m == http::verb::delete_ ? kDelete : kPages;
-    if (m != http::verb::post && m != http::verb::delete_) co_return Error(request, 405, "use POST or DELETE");
+    if (m != http::verb::post && m != http::verb::delete_) co_return JsonError(request, 405, "use POST or DELETE");
     if (!Authorized(request)) {
       ++unauthorized_;
-      HttpResponse r = Error(request, 401, "a bearer token is required to write");
+      HttpResponse r = JsonError(request, 401, "a bearer token is required to write");
       r.set(http::field::www_authenticate, "Bearer");
       co_return r;
     }
@@ -117,12 +110,12 @@ asio::awaitable<HttpResponse> HttpApi::Route(HttpRequest& request, Endpoint* e) 
   if (path == "/v1/status") {
     *e = kStatus;
     if (m == http::verb::post) co_return co_await Probe(request);
-    if (m != http::verb::get) co_return Error(request, 405, "use GET or POST");
+    if (m != http::verb::get) co_return JsonError(request, 405, "use GET or POST");
     co_return co_await Status(request, QueryParam(target, "url"));
   }
   if (path.rfind("/v1/groups/", 0) == 0) {
     *e = kGroups;
-    if (m != http::verb::get) co_return Error(request, 405, "use GET");
+    if (m != http::verb::get) co_return JsonError(request, 405, "use GET");
     co_return Group(request, std::string(path.substr(11)));
   }
   if (email_ != nullptr && EmailApi::Serves(path)) {
@@ -132,17 +125,17 @@ asio::awaitable<HttpResponse> HttpApi::Route(HttpRequest& request, Endpoint* e) 
   if (path == "/healthz") {
     *e = kHealth;
     const neardup::Status h = service_->Health();
-    co_return h.ok() ? JsonResponse(request, 200, R"({"status":"ok"})") : Error(request, 503, h.message());
+    co_return h.ok() ? JsonResponse(request, 200, R"({"status":"ok"})") : JsonError(request, 503, h.message());
   }
   if (path == "/metrics") {
     *e = kMetrics;
     co_return Metrics(request);
   }
-  co_return Error(request, 404, "no such endpoint: " + std::string(path));
+  co_return JsonError(request, 404, "no such endpoint: " + std::string(path));
 }
 
 asio::awaitable<HttpResponse> HttpApi::Ingest(HttpRequest& request, bool is_delete, const std::string& url) {
-  if (is_delete && url.empty()) co_return Error(request, 400, "DELETE /v1/pages needs ?url=");
+  if (is_delete && url.empty()) co_return JsonError(request, 400, "DELETE /v1/pages needs ?url=");
   // Parsing a large body is work: off the network threads.
   auto [status, accepted] = co_await asio::co_spawn(
       *work_,
@@ -159,15 +152,15 @@ asio::awaitable<HttpResponse> HttpApi::Ingest(HttpRequest& request, bool is_dele
       co_return JsonResponse(request, 202, ToJson(reply));
     }
     case StatusCode::kInvalidArgument:
-      co_return Error(request, 400, status.message(), LineOf(status.message()));
+      co_return JsonError(request, 400, status.message(), LineOf(status.message()));
     case StatusCode::kResourceExhausted: {
       ++shed_;
-      HttpResponse r = Error(request, 429, status.message());
+      HttpResponse r = JsonError(request, 429, status.message());
       r.set(http::field::retry_after, std::to_string(retry_after_));
       co_return r;
     }
     default: {
-      HttpResponse r = Error(request, 503, status.message());
+      HttpResponse r = JsonError(request, 503, status.message());
       r.set(http::field::retry_after, std::to_string(retry_after_));
       co_return r;
     }
@@ -175,7 +168,7 @@ asio::awaitable<HttpResponse> HttpApi::Ingest(HttpRequest& request, bool is_dele
 }
 
 asio::awaitable<HttpResponse> HttpApi::Status(HttpRequest& request, const std::string& url) {
-  if (url.empty()) co_return Error(request, 400, "GET /v1/status needs ?url=");
+  if (url.empty()) co_return JsonError(request, 400, "GET /v1/status needs ?url=");
   // Most answers need no shard: on this thread. One that must fetch signatures goes to the pool.
   if (std::optional<StatusOr<PageStatus>> now = service_->TryQuery(url); now.has_value()) {
     co_return StatusReply(request, url, *now);
@@ -210,7 +203,7 @@ asio::awaitable<HttpResponse> HttpApi::Probe(HttpRequest& request) {
 }
 
 HttpResponse HttpApi::StatusReply(const HttpRequest& request, const std::string& url, const StatusOr<PageStatus>& s) {
-  if (!s.ok()) return Error(request, s.status().code() == StatusCode::kInvalidArgument ? 400 : 500, s.status().message());
+  if (!s.ok()) return JsonError(request, s.status().code() == StatusCode::kInvalidArgument ? 400 : 500, s.status().message());
   const tier1::StatusAnswer& a = s->answer;
   pb::StatusReply r;
   r.set_url(url);
@@ -235,11 +228,11 @@ HttpResponse HttpApi::StatusReply(const HttpRequest& request, const std::string&
 HttpResponse HttpApi::Group(const HttpRequest& request, const std::string& id) {
   uint64_t g = 0;
   if (id.empty() || id.size() > 20 || id.find_first_not_of("0123456789") != std::string::npos) {
-    return Error(request, 400, "a group id is a decimal number: " + id);
+    return JsonError(request, 400, "a group id is a decimal number: " + id);
   }
   g = std::stoull(id);
   StatusOr<GroupView> v = service_->Group(g);
-  if (!v.ok()) return Error(request, v.status().code() == StatusCode::kNotFound ? 404 : 500, v.status().message());
+  if (!v.ok()) return JsonError(request, v.status().code() == StatusCode::kNotFound ? 404 : 500, v.status().message());
   pb::GroupReply r;
   r.set_id(v->id);
   r.set_winner(v->winner);

@@ -5,9 +5,11 @@
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
+#include <google/protobuf/util/json_util.h>
 #include <spdlog/spdlog.h>
 
 #include "cluster/net.h"
+#include "proto/api.pb.h"
 
 namespace neardup::cluster {
 namespace {
@@ -175,6 +177,18 @@ HttpResponse JsonResponse(const HttpRequest& request, unsigned status, std::stri
   if (!body.empty() && body.back() != '\n') body += '\n';
   r.body() = std::move(body);
   return r;
+}
+
+HttpResponse JsonError(const HttpRequest& request, unsigned status, const std::string& what, uint64_t line) {
+  pb::ErrorReply e;
+  e.set_error(what);
+  e.set_line(line);
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  o.always_print_primitive_fields = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(e, &out, o);
+  return JsonResponse(request, status, std::move(out));
 }
 
 bool BearerAuthorized(const HttpRequest& request, std::string_view token) {

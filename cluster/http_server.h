@@ -63,6 +63,9 @@ class HttpServer {
 
 // A response with a JSON body (and the request's HTTP version and keep-alive).
 HttpResponse JsonResponse(const HttpRequest& request, unsigned status, std::string body);
+// An error reply (pb::ErrorReply as JSON: {"error":what,"line":"N"}; line 0 when no line of the
+// body is at fault).
+HttpResponse JsonError(const HttpRequest& request, unsigned status, const std::string& what, uint64_t line = 0);
 
 // Whether the request presents `Authorization: Bearer <token>` (compared in constant time in the
 // token). An empty token: every request is.

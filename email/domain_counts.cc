@@ -26,8 +26,17 @@ std::string Join(std::string_view a, std::string_view b) {
   return s;
 }
 
-std::string IndexRow(const DomainKey& k) { return Join(Join(k.team, k.domain), k.role); }
-std::string CounterName(const DomainKey& k) { return std::string(kCounterPrefix) + IndexRow(k); }
+// `prefix` team \0 domain \0 role, in one allocation.
+std::string KeyString(std::string_view prefix, std::string_view team, std::string_view domain, std::string_view role) {
+  std::string s;
+  s.reserve(prefix.size() + team.size() + domain.size() + role.size() + 2);
+  s.append(prefix).append(team).push_back('\0');
+  s.append(domain).push_back('\0');
+  s.append(role);
+  return s;
+}
+std::string IndexRow(const DomainKey& k) { return KeyString({}, k.team, k.domain, k.role); }
+std::string CounterName(const DomainKey& k) { return KeyString(kCounterPrefix, k.team, k.domain, k.role); }
 
 // "a\0b\0c" into its three parts.
 bool SplitKey(std::string_view s, DomainKey* k) {
@@ -75,10 +84,14 @@ Status CheckEmail(const char* field, std::string_view email) {
   return Status::Ok();
 }
 
-bool Sampled(std::string_view event_id, const DomainKey& k, double rate) {
+// Whether the event's key is in the healer's sample: a hash of the event id and the key's index
+// row (the counter name without its prefix), so a duplicated event samples the same keys.
+bool Sampled(std::string_view event_id, std::string_view counter_name, double rate) {
   if (rate <= 0) return false;
   if (rate >= 1) return true;
-  const std::string s = Join(event_id, IndexRow(k));
+  thread_local std::string s;
+  s.assign(event_id).push_back('\0');
+  s.append(counter_name.substr(kCounterPrefix.size()));
   const uint64_t h = XXH3_64bits(s.data(), s.size());
   return static_cast<double>(h >> 11) * 0x1.0p-53 < rate;
 }
@@ -281,11 +294,13 @@ Status DomainCounts::Apply(std::span<const DomainRecord> records) {
   RowBatch batch;
   // The users this call changed, as it left them (a later record of the same user reads these).
   std::map<std::string, std::optional<StoredUser>> users;
-  std::vector<std::pair<DomainKey, std::string>> touched;  // key, the event id that touched it
-  auto add = [&](const DomainEvent& e, const std::string& domain, const std::string& role, int64_t delta) {
-    DomainKey k{e.team, domain, role};
-    batch.AddCounter(CounterName(k), delta);
-    touched.emplace_back(std::move(k), e.id);
+  // The counters events changed, with the id of the event (in `records`) that changed each.
+  std::vector<std::pair<std::string, std::string_view>> touched;
+  touched.reserve(records.size());
+  auto add = [&](const DomainEvent& e, std::string_view domain, std::string_view role, int64_t delta) {
+    std::string name = KeyString(kCounterPrefix, e.team, domain, role);
+    batch.AddCounter(name, delta);
+    touched.emplace_back(std::move(name), e.id);
   };
   for (const DomainRecord& r : records) {
     switch (r.kind) {
@@ -370,12 +385,14 @@ Status DomainCounts::Apply(std::span<const DomainRecord> records) {
     }
     user_cache_.insert_or_assign(row, std::move(*user));
   }
-  for (const auto& [key, event_id] : touched) {
-    if (store_->Counter(CounterName(key)) < 0) {
-      Enqueue(key, /*negative=*/true);
-    } else if (Sampled(event_id, key, options_.healer_sample_rate)) {
-      Enqueue(key, /*negative=*/false);
+  for (const auto& [name, event_id] : touched) {
+    const bool negative = store_->Counter(name) < 0;
+    if (!negative && !Sampled(event_id, name, options_.healer_sample_rate)) continue;
+    DomainKey key;
+    if (!SplitKey(std::string_view(name).substr(kCounterPrefix.size()), &key)) {
+      return Internal("domain counts: malformed counter name");  // checked parts never make one
     }
+    Enqueue(key, negative);
   }
   return Status::Ok();
 }

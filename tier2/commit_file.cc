@@ -9,14 +9,14 @@
 namespace neardup::tier2 {
 namespace {
 
-constexpr uint32_t kMagic = 0x4e444331;  // "NDC1"
+constexpr uint32_t kCommitMagic = 0x4e444331;  // "NDC1"
 // A slot: magic u32, generation u32, number u64, end u64, sequence u64, XXH3-64 of those 32 bytes
 // (all little-endian), zero padding to kSlotBytes.
 constexpr size_t kPayloadBytes = 32;
 
 void EncodeSlot(const CommitFile::Record& r, uint64_t number, char* slot) {
   std::memset(slot, 0, CommitFile::kSlotBytes);
-  StoreLittleEndian(slot, kMagic, 4);
+  StoreLittleEndian(slot, kCommitMagic, 4);
   StoreLittleEndian(slot + 4, r.generation, 4);
   StoreLittleEndian(slot + 8, number, 8);
   StoreLittleEndian(slot + 16, r.end, 8);
@@ -25,7 +25,7 @@ void EncodeSlot(const CommitFile::Record& r, uint64_t number, char* slot) {
 }
 
 bool DecodeSlot(const char* slot, CommitFile::Record* r, uint64_t* number) {
-  if (LoadLittleEndian(slot, 4) != kMagic) return false;
+  if (LoadLittleEndian(slot, 4) != kCommitMagic) return false;
   if (LoadLittleEndian(slot + kPayloadBytes, 8) != XXH3_64bits(slot, kPayloadBytes)) return false;
   r->generation = static_cast<uint32_t>(LoadLittleEndian(slot + 4, 4));
   *number = LoadLittleEndian(slot + 8, 8);

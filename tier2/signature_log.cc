@@ -12,7 +12,7 @@
 namespace neardup::tier2 {
 namespace {
 
-constexpr uint32_t kMagic = 0x4e445331;  // "NDS1"
+constexpr uint32_t kLogMagic = 0x4e445331;  // "NDS1"
 
 Status TooLarge(size_t record, uint64_t bytes) {
   return InvalidArgument("signature log: record " + std::to_string(record) + " has " + std::to_string(bytes) +
@@ -73,7 +73,7 @@ Status SignatureLog::WriteLaid(std::vector<Ref>* refs) {
   for (const Ref& r : *refs) {
     char* h = base + (r.offset - start);
     StoreLittleEndian(h, r.length, 4);
-    StoreLittleEndian(h + 4, kMagic, 4);
+    StoreLittleEndian(h + 4, kLogMagic, 4);
     StoreLittleEndian(h + 8, XXH3_64bits(h + kHeaderBytes, r.length), 8);
   }
   const size_t total = buffer_size_;
@@ -119,7 +119,7 @@ Status SignatureLog::Read(Ref ref, std::string* payload) const {
   if (LoadLittleEndian(h, 4) != ref.length) {
     return corrupt("its header gives " + std::to_string(LoadLittleEndian(h, 4)) + " bytes, the index " + std::to_string(ref.length));
   }
-  if (LoadLittleEndian(h + 4, 4) != kMagic) return corrupt("bad magic");
+  if (LoadLittleEndian(h + 4, 4) != kLogMagic) return corrupt("bad magic");
   const uint64_t sum = LoadLittleEndian(h + 8, 8);
   if (XXH3_64bits(payload->data(), payload->size()) != sum) return corrupt("checksum mismatch");
   return Status::Ok();
@@ -160,7 +160,7 @@ Status SignatureLog::Scan(const std::function<Status(Ref, std::string_view)>& vi
     RETURN_IF_ERROR(fill(kHeaderBytes));
     const char* h = buf.data() + (at - base);
     const uint64_t length = LoadLittleEndian(h, 4);
-    if (LoadLittleEndian(h + 4, 4) != kMagic) return corrupt("bad magic");
+    if (LoadLittleEndian(h + 4, 4) != kLogMagic) return corrupt("bad magic");
     if (length > kMaxPayload) return corrupt("its header gives " + std::to_string(length) + " bytes, over the limit");
     if (kHeaderBytes + length > end - at) return corrupt("it runs past the end of the log");
     const uint64_t sum = LoadLittleEndian(h + 8, 8);
