@@ -1,14 +1,16 @@
 // neardup bench status-http: status queries over loopback HTTP with keep-alive, from N client
-// threads, against a running Tier 1 server; optionally while another thread ingests at full
+// connections on one thread, against a running Tier 1 server; optionally while another thread ingests at full
 // speed, and side by side with redis-benchmark's GET against a local redis-server in the same
 // minute (the reference figure for a keyed read over the network on this machine).
 //
 //   neardup bench status-http --server http://127.0.0.1:8080 --input crawl.jsonl [--clients 8]
 //       [--seconds 10] [--ingest more.jsonl] [--redis]
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
@@ -19,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -40,50 +43,110 @@ struct Args {
   uint32_t ingest_batch = 1000;
 };
 
-// A keep-alive HTTP/1.1 client on a blocking socket, as lean as redis-benchmark's: one send and
-// (as a rule) one recv per request, so that the client's own cost, which shares the machine with
-// the server, is small. GET only; the response's body is skipped by its Content-Length.
-class LeanClient {
+// N keep-alive HTTP/1.1 connections driven by one thread over epoll, as redis-benchmark drives
+// its clients: each connection has one request in flight, and the next is sent as soon as its
+// response is whole. The client's own cost shares the machine with the server, so it is kept to
+// one send and (as a rule) one recv per request and no thread switch. GET only; a response's body
+// is skipped by its Content-Length.
+class EventLoopClients {
  public:
-  ~LeanClient() {
-    if (fd_ >= 0) ::close(fd_);
+  // `next` gives each request's target; `done` gets each response's status (0: the connection
+  // failed) and latency in ms.
+  EventLoopClients(std::function<const std::string&()> next, std::function<void(unsigned, double)> done)
+      : next_(std::move(next)), done_(std::move(done)) {}
+  ~EventLoopClients() {
+    for (Conn& c : conns_) {
+      if (c.fd >= 0) ::close(c.fd);
+    }
+    if (epoll_ >= 0) ::close(epoll_);
   }
-  bool Connect(const std::string& host, uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    if (::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) return false;
-    const int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+
+  // Opens `n` connections; false (nothing sent) when one cannot connect.
+  bool Connect(const std::string& host, uint16_t port, int n) {
+    epoll_ = ::epoll_create1(0);
+    if (epoll_ < 0) return false;
+    conns_.resize(static_cast<size_t>(n));
+    for (size_t i = 0; i < conns_.size(); ++i) {
+      Conn& c = conns_[i];
+      c.fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(port);
+      if (c.fd < 0 || ::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) return false;
+      const int one = 1;
+      ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      if (::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return false;
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = i;
+      if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, c.fd, &ev) != 0) return false;
+    }
+    return true;
   }
-  // The response's status code (0: the connection failed).
-  unsigned Get(const std::string& target) {
-    request_ = "GET " + target + " HTTP/1.1\r\nHost: bench\r\n\r\n";
-    if (::send(fd_, request_.data(), request_.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request_.size())) return 0;
-    size_t header_end = std::string::npos;
-    for (;;) {
-      if (header_end == std::string::npos) header_end = in_.find("\r\n\r\n");
-      if (header_end != std::string::npos) {
-        const size_t cl = in_.find("Content-Length: ");
-        const size_t body = cl != std::string::npos && cl < header_end ? std::strtoull(in_.c_str() + cl + 16, nullptr, 10) : 0;
-        if (in_.size() >= header_end + 4 + body) {
-          const unsigned status = in_.size() > 12 ? static_cast<unsigned>(std::atoi(in_.c_str() + 9)) : 0;
-          in_.erase(0, header_end + 4 + body);
-          return status;
+
+  // Keeps every connection busy until `deadline`; then waits (10 s at most) for the requests in
+  // flight.
+  void Run(Clock::time_point deadline) {
+    for (Conn& c : conns_) Send(c);
+    size_t open = conns_.size();
+    epoll_event events[64];
+    while (open > 0) {
+      const int n = ::epoll_wait(epoll_, events, 64, 1000);
+      for (int e = 0; e < n; ++e) {
+        Conn& c = conns_[events[e].data.u64];
+        if (c.fd < 0) continue;
+        const unsigned status = Receive(c);
+        if (status == kIncomplete) continue;
+        done_(status, std::chrono::duration<double, std::milli>(Clock::now() - c.sent).count());
+        if (status != 0 && Clock::now() < deadline) {
+          if (Send(c)) continue;
+          done_(0, 0);  // the connection broke between two requests
         }
+        ::close(c.fd);
+        c.fd = -1;
+        --open;
       }
-      char buf[16384];
-      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) return 0;
-      in_.append(buf, static_cast<size_t>(n));
+      if (n < 0 && errno != EINTR) return;
+      if (Clock::now() > deadline + std::chrono::seconds(10)) return;  // a server that stopped answering
     }
   }
 
  private:
-  int fd_ = -1;
-  std::string request_, in_;
+  static constexpr unsigned kIncomplete = 1000;
+  struct Conn {
+    int fd = -1;
+    std::string in;
+    Clock::time_point sent;
+  };
+
+  bool Send(Conn& c) {
+    request_.assign("GET ").append(next_()).append(" HTTP/1.1\r\nHost: bench\r\n\r\n");
+    c.sent = Clock::now();
+    return ::send(c.fd, request_.data(), request_.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request_.size());
+  }
+
+  // Reads what has arrived; the status once the response is whole, kIncomplete before, 0 when the
+  // connection failed.
+  unsigned Receive(Conn& c) {
+    char buf[16384];
+    const ssize_t n = ::recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return 0;
+    if (n > 0) c.in.append(buf, static_cast<size_t>(n));
+    const size_t header_end = c.in.find("\r\n\r\n");
+    if (header_end == std::string::npos) return kIncomplete;
+    const size_t cl = c.in.find("Content-Length: ");
+    const size_t body = cl != std::string::npos && cl < header_end ? std::strtoull(c.in.c_str() + cl + 16, nullptr, 10) : 0;
+    if (c.in.size() < header_end + 4 + body) return kIncomplete;
+    const unsigned status = c.in.size() > 12 ? static_cast<unsigned>(std::atoi(c.in.c_str() + 9)) : 0;
+    c.in.erase(0, header_end + 4 + body);
+    return status == kIncomplete ? 0 : status;
+  }
+
+  std::function<const std::string&()> next_;
+  std::function<void(unsigned, double)> done_;
+  int epoll_ = -1;
+  std::vector<Conn> conns_;
+  std::string request_;
 };
 
 double Percentile(std::vector<double>& v, double p) {
@@ -176,42 +239,30 @@ int BenchStatusHttp(const Args& a) {
       return 2;
     }
   }
-  std::vector<std::vector<double>> lat(static_cast<size_t>(a.clients));
-  std::atomic<uint64_t> errors{0};
-  const auto t0 = Clock::now();
-  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds));
-  std::vector<std::thread> threads;
-  for (int t = 0; t < a.clients; ++t) {
-    threads.emplace_back([&, t] {
-      LeanClient c;
-      if (!c.Connect(host, port)) {
-        ++errors;
-        return;
-      }
-      std::mt19937_64 rng(static_cast<uint64_t>(t) * 7919 + 1);
-      std::vector<double>& mine = lat[static_cast<size_t>(t)];
-      mine.reserve(1 << 20);
-      while (Clock::now() < deadline) {
-        const auto s = Clock::now();
-        const unsigned status = c.Get(targets[rng() % targets.size()]);
-        mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
-        if (status != 200) {
-          ++errors;
-          if (status == 0) return;
-        }
-      }
-    });
+  std::vector<double> all;
+  all.reserve(1 << 22);
+  uint64_t errors = 0;
+  std::mt19937_64 rng(1);
+  EventLoopClients clients([&]() -> const std::string& { return targets[rng() % targets.size()]; },
+                           [&](unsigned status, double ms) {
+                             all.push_back(ms);
+                             errors += status != 200;
+                           });
+  if (!clients.Connect(host, port, a.clients)) {
+    spdlog::error("bench: cannot open {} connections to {}", a.clients, a.server);
+    stop = true;
+    if (ingest.joinable()) ingest.join();
+    return 1;
   }
-  for (auto& t : threads) t.join();
+  const auto t0 = Clock::now();
+  clients.Run(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds)));
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   stop = true;
   if (ingest.joinable()) ingest.join();
-  std::vector<double> all;
-  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
   const double rate = static_cast<double>(all.size()) / secs;
   const double p50 = Percentile(all, 0.50), p99 = Percentile(all, 0.99);
   std::printf("status-http: %d clients, %.0f requests/s, p50 %.3f ms, p99 %.3f ms, %llu errors (%.1f s)\n", a.clients,
-              rate, p50, p99, static_cast<unsigned long long>(errors.load()), secs);
+              rate, p50, p99, static_cast<unsigned long long>(errors), secs);
   if (!a.ingest.empty()) {
     std::printf("ingest meanwhile: %.0f records/s accepted, %llu records refused (429)\n",
                 static_cast<double>(ingested.load()) / secs, static_cast<unsigned long long>(ingest_refused.load()));
@@ -223,7 +274,7 @@ int BenchStatusHttp(const Args& a) {
                   rate / redis);
     }
   }
-  return errors.load() == 0 ? 0 : 1;
+  return errors == 0 ? 0 : 1;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "cluster/http_api.h"
 
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <utility>
 
 #include <boost/asio.hpp>
@@ -8,6 +10,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "cluster/http_request.h"
+#include "common/json_write.h"
 #include "document/crawl_reader.h"
 #include "proto/api.pb.h"
 
@@ -30,6 +33,61 @@ std::string ToJson(const google::protobuf::Message& m) {
   (void)google::protobuf::util::MessageToJsonString(m, &out, o);
   return out;
 }
+
+// A double as Protobuf's JSON printer writes it: the shortest text that reads back as the same
+// value; non-finite values as the strings it uses.
+void AppendExactDouble(std::string* out, double v) {
+  if (std::isnan(v)) {
+    out->append("\"NaN\"");
+  } else if (std::isinf(v)) {
+    out->append(v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+  } else {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+    out->append(buf, r.ptr);
+  }
+}
+
+void AppendQuotedUint(std::string* out, uint64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->push_back('"');
+  out->append(buf, r.ptr);
+  out->push_back('"');
+}
+
+}  // namespace
+
+std::string StatusReplyJson(const pb::StatusReply& r) {
+  std::string out;
+  out.reserve(160 + r.url().size() + r.winner().size() + r.duplicate_of().size());
+  out.append("{\"url\":");
+  AppendJsonString(&out, r.url());
+  out.append(",\"status\":");
+  AppendJsonString(&out, r.status());
+  out.append(",\"group\":");
+  AppendQuotedUint(&out, r.group());
+  out.append(",\"winner\":");
+  AppendJsonString(&out, r.winner());
+  out.append(",\"similarity_to_winner\":");
+  AppendExactDouble(&out, r.similarity_to_winner());
+  out.append(r.verified() ? ",\"verified\":true" : ",\"verified\":false");
+  out.append(r.redirect() ? ",\"redirect\":true" : ",\"redirect\":false");
+  out.append(",\"group_members\":");
+  AppendQuotedUint(&out, r.group_members());
+  out.append(",\"completeness\":");
+  AppendExactDouble(&out, r.completeness());
+  out.append(",\"map_version\":");
+  AppendQuotedUint(&out, r.map_version());
+  out.append(",\"duplicate_of\":");
+  AppendJsonString(&out, r.duplicate_of());
+  out.append(",\"similarity_to_duplicate_of\":");
+  AppendExactDouble(&out, r.similarity_to_duplicate_of());
+  out.push_back('}');
+  return out;
+}
+
+namespace {
 
 // The line number an ingest error names ("line N: ..."), 0 when none.
 uint64_t LineOf(const std::string& message) {
@@ -222,7 +280,7 @@ HttpResponse HttpApi::StatusReply(const HttpRequest& request, const std::string&
     ++partial_answers_;
     partial_micro_sum_ += static_cast<uint64_t>(s->completeness * 1e6);
   }
-  return JsonResponse(request, 200, ToJson(r));
+  return JsonResponse(request, 200, StatusReplyJson(r));
 }
 
 HttpResponse HttpApi::Group(const HttpRequest& request, const std::string& id) {

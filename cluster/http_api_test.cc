@@ -3,7 +3,10 @@
 #include "cluster/http_api.h"
 
 #include <arpa/inet.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
+#include <simdjson.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -11,8 +14,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +26,7 @@
 #include "common/config.h"
 #include "common/progress.h"
 #include "pipeline/pipeline_test_util.h"
+#include "proto/api.pb.h"
 
 namespace neardup::cluster {
 namespace {
@@ -28,6 +34,58 @@ namespace {
 using pipeline::test_util::ReadFile;
 using pipeline::test_util::SampleRun;
 using std::chrono::milliseconds;
+
+// The status reply written by hand reads back as the message it was written from, with the same
+// keys in the same order as Protobuf's printer gives them.
+TEST(StatusReplyJsonTest, ReadsBackAsTheMessageWithProtobufsKeys) {
+  std::vector<pb::StatusReply> replies(4);
+  replies[1].set_url("https://a.example/p?q=\"x\"&r=\\n");
+  replies[1].set_status("duplicate");
+  replies[1].set_group(18'446'744'073'709'551'615ull);
+  replies[1].set_winner("https://a.example/\xc3\xa9t\xc3\xa9\t<b>");
+  replies[1].set_similarity_to_winner(12.0 / 13.0);
+  replies[1].set_verified(true);
+  replies[1].set_group_members(7);
+  replies[1].set_completeness(1);
+  replies[1].set_map_version(3);
+  replies[1].set_duplicate_of("https://a.example/kept");
+  replies[1].set_similarity_to_duplicate_of(0.1);
+  replies[2].set_status("pending");
+  replies[2].set_completeness(1e-7);
+  replies[2].set_redirect(true);
+  replies[3].set_similarity_to_winner(0.9000000000000001);
+  replies[3].set_completeness(std::numeric_limits<double>::quiet_NaN());
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  o.always_print_primitive_fields = true;
+  auto keys = [](const std::string& json) {
+    simdjson::dom::parser p;
+    simdjson::dom::object obj;
+    EXPECT_EQ(p.parse(json).get_object().get(obj), simdjson::SUCCESS) << json;
+    std::vector<std::string> k;
+    for (auto field : obj) k.emplace_back(field.key);
+    return k;
+  };
+  for (const pb::StatusReply& r : replies) {
+    const std::string ours = StatusReplyJson(r);
+    pb::StatusReply back;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(ours, &back).ok()) << ours;
+    const bool nan = std::isnan(r.completeness());
+    if (nan) {
+      EXPECT_TRUE(std::isnan(back.completeness())) << ours;
+      back.set_completeness(0);
+    }
+    pb::StatusReply want = r;
+    if (nan) want.set_completeness(0);
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(back, want)) << ours;
+    std::string theirs;
+    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(r, &theirs, o).ok());
+    EXPECT_EQ(keys(ours), keys(theirs)) << ours << "\n" << theirs;
+    if (r.url().empty() && !nan) {
+      EXPECT_EQ(ours, theirs);  // plain text and short doubles: byte for byte
+    }
+  }
+}
 
 // Sends `bytes` on a new connection and reads until the server closes it or `wait` passes.
 // `closed` tells which.
