@@ -7,7 +7,6 @@
 
 #include <boost/asio.hpp>
 #include <fmt/format.h>
-#include <google/protobuf/util/json_util.h>
 
 #include "cluster/http_request.h"
 #include "common/config.h"

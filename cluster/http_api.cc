@@ -7,7 +7,6 @@
 
 #include <boost/asio.hpp>
 #include <fmt/format.h>
-#include <google/protobuf/util/json_util.h>
 
 #include "cluster/http_request.h"
 #include "common/json_write.h"
@@ -24,15 +23,6 @@ namespace {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
-
-std::string ToJson(const google::protobuf::Message& m) {
-  google::protobuf::util::JsonPrintOptions o;
-  o.preserve_proto_field_names = true;
-  o.always_print_primitive_fields = true;
-  std::string out;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
-  return out;
-}
 
 // A double as Protobuf's JSON printer writes it: the shortest text that reads back as the same
 // value; non-finite values as the strings it uses.
@@ -207,7 +197,7 @@ asio::awaitable<HttpResponse> HttpApi::Ingest(HttpRequest& request, bool is_dele
     case StatusCode::kOk: {
       pb::IngestReply reply;
       reply.set_accepted(accepted);
-      co_return JsonResponse(request, 202, ToJson(reply));
+      co_return JsonResponse(request, 202, ApiJson(reply));
     }
     case StatusCode::kInvalidArgument:
       co_return JsonError(request, 400, status.message(), LineOf(status.message()));
@@ -301,7 +291,7 @@ HttpResponse HttpApi::Group(const HttpRequest& request, const std::string& id) {
   }
   for (const auto& m : v->members) r.add_members(m);
   r.set_rejections(v->rejections);
-  return JsonResponse(request, 200, ToJson(r));
+  return JsonResponse(request, 200, ApiJson(r));
 }
 
 void HttpApi::Observe(Endpoint e, unsigned code, double seconds) {

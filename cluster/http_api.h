@@ -43,9 +43,9 @@ class StatusReply;
 
 namespace neardup::cluster {
 
-// `reply` as JSON, as Protobuf's printer gives it with the API's options (field names as in
-// proto/api.proto, every field even when zero, 64-bit integers quoted, doubles exact), without
-// its reflection: the status endpoint's whole answer is a few microseconds of work.
+// `reply` as JSON, as ApiJson (Protobuf's printer) gives it (field names as in proto/api.proto,
+// every field even when zero, 64-bit integers quoted, doubles exact), without its reflection: the
+// status endpoint's whole answer is a few microseconds of work.
 std::string StatusReplyJson(const pb::StatusReply& reply);
 
 class HttpApi {

@@ -179,16 +179,20 @@ HttpResponse JsonResponse(const HttpRequest& request, unsigned status, std::stri
   return r;
 }
 
-HttpResponse JsonError(const HttpRequest& request, unsigned status, const std::string& what, uint64_t line) {
-  pb::ErrorReply e;
-  e.set_error(what);
-  e.set_line(line);
+std::string ApiJson(const google::protobuf::Message& m) {
   google::protobuf::util::JsonPrintOptions o;
   o.preserve_proto_field_names = true;
   o.always_print_primitive_fields = true;
   std::string out;
-  (void)google::protobuf::util::MessageToJsonString(e, &out, o);
-  return JsonResponse(request, status, std::move(out));
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
+}
+
+HttpResponse JsonError(const HttpRequest& request, unsigned status, const std::string& what, uint64_t line) {
+  pb::ErrorReply e;
+  e.set_error(what);
+  e.set_line(line);
+  return JsonResponse(request, status, ApiJson(e));
 }
 
 bool BearerAuthorized(const HttpRequest& request, std::string_view token) {

@@ -29,6 +29,10 @@
 
 #include "common/status.h"
 
+namespace google::protobuf {
+class Message;
+}
+
 namespace neardup::cluster {
 
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
@@ -63,6 +67,8 @@ class HttpServer {
 
 // A response with a JSON body (and the request's HTTP version and keep-alive).
 HttpResponse JsonResponse(const HttpRequest& request, unsigned status, std::string body);
+// `m` as JSON with the API's options: field names as in the .proto, every field even when zero.
+std::string ApiJson(const google::protobuf::Message& m);
 // An error reply (pb::ErrorReply as JSON: {"error":what,"line":"N"}; line 0 when no line of the
 // body is at fault).
 HttpResponse JsonError(const HttpRequest& request, unsigned status, const std::string& what, uint64_t line = 0);
