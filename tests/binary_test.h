@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,7 +36,14 @@ class BinaryTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  // A failed test's directory stays when NEARDUP_KEEP_FAILED is set (its stores, logs and outputs).
+  void TearDown() override {
+    if (HasFailure() && std::getenv("NEARDUP_KEEP_FAILED") != nullptr) {
+      std::fprintf(stderr, "kept the failed test's directory: %s\n", dir_.c_str());
+      return;
+    }
+    std::filesystem::remove_all(dir_);
+  }
 
   std::string Path(const std::string& name) const { return (dir_ / name).string(); }
   void Write(const std::string& name, const std::string& content) const {

@@ -284,5 +284,58 @@ TEST(Tier1Reverify, RejectionsCountAndLargeGroupsAreLeft) {
   EXPECT_EQ(r.verified, 0u);
 }
 
+// What a batch leaves to do after its commit (the groups to verify again, the groups a rejection
+// may have made due for a repair) is in the store with each commit: a restart between the commit
+// and Reverify, or between Reverify and Flush, ends as the run that did not stop. Without it, the
+// first loses the verifications against the new winner, the second the repair (the rejection was
+// committed by the working set's bound, the repair candidate was in memory).
+TEST(Tier1Reverify, ARestartBeforeReverifyOrFlushEndsAsNoRestart) {
+  const std::string a = "http://a.example/1", b = "http://b.example/2", c = "http://c.example/3";
+  Tier1Options o;
+  o.repair_min_rejections = 1;  // a's rejection makes the group due
+  o.cache_records = 1;          // the working set's bound commits between two verifications
+  struct Outcome {
+    bool a_rejected;
+    uint64_t rejections, repairs;
+    std::string winner;
+  };
+  // crash: 0 none, 1 after the batch's commit, 2 after Reverify (before Flush).
+  auto play = [&](int crash) {
+    World w(o);
+    // b is near a (0.97) and c (0.90); a and c are below the threshold (0.82): one group by chaining.
+    w.Run({Page(b, R(5, 105), 5, ""), Page(a, R(0, 100), 1, ""), Page(c, R(10, 110), 1, "")});
+    for (const auto& u : {a, b, c}) w.Query(u);
+    w.Flush();
+    w.Run({Page(c, R(10, 110), 1000, "")});  // c wins: a is too far from it
+    if (crash == 1) w.Reopen();
+    ReverifyReport r;
+    EXPECT_TRUE(w.t1().Reverify(&r).ok());
+    EXPECT_EQ(r.verified, 2u) << "crash " << crash;  // a and b
+    if (crash == 2) {
+      // A restart redoes the batch's acknowledgements, Reverify and Flush, as the pipeline does.
+      // The working set's bound had committed a's verification before b's: b is verified again.
+      w.Reopen();
+      EXPECT_TRUE(w.t1().Reverify(&r).ok());
+      EXPECT_EQ(r.verified, 1u);
+    }
+    const std::vector<RepairReport> repairs = w.Flush();
+    w.Reopen();  // what is stored
+    EXPECT_TRUE(w.t1().Reverify(&r).ok());
+    EXPECT_EQ(r.verified, 0u) << "crash " << crash << ": nothing left to verify";
+    EXPECT_TRUE(w.Flush().empty()) << "crash " << crash << ": nothing left to repair";
+    return Outcome{w.PageRec(a).rejected(), w.GroupOfUrl(a).rejections(), repairs.size(), w.GroupOfUrl(a).winner()};
+  };
+  const Outcome want = play(0);
+  EXPECT_EQ(want.repairs, 1u);
+  EXPECT_EQ(want.winner, c);
+  for (int crash : {1, 2}) {
+    const Outcome got = play(crash);
+    EXPECT_EQ(got.a_rejected, want.a_rejected) << "crash " << crash;
+    EXPECT_EQ(got.rejections, want.rejections) << "crash " << crash;
+    EXPECT_EQ(got.repairs, want.repairs) << "crash " << crash;
+    EXPECT_EQ(got.winner, want.winner) << "crash " << crash;
+  }
+}
+
 }  // namespace
 }  // namespace neardup::tier1

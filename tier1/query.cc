@@ -204,10 +204,13 @@ Status Tier1::Answer(const std::string& url, const pb::PageSignature* current, b
 
 Status Tier1::Reverify(ReverifyReport* report) {
   ReverifyReport r;
-  std::vector<uint64_t> groups;
-  groups.swap(reverify_);
-  std::sort(groups.begin(), groups.end());
-  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  RETURN_IF_ERROR(LoadTodo());
+  // The groups stay in reverify_ (so in the todo row of a commit the working set's bound makes
+  // meanwhile) until every one is done: a crash before then verifies them all again, which skips
+  // the members already current.
+  std::sort(reverify_.begin(), reverify_.end());
+  reverify_.erase(std::unique(reverify_.begin(), reverify_.end()), reverify_.end());
+  const std::vector<uint64_t> groups = reverify_;
   struct ClearOnExit {
     std::unordered_map<std::string, pb::PageSignature>* m;
     ~ClearOnExit() { m->clear(); }
@@ -257,6 +260,8 @@ Status Tier1::Reverify(ReverifyReport* report) {
       ++r.verified;
     }
   }
+  // Nothing queued groups meanwhile (queries record verifications and repair candidates only).
+  reverify_.clear();
   if (r.verified > 0) txn_.AddCounter("reverifications", static_cast<int64_t>(r.verified));
   if (report != nullptr) *report = r;
   return Status::Ok();

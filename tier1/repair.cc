@@ -33,6 +33,7 @@ struct UnionFind {
 }  // namespace
 
 Status Tier1::Flush(std::vector<RepairReport>* repairs) {
+  RETURN_IF_ERROR(LoadTodo());
   std::sort(repair_queue_.begin(), repair_queue_.end());
   repair_queue_.erase(std::unique(repair_queue_.begin(), repair_queue_.end()), repair_queue_.end());
   for (uint64_t gid : repair_queue_) {
@@ -77,7 +78,7 @@ Status Tier1::Repair(uint64_t group, RepairReport* report) {
   RETURN_IF_ERROR(Flush());
   RETURN_IF_ERROR(RepairIn(txn_, group, report));
   RETURN_IF_ERROR(UpdateKeptSets(txn_, nullptr));
-  return txn_.Commit();
+  return CommitWithTodo(/*durable=*/true, /*keep_cache=*/false);
 }
 
 Status Tier1::RepairIn(GroupStore::Txn& txn, uint64_t group, RepairReport* report) {

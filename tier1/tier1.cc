@@ -4,6 +4,7 @@
 // repair (repair.cc), CheckStore (check.cc).
 #include "tier1/tier1.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,8 +59,44 @@ StatusOr<pb::PageSignature> Tier1::FetchSignature(const std::string& url, const 
   return source_->Fetch(url, page.home_cell());
 }
 
+Status Tier1::LoadTodo() {
+  if (todo_loaded_) return Status::Ok();
+  std::string bytes;
+  Status s = store_->rows().Get(store_->meta_family(), "todo", "", &bytes);
+  if (s.code() == StatusCode::kNotFound) bytes.clear();
+  else RETURN_IF_ERROR(s);
+  pb::Tier1Todo todo;
+  if (!todo.ParseFromString(bytes)) return Corruption("tier1: the meta row \"todo\" does not parse");
+  reverify_.insert(reverify_.end(), todo.reverify_groups().begin(), todo.reverify_groups().end());
+  repair_queue_.insert(repair_queue_.end(), todo.repair_candidates().begin(), todo.repair_candidates().end());
+  todo_stored_ = std::move(bytes);
+  todo_loaded_ = true;
+  return Status::Ok();
+}
+
+std::string Tier1::TodoBytes() {
+  pb::Tier1Todo todo;
+  for (std::vector<uint64_t>* v : {&reverify_, &repair_queue_}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
+  todo.mutable_reverify_groups()->Add(reverify_.begin(), reverify_.end());
+  todo.mutable_repair_candidates()->Add(repair_queue_.begin(), repair_queue_.end());
+  return todo.SerializeAsString();
+}
+
+Status Tier1::CommitWithTodo(bool durable, bool keep_cache) {
+  RETURN_IF_ERROR(LoadTodo());
+  std::string todo = TodoBytes();
+  const bool todo_changed = todo != todo_stored_;
+  if (todo_changed) txn_.PutMeta("todo", todo);
+  RETURN_IF_ERROR(txn_.Commit(durable, keep_cache));
+  if (todo_changed) todo_stored_ = std::move(todo);
+  return Status::Ok();
+}
+
 Status Tier1::CommitWorkingSet(bool durable) {
-  RETURN_IF_ERROR(txn_.Commit(durable, /*keep_cache=*/true));
+  RETURN_IF_ERROR(CommitWithTodo(durable, /*keep_cache=*/true));
   // Past the bound, the records least recently used go: a quarter of the cache at least, so that
   // the scan over it is paid once every so many records read.
   if (txn_.cached() > options_.cache_records) return txn_.Evict(options_.cache_records / 4 * 3);

@@ -265,6 +265,15 @@ class Tier1 {
   // Commits the working set and keeps it as a cache, evicting the records least recently used
   // when it holds more than cache_records.
   Status CommitWorkingSet(bool durable);
+  // txn_.Commit with the meta row "todo" (pb::Tier1Todo: reverify_ and repair_queue_) when it
+  // changed, so that a restart does the verifications and repairs a crash interrupted. Every
+  // commit of txn_ goes through here.
+  Status CommitWithTodo(bool durable, bool keep_cache);
+  // Adds the stored "todo" row to reverify_ and repair_queue_, once (the first call; a no-op after).
+  // Errors: the store's (Corruption when the row does not parse).
+  Status LoadTodo();
+  // The todo row as the next commit would write it (sorts and dedupes reverify_ and repair_queue_).
+  std::string TodoBytes();
   Status RepairIn(GroupStore::Txn& txn, uint64_t group, RepairReport* report);
   // Kept sets (kept.cc): what a batch or a repair changed, per group, for UpdateKeptSets.
   struct KeptWork {
@@ -291,6 +300,8 @@ class Tier1 {
   GroupStore::Txn txn_;
   std::vector<uint64_t> repair_queue_;
   std::vector<uint64_t> reverify_;  // groups for Reverify (with repeats)
+  bool todo_loaded_ = false;
+  std::string todo_stored_;  // the "todo" row as last committed
   std::map<uint64_t, KeptWork> kept_work_;
   // The winners' signatures during Reverify, fetched once per group.
   std::unordered_map<std::string, pb::PageSignature> reverify_signatures_;
