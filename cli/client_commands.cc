@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cluster/http_client.h"
+#include "cluster/service_client.h"
 
 namespace neardup::cli {
 namespace {
@@ -51,7 +52,13 @@ void RegisterClients(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    auto client = cluster::HttpClient::Create(ia->server);
+    cluster::ServiceClientOptions so;
+    so.server = ia->server;
+    so.token = *token;
+    so.batch_records = ia->batch_records;
+    so.max_retries = ia->max_retries;
+    so.source = ia->input;
+    auto client = cluster::ServiceClient::Create(so);
     if (!client.ok()) {
       spdlog::error("{}", client.status().message());
       *exit_code = 2;
@@ -63,74 +70,28 @@ void RegisterClients(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    std::map<std::string, std::string> headers = {{"Content-Type", "application/x-ndjson"}};
-    if (!token->empty()) headers["Authorization"] = "Bearer " + *token;
-    uint64_t sent = 0, accepted = 0, refused_lines = 0, line_no = 0;
     const auto start = Clock::now();
     auto last_report = start;
-    // One request: the lines [first_line, ...) of `lines`; a line the server names as bad is
-    // reported and left out, and the rest sent again.
-    std::vector<std::string> lines;
-    auto send = [&](uint64_t first_line) -> bool {
-      uint32_t backoff_ms = 100, attempts = 0;
-      while (!lines.empty()) {
-        std::string body;
-        for (const auto& l : lines) body += l, body += '\n';
-        auto r = (*client)->Request("POST", "/v1/pages", body, headers);
-        if (r.ok() && r->status == 202) {
-          accepted += lines.size();
-          lines.clear();
-          return true;
-        }
-        if (r.ok() && r->status == 400 && r->body.find("\"line\":\"") != std::string::npos) {
-          const size_t at = r->body.find("\"line\":\"") + 8;
-          const uint64_t bad = std::strtoull(r->body.c_str() + at, nullptr, 10);
-          if (bad >= 1 && bad <= lines.size()) {
-            spdlog::warn("{}: line {}: refused: {}", ia->input, first_line + bad - 1, r->body.substr(0, r->body.find('\n')));
-            ++refused_lines;
-            lines.erase(lines.begin() + static_cast<long>(bad - 1));
-            continue;
-          }
-        }
-        if (r.ok() && r->status != 429 && r->status != 503) {
-          spdlog::error("{}: lines {}..: the server answered {}: {}", ia->input, first_line, r->status, r->body);
-          refused_lines += lines.size();
-          lines.clear();
-          return true;
-        }
-        if (++attempts > ia->max_retries) {
-          spdlog::error("{}: giving up at line {}: {}", ia->input, first_line,
-                        r.ok() ? std::to_string(r->status) + " " + r->body : r.status().message());
-          return false;
-        }
-        uint32_t wait = backoff_ms;
-        if (r.ok() && r->headers.count("retry-after")) wait = std::max<uint32_t>(wait, 1000 * std::stoul(r->headers["retry-after"]));
-        std::this_thread::sleep_for(std::chrono::milliseconds(wait));
-        backoff_ms = std::min<uint32_t>(backoff_ms * 2, 10000);
-      }
-      return true;
-    };
     std::string line;
-    uint64_t first = 1;
-    bool ok = true;
-    while (ok && std::getline(in, line)) {
-      ++line_no;
-      if (lines.empty()) first = line_no;
-      lines.push_back(std::move(line));
-      ++sent;
-      if (lines.size() >= ia->batch_records) ok = send(first);
+    uint64_t line_no = 0;
+    Status s;
+    while (s.ok() && std::getline(in, line)) {
+      s = (*client)->AddLine(std::move(line), ++line_no);
       if (Clock::now() - last_report > std::chrono::seconds(5)) {
         last_report = Clock::now();
-        spdlog::info("ingest: {} records accepted ({:.0f}/s)", accepted,
-                     static_cast<double>(accepted) / std::chrono::duration<double>(last_report - start).count());
+        spdlog::info("ingest: {} records accepted ({:.0f}/s)", (*client)->ingest_counts().accepted,
+                     static_cast<double>((*client)->ingest_counts().accepted) /
+                         std::chrono::duration<double>(last_report - start).count());
       }
     }
-    if (ok) ok = send(first);
+    if (s.ok()) s = (*client)->FlushLines();
+    if (!s.ok()) spdlog::error("{}", s.message());
+    const cluster::ServiceClient::IngestCounts& c = (*client)->ingest_counts();
     const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-    std::cout << "ingest: " << accepted << " of " << sent << " records accepted in " << secs << " s ("
-              << (secs > 0 ? static_cast<double>(accepted) / secs : 0) << " records/s); " << refused_lines
+    std::cout << "ingest: " << c.accepted << " of " << c.sent << " records accepted in " << secs << " s ("
+              << (secs > 0 ? static_cast<double>(c.accepted) / secs : 0) << " records/s); " << c.refused
               << " refused\n";
-    *exit_code = !ok ? 3 : refused_lines > 0 ? 1 : 0;
+    *exit_code = !s.ok() ? 3 : c.refused > 0 ? 1 : 0;
   });
 }
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
@@ -95,7 +96,7 @@ void RegisterEval(CLI::App& app, int* exit_code) {
       "eval", "Replay a crawl, stop at milestones, and compare the two tiers with the exact baseline at each (Table 1: "
               "REP/RER per shard count; drop precision, redundancy, Tier 1 share, rejections, repairs)");
   struct Args {
-    std::string input, out, milestones = "10%,20%,30%,50%,75%,100%", routing;
+    std::string input, out, milestones = "10%,20%,30%,50%,75%,100%", routing, server, token_file;
     std::vector<uint32_t> shards{4, 12, 24};
     std::optional<double> rho;
     std::optional<uint32_t> batch;
@@ -107,7 +108,14 @@ void RegisterEval(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("--milestones", a->milestones, "shares of the crawl to stop at, increasing (10%,20%,... or 0.1,...)")
       ->capture_default_str();
-  cmd->add_option("--shards", a->shards, "Tier 2 shard counts, one store each")->delimiter(',')->capture_default_str();
+  auto* shards_opt =
+      cmd->add_option("--shards", a->shards, "Tier 2 shard counts, one store each")->delimiter(',')->capture_default_str();
+  cmd->add_option("--server", a->server,
+                  "a running service's API (http://host:port) on an empty store, instead of embedded runs: the crawl "
+                  "(JSON Lines) goes through its ingest API, the answers come from its status API; --threshold and "
+                  "--routing must be the service's")
+      ->excludes(shards_opt);
+  cmd->add_option("--bearer-token-file", a->token_file, "with --server: file holding the writers' bearer token");
   cmd->add_option("--routing", a->routing, "exact or rho (default pipeline.routing)");
   cmd->add_option("--rho", a->rho, "enlarging factor for --routing rho (default pipeline.rho)");
   cmd->add_option("--batch", a->batch, "pages per batch (default tier2.batch_pages)");
@@ -124,7 +132,13 @@ void RegisterEval(CLI::App& app, int* exit_code) {
     experiments::EvalOptions o;
     o.out_dir = a->out;
     o.milestones = *milestones;
-    o.shards = a->shards;
+    o.shards = a->server.empty() ? a->shards : std::vector<uint32_t>{};
+    o.server = a->server;
+    if (!a->token_file.empty()) {
+      std::ifstream f(a->token_file);
+      if (!f) return fail(InvalidArgument("cannot read the bearer token file " + a->token_file), 2);
+      std::getline(f, o.server_token);
+    }
     for (uint32_t p : o.shards) {
       if (auto rule = ConfigRangeError("pipeline.shards", p); !rule.empty()) {
         return fail(InvalidArgument("--shards " + std::to_string(p) + ": " + rule), 2);
@@ -166,18 +180,21 @@ void RegisterEval(CLI::App& app, int* exit_code) {
                 run.config.pipeline().routing().c_str(),
                 run.config.pipeline().routing() == "rho" ? (" (rho " + std::to_string(run.config.pipeline().rho()) + ")").c_str() : "",
                 run.threshold, (unsigned long long)r->input_records,
-                experiments::FormatEvalTable(*r, o.shards).c_str());
+                experiments::FormatEvalTable(*r, r->shards).c_str());
     std::printf("\nthe crawler's view (at each milestone, per shard count):\n");
     for (const auto& p : r->points) {
       std::printf("  %6.4g%% %3u shards: drop precision %.6f (%llu dropped), redundancy %.4f%% (%llu of %llu true "
-                  "pairs both kept; %.4f%% in one market), kept %.2f%% of pages (greedy kept set %.2f%%); Tier 1 resolved %llu of %llu changed pages; %llu "
-                  "rejections of %llu verifications; %llu repairs\n",
+                  "pairs both kept; %.4f%% in one market), kept %.2f%% of pages (greedy kept set %.2f%%)",
                   100 * p.milestone, p.shards, p.view.drop_precision(), (unsigned long long)p.view.dropped,
                   100 * p.view.redundancy(), (unsigned long long)p.view.both_kept,
                   (unsigned long long)p.view.true_pairs, 100 * p.view.same_market_redundancy(), 100 * p.view.kept_share(),
-                  100 * p.view.greedy_kept_share(), (unsigned long long)p.fast_path,
-                  (unsigned long long)p.changed, (unsigned long long)p.rejections,
-                  (unsigned long long)p.verifications, (unsigned long long)p.repairs);
+                  100 * p.view.greedy_kept_share());
+      if (o.server.empty()) {
+        std::printf("; Tier 1 resolved %llu of %llu changed pages; %llu rejections of %llu verifications; %llu repairs",
+                    (unsigned long long)p.fast_path, (unsigned long long)p.changed, (unsigned long long)p.rejections,
+                    (unsigned long long)p.verifications, (unsigned long long)p.repairs);
+      }
+      std::printf("\n");
     }
     std::printf("\n%s", experiments::FormatWrongPairs(*r).c_str());
     if (r->stopped) {

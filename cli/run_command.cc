@@ -313,7 +313,9 @@ void RegisterStatusCommand(CLI::App& app, int* exit_code) {
       out += ans.verified ? ",\"verified\":true" : ",\"verified\":false";
       if (ans.redirect) out += ",\"redirect\":true";
       out += current != nullptr ? ",\"content\":\"given\"" : ",\"content\":\"stored\"";
-      out += ",\"map_version\":" + std::to_string(opened->map_version) + "}\n";
+      out += ",\"map_version\":" + std::to_string(opened->map_version);
+      if (ans.route) out += ",\"route\":\"" + std::string(tier1::ClassificationName(*ans.route)) + "\"";
+      out += "}\n";
       std::fputs(out.c_str(), stdout);
       return Status::Ok();
     };

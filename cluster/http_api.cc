@@ -50,7 +50,7 @@ void AppendQuotedUint(std::string* out, uint64_t v) {
 
 std::string StatusReplyJson(const pb::StatusReply& r) {
   std::string out;
-  out.reserve(160 + r.url().size() + r.winner().size() + r.duplicate_of().size());
+  out.reserve(180 + r.url().size() + r.winner().size() + r.duplicate_of().size());
   out.append("{\"url\":");
   AppendJsonString(&out, r.url());
   out.append(",\"status\":");
@@ -73,6 +73,8 @@ std::string StatusReplyJson(const pb::StatusReply& r) {
   AppendJsonString(&out, r.duplicate_of());
   out.append(",\"similarity_to_duplicate_of\":");
   AppendExactDouble(&out, r.similarity_to_duplicate_of());
+  out.append(",\"route\":");
+  AppendJsonString(&out, r.route());
   out.push_back('}');
   return out;
 }
@@ -266,6 +268,7 @@ HttpResponse HttpApi::StatusReply(const HttpRequest& request, const std::string&
   r.set_group_members(a.group_members);
   r.set_completeness(s->completeness);
   r.set_map_version(s->map_generation);
+  if (a.route) r.set_route(tier1::ClassificationName(*a.route));
   if (s->completeness < 1) {
     ++partial_answers_;
     partial_micro_sum_ += static_cast<uint64_t>(s->completeness * 1e6);

@@ -1,5 +1,6 @@
 #include "experiments/eval.h"
 
+#include <simdjson.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -7,11 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string_view>
 #include <unordered_set>
 
 #include "baseline/baseline.h"
+#include "cluster/service_client.h"
 #include "common/json_write.h"
 #include "document/crawl_reader.h"
 
@@ -41,17 +44,93 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-// Counts the good records, and notes each URL's market (its last record's).
-StatusOr<uint64_t> CountRecords(const pipeline::PipelineOptions& run, Markets* markets) {
+// The good records in order, for a replay through a service: each one's URL and the input's
+// bytes up to the end of its line.
+struct RecordIndex {
+  std::vector<std::string> urls;
+  std::vector<uint64_t> ends;
+};
+
+// Counts the good records, and notes each URL's market (its last record's); fills `index` when given.
+StatusOr<uint64_t> CountRecords(const pipeline::PipelineOptions& run, Markets* markets, RecordIndex* index) {
   CrawlReaderOptions ro = run.reader;
   ro.quiet_bad_lines = true;  // the first run reports them
   ASSIGN_OR_RETURN(auto reader, CrawlReader::Open(run.input, ro));
   CrawlRecord r;
   while (reader->Next(&r)) {
     if (!r.market.empty() || markets->count(r.url)) (*markets)[r.url] = r.market;
+    if (index != nullptr) {
+      index->urls.push_back(r.url);
+      index->ends.push_back(r.end_offset);
+    }
   }
   RETURN_IF_ERROR(reader->status());
   return reader->stats().records;
+}
+
+// A status reply of the service as eval's answer and history; false for a page it does not hold
+// (status unknown: gone, or never sent).
+StatusOr<bool> ParseStatusReply(const std::string& url, const std::string& json, PageAnswer* a, PageHistory* h) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(json).get(doc) != simdjson::SUCCESS) return Corruption("status of " + url + ": not JSON: " + json);
+  std::string_view status;
+  if (doc["status"].get_string().get(status) != simdjson::SUCCESS) {
+    return Corruption("status of " + url + ": no \"status\": " + json);
+  }
+  if (status == "unknown") return false;
+  *a = PageAnswer();
+  a->status = std::string(status);
+  simdjson::dom::element g;
+  if (doc["group"].get(g) != simdjson::SUCCESS) return Corruption("status of " + url + ": no \"group\": " + json);
+  a->group = simdjson::minify(g);
+  // As `neardup run --out` writes them: a similarity only where one was computed (not for a
+  // redirect), duplicate_of only for a duplicate.
+  bool verified = false, redirect = false;
+  if (doc["verified"].get_bool().get(verified) != simdjson::SUCCESS) verified = false;
+  if (doc["redirect"].get_bool().get(redirect) != simdjson::SUCCESS) redirect = false;
+  double sim;
+  if (verified && !redirect && doc["similarity_to_winner"].get_double().get(sim) == simdjson::SUCCESS) {
+    a->similarity_to_winner = sim;
+  }
+  std::string_view text;
+  if (status == "duplicate" && doc["duplicate_of"].get_string().get(text) == simdjson::SUCCESS && !text.empty()) {
+    a->duplicate_of = std::string(text);
+    if (!redirect && doc["similarity_to_duplicate_of"].get_double().get(sim) == simdjson::SUCCESS) {
+      a->similarity_to_duplicate_of = sim;
+    }
+  }
+  h->route = doc["route"].get_string().get(text) == simdjson::SUCCESS ? std::string(text) : std::string();
+  return true;
+}
+
+// The service's Tier 2 shards: its /metrics' neardup_shard_up samples.
+StatusOr<uint32_t> ServiceShards(cluster::ServiceClient& c) {
+  ASSIGN_OR_RETURN(auto m, c.Metrics());
+  uint32_t shards = 0;
+  for (const auto& [name, value] : m) shards += name.rfind("neardup_shard_up{", 0) == 0;
+  if (shards == 0) return FailedPrecondition("eval --server: the service's /metrics names no Tier 2 shard");
+  const auto records = m.find("neardup_ingest_records_total");
+  if (records != m.end() && records->second > 0) {
+    return FailedPrecondition("eval --server: the service has taken " +
+                              std::to_string(static_cast<uint64_t>(records->second)) +
+                              " records already; it must start on an empty store");
+  }
+  return shards;
+}
+
+// Sends the input's bytes [*sent, end) through the service's ingest API, line by line.
+Status SendUpTo(std::ifstream& in, const std::string& path, uint64_t end, uint64_t* sent, uint64_t* line_no,
+                cluster::ServiceClient& c) {
+  std::string line;
+  while (*sent < end && std::getline(in, line)) {
+    *sent += line.size() + 1;
+    ++*line_no;
+    if (line.empty()) continue;
+    RETURN_IF_ERROR(c.AddLine(std::move(line), *line_no));
+  }
+  if (*sent < end) return IoError("eval: " + path + " ended before byte " + std::to_string(end));
+  return c.FlushLines();
 }
 
 }  // namespace
@@ -180,7 +259,14 @@ StatusOr<std::vector<double>> ParseMilestones(const std::string& text) {
 
 StatusOr<EvalResult> RunEval(const EvalOptions& o) {
   if (o.milestones.empty()) return InvalidArgument("eval: no milestones");
-  if (o.shards.empty()) return InvalidArgument("eval: no shard counts");
+  const bool served = !o.server.empty();
+  if (!served && o.shards.empty()) return InvalidArgument("eval: no shard counts");
+  if (served && !o.shards.empty()) {
+    return InvalidArgument("eval: no shard counts with a server (the service's own are evaluated)");
+  }
+  if (served && (o.run.input.ends_with(".warc") || o.run.input.ends_with(".warc.gz"))) {
+    return InvalidArgument("eval: a server takes JSON Lines records; " + o.run.input + " is WARC");
+  }
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
   if (ec) return IoError("eval: cannot create " + o.out_dir + ": " + ec.message());
@@ -190,8 +276,28 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
   if (ec) return IoError("eval: cannot create " + stores + ": " + ec.message());
 
   EvalResult res;
+  res.shards = o.shards;
+  std::unique_ptr<cluster::ServiceClient> service;
+  std::ifstream service_input;
+  uint64_t service_sent = 0, service_line = 0;  // input bytes and lines sent so far
+  std::vector<std::string> service_urls;        // the URLs sent so far, each once
+  std::unordered_set<std::string> service_seen;
+  Histories service_histories;
+  if (served) {
+    cluster::ServiceClientOptions so;
+    so.server = o.server;
+    so.token = o.server_token;
+    so.source = o.run.input;
+    so.batch_records = 1000;
+    ASSIGN_OR_RETURN(service, cluster::ServiceClient::Create(so));
+    ASSIGN_OR_RETURN(const uint32_t shards, ServiceShards(*service));
+    res.shards = {shards};
+    service_input.open(o.run.input, std::ios::binary);
+    if (!service_input) return IoError("eval: cannot read " + o.run.input);
+  }
   Markets markets;
-  ASSIGN_OR_RETURN(res.input_records, CountRecords(o.run, &markets));
+  RecordIndex index;
+  ASSIGN_OR_RETURN(res.input_records, CountRecords(o.run, &markets, served ? &index : nullptr));
   if (res.input_records == 0) return InvalidArgument("eval: " + o.run.input + " holds no good records");
   std::vector<uint64_t> at;
   for (double m : o.milestones) {
@@ -199,7 +305,7 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
                                     static_cast<uint64_t>(std::ceil(m * static_cast<double>(res.input_records)))));
   }
   // Work, for the rate and ETA: records replayed by the runs plus records read by the baselines.
-  const double total_work = static_cast<double>(res.input_records) * static_cast<double>(o.shards.size()) +
+  const double total_work = static_cast<double>(res.input_records) * static_cast<double>(res.shards.size()) +
                             [&] {
                               double s = 0;
                               for (uint64_t n : at) s += static_cast<double>(n);
@@ -207,7 +313,8 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
                             }();
   double done_work = 0;
   const auto start = Clock::now();
-  spdlog::info("eval: {} records; {} milestones x {} shard counts", res.input_records, at.size(), o.shards.size());
+  spdlog::info("eval: {} records; {} milestones x {} shard counts{}", res.input_records, at.size(), res.shards.size(),
+               served ? " (through the service at " + o.server + ")" : "");
 
   for (size_t i = 0; i < at.size() && !res.stopped; ++i) {
     // The truth at this milestone.
@@ -236,6 +343,47 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
     base = baseline::BaselineResult();
     done_work += static_cast<double>(at[i]);
 
+    if (served) {
+      if (o.stop && o.stop()) {
+        res.stopped = true;
+        break;
+      }
+      // The records up to this milestone through the ingest API; the answers once all are decided.
+      const auto r0 = Clock::now();
+      RETURN_IF_ERROR(SendUpTo(service_input, o.run.input, index.ends[at[i] - 1], &service_sent, &service_line, *service));
+      for (uint64_t k = i == 0 ? 0 : at[i - 1]; k < at[i]; ++k) {
+        if (service_seen.insert(index.urls[k]).second) service_urls.push_back(index.urls[k]);
+        else service_histories[index.urls[k]].recrawled = true;
+      }
+      RETURN_IF_ERROR(service->AwaitSettled(std::chrono::seconds(o.server_settle_seconds)));
+      EvalPoint pt;
+      pt.milestone = o.milestones[i];
+      pt.records = at[i];
+      pt.shards = res.shards[0];
+      pt.run_seconds = Since(r0);
+      pt.baseline_seconds = baseline_seconds;
+      pt.baseline_pages = baseline_pages;
+      ASSIGN_OR_RETURN(std::vector<std::string> replies, service->Statuses(service_urls, o.server_connections));
+      Answers answers;
+      for (size_t k = 0; k < service_urls.size(); ++k) {
+        PageAnswer a;
+        PageHistory& h = service_histories[service_urls[k]];
+        ASSIGN_OR_RETURN(const bool held, ParseStatusReply(service_urls[k], replies[k], &a, &h));
+        if (held) answers.emplace(service_urls[k], std::move(a));
+      }
+      pt.accuracy = CompareGroupings(GroupingOf(answers), truth);
+      pt.view = ComputeCrawlerView(answers, pairs, o.run.threshold, &markets);
+      pt.wrong = ExplainWrongPairs(answers, truth, pairs, service_histories, o.run.threshold,
+                                   o.run.config.pipeline().routing() == "rho");
+      res.points.push_back(pt);
+      done_work += static_cast<double>(at[i] - (i == 0 ? 0 : at[i - 1]));
+      spdlog::info("eval: {} ({} records) through the service, {} shards: REP {:.4f}% RER {:.4f}%, drop precision "
+                   "{:.6f}, redundancy {:.4f}%; sent and decided in {:.1f} s, {} answers read",
+                   Percent(pt.milestone), pt.records, pt.shards, 100 * pt.accuracy.rep(), 100 * pt.accuracy.rer(),
+                   pt.view.drop_precision(), 100 * pt.view.redundancy(), pt.run_seconds, answers.size());
+      RETURN_IF_ERROR(WriteEvalResults(res, o));
+      continue;
+    }
     for (uint32_t shards : o.shards) {
       if (o.stop && o.stop()) {
         res.stopped = true;
@@ -434,7 +582,7 @@ Status WriteEvalResults(const EvalResult& r, const EvalOptions& o) {
   RETURN_IF_ERROR(WriteFile((dir / "eval.csv").string(), csv));
   RETURN_IF_ERROR(WriteFile((dir / "eval.json").string(), json));
   RETURN_IF_ERROR(WriteFile((dir / "causes.txt").string(), FormatWrongPairs(r)));
-  return WriteFile((dir / "table.txt").string(), FormatEvalTable(r, o.shards));
+  return WriteFile((dir / "table.txt").string(), FormatEvalTable(r, r.shards));
 }
 
 }  // namespace neardup::experiments

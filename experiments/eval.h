@@ -30,6 +30,8 @@
 //       of it was last kept by the fast path; routing (rho) when the run routes with the rho box
 //       (the pair's pages need not meet); verification rejection when one of them failed
 //       verification against its winner (a repair splits on those); stale content otherwise.
+// Against a running service (EvalOptions::server), each page's route is the one its status answer
+// gives (the classification of its latest record).
 // For each cause, the pairs it explains and a few examples (the pages, and the exact pair's
 // similarity when they are one).
 //
@@ -58,7 +60,18 @@ namespace neardup::experiments {
 struct EvalOptions {
   std::string out_dir;          // created if missing; the stores go under out_dir/stores (removed first)
   std::vector<double> milestones;   // shares of the input in (0, 1], increasing
-  std::vector<uint32_t> shards;     // Tier 2 shard counts
+  std::vector<uint32_t> shards;     // Tier 2 shard counts (empty with `server`)
+  // A running service instead of embedded runs (http://host:port, a Tier 1 server on a store that
+  // has taken no record yet): the input (JSON Lines) is sent through its ingest API up to each
+  // milestone, and once it has decided every page its answers are read from its status API
+  // (cluster/service_client.h). The table has one column, the service's shard count. The
+  // threshold must be the service's. The per-milestone counters (changed pages, fast path,
+  // verifications, rejections, repairs) are not reported: the service counts them per run of its
+  // batch loop, not per milestone.
+  std::string server;
+  std::string server_token;              // the writers' bearer token, when the service asks for one
+  unsigned server_connections = 4;       // status queries at once
+  uint32_t server_settle_seconds = 3600; // longest wait for the service to decide what it was sent
   // input, config (routing, rho), threshold, signer, reader, threads, batch_pages; store,
   // groups_out, max_records and shards are set per step.
   pipeline::PipelineOptions run;
@@ -113,6 +126,7 @@ struct EvalPoint {
 
 struct EvalResult {
   uint64_t input_records = 0;
+  std::vector<uint32_t> shards;    // the shard counts evaluated (the service's, with a server)
   std::vector<EvalPoint> points;   // milestone-major, then shards in the order given
   bool stopped = false;            // EvalOptions::stop ended it early
 };

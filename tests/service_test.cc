@@ -2,7 +2,8 @@
 // the crawlers' HTTP API, and `neardup ingest`. What a crawl ingested over HTTP ends as equals
 // `neardup run` on the same crawl; a Tier 2 server killed during ingest makes answers partial and
 // pending, and costs nothing once it is back; a Tier 1 server killed loses nothing it
-// acknowledged. Every wait is bounded.
+// acknowledged; `neardup eval --server` measures through the APIs what the embedded eval measures.
+// Every wait is bounded.
 #include <signal.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -14,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include <gmock/gmock.h>
 #include <simdjson.h>
 
 #include "cluster/http_client.h"
@@ -186,6 +188,44 @@ TEST_F(ServiceTest, IngestOverHttpEndsAsTheEmbeddedRun) {
                         " --batch 100 --tier2 127.0.0.1:" + a + ",127.0.0.1:" + b + " --out " + Path("cl.jsonl"));
   ASSERT_EQ(out.code, 0) << out.err;
   EXPECT_EQ(Read(Path("cl.jsonl")), Read(Path("local.jsonl")));
+}
+
+// neardup eval --server: the crawl goes through the service's ingest API up to each milestone and
+// the answers come from its status API; on the same batches it measures what the embedded eval
+// measures (exact routing: the groups do not depend on the map).
+TEST_F(ServiceTest, EvalThroughTheServiceMeasuresAsTheEmbeddedEval) {
+  Embedded();
+  const std::string milestones = " --milestones 50%,100% --batch 100";
+  Outcome local = Neardup("--log-level warn eval --input " + crawl_ + milestones + " --shards 4 --out " + Path("ev-local"));
+  ASSERT_EQ(local.code, 0) << local.err;
+  const std::string a = Start("tier2-a", {"tier2-server", "--store", Path("t2a")});
+  const std::string b = Start("tier2-b", {"tier2-server", "--store", Path("t2b")});
+  ASSERT_FALSE(a.empty() || b.empty());
+  const std::string api = Start("tier1", Tier1Args("127.0.0.1:" + a + ",127.0.0.1:" + b));
+  ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
+  const std::string server = "http://127.0.0.1:" + api;
+  EXPECT_EQ(Neardup("eval --input " + crawl_ + milestones + " --server " + server + " --shards 4 --out " + Path("x")).code, 2)
+      << "--server excludes --shards";
+  Outcome served = Neardup("--log-level warn eval --input " + crawl_ + milestones + " --server " + server + " --out " +
+                           Path("ev-served"));
+  ASSERT_EQ(served.code, 0) << served.err << Read(Path("tier1.log"));
+  EXPECT_EQ(Read(Path("ev-served/table.txt")), Read(Path("ev-local/table.txt")));
+  EXPECT_EQ(Read(Path("ev-served/causes.txt")), Read(Path("ev-local/causes.txt")));
+  // The crawler's view, line by line (the served lines leave out the run's counters).
+  auto views = [](const std::string& out) {
+    std::vector<std::string> v;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("drop precision") != std::string::npos) v.push_back(line.substr(0, line.find("; Tier 1")));
+    }
+    return v;
+  };
+  EXPECT_EQ(views(served.out), views(local.out));
+  EXPECT_EQ(views(served.out).size(), 2u) << served.out;
+  // A service that has taken records already is refused: its answers would not be the replay's.
+  Outcome again = Neardup("eval --input " + crawl_ + milestones + " --server " + server + " --out " + Path("ev-again"));
+  EXPECT_EQ(again.code, 1);
+  EXPECT_THAT(again.err, ::testing::HasSubstr("must start on an empty store")) << again.err;
 }
 
 TEST_F(ServiceTest, ATier2KilledDuringIngestLeavesPagesPendingAndCostsNothing) {

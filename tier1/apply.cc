@@ -547,6 +547,15 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     }
   }
   RETURN_IF_ERROR(UpdateKeptSets(txn, &signatures));
+  // 6. Each page's route: how its latest record was classified (status answers give it).
+  for (size_t i = 0; i < n; ++i) {
+    if (classes[i] == Classification::kSuperseded || classes[i] == Classification::kGone) continue;
+    const uint32_t route = static_cast<uint32_t>(classes[i]) + 1;
+    ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(batch[i].url));
+    if (p == nullptr || p->route() == route) continue;
+    ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn.MutablePage(batch[i].url));
+    rec->set_route(route);
+  }
   if (progress != nullptr) {
     pb::Tier1Progress p = *progress;
     for (const auto& [url, cell] : outcome->tier2_removals) {

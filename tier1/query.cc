@@ -53,6 +53,9 @@ Status AnswerVerified(Records& records, const std::string& url, const pb::PageSi
   ASSIGN_OR_RETURN(const pb::Tier1Page* page, records.FindPage(url));
   if (page == nullptr) return Status::Ok();
   out->group = page->group();
+  if (page->route() > 0 && page->route() <= static_cast<uint32_t>(Classification::kGone) + 1) {
+    out->route = static_cast<Classification>(page->route() - 1);
+  }
   if (!page->crawled()) return Status::Ok();  // a redirect target never crawled
   ASSIGN_OR_RETURN(const pb::Tier1Group* group, records.FindGroup(page->group()));
   *page_out = page;

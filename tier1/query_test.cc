@@ -60,6 +60,21 @@ TEST(Tier1Status, EveryKind) {
   EXPECT_EQ(w.Query("http://empty.com/").status, StatusAnswer::kUnique);
 }
 
+// A status answer says how the page's latest record was classified (its route).
+TEST(Tier1Status, RouteIsTheLatestRecordsClassification) {
+  World w;
+  EXPECT_FALSE(w.Query("http://nobody.com/").route.has_value());
+  w.Run({Page("http://w.com/", R(0, 100), 10), Page("http://e.com/", {}), Redirect("http://r.com/", "http://w.com/")});
+  EXPECT_EQ(w.Query("http://w.com/").route, Classification::kTier2);
+  EXPECT_EQ(w.Query("http://e.com/").route, Classification::kEmpty);
+  EXPECT_EQ(w.Query("http://r.com/").route, Classification::kRedirect);
+  w.Run({Page("http://w.com/", R(0, 100), 10)});  // the same content again
+  EXPECT_EQ(w.Query("http://w.com/").route, Classification::kUnchanged);
+  w.Run({Page("http://w.com/", R(1, 101), 10)});  // changed, still close to its representative
+  EXPECT_EQ(w.Query("http://w.com/").route, Classification::kFastPath);
+  EXPECT_EQ(w.PageRec("http://w.com/").route(), static_cast<uint32_t>(Classification::kFastPath) + 1);
+}
+
 // Between Classify and Apply (and after a batch that was never applied) queries verify against
 // the stored versions, and Tier1 keeps no reference to the caller's batch.
 TEST(Tier1Status, ClassifiedButUnappliedBatchIsNotUsed) {

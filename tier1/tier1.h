@@ -52,6 +52,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -155,6 +156,8 @@ struct StatusAnswer {
   // and their similarity (1 for a redirect; similarity_to_winner when it is the winner).
   std::string duplicate_of;
   double similarity_to_duplicate_of = 0;
+  // How the page's latest record was classified; unset when the store did not record it.
+  std::optional<Classification> route;
 };
 const char* StatusName(StatusAnswer::Kind k);
 
