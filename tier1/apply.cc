@@ -291,6 +291,10 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
   if (classes.size() != batch.size()) return InvalidArgument("Tier1::Apply: classes and batch differ in size");
   RETURN_IF_ERROR(Flush());  // queries' cached records must not outlive this batch
   kept_work_.clear();        // what a failed Apply left
+  // What Flush's repairs queued is this batch's Reverify's, with what this batch queues.
+  flushed_ = false;
+  reverify_.insert(reverify_.end(), deferred_reverify_.begin(), deferred_reverify_.end());
+  deferred_reverify_.clear();
   const size_t n = batch.size();
   std::vector<std::vector<std::pair<std::string_view, double>>> resident(n);
   std::vector<std::vector<std::pair<uint32_t, double>>> partners(n);

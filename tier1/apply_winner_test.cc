@@ -337,5 +337,48 @@ TEST(Tier1Reverify, ARestartBeforeReverifyOrFlushEndsAsNoRestart) {
   }
 }
 
+// The groups a Flush's repair queues for Reverify wait for the next batch's Reverify, after its
+// Apply. A restart right after that Flush redoes the last batch's acknowledgements and Reverify:
+// that Reverify leaves them, so the next batch verifies what it would have without the restart.
+TEST(Tier1Reverify, WhatARepairQueuedWaitsForTheNextBatchAcrossARestart) {
+  const std::string a = "http://a.example/1", b = "http://b.example/2", c = "http://c.example/3",
+                    d = "http://d.example/4", e = "http://e.example/5";
+  Tier1Options o;
+  o.repair_min_rejections = 1;
+  // Returns the verifications of the Reverify after a restart (-1: no restart) and of the next
+  // batch's Reverify.
+  auto play = [&](bool restart) {
+    World w(o);
+    // a-b 0.905, b-c 0.905, c-d 0.96, a-c 0.82, a-d 0.79: one group by chaining, a wins.
+    w.Run({Page(a, R(0, 100), 10), Page(b, R(5, 105), 1), Page(c, R(10, 110), 1), Page(d, R(12, 112), 1)});
+    w.Flush();
+    w.Run({Page(b, R(500, 600), 1)});  // b leaves: a is far from c and d now
+    ReverifyReport r;
+    EXPECT_TRUE(w.t1().Reverify(&r).ok());
+    for (const auto& u : {c, d}) w.Query(u);  // both rejected against a
+    const std::vector<RepairReport> repairs = w.Flush();
+    EXPECT_EQ(repairs.size(), 1u);
+    EXPECT_EQ(w.GroupOf(c), w.GroupOf(d));
+    EXPECT_NE(w.GroupOf(a), w.GroupOf(c)) << "the repair splits a off";
+    int after_restart = -1;
+    if (restart) {
+      w.Reopen();
+      for (const auto& u : {b}) w.Query(u);  // the last batch's acknowledgements again
+      EXPECT_TRUE(w.t1().Reverify(&r).ok());
+      after_restart = static_cast<int>(r.verified);
+      w.Flush();
+    }
+    w.Run({Page(e, R(900, 1000), 1)});
+    EXPECT_TRUE(w.t1().Reverify(&r).ok());
+    w.Flush();
+    return std::pair<int, int>(after_restart, static_cast<int>(r.verified));
+  };
+  const auto straight = play(false);
+  EXPECT_EQ(straight.second, 1) << "c or d, whichever lost, against the group's new winner";
+  const auto restarted = play(true);
+  EXPECT_EQ(restarted.first, 0) << "the restart's Reverify leaves what the repair queued";
+  EXPECT_EQ(restarted.second, straight.second);
+}
+
 }  // namespace
 }  // namespace neardup::tier1

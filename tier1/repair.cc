@@ -47,6 +47,7 @@ Status Tier1::Flush(std::vector<RepairReport>* repairs) {
   }
   repair_queue_.clear();
   RETURN_IF_ERROR(UpdateKeptSets(txn_, nullptr));
+  flushed_ = true;  // what the repairs queued for Reverify waits for the next batch
   // Caches and repairs are recomputable, and the next batch's write syncs the log anyway.
   return CommitWorkingSet(/*durable=*/false);
 }

@@ -67,7 +67,9 @@ Status Tier1::LoadTodo() {
   else RETURN_IF_ERROR(s);
   pb::Tier1Todo todo;
   if (!todo.ParseFromString(bytes)) return Corruption("tier1: the meta row \"todo\" does not parse");
-  reverify_.insert(reverify_.end(), todo.reverify_groups().begin(), todo.reverify_groups().end());
+  std::vector<uint64_t>& groups = todo.flushed() ? deferred_reverify_ : reverify_;
+  groups.insert(groups.end(), todo.reverify_groups().begin(), todo.reverify_groups().end());
+  flushed_ = flushed_ || todo.flushed();
   repair_queue_.insert(repair_queue_.end(), todo.repair_candidates().begin(), todo.repair_candidates().end());
   todo_stored_ = std::move(bytes);
   todo_loaded_ = true;
@@ -76,12 +78,18 @@ Status Tier1::LoadTodo() {
 
 std::string Tier1::TodoBytes() {
   pb::Tier1Todo todo;
-  for (std::vector<uint64_t>* v : {&reverify_, &repair_queue_}) {
+  for (std::vector<uint64_t>* v : {&reverify_, &repair_queue_, &deferred_reverify_}) {
     std::sort(v->begin(), v->end());
     v->erase(std::unique(v->begin(), v->end()), v->end());
   }
-  todo.mutable_reverify_groups()->Add(reverify_.begin(), reverify_.end());
+  // Deferred groups exist only while flushed_ holds (Apply moves them to reverify_).
+  std::vector<uint64_t> groups = reverify_;
+  groups.insert(groups.end(), deferred_reverify_.begin(), deferred_reverify_.end());
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  todo.mutable_reverify_groups()->Add(groups.begin(), groups.end());
   todo.mutable_repair_candidates()->Add(repair_queue_.begin(), repair_queue_.end());
+  todo.set_flushed(flushed_);
   return todo.SerializeAsString();
 }
 

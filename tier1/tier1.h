@@ -305,6 +305,11 @@ class Tier1 {
   std::vector<uint64_t> reverify_;  // groups for Reverify (with repeats)
   bool todo_loaded_ = false;
   std::string todo_stored_;  // the "todo" row as last committed
+  // Flush ran since the last Apply: the groups in reverify_ were queued by its repairs, for the
+  // next batch's Reverify. A restart finds them in deferred_reverify_, which the next Apply adds
+  // to reverify_ (a Reverify before it, the restart's redo of the last batch, leaves them).
+  bool flushed_ = false;
+  std::vector<uint64_t> deferred_reverify_;
   std::map<uint64_t, KeptWork> kept_work_;
   // The winners' signatures during Reverify, fetched once per group.
   std::unordered_map<std::string, pb::PageSignature> reverify_signatures_;
