@@ -70,8 +70,10 @@ StatusOr<uint64_t> CountRecords(const pipeline::PipelineOptions& run, Markets* m
 }
 
 // A status reply of the service as eval's answer and history; false for a page it does not hold
-// (status unknown: gone, or never sent).
-StatusOr<bool> ParseStatusReply(const std::string& url, const std::string& json, PageAnswer* a, PageHistory* h) {
+// (status unknown: gone, or never sent). *unverified: a content page answered duplicate without a
+// verification (a signature the shards did not give).
+StatusOr<bool> ParseStatusReply(const std::string& url, const std::string& json, PageAnswer* a, PageHistory* h,
+                                bool* unverified) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (parser.parse(json).get(doc) != simdjson::SUCCESS) return Corruption("status of " + url + ": not JSON: " + json);
@@ -90,6 +92,7 @@ StatusOr<bool> ParseStatusReply(const std::string& url, const std::string& json,
   bool verified = false, redirect = false;
   if (doc["verified"].get_bool().get(verified) != simdjson::SUCCESS) verified = false;
   if (doc["redirect"].get_bool().get(redirect) != simdjson::SUCCESS) redirect = false;
+  *unverified = status == "duplicate" && !verified && !redirect;
   double sim;
   if (verified && !redirect && doc["similarity_to_winner"].get_double().get(sim) == simdjson::SUCCESS) {
     a->similarity_to_winner = sim;
@@ -105,34 +108,102 @@ StatusOr<bool> ParseStatusReply(const std::string& url, const std::string& json,
   return true;
 }
 
-// The service's Tier 2 shards: its /metrics' neardup_shard_up samples.
-StatusOr<uint32_t> ServiceShards(cluster::ServiceClient& c) {
-  ASSIGN_OR_RETURN(auto m, c.Metrics());
-  uint32_t shards = 0;
-  for (const auto& [name, value] : m) shards += name.rfind("neardup_shard_up{", 0) == 0;
-  if (shards == 0) return FailedPrecondition("eval --server: the service's /metrics names no Tier 2 shard");
-  const auto records = m.find("neardup_ingest_records_total");
-  if (records != m.end() && records->second > 0) {
-    return FailedPrecondition("eval --server: the service has taken " +
-                              std::to_string(static_cast<uint64_t>(records->second)) +
-                              " records already; it must start on an empty store");
+// The replay through a running service (EvalOptions::server): what has been sent so far, and the
+// answers read back.
+class ServiceReplay {
+ public:
+  // Connects, and checks that the service has Tier 2 shards (its /metrics' neardup_shard_up
+  // samples: *shards) and has taken no record yet.
+  static StatusOr<std::unique_ptr<ServiceReplay>> Open(const EvalOptions& o, uint32_t* shards) {
+    cluster::ServiceClientOptions so;
+    so.server = o.server;
+    so.token = o.server_token;
+    so.source = o.run.input;
+    so.batch_records = 1000;
+    ASSIGN_OR_RETURN(std::unique_ptr<cluster::ServiceClient> c, cluster::ServiceClient::Create(so));
+    ASSIGN_OR_RETURN(auto m, c->Metrics());
+    *shards = 0;
+    for (const auto& [name, value] : m) *shards += name.rfind("neardup_shard_up{", 0) == 0;
+    if (*shards == 0) return FailedPrecondition("eval --server: the service's /metrics names no Tier 2 shard");
+    const auto records = m.find("neardup_ingest_records_total");
+    if (records != m.end() && records->second > 0) {
+      return FailedPrecondition("eval --server: the service has taken " +
+                                std::to_string(static_cast<uint64_t>(records->second)) +
+                                " records already; it must start on an empty store");
+    }
+    auto r = std::unique_ptr<ServiceReplay>(new ServiceReplay(o, std::move(c)));
+    r->input_.open(o.run.input, std::ios::binary);
+    if (!r->input_) return IoError("eval: cannot read " + o.run.input);
+    return r;
   }
-  return shards;
-}
 
-// Sends the input's bytes [*sent, end) through the service's ingest API, line by line.
-Status SendUpTo(std::ifstream& in, const std::string& path, uint64_t end, uint64_t* sent, uint64_t* line_no,
-                cluster::ServiceClient& c) {
-  std::string line;
-  while (*sent < end && std::getline(in, line)) {
-    *sent += line.size() + 1;
-    ++*line_no;
-    if (line.empty()) continue;
-    RETURN_IF_ERROR(c.AddLine(std::move(line), *line_no));
+  // Sends the good records [from, to) of `index` (the input's lines up to byte index.ends[to - 1])
+  // through the ingest API and waits until the service has decided them.
+  Status Send(const RecordIndex& index, uint64_t from, uint64_t to) {
+    const uint64_t end = index.ends[to - 1];
+    std::string line;
+    while (sent_ < end && std::getline(input_, line)) {
+      sent_ += line.size() + 1;
+      ++line_;
+      if (line.empty()) continue;
+      RETURN_IF_ERROR(client_->AddLine(std::move(line), line_));
+    }
+    if (sent_ < end) return IoError("eval: " + o_.run.input + " ended before byte " + std::to_string(end));
+    RETURN_IF_ERROR(client_->FlushLines());
+    for (uint64_t k = from; k < to; ++k) {
+      if (seen_.insert(index.urls[k]).second) urls_.push_back(index.urls[k]);
+      else histories_[index.urls[k]].recrawled = true;
+    }
+    return client_->AwaitSettled(std::chrono::seconds(o_.server_settle_seconds));
   }
-  if (*sent < end) return IoError("eval: " + path + " ended before byte " + std::to_string(end));
-  return c.FlushLines();
-}
+
+  // The answer of every URL sent so far. A loser whose verification a repair reset is verified
+  // when asked, from the signatures of the shards: those of the last batch may not be stored yet
+  // a moment after it committed, and the answer then comes unverified. Those are asked again,
+  // for up to 10 s.
+  StatusOr<Answers> ReadAnswers() {
+    constexpr int kAsks = 200;  // 50 ms apart
+    Answers answers;
+    std::vector<size_t> ask(urls_.size());
+    for (size_t k = 0; k < ask.size(); ++k) ask[k] = k;
+    for (int asked = 1; !ask.empty(); ++asked) {
+      std::vector<std::string> urls;
+      for (size_t k : ask) urls.push_back(urls_[k]);
+      ASSIGN_OR_RETURN(std::vector<std::string> replies, client_->Statuses(urls, o_.server_connections));
+      std::vector<size_t> again;
+      for (size_t j = 0; j < ask.size(); ++j) {
+        const std::string& url = urls_[ask[j]];
+        PageAnswer a;
+        bool unverified = false;
+        ASSIGN_OR_RETURN(const bool held, ParseStatusReply(url, replies[j], &a, &histories_[url], &unverified));
+        if (unverified) again.push_back(ask[j]);
+        if (held) answers.insert_or_assign(url, std::move(a));
+      }
+      if (again.empty()) break;
+      if (asked == kAsks) {
+        spdlog::warn("eval: {} answers stay unverified (a shard that does not answer?)", again.size());
+        break;
+      }
+      if (asked == 1) spdlog::info("eval: {} duplicates answered unverified: asked again", again.size());
+      ask = std::move(again);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return answers;
+  }
+
+  const Histories& histories() const { return histories_; }
+
+ private:
+  ServiceReplay(const EvalOptions& o, std::unique_ptr<cluster::ServiceClient> c) : o_(o), client_(std::move(c)) {}
+
+  const EvalOptions& o_;
+  std::unique_ptr<cluster::ServiceClient> client_;
+  std::ifstream input_;
+  uint64_t sent_ = 0, line_ = 0;           // input bytes and lines sent so far
+  std::vector<std::string> urls_;          // the URLs sent so far, each once
+  std::unordered_set<std::string> seen_;
+  Histories histories_;
+};
 
 }  // namespace
 
@@ -278,23 +349,11 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
 
   EvalResult res;
   res.shards = o.shards;
-  std::unique_ptr<cluster::ServiceClient> service;
-  std::ifstream service_input;
-  uint64_t service_sent = 0, service_line = 0;  // input bytes and lines sent so far
-  std::vector<std::string> service_urls;        // the URLs sent so far, each once
-  std::unordered_set<std::string> service_seen;
-  Histories service_histories;
+  std::unique_ptr<ServiceReplay> service;
   if (served) {
-    cluster::ServiceClientOptions so;
-    so.server = o.server;
-    so.token = o.server_token;
-    so.source = o.run.input;
-    so.batch_records = 1000;
-    ASSIGN_OR_RETURN(service, cluster::ServiceClient::Create(so));
-    ASSIGN_OR_RETURN(const uint32_t shards, ServiceShards(*service));
+    uint32_t shards = 0;
+    ASSIGN_OR_RETURN(service, ServiceReplay::Open(o, &shards));
     res.shards = {shards};
-    service_input.open(o.run.input, std::ios::binary);
-    if (!service_input) return IoError("eval: cannot read " + o.run.input);
   }
   Markets markets;
   RecordIndex index;
@@ -344,6 +403,22 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
     base = baseline::BaselineResult();
     done_work += static_cast<double>(at[i]);
 
+    // A step's point: what it measured, scored against this milestone's truth.
+    auto point = [&](uint32_t shards, double run_seconds, const Answers& answers, const Histories& histories) {
+      EvalPoint pt;
+      pt.milestone = o.milestones[i];
+      pt.records = at[i];
+      pt.shards = shards;
+      pt.run_seconds = run_seconds;
+      pt.baseline_seconds = baseline_seconds;
+      pt.baseline_pages = baseline_pages;
+      pt.accuracy = CompareGroupings(GroupingOf(answers), truth);
+      pt.view = ComputeCrawlerView(answers, pairs, o.run.threshold, &markets);
+      pt.wrong = ExplainWrongPairs(answers, truth, pairs, histories, o.run.threshold,
+                                   o.run.config.pipeline().routing() == "rho");
+      done_work += static_cast<double>(at[i] - (i == 0 ? 0 : at[i - 1]));
+      return pt;
+    };
     if (served) {
       if (o.stop && o.stop()) {
         res.stopped = true;
@@ -351,57 +426,10 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
       }
       // The records up to this milestone through the ingest API; the answers once all are decided.
       const auto r0 = Clock::now();
-      RETURN_IF_ERROR(SendUpTo(service_input, o.run.input, index.ends[at[i] - 1], &service_sent, &service_line, *service));
-      for (uint64_t k = i == 0 ? 0 : at[i - 1]; k < at[i]; ++k) {
-        if (service_seen.insert(index.urls[k]).second) service_urls.push_back(index.urls[k]);
-        else service_histories[index.urls[k]].recrawled = true;
-      }
-      RETURN_IF_ERROR(service->AwaitSettled(std::chrono::seconds(o.server_settle_seconds)));
-      EvalPoint pt;
-      pt.milestone = o.milestones[i];
-      pt.records = at[i];
-      pt.shards = res.shards[0];
-      pt.run_seconds = Since(r0);
-      pt.baseline_seconds = baseline_seconds;
-      pt.baseline_pages = baseline_pages;
-      ASSIGN_OR_RETURN(std::vector<std::string> replies, service->Statuses(service_urls, o.server_connections));
-      // A loser whose verification a repair reset is verified when asked, from the signatures of
-      // the shards: those of the last batch may not be stored yet a moment after it committed,
-      // and the answer then comes unverified. Those are asked again, for up to 10 s.
-      for (int attempt = 0; attempt < 200; ++attempt) {
-        std::vector<size_t> again;
-        for (size_t k = 0; k < replies.size(); ++k) {
-          if (replies[k].find("\"verified\":false") != std::string::npos &&
-              replies[k].find("\"redirect\":false") != std::string::npos &&
-              replies[k].find("\"status\":\"duplicate\"") != std::string::npos) {
-            again.push_back(k);
-          }
-        }
-        if (again.empty()) break;
-        if (attempt == 0) spdlog::info("eval: {} duplicates answered unverified: asked again", again.size());
-        if (attempt == 199) {
-          spdlog::warn("eval: {} answers stayed unverified (a shard that does not answer?)", again.size());
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        std::vector<std::string> urls;
-        for (size_t k : again) urls.push_back(service_urls[k]);
-        ASSIGN_OR_RETURN(std::vector<std::string> fresh, service->Statuses(urls, o.server_connections));
-        for (size_t j = 0; j < again.size(); ++j) replies[again[j]] = std::move(fresh[j]);
-      }
-      Answers answers;
-      for (size_t k = 0; k < service_urls.size(); ++k) {
-        PageAnswer a;
-        PageHistory& h = service_histories[service_urls[k]];
-        ASSIGN_OR_RETURN(const bool held, ParseStatusReply(service_urls[k], replies[k], &a, &h));
-        if (held) answers.emplace(service_urls[k], std::move(a));
-      }
-      pt.accuracy = CompareGroupings(GroupingOf(answers), truth);
-      pt.view = ComputeCrawlerView(answers, pairs, o.run.threshold, &markets);
-      pt.wrong = ExplainWrongPairs(answers, truth, pairs, service_histories, o.run.threshold,
-                                   o.run.config.pipeline().routing() == "rho");
-      res.points.push_back(pt);
-      done_work += static_cast<double>(at[i] - (i == 0 ? 0 : at[i - 1]));
+      RETURN_IF_ERROR(service->Send(index, i == 0 ? 0 : at[i - 1], at[i]));
+      const double run_seconds = Since(r0);
+      ASSIGN_OR_RETURN(Answers answers, service->ReadAnswers());
+      const EvalPoint& pt = res.points.emplace_back(point(res.shards[0], run_seconds, answers, service->histories()));
       spdlog::info("eval: {} ({} records) through the service, {} shards: REP {:.4f}% RER {:.4f}%, drop precision "
                    "{:.6f}, redundancy {:.4f}%; sent and decided in {:.1f} s, {} answers read",
                    Percent(pt.milestone), pt.records, pt.shards, 100 * pt.accuracy.rep(), 100 * pt.accuracy.rer(),
@@ -425,26 +453,15 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
       run.given["shards"] = "--shards";
       const auto r0 = Clock::now();
       ASSIGN_OR_RETURN(pipeline::PipelineSummary sum, pipeline::RunPipeline(run));
-      EvalPoint pt;
-      pt.milestone = o.milestones[i];
-      pt.records = at[i];
-      pt.shards = shards;
-      pt.run_seconds = Since(r0);
-      pt.baseline_seconds = baseline_seconds;
-      pt.baseline_pages = baseline_pages;
+      const double run_seconds = Since(r0);
+      ASSIGN_OR_RETURN(Answers answers, ReadAnswersJsonl(run.groups_out));
+      ASSIGN_OR_RETURN(Histories histories, ReadHistories(run.status_out));
+      EvalPoint& pt = res.points.emplace_back(point(shards, run_seconds, answers, histories));
       pt.changed = sum.changed;
       pt.fast_path = sum.fast_path;
       pt.verifications = sum.verifications;
       pt.rejections = sum.rejections;
       pt.repairs = sum.repairs;
-      ASSIGN_OR_RETURN(Answers answers, ReadAnswersJsonl(run.groups_out));
-      pt.accuracy = CompareGroupings(GroupingOf(answers), truth);
-      pt.view = ComputeCrawlerView(answers, pairs, o.run.threshold, &markets);
-      ASSIGN_OR_RETURN(Histories histories, ReadHistories(run.status_out));
-      pt.wrong = ExplainWrongPairs(answers, truth, pairs, histories, o.run.threshold,
-                                   o.run.config.pipeline().routing() == "rho");
-      res.points.push_back(pt);
-      done_work += static_cast<double>(at[i] - (i == 0 ? 0 : at[i - 1]));
       const double elapsed = Since(start);
       const double rate = elapsed > 0 ? done_work / elapsed : 0;
       spdlog::info("eval: {} ({} records), {} shards: REP {:.4f}% RER {:.4f}%, drop precision {:.6f}, redundancy "

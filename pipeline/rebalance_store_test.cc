@@ -67,6 +67,17 @@ std::map<uint32_t, std::set<std::string>> ShardContents(const std::string& dir) 
   return out;
 }
 
+// Deletes the group store's meta row `row` (as if the store had never written it).
+void DeleteMetaRow(const std::string& dir, const char* row) {
+  tier1::GroupStore::Options go;
+  go.path = StoreLayout{dir}.tier1();
+  auto gs = tier1::GroupStore::Open(go);
+  ASSERT_TRUE(gs.ok());
+  RowBatch b;
+  b.Delete((*gs)->meta_family(), row, "");
+  ASSERT_TRUE((*gs)->rows().Write(b).ok());
+}
+
 class RebalanceStoreTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -129,15 +140,7 @@ TEST_F(RebalanceStoreTest, CheckFindsAPageOnTheWrongShard) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->violation_count, 1u);  // the unfinished move
   // Drop the journal as if the move had never been: the copied pages are then held twice.
-  {
-    tier1::GroupStore::Options go;
-    go.path = StoreLayout{dir}.tier1();
-    auto gs = tier1::GroupStore::Open(go);
-    ASSERT_TRUE(gs.ok());
-    RowBatch b;
-    b.Delete((*gs)->meta_family(), "move", "");
-    ASSERT_TRUE((*gs)->rows().Write(b).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(DeleteMetaRow(dir, "move"));
   p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
   ASSERT_TRUE(p.ok());
   EXPECT_GE(p->violation_count, 1u);
@@ -156,16 +159,8 @@ TEST_F(RebalanceStoreTest, ShardsNotYetMadeAreFineOnlyBeforeTheFirstBatch) {
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_EQ(p->violation_count, 1u);
   EXPECT_THAT(p->violations[0], ::testing::HasSubstr("batches committed, but"));
-  {
-    // The progress row goes: as before the first batch's commit.
-    tier1::GroupStore::Options go;
-    go.path = StoreLayout{dir}.tier1();
-    auto gs = tier1::GroupStore::Open(go);
-    ASSERT_TRUE(gs.ok());
-    RowBatch b;
-    b.Delete((*gs)->meta_family(), "progress", "");
-    ASSERT_TRUE((*gs)->rows().Write(b).ok());
-  }
+  // The progress row goes: as before the first batch's commit.
+  ASSERT_NO_FATAL_FAILURE(DeleteMetaRow(dir, "progress"));
   p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);

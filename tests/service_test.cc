@@ -159,18 +159,29 @@ class ServiceTest : public BinaryTest {
             "--map", Path("local/map.pb"), "--batch", "100", "--tier2", tier2};
   }
 
+  // Two Tier 2 servers (tier2-a, tier2-b: their ports) and a Tier 1 server over them (Tier1Args;
+  // its API's URL), after Embedded().
+  struct Cluster {
+    std::string a, b, server;
+  };
+  void StartCluster(Cluster* c) {
+    c->a = Start("tier2-a", {"tier2-server", "--store", Path("t2a")});
+    c->b = Start("tier2-b", {"tier2-server", "--store", Path("t2b")});
+    ASSERT_FALSE(c->a.empty() || c->b.empty());
+    const std::string api = Start("tier1", Tier1Args("127.0.0.1:" + c->a + ",127.0.0.1:" + c->b));
+    ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
+    c->server = "http://127.0.0.1:" + api;
+  }
+
   const std::string crawl_ = std::string(NEARDUP_SOURCE_DIR) + "/data/sample-crawl.jsonl";
   std::map<std::string, pid_t> procs_;
 };
 
 TEST_F(ServiceTest, IngestOverHttpEndsAsTheEmbeddedRun) {
   Embedded();
-  const std::string a = Start("tier2-a", {"tier2-server", "--store", Path("t2a")});
-  const std::string b = Start("tier2-b", {"tier2-server", "--store", Path("t2b")});
-  ASSERT_FALSE(a.empty() || b.empty());
-  const std::string api = Start("tier1", Tier1Args("127.0.0.1:" + a + ",127.0.0.1:" + b));
-  ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
-  const std::string server = "http://127.0.0.1:" + api;
+  Cluster cl;
+  ASSERT_NO_FATAL_FAILURE(StartCluster(&cl));
+  const std::string &a = cl.a, &b = cl.b, &server = cl.server;
   Outcome ingest = Neardup("ingest --server " + server + " --input " + crawl_ + " --batch-records 170");
   ASSERT_EQ(ingest.code, 0) << ingest.err;
   EXPECT_NE(ingest.out.find("1000 of 1000 records accepted"), std::string::npos) << ingest.out;
@@ -198,12 +209,9 @@ TEST_F(ServiceTest, EvalThroughTheServiceMeasuresAsTheEmbeddedEval) {
   const std::string milestones = " --milestones 50%,100% --batch 100";
   Outcome local = Neardup("--log-level warn eval --input " + crawl_ + milestones + " --shards 4 --out " + Path("ev-local"));
   ASSERT_EQ(local.code, 0) << local.err;
-  const std::string a = Start("tier2-a", {"tier2-server", "--store", Path("t2a")});
-  const std::string b = Start("tier2-b", {"tier2-server", "--store", Path("t2b")});
-  ASSERT_FALSE(a.empty() || b.empty());
-  const std::string api = Start("tier1", Tier1Args("127.0.0.1:" + a + ",127.0.0.1:" + b));
-  ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
-  const std::string server = "http://127.0.0.1:" + api;
+  Cluster cl;
+  ASSERT_NO_FATAL_FAILURE(StartCluster(&cl));
+  const std::string& server = cl.server;
   EXPECT_EQ(Neardup("eval --input " + crawl_ + milestones + " --server " + server + " --shards 4 --out " + Path("x")).code, 2)
       << "--server excludes --shards";
   Outcome served = Neardup("--log-level warn eval --input " + crawl_ + milestones + " --server " + server + " --out " +
@@ -230,12 +238,9 @@ TEST_F(ServiceTest, EvalThroughTheServiceMeasuresAsTheEmbeddedEval) {
 
 TEST_F(ServiceTest, ATier2KilledDuringIngestLeavesPagesPendingAndCostsNothing) {
   Embedded();
-  const std::string a = Start("tier2-a", {"tier2-server", "--store", Path("t2a")});
-  const std::string b = Start("tier2-b", {"tier2-server", "--store", Path("t2b")});
-  ASSERT_FALSE(a.empty() || b.empty());
-  const std::string api = Start("tier1", Tier1Args("127.0.0.1:" + a + ",127.0.0.1:" + b));
-  ASSERT_FALSE(api.empty());
-  const std::string server = "http://127.0.0.1:" + api;
+  Cluster cl;
+  ASSERT_NO_FATAL_FAILURE(StartCluster(&cl));
+  const std::string &a = cl.a, &b = cl.b, &server = cl.server;
   auto client = cluster::HttpClient::Create(server);
   ASSERT_TRUE(client.ok());
   // Half the crawl, settled; then Tier 2 server b dies and the other half comes.

@@ -535,31 +535,25 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
   }
 
   RETURN_IF_ERROR(UpdateWinners(txn, &touched));
-  // 5. Kept sets: the batch's pages with new content (or none now) are decided again in their
-  // groups, with their new signatures (the shards store them only after this commit).
+  // 5. Each page's route: how its latest record was classified (status answers give it). Kept
+  // sets: the batch's pages with new content (or none now) are decided again in their groups,
+  // with their new signatures (the shards store them only after this commit).
   std::unordered_map<std::string, const pb::PageSignature*> signatures;
   for (size_t i = 0; i < n; ++i) {
-    if (classes[i] == Classification::kSuperseded || classes[i] == Classification::kGone ||
-        classes[i] == Classification::kUnchanged) {
-      continue;
-    }
+    if (classes[i] == Classification::kSuperseded || classes[i] == Classification::kGone) continue;
     ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(batch[i].url));
-    if (p == nullptr || p->group() == 0) continue;
+    if (p == nullptr) continue;
+    if (const uint32_t route = static_cast<uint32_t>(classes[i]) + 1; p->route() != route) {
+      ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn.MutablePage(batch[i].url));
+      rec->set_route(route);
+    }
+    if (classes[i] == Classification::kUnchanged || p->group() == 0) continue;
     KeptWorkOf(p->group()).pages.push_back(batch[i].url);
     if (batch[i].signature != nullptr && batch[i].signature->shingles_size() > 0) {
       signatures[batch[i].url] = batch[i].signature;
     }
   }
   RETURN_IF_ERROR(UpdateKeptSets(txn, &signatures));
-  // 6. Each page's route: how its latest record was classified (status answers give it).
-  for (size_t i = 0; i < n; ++i) {
-    if (classes[i] == Classification::kSuperseded || classes[i] == Classification::kGone) continue;
-    const uint32_t route = static_cast<uint32_t>(classes[i]) + 1;
-    ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(batch[i].url));
-    if (p == nullptr || p->route() == route) continue;
-    ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn.MutablePage(batch[i].url));
-    rec->set_route(route);
-  }
   if (progress != nullptr) {
     pb::Tier1Progress p = *progress;
     for (const auto& [url, cell] : outcome->tier2_removals) {

@@ -77,16 +77,17 @@ Status Tier1::LoadTodo() {
 }
 
 std::string Tier1::TodoBytes() {
-  pb::Tier1Todo todo;
-  for (std::vector<uint64_t>* v : {&reverify_, &repair_queue_, &deferred_reverify_}) {
+  auto sort_unique = [](std::vector<uint64_t>* v) {
     std::sort(v->begin(), v->end());
     v->erase(std::unique(v->begin(), v->end()), v->end());
-  }
+  };
+  sort_unique(&repair_queue_);
+  sort_unique(&reverify_);  // (kept short: it takes repeats)
   // Deferred groups exist only while flushed_ holds (Apply moves them to reverify_).
   std::vector<uint64_t> groups = reverify_;
   groups.insert(groups.end(), deferred_reverify_.begin(), deferred_reverify_.end());
-  std::sort(groups.begin(), groups.end());
-  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  sort_unique(&groups);
+  pb::Tier1Todo todo;
   todo.mutable_reverify_groups()->Add(groups.begin(), groups.end());
   todo.mutable_repair_candidates()->Add(repair_queue_.begin(), repair_queue_.end());
   todo.set_flushed(flushed_);
