@@ -10,7 +10,10 @@
 namespace neardup {
 namespace {
 
-constexpr size_t kRound = 4096;  // records signed in parallel per round
+constexpr size_t kRound = 4096;  // records signed in parallel per round, at most
+// Bodies a round holds, at most: raw HTML pages are tens of KB each, and a round of 4096 of them
+// would be read (decompressed, for a .warc.gz) before any is signed and held twice over.
+constexpr size_t kRoundBytes = 8 << 20;
 constexpr size_t kChunk = 16;    // records a worker claims at a time
 
 }  // namespace
@@ -40,9 +43,9 @@ Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, co
   std::vector<PageFeatures> features(kRound);
   std::vector<Status> errors(threads);
   auto read_round = [&](std::vector<CrawlRecord>& buf) {
-    size_t got = 0;
-    while (got < kRound && reader->Next(&buf[got])) {
-      if (!options.keep || options.keep(buf[got])) ++got;
+    size_t got = 0, bytes = 0;
+    while (got < kRound && bytes < kRoundBytes && reader->Next(&buf[got])) {
+      if (!options.keep || options.keep(buf[got])) bytes += buf[got++].body.size();
     }
     return got;
   };

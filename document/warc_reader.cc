@@ -1,5 +1,6 @@
 #include "document/warc_reader.h"
 
+#include <isa-l/igzip_lib.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -121,61 +122,56 @@ class PlainSource final : public Source {
   uint64_t consumed_ = 0;
 };
 
-// Multi-member gzip: each member is inflated in turn; one that fails to inflate is reported as a
-// break in the stream, and inflating goes on at the next gzip header (1f 8b 08) after the failure.
+// Multi-member gzip: each member is inflated in turn (ISA-L's igzip: about 3x zlib's speed on
+// crawls, and a crawl's .warc.gz is read once for the map's sample and once for the run); one
+// that fails to inflate is reported as a break in the stream, and inflating goes on at the next
+// gzip header (1f 8b 08) after the failure.
 class GzipSource final : public Source {
  public:
   GzipSource(std::FILE* f, std::string path) : f_(f), path_(std::move(path)) {
-    std::memset(&z_, 0, sizeof z_);
-    ok_ = inflateInit2(&z_, 15 + 16) == Z_OK;
-    if (!ok_) status_ = Internal("crawl " + path_ + ": zlib inflateInit2 failed");
+    ResetInflate();
     members_.push_back({0, 0, 0, 0, false});
   }
-  ~GzipSource() override {
-    if (ok_) inflateEnd(&z_);
-    std::fclose(f_);
-  }
+  ~GzipSource() override { std::fclose(f_); }
 
   size_t Read(std::string* out) override {
     const size_t old = out->size();
     out->resize(old + kReadChunk);
     size_t made = 0;
-    while (made == 0 && ok_ && status_.ok()) {
+    while (made == 0 && status_.ok()) {
       if (in_pos_ == in_.size() && !FillInput()) break;
-      z_.next_in = reinterpret_cast<Bytef*>(in_.data() + in_pos_);
-      z_.avail_in = static_cast<uInt>(in_.size() - in_pos_);
-      z_.next_out = reinterpret_cast<Bytef*>(out->data() + old);
-      z_.avail_out = static_cast<uInt>(kReadChunk);
-      const int rc = inflate(&z_, Z_NO_FLUSH);
+      z_.next_in = reinterpret_cast<uint8_t*>(in_.data() + in_pos_);
+      z_.avail_in = static_cast<uint32_t>(in_.size() - in_pos_);
+      z_.next_out = reinterpret_cast<uint8_t*>(out->data() + old);
+      z_.avail_out = static_cast<uint32_t>(kReadChunk);
+      const int rc = isal_inflate(&z_);
+      // At a member's end igzip hands back the input bytes it had read past the trailer.
       const size_t used = in_.size() - in_pos_ - z_.avail_in;
       in_pos_ += used;
       made = kReadChunk - z_.avail_out;
       stream_ += made;
-      if (rc == Z_STREAM_END) {
+      if (rc == ISAL_DECOMP_OK && z_.block_state == ISAL_BLOCK_FINISH) {
         Member& m = members_.back();
         m.u_end = stream_;
         m.c_end = in_base_ + in_pos_;
         m.ended = true;
-        inflateReset(&z_);
+        ResetInflate();
         // Padding zeros after the last member (some writers add them) end the stream quietly.
         SkipZeros();
         members_.push_back({stream_, in_base_ + in_pos_, 0, 0, false});
-      } else if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT || rc == Z_STREAM_ERROR) {
+      } else if (rc < 0 || rc == ISAL_NEED_DICT) {
         const uint64_t failed_at = in_base_ + in_pos_;
-        const std::string why = z_.msg != nullptr ? z_.msg : "invalid data";
-        inflateReset(&z_);
+        ResetInflate();
         const uint64_t member_start = members_.back().c_start;
         const bool found = SeekNextMember();
         breaks_.push_back({stream_, "gzip member at byte " + std::to_string(member_start) + " does not inflate (" +
-                                        why + " by byte " + std::to_string(failed_at) + ")" +
+                                        InflateError(rc) + " by byte " + std::to_string(failed_at) + ")" +
                                         (found ? "; went on at the gzip member at byte " + std::to_string(in_base_ + in_pos_)
                                                : "; no gzip member after it")});
         members_.push_back({stream_, in_base_ + in_pos_, 0, 0, false});
         if (!found) break;
-      } else if (rc == Z_MEM_ERROR) {
-        status_ = Internal("crawl " + path_ + ": zlib out of memory");
-      } else if (rc == Z_BUF_ERROR && z_.avail_in != 0) {
-        status_ = Internal("crawl " + path_ + ": zlib made no progress");
+      } else if (rc != ISAL_DECOMP_OK && rc != ISAL_END_INPUT && rc != ISAL_OUT_OVERFLOW) {
+        status_ = Internal("crawl " + path_ + ": igzip failed (" + std::to_string(rc) + ")");
       }
     }
     out->resize(old + made);
@@ -237,6 +233,24 @@ class GzipSource final : public Source {
     return n > 0;
   }
 
+  void ResetInflate() {
+    isal_inflate_init(&z_);
+    z_.crc_flag = ISAL_GZIP;  // a gzip header and trailer around each member, its CRC checked
+  }
+
+  static std::string InflateError(int rc) {
+    switch (rc) {
+      case ISAL_INVALID_BLOCK: return "invalid deflate block";
+      case ISAL_INVALID_SYMBOL: return "invalid deflate symbol";
+      case ISAL_INVALID_LOOKBACK: return "invalid distance too far back";
+      case ISAL_INVALID_WRAPPER: return "incorrect header check";
+      case ISAL_UNSUPPORTED_METHOD: return "unknown compression method";
+      case ISAL_INCORRECT_CHECKSUM: return "incorrect data check";
+      case ISAL_NEED_DICT: return "needs a preset dictionary";
+      default: return "invalid data (" + std::to_string(rc) + ")";
+    }
+  }
+
   void SkipZeros() {
     for (;;) {
       while (in_pos_ < in_.size() && in_[in_pos_] == '\0') ++in_pos_;
@@ -264,8 +278,7 @@ class GzipSource final : public Source {
 
   std::FILE* f_;
   std::string path_;
-  z_stream z_;
-  bool ok_ = false;
+  inflate_state z_;
   std::string in_;
   size_t in_pos_ = 0;
   uint64_t in_base_ = 0;  // file offset of in_[0]
