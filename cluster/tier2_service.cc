@@ -64,6 +64,7 @@ void ToMessage(const tier2::CompareResult& r, pb::CompareResponse* out) {
   s->set_verifications(r.stats.verifications);
   s->set_resident_pairs(r.stats.resident_pairs);
   s->set_batch_candidates(r.stats.batch_candidates);
+  s->set_batch_merged(r.stats.batch_merged);
   s->set_batch_pairs(r.stats.batch_pairs);
   s->set_fetched_bytes(r.stats.fetched_bytes);
 }
@@ -75,8 +76,16 @@ void FromMessage(const pb::CompareResponse& m, tier2::CompareResult* out) {
   out->superseded.assign(m.superseded().begin(), m.superseded().end());
   out->empty.assign(m.empty().begin(), m.empty().end());
   const pb::CompareStatsMsg& s = m.stats();
-  out->stats = {s.pages(), s.postings_scanned(), s.candidates(), s.positional_passed(), s.verifications(),
-                s.resident_pairs(), s.batch_candidates(), s.batch_pairs(), s.fetched_bytes()};
+  out->stats = {.pages = s.pages(),
+                .postings_scanned = s.postings_scanned(),
+                .candidates = s.candidates(),
+                .positional_passed = s.positional_passed(),
+                .verifications = s.verifications(),
+                .resident_pairs = s.resident_pairs(),
+                .batch_candidates = s.batch_candidates(),
+                .batch_merged = s.batch_merged(),
+                .batch_pairs = s.batch_pairs(),
+                .fetched_bytes = s.fetched_bytes()};
 }
 
 void ToMessage(const tier2::ShardStats& s, pb::ShardStatsMsg* out) {

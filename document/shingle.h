@@ -49,6 +49,10 @@ std::vector<uint32_t> LengthVector(std::span<const uint64_t> word_hashes, int di
 size_t Overlap(std::span<const uint64_t> a, std::span<const uint64_t> b);
 size_t Overlap(std::span<const uint32_t> a, std::span<const uint32_t> b);
 
+// |A ∩ B| when it is at least `need`; otherwise some value below `need` (the merge stops as soon
+// as the elements left cannot make up the difference).
+size_t OverlapIfAtLeast(std::span<const uint64_t> a, std::span<const uint64_t> b, size_t need);
+
 // |A ∩ B| / |A ∪ B|; 0 when both are empty.
 double Jaccard(std::span<const uint64_t> a, std::span<const uint64_t> b);
 

@@ -65,6 +65,33 @@ TEST(Shingle, OneEditChangesAtMostKShinglesPerSide) {
   EXPECT_DOUBLE_EQ(Jaccard(a, b), 95.0 / 105.0);
 }
 
+// Random sorted sets of many sizes and overlaps: the count is exact whenever it reaches `need`,
+// and below `need` whenever the true overlap is.
+TEST(Shingle, OverlapIfAtLeastIsExactFromNeedOn) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    const size_t na = rng() % 300, nb = rng() % 300;
+    const uint64_t universe = 1 + rng() % 600;  // small universes share many elements
+    auto make = [&](size_t n) {
+      std::vector<uint64_t> v(n);
+      for (auto& x : v) x = rng() % universe;
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+      return v;
+    };
+    const std::vector<uint64_t> a = make(na), b = make(nb);
+    const size_t exact = Overlap(a, b);
+    for (size_t need : {size_t{0}, size_t{1}, exact / 2, exact, exact + 1, a.size(), b.size() + 5}) {
+      const size_t got = OverlapIfAtLeast(a, b, need);
+      if (exact >= need) {
+        ASSERT_EQ(got, exact) << "round " << round << " need " << need;
+      } else {
+        ASSERT_LT(got, need) << "round " << round << " need " << need;
+      }
+    }
+  }
+}
+
 TEST(Shingle, JaccardAtLeastIsExactAtTheBoundary) {
   EXPECT_TRUE(JaccardAtLeast(9, 10, 9, 0.9));    // 9/10 == 0.9
   EXPECT_FALSE(JaccardAtLeast(8, 9, 9, 0.9));    // 8/10

@@ -108,8 +108,8 @@ struct PipelineSummary {
   uint64_t fast_path = 0;          // of those, kept in their group by Tier 1
   uint64_t tier2_pages = 0;        // pages Tier 2 compared
   uint64_t tier2_sends = 0;        // (page, shard) comparisons
-  uint64_t tier2_candidates = 0;
-  uint64_t tier2_verifications = 0;
+  uint64_t tier2_candidates = 0;   // pairs past the prefix and size filters (resident and in-batch)
+  uint64_t tier2_verifications = 0;  // of those, past every filter: merged
   uint64_t tier2_pairs = 0;
   uint64_t redirects = 0, empty = 0, superseded = 0;
   // Gone records (404/410) applied: pages removed (or, when pages redirect to them, left as

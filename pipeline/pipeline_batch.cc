@@ -265,8 +265,8 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   std::set<std::pair<uint32_t, uint32_t>> seen_pairs;
   for (size_t m = 0; m < P; ++m) {
     const auto& res = results[m];
-    sum_.tier2_candidates += res.stats.candidates;
-    sum_.tier2_verifications += res.stats.verifications;
+    sum_.tier2_candidates += res.stats.candidates + res.stats.batch_candidates;
+    sum_.tier2_verifications += res.stats.verifications + res.stats.batch_merged;
     for (const auto& r : res.resident) matches.resident.push_back({index[m][r.page], r.url, r.similarity});
     for (const auto& p : res.in_batch) {
       const uint32_t a = index[m][p.a], bb = index[m][p.b];

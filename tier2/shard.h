@@ -122,7 +122,8 @@ struct CompareStats {
   uint64_t positional_passed = 0; // of those, passed the positional bound
   uint64_t verifications = 0;     // of those, passed the length-vector filter: fetched and merged
   uint64_t resident_pairs = 0;
-  uint64_t batch_candidates = 0;  // in-batch pairs merged
+  uint64_t batch_candidates = 0;  // in-batch pairs that share a prefix token and pass the size filter
+  uint64_t batch_merged = 0;      // of those, passed the length-vector and bitmap filters: merged
   uint64_t batch_pairs = 0;
   uint64_t fetched_bytes = 0;     // signature bytes read from the log for verification
 };

@@ -128,7 +128,7 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
     s->stats.fetched_bytes += s->value.size();
     if (s->other.url() == x.url()) continue;  // the previous version of this very page
     const auto ys = Shingles(s->other);
-    const size_t o = Overlap(xs, ys);
+    const size_t o = OverlapIfAtLeast(xs, ys, MinOverlap(n, static_cast<uint32_t>(ys.size()), t));
     if (JaccardAtLeast(o, n, ys.size(), t)) {
       ++s->stats.resident_pairs;
       out->push_back(ResidentMatch{page, s->other.url(),
@@ -185,11 +185,32 @@ void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<
       }
     }
   }
+  // The resident probe's exact filters, on each pair before its merge: length vectors, then
+  // parity bitmaps (made once per page, for pages in some pair); the merge stops once the pair
+  // cannot reach the overlap it needs.
+  std::vector<ParityBitmap> bitmap(live.size());
+  std::vector<bool> has_bitmap(live.size(), false);
+  auto bitmap_of = [&](uint32_t l) -> const ParityBitmap& {
+    if (!has_bitmap[l]) {
+      bitmap[l] = MakeParityBitmap(Shingles(*batch[live[l]].signature));
+      has_bitmap[l] = true;
+    }
+    return bitmap[l];
+  };
+  const size_t d = options_.dims;
   for (const auto& [la, lb] : cand) {
     const pb::PageSignature& x = *batch[live[la]].signature;
     const pb::PageSignature& y = *batch[live[lb]].signature;
     ++out->stats.batch_candidates;
-    const size_t o = Overlap(Shingles(x), Shingles(y));
+    const uint32_t nx = static_cast<uint32_t>(x.shingles_size()), ny = static_cast<uint32_t>(y.shingles_size());
+    if (static_cast<size_t>(x.shingle_vector_size()) == d && static_cast<size_t>(y.shingle_vector_size()) == d &&
+        !LengthVectorsAllow(std::span<const uint32_t>(x.shingle_vector().data(), d), nx,
+                            std::span<const uint32_t>(y.shingle_vector().data(), d), ny, t)) {
+      continue;
+    }
+    if (!BitmapsAllow(bitmap_of(la).data(), nx, bitmap_of(lb).data(), ny, t)) continue;
+    ++out->stats.batch_merged;
+    const size_t o = OverlapIfAtLeast(Shingles(x), Shingles(y), MinOverlap(nx, ny, t));
     if (JaccardAtLeast(o, x.shingles_size(), y.shingles_size(), t)) {
       const uint32_t a = live[la], b = live[lb];
       out->in_batch.push_back(BatchMatch{std::min(a, b), std::max(a, b),

@@ -69,6 +69,7 @@ TEST(ShardExactness, IdenticalPagesInOneBatchArePairedOnce) {
   ASSERT_TRUE((*shard)->CompareBatch(pages, 0.8, &r).ok());
   const size_t pairs = 60 * 59 / 2;
   EXPECT_EQ(r.stats.batch_candidates, pairs);
+  EXPECT_EQ(r.stats.batch_merged, pairs);  // identical pages pass every filter
   ASSERT_EQ(r.in_batch.size(), pairs);
   for (size_t i = 1; i < r.in_batch.size(); ++i) {
     const auto& p = r.in_batch[i - 1];
