@@ -285,17 +285,46 @@ Status GroupStore::Txn::Merge(RowStore::Family family, const std::string& row,
 
 Status GroupStore::Txn::Members(uint64_t group, std::vector<std::string>* out) {
   auto it = members_.find(group);
+  const std::map<std::string, bool, std::less<>>* changes = it == members_.end() ? nullptr : &it->second;
+  out->clear();
   if (Reserved(group)) {
     // Reserved by this Txn: the store has no member of it yet, so no scan.
-    out->clear();
-    if (it != members_.end()) {
-      for (const auto& [url, present] : it->second) {
+    if (changes != nullptr) {
+      for (const auto& [url, present] : *changes) {
         if (present) out->push_back(url);
       }
     }
     return Status::Ok();
   }
-  return Merge(store_->member_, GroupKey(group), it == members_.end() ? nullptr : &it->second, out);
+  auto cached = member_lists_.find(group);
+  if (cached == member_lists_.end()) {
+    MemberList list;
+    RETURN_IF_ERROR(Merge(store_->member_, GroupKey(group), nullptr, &list.urls));
+    cached = member_lists_.emplace(group, std::move(list)).first;
+  }
+  cached->second.used = epoch_;
+  const std::vector<std::string>& base = cached->second.urls;
+  if (changes == nullptr) {
+    *out = base;
+    return Status::Ok();
+  }
+  // Both sorted: the base without the changed URLs, merged with the ones present.
+  auto c = changes->begin();
+  for (const std::string& url : base) {
+    for (; c != changes->end() && c->first < url; ++c) {
+      if (c->second) out->push_back(c->first);
+    }
+    if (c != changes->end() && c->first == url) {
+      if (c->second) out->push_back(url);
+      ++c;
+    } else {
+      out->push_back(url);
+    }
+  }
+  for (; c != changes->end(); ++c) {
+    if (c->second) out->push_back(c->first);
+  }
+  return Status::Ok();
 }
 
 void GroupStore::Txn::AddMember(uint64_t group, const std::string& url) { members_[group][url] = true; }
@@ -373,6 +402,8 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
     }
     targets_after.emplace_back(target, any);
   }
+  // Ids above this one were reserved by this Txn (read before the write moves the counter).
+  const uint64_t committed_next_group = static_cast<uint64_t>(store_->rows_->Counter(kNextGroup));
   if (groups_reserved_ > 0) batch_.AddCounter(kNextGroup, static_cast<int64_t>(groups_reserved_));
   batch_.set_durable(durable);
   Status s = batch_.empty() ? Status::Ok() : store_->rows_->Write(batch_);
@@ -393,6 +424,23 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
     }
   }
   if (s.ok() && keep_cache) {
+    // The committed member lists after this Txn: a kept list takes the changes; a group new to
+    // the store (reserved by this Txn) starts its list with them.
+    for (const auto& [g, changes] : members_) {
+      auto it = member_lists_.find(g);
+      if (it == member_lists_.end()) {
+        if (g <= committed_next_group) continue;  // never read: nothing to keep current
+        it = member_lists_.emplace(g, MemberList()).first;
+      }
+      std::vector<std::string>& urls = it->second.urls;
+      for (const auto& [url, present] : changes) {
+        auto at = std::lower_bound(urls.begin(), urls.end(), url);
+        const bool there = at != urls.end() && *at == url;
+        if (present && !there) urls.insert(at, url);
+        else if (!present && there) urls.erase(at);
+      }
+      it->second.used = epoch_;
+    }
     for (PageEntry* e : dirty_pages_) e->second.dirty = false;
     for (uint64_t g : dirty_groups_) {
       auto it = groups_.find(g);
@@ -431,6 +479,7 @@ Status GroupStore::Txn::Evict(size_t keep) {
   ClearMemos();
   std::erase_if(pages_, [&](const auto& e) { return age(e.second.used) > oldest; });
   std::erase_if(groups_, [&](const auto& e) { return age(e.second.used) > oldest; });
+  std::erase_if(member_lists_, [&](const auto& e) { return age(e.second.used) > oldest; });
   return Status::Ok();
 }
 
@@ -438,6 +487,7 @@ void GroupStore::Txn::Discard() {
   ClearMemos();
   pages_.clear();
   groups_.clear();
+  member_lists_.clear();
   ClearPending();
 }
 

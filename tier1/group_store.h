@@ -129,6 +129,8 @@ class GroupStore::Txn {
   StatusOr<uint64_t> ContentGroupOf(std::string_view url);
 
   // Members and the redirect index, as the store has them plus this Txn's changes, in URL order.
+  // A group's committed member list is read once and kept with the read cache (Commit with
+  // keep_cache applies the Txn's changes to it; Evict and Discard drop it like the records).
   Status Members(uint64_t group, std::vector<std::string>* out);
   void AddMember(uint64_t group, const std::string& url);
   void RemoveMember(uint64_t group, const std::string& url);
@@ -214,6 +216,10 @@ class GroupStore::Txn {
   // row -> (column -> present?) for the member and redirect families.
   std::unordered_map<uint64_t, std::map<std::string, bool, std::less<>>> members_;
   std::unordered_map<std::string, std::map<std::string, bool, std::less<>>> redirects_;
+  // Committed member lists (sorted) of the groups Members read or a kept Commit wrote; `used` as
+  // a record's. A read cache: valid under the same single-writer rule as the records.
+  struct MemberList { std::vector<std::string> urls; uint32_t used = 0; };
+  std::unordered_map<uint64_t, MemberList> member_lists_;
   uint64_t groups_reserved_ = 0;
   uint32_t epoch_ = 0;
   ReadStats page_reads_, group_reads_;

@@ -573,6 +573,51 @@ TEST_F(GroupStoreTest, RedirectIndexAcrossCommitsFailuresAndReopen) {
   EXPECT_TRUE(redirectors(store.get(), "http://v.com/").empty());
 }
 
+// A Txn keeps the member lists it read (or made, for a new group) across kept Commits: each
+// list must equal the store's after every Commit, a failed one and an Evict included.
+TEST_F(GroupStoreTest, KeptMemberListsFollowEveryCommit) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  GroupStore::Txn txn(store.get());
+  auto same = [&](uint64_t g) {
+    std::vector<std::string> kept, committed;
+    EXPECT_TRUE(txn.Members(g, &kept).ok());
+    EXPECT_TRUE(store->Members(g, &committed).ok());
+    EXPECT_EQ(kept, committed) << "group " << g;
+    return kept;
+  };
+  const uint64_t g1 = txn.NewGroupId();
+  txn.AddMember(g1, "http://b.com/");
+  txn.AddMember(g1, "http://d.com/");
+  ASSERT_TRUE(txn.Commit(true, /*keep_cache=*/true).ok());
+  EXPECT_EQ(same(g1), (Urls{"http://b.com/", "http://d.com/"}));  // a new group's list, made by Commit
+  // Before, between and after the kept URLs; a removal; a URL added and removed in one Txn.
+  txn.AddMember(g1, "http://a.com/");
+  txn.AddMember(g1, "http://c.com/");
+  txn.AddMember(g1, "http://e.com/");
+  txn.RemoveMember(g1, "http://d.com/");
+  txn.AddMember(g1, "http://x.com/");
+  txn.RemoveMember(g1, "http://x.com/");
+  ASSERT_TRUE(txn.Commit(true, true).ok());
+  EXPECT_EQ(same(g1), (Urls{"http://a.com/", "http://b.com/", "http://c.com/", "http://e.com/"}));
+  // A failed Commit keeps nothing of its changes.
+  txn.RemoveMember(g1, "http://a.com/");
+  txn.AddMember(g1, "http://f.com/");
+  env_.fail_appends = true;
+  EXPECT_EQ(txn.Commit(true, true).code(), StatusCode::kIoError);
+  env_.fail_appends = false;
+  EXPECT_EQ(same(g1), (Urls{"http://a.com/", "http://b.com/", "http://c.com/", "http://e.com/"}));
+  // A group emptied, then one read after many Commits and an Evict.
+  for (const char* u : {"http://a.com/", "http://b.com/", "http://c.com/", "http://e.com/"}) txn.RemoveMember(g1, u);
+  ASSERT_TRUE(txn.Commit(true, true).ok());
+  EXPECT_TRUE(same(g1).empty());
+  txn.AddMember(g1, "http://z.com/");
+  ASSERT_TRUE(txn.Commit(true, true).ok());
+  for (int i = 0; i < 70; ++i) ASSERT_TRUE(txn.Commit(true, true).ok());
+  ASSERT_TRUE(txn.Evict(0).ok());
+  EXPECT_EQ(same(g1), (Urls{"http://z.com/"}));
+}
+
 TEST_F(GroupStoreTest, GroupIdsAreDistinctAcrossTxnsAndReopen) {
   std::set<uint64_t> ids;
   {
