@@ -139,22 +139,17 @@ static size_t OverlapImpl(std::span<const T> a, std::span<const T> b) {
 }
 
 size_t Overlap(std::span<const uint64_t> a, std::span<const uint64_t> b) { return OverlapImpl(a, b); }
+size_t Overlap(std::span<const uint32_t> a, std::span<const uint32_t> b) { return OverlapImpl(a, b); }
 
 size_t OverlapIfAtLeast(std::span<const uint64_t> a, std::span<const uint64_t> b, size_t need) {
-  // Checked every kStride steps: each step moves i or j (or both) by one, so between checks the
-  // merge runs branch-free as Overlap's does.
+  // The bound is checked every kStride steps; each step moves i or j (or both) by one, so a run
+  // of at most `left` steps stays inside both arrays and is as branch-free as Overlap's merge.
   constexpr size_t kStride = 32;
   size_t i = 0, j = 0, o = 0;
   while (i < a.size() && j < b.size()) {
-    if (o + std::min(a.size() - i, b.size() - j) < need) return o;
-    const size_t stop = std::min(a.size() - i, b.size() - j) > kStride ? kStride : 0;
-    for (size_t s = 0; s < stop; ++s) {
-      const uint64_t x = a[i], y = b[j];
-      o += (x == y);
-      i += (x <= y);
-      j += (y <= x);
-    }
-    if (stop == 0) {
+    const size_t left = std::min(a.size() - i, b.size() - j);
+    if (o + left < need) return o;
+    for (size_t steps = std::min(left, kStride); steps > 0; --steps) {
       const uint64_t x = a[i], y = b[j];
       o += (x == y);
       i += (x <= y);
@@ -163,7 +158,6 @@ size_t OverlapIfAtLeast(std::span<const uint64_t> a, std::span<const uint64_t> b
   }
   return o;
 }
-size_t Overlap(std::span<const uint32_t> a, std::span<const uint32_t> b) { return OverlapImpl(a, b); }
 
 double Jaccard(std::span<const uint64_t> a, std::span<const uint64_t> b) {
   const size_t o = Overlap(a, b);
