@@ -122,8 +122,8 @@ class PlainSource final : public Source {
   uint64_t consumed_ = 0;
 };
 
-// Multi-member gzip: each member is inflated in turn (ISA-L's igzip: about 3x zlib's speed on
-// crawls, and a crawl's .warc.gz is read once for the map's sample and once for the run); one
+// Multi-member gzip: each member is inflated in turn by ISA-L's igzip (a crawl's .warc.gz is
+// read once for the map's sample and once for the run, so inflating is on the run's path); one
 // that fails to inflate is reported as a break in the stream, and inflating goes on at the next
 // gzip header (1f 8b 08) after the failure.
 class GzipSource final : public Source {

@@ -17,7 +17,7 @@ PACKAGES=(
   libcli11-dev                        # command line of the neardup binary
   libmodest-dev                       # MyHTML: HTML5 parsing of crawled pages
   libsimdjson-dev                     # JSON Lines crawl records
-  libisal-dev                         # ISA-L's igzip: .warc.gz crawls (multi-member gzip), about 3x zlib's inflate speed
+  libisal-dev                         # ISA-L's igzip: .warc.gz crawls (multi-member gzip), inflated faster than by zlib
   zlib1g-dev                          # gzip- and deflate-encoded HTTP bodies inside WARC records
   libgoogle-perftools-dev             # tcmalloc: the neardup binary's allocator
   libboost1.81-dev                    # Boost.Asio: the servers and clients between the tiers

@@ -21,6 +21,27 @@ Status ParseRecord(const std::string& bytes, Msg* out, std::string_view what, st
   return Status::Ok();
 }
 
+// *out = the sorted list `base` with a Txn's changes to it (column -> present?) applied.
+void ApplyChanges(const std::vector<std::string>& base, const std::map<std::string, bool, std::less<>>& changes,
+                  std::vector<std::string>* out) {
+  out->clear();
+  auto c = changes.begin();
+  for (const std::string& url : base) {
+    for (; c != changes.end() && c->first < url; ++c) {
+      if (c->second) out->push_back(c->first);
+    }
+    if (c != changes.end() && c->first == url) {
+      if (c->second) out->push_back(url);
+      ++c;
+    } else {
+      out->push_back(url);
+    }
+  }
+  for (; c != changes.end(); ++c) {
+    if (c->second) out->push_back(c->first);
+  }
+}
+
 }  // namespace
 
 GroupStore::GroupStore(std::unique_ptr<RowStore> rows, uint64_t (*url_hash)(std::string_view))
@@ -269,17 +290,14 @@ uint64_t GroupStore::Txn::NewGroupId() {
 Status GroupStore::Txn::Merge(RowStore::Family family, const std::string& row,
                               const std::map<std::string, bool, std::less<>>* changes,
                               std::vector<std::string>* out) const {
-  out->clear();
+  std::vector<std::string> scanned;
+  std::vector<std::string>* base = changes == nullptr ? out : &scanned;
+  base->clear();
   RETURN_IF_ERROR(store_->rows_->ScanRow(family, row, [&](std::string_view column, std::string_view) {
-    if (changes == nullptr || changes->find(column) == changes->end()) out->emplace_back(column);
+    base->emplace_back(column);
     return true;
   }));
-  if (changes != nullptr) {
-    for (const auto& [column, present] : *changes) {
-      if (present) out->push_back(column);
-    }
-    std::sort(out->begin(), out->end());
-  }
+  if (changes != nullptr) ApplyChanges(scanned, *changes, out);
   return Status::Ok();
 }
 
@@ -303,27 +321,8 @@ Status GroupStore::Txn::Members(uint64_t group, std::vector<std::string>* out) {
     cached = member_lists_.emplace(group, std::move(list)).first;
   }
   cached->second.used = epoch_;
-  const std::vector<std::string>& base = cached->second.urls;
-  if (changes == nullptr) {
-    *out = base;
-    return Status::Ok();
-  }
-  // Both sorted: the base without the changed URLs, merged with the ones present.
-  auto c = changes->begin();
-  for (const std::string& url : base) {
-    for (; c != changes->end() && c->first < url; ++c) {
-      if (c->second) out->push_back(c->first);
-    }
-    if (c != changes->end() && c->first == url) {
-      if (c->second) out->push_back(url);
-      ++c;
-    } else {
-      out->push_back(url);
-    }
-  }
-  for (; c != changes->end(); ++c) {
-    if (c->second) out->push_back(c->first);
-  }
+  if (changes == nullptr) *out = cached->second.urls;
+  else ApplyChanges(cached->second.urls, *changes, out);
   return Status::Ok();
 }
 
@@ -432,13 +431,9 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
         if (g <= committed_next_group) continue;  // never read: nothing to keep current
         it = member_lists_.emplace(g, MemberList()).first;
       }
-      std::vector<std::string>& urls = it->second.urls;
-      for (const auto& [url, present] : changes) {
-        auto at = std::lower_bound(urls.begin(), urls.end(), url);
-        const bool there = at != urls.end() && *at == url;
-        if (present && !there) urls.insert(at, url);
-        else if (!present && there) urls.erase(at);
-      }
+      std::vector<std::string> after;
+      ApplyChanges(it->second.urls, changes, &after);
+      it->second.urls.swap(after);
       it->second.used = epoch_;
     }
     for (PageEntry* e : dirty_pages_) e->second.dirty = false;

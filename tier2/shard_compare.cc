@@ -4,6 +4,7 @@
 #include <atomic>
 #include <bit>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -188,14 +189,10 @@ void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<
   // The resident probe's exact filters, on each pair before its merge: length vectors, then
   // parity bitmaps (made once per page, for pages in some pair); the merge stops once the pair
   // cannot reach the overlap it needs.
-  std::vector<ParityBitmap> bitmap(live.size());
-  std::vector<bool> has_bitmap(live.size(), false);
+  std::vector<std::optional<ParityBitmap>> bitmap(live.size());
   auto bitmap_of = [&](uint32_t l) -> const ParityBitmap& {
-    if (!has_bitmap[l]) {
-      bitmap[l] = MakeParityBitmap(Shingles(*batch[live[l]].signature));
-      has_bitmap[l] = true;
-    }
-    return bitmap[l];
+    if (!bitmap[l]) bitmap[l] = MakeParityBitmap(Shingles(*batch[live[l]].signature));
+    return *bitmap[l];
   };
   const size_t d = options_.dims;
   for (const auto& [la, lb] : cand) {
