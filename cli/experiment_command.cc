@@ -189,12 +189,9 @@ void RegisterEval(CLI::App& app, int* exit_code) {
                   100 * p.view.redundancy(), (unsigned long long)p.view.both_kept,
                   (unsigned long long)p.view.true_pairs, 100 * p.view.same_market_redundancy(), 100 * p.view.kept_share(),
                   100 * p.view.greedy_kept_share());
-      if (o.server.empty()) {
-        std::printf("; Tier 1 resolved %llu of %llu changed pages; %llu rejections of %llu verifications; %llu repairs",
-                    (unsigned long long)p.fast_path, (unsigned long long)p.changed, (unsigned long long)p.rejections,
-                    (unsigned long long)p.verifications, (unsigned long long)p.repairs);
-      }
-      std::printf("\n");
+      std::printf("; Tier 1 resolved %llu of %llu changed pages; %llu rejections of %llu verifications; %llu repairs\n",
+                  (unsigned long long)p.fast_path, (unsigned long long)p.changed, (unsigned long long)p.rejections,
+                  (unsigned long long)p.verifications, (unsigned long long)p.repairs);
     }
     std::printf("\n%s", experiments::FormatWrongPairs(*r).c_str());
     if (r->stopped) {

@@ -361,13 +361,16 @@ HttpResponse HttpApi::Metrics(const HttpRequest& request) {
   one("neardup_partial_answers_completeness_total", "counter", "Sum of the completeness of those answers.",
       static_cast<double>(partial_micro_sum_.load()) / 1e6);
   const pipeline::PipelineSummary& t = s.totals;
-  one("neardup_records_total", "counter", "Records processed by finished runs of the batch loop.", t.records);
+  one("neardup_records_total", "counter", "Records of the committed batches.", t.records);
   one("neardup_pages", "gauge", "Pages in the group store at the last run's end.", t.pages);
   one("neardup_groups", "gauge", "Groups in the group store at the last run's end.", t.groups);
-  one("neardup_fast_path_share", "gauge", "Share of changed pages Tier 1 kept without Tier 2 (finished runs).", t.fast_path_share());
-  one("neardup_tier2_comparisons_total", "counter", "(page, shard) comparisons sent to Tier 2 (finished runs).", t.tier2_sends);
-  one("neardup_rejections_total", "counter", "Losers rejected by verification against their winner.", t.rejections);
-  one("neardup_repairs_total", "counter", "Groups repaired (finished runs).", t.repairs);
+  one("neardup_changed_pages_total", "counter", "Recrawls with changed content (committed batches).", t.changed);
+  one("neardup_fast_path_pages_total", "counter", "Of those, pages Tier 1 kept in their group without Tier 2.", t.fast_path);
+  one("neardup_fast_path_share", "gauge", "Share of changed pages Tier 1 kept without Tier 2 (committed batches).", t.fast_path_share());
+  one("neardup_tier2_comparisons_total", "counter", "(page, shard) comparisons sent to Tier 2 (committed batches).", t.tier2_sends);
+  one("neardup_verifications_total", "counter", "Losers verified against their winner (the store's life).", t.verifications);
+  one("neardup_rejections_total", "counter", "Losers rejected by verification against their winner (the store's life).", t.rejections);
+  one("neardup_repairs_total", "counter", "Groups repaired (committed batches).", t.repairs);
   // Per shard, as the batch loop last saw it (a scrape never waits for a shard).
   const std::vector<ShardState> shards = service_->Shards();
   if (!shards.empty()) {

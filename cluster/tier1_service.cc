@@ -110,6 +110,7 @@ void Tier1Service::Loop() {
     {
       std::lock_guard lock(stats_mu_);
       ++stats_.runs;
+      run_base_ = stats_.totals;
     }
     StatusOr<pipeline::PipelineSummary> run = pipeline::RunPipeline(run_);
     {
@@ -117,13 +118,9 @@ void Tier1Service::Loop() {
       if (run.ok()) {
         failing_since_ = {};
         backoff = c.retry_min_ms();
+        // The counters moved batch by batch (BatchDone); the store's totals are the run's end's.
         const pipeline::PipelineSummary& x = *run;
         pipeline::PipelineSummary& t = stats_.totals;
-        t.records += x.records, t.batches += x.batches, t.new_pages += x.new_pages, t.unchanged += x.unchanged;
-        t.changed += x.changed, t.fast_path += x.fast_path, t.tier2_pages += x.tier2_pages;
-        t.tier2_sends += x.tier2_sends, t.tier2_candidates += x.tier2_candidates, t.tier2_pairs += x.tier2_pairs;
-        t.redirects += x.redirects, t.merges += x.merges, t.repairs += x.repairs;
-        t.verifications = x.verifications, t.rejections = x.rejections;
         t.groups = x.groups, t.multi_groups = x.multi_groups, t.pages = x.pages, t.shards = x.shards;
         if (stop_loop_) continue;  // stopped: the loop condition ends it
         run = FailedPrecondition("the batch loop's run ended without being stopped");
@@ -171,24 +168,32 @@ void Tier1Service::Closing() {
   stats_.loop_running = false;
 }
 
-void Tier1Service::BatchDone(uint64_t, uint64_t end_offset) {
-  committed_ = end_offset;
+void Tier1Service::BatchDone(uint64_t, uint64_t end_offset, const pipeline::FeedCounters& run) {
+  // The counters first: once the batch's pages are no longer pending, /metrics counts them.
   {
-    std::lock_guard lock(pending_mu_);
-    auto end = pending_by_offset_.upper_bound(end_offset);
-    for (auto it = pending_by_offset_.begin(); it != end; ++it) {
-      auto p = pending_.find(it->second);
-      if (p != pending_.end() && p->second <= end_offset) {
-        pending_.erase(p);
-        completeness_.erase(it->second);
-      }
-    }
-    pending_by_offset_.erase(pending_by_offset_.begin(), end);
+    std::lock_guard sl(stats_mu_);
+    ++stats_.batches;
+    failing_since_ = {};
+    stats_.last_completeness = 1;
+    const pipeline::PipelineSummary& b = run_base_;
+    pipeline::PipelineSummary& t = stats_.totals;
+    t.records = b.records + run.records, t.batches = b.batches + run.batches, t.new_pages = b.new_pages + run.new_pages;
+    t.unchanged = b.unchanged + run.unchanged, t.changed = b.changed + run.changed, t.fast_path = b.fast_path + run.fast_path;
+    t.tier2_pages = b.tier2_pages + run.tier2_pages, t.tier2_sends = b.tier2_sends + run.tier2_sends;
+    t.redirects = b.redirects + run.redirects, t.merges = b.merges + run.merges, t.repairs = b.repairs + run.repairs;
+    t.verifications = run.verifications, t.rejections = run.rejections;
   }
-  std::lock_guard sl(stats_mu_);
-  ++stats_.batches;
-  failing_since_ = {};
-  stats_.last_completeness = 1;
+  committed_ = end_offset;
+  std::lock_guard lock(pending_mu_);
+  auto end = pending_by_offset_.upper_bound(end_offset);
+  for (auto it = pending_by_offset_.begin(); it != end; ++it) {
+    auto p = pending_.find(it->second);
+    if (p != pending_.end() && p->second <= end_offset) {
+      pending_.erase(p);
+      completeness_.erase(it->second);
+    }
+  }
+  pending_by_offset_.erase(pending_by_offset_.begin(), end);
 }
 
 void Tier1Service::CompareIncomplete(uint64_t, std::span<const std::string> urls, std::span<const double> completeness) {

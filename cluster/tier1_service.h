@@ -77,7 +77,10 @@ struct Tier1ServiceStats {
   uint64_t batches = 0, runs = 0, failed_runs = 0;
   bool loop_running = false;          // a run is open (its shards answer)
   std::string last_error;             // of the last failed run
-  pipeline::PipelineSummary totals;   // summed over the finished runs
+  // The batch loop's counts over the service's life, up to its last committed batch (records,
+  // pages by route, Tier 2 sends, merges, repairs), the store's verification counters, and its
+  // groups and pages at the last run's end.
+  pipeline::PipelineSummary totals;
   double last_completeness = 1;       // of the last partial comparison (1: none since the last commit)
   uint64_t incomplete_batches = 0;
 };
@@ -138,7 +141,7 @@ class Tier1Service : public pipeline::IngestFeed {
   bool Stopping() override { return stopping_.load(std::memory_order_relaxed); }
   void Opened(const View& view) override;
   void Closing() override;
-  void BatchDone(uint64_t batch, uint64_t end_offset) override;
+  void BatchDone(uint64_t batch, uint64_t end_offset, const pipeline::FeedCounters& run) override;
   void CompareIncomplete(uint64_t batch, std::span<const std::string> urls, std::span<const double> completeness) override;
 
  private:
@@ -177,6 +180,7 @@ class Tier1Service : public pipeline::IngestFeed {
 
   std::mutex stats_mu_;
   Tier1ServiceStats stats_;  // guarded by stats_mu_
+  pipeline::PipelineSummary run_base_;  // stats_.totals as the batch loop's run began; guarded by stats_mu_
   std::chrono::steady_clock::time_point failing_since_{};  // guarded by stats_mu_ (epoch: not failing)
 
   std::mutex loop_mu_;

@@ -1,10 +1,12 @@
 #include "document/crawl_reader.h"
 
+#include "common/json_write.h"
 #include "common/rfc3339.h"
 #include "common/utf8.h"
 #include "document/json_fields.h"
 #include "document/warc_reader.h"
 
+#include <fmt/format.h>
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
@@ -215,6 +217,39 @@ bool JsonlCrawlReader::Next(CrawlRecord* record) {
 }
 
 }  // namespace
+
+std::string FormatJsonLine(const CrawlRecord& r) {
+  std::string out = "{\"url\":";
+  out.reserve(r.url.size() + r.body.size() + r.redirect_to.size() + 96);
+  AppendJsonString(&out, r.url);
+  if (r.gone) {
+    out += ",\"gone\":true";
+  } else if (r.is_redirect()) {
+    out += ",\"redirect_to\":";
+    AppendJsonString(&out, r.redirect_to);
+  } else {
+    out += r.is_html ? ",\"html\":" : ",\"text\":";
+    AppendJsonString(&out, r.body);
+  }
+  if (r.popularity != 0) fmt::format_to(std::back_inserter(out), ",\"popularity\":{}", r.popularity);
+  if (r.fetched_at_ms) {
+    const int64_t ms = *r.fetched_at_ms;
+    const int64_t secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+    out += ",\"fetched_at\":\"";
+    AppendRfc3339(&out, secs);
+    if (const int64_t frac = ms - secs * 1000; frac != 0) {
+      out.pop_back();  // the 'Z'
+      fmt::format_to(std::back_inserter(out), ".{:03d}Z", frac);
+    }
+    out += '"';
+  }
+  if (!r.market.empty()) {
+    out += ",\"market\":";
+    AppendJsonString(&out, r.market);
+  }
+  out += '}';
+  return out;
+}
 
 bool IsWarcPath(std::string_view path) { return path.ends_with(".warc") || path.ends_with(".warc.gz"); }
 

@@ -107,6 +107,12 @@ struct BadLine {
 // the problem. Invalid UTF-8 is repaired as in CrawlReader.
 Status ParseCrawlRecord(std::string_view line, CrawlRecord* out);
 
+// The record as one JSON Lines line (without its newline) that ParseCrawlRecord reads back as
+// the same record: url; html or text (the body, by is_html); redirect_to; gone; popularity (as
+// many digits as it takes); fetched_at (UTC, milliseconds when not whole seconds); market. Fields
+// at their defaults are left out. How a WARC crawl goes to a server that takes JSON Lines.
+std::string FormatJsonLine(const CrawlRecord& r);
+
 // True when `path` names a WARC file (ends in .warc or .warc.gz).
 bool IsWarcPath(std::string_view path);
 

@@ -45,6 +45,45 @@ TEST(CrawlReader, ReadsAllFields) {
   EXPECT_EQ(c.line, 1u);
 }
 
+// FormatJsonLine writes what ParseCrawlRecord reads back as the same record, for every kind of
+// record and the fields' edge values (a body with quotes, controls and non-ASCII text; a
+// popularity that needs all its digits; a time before the epoch with milliseconds).
+TEST(CrawlReader, FormatJsonLineReadsBackAsTheSameRecord) {
+  std::vector<CrawlRecord> in(5);
+  in[0].url = "https://a.example/x?q=\"1\"";
+  in[0].body = "<p>caf\xc3\xa9 \"quoted\"\n\ttab\\ \x01</p>";
+  in[0].is_html = true;
+  in[0].popularity = 0.1 + 0.2;
+  in[0].fetched_at_ms = 1717373388123;
+  in[0].market = "uk";
+  in[1].url = "http://b.example/";
+  in[1].body = "plain words";
+  in[1].fetched_at_ms = -1500;
+  in[2].url = "https://c.example/old";
+  in[2].redirect_to = "https://c.example/new";
+  in[2].popularity = 7;
+  in[3].url = "https://d.example/404";
+  in[3].gone = true;
+  in[3].fetched_at_ms = 1717373388000;
+  in[4].url = "https://e.example/empty";
+  in[4].is_html = true;
+  for (const CrawlRecord& r : in) {
+    const std::string line = FormatJsonLine(r);
+    SCOPED_TRACE(line);
+    EXPECT_EQ(line.find('\n'), std::string::npos);
+    CrawlRecord back;
+    ASSERT_TRUE(ParseCrawlRecord(line, &back).ok());
+    EXPECT_EQ(back.url, r.url);
+    EXPECT_EQ(back.body, r.body);
+    EXPECT_EQ(back.is_html, r.is_html);
+    EXPECT_EQ(back.redirect_to, r.redirect_to);
+    EXPECT_EQ(back.gone, r.gone);
+    EXPECT_EQ(back.popularity, r.popularity);  // exactly
+    EXPECT_EQ(back.fetched_at_ms, r.fetched_at_ms);
+    EXPECT_EQ(back.market, r.market);
+  }
+}
+
 // end_offset is where the record's line ends (newline included), whatever lines came before it:
 // the pipeline identifies the consumed part of an input by it.
 TEST(CrawlReader, EndOffsetIsTheByteAfterTheRecordsLine) {

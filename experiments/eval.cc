@@ -113,7 +113,8 @@ StatusOr<bool> ParseStatusReply(const std::string& url, const std::string& json,
 class ServiceReplay {
  public:
   // Connects, and checks that the service has Tier 2 shards (its /metrics' neardup_shard_up
-  // samples: *shards) and has taken no record yet.
+  // samples: *shards; a server just started is given 30 s to name them) and has taken no record
+  // yet.
   static StatusOr<std::unique_ptr<ServiceReplay>> Open(const EvalOptions& o, uint32_t* shards) {
     cluster::ServiceClientOptions so;
     so.server = o.server;
@@ -121,9 +122,14 @@ class ServiceReplay {
     so.source = o.run.input;
     so.batch_records = 1000;
     ASSIGN_OR_RETURN(std::unique_ptr<cluster::ServiceClient> c, cluster::ServiceClient::Create(so));
-    ASSIGN_OR_RETURN(auto m, c->Metrics());
+    // A server just started names its shards once its batch loop has opened them: up to 30 s.
+    std::map<std::string, double> m;
     *shards = 0;
-    for (const auto& [name, value] : m) *shards += name.rfind("neardup_shard_up{", 0) == 0;
+    for (int tries = 0; *shards == 0 && tries < 300; ++tries) {
+      if (tries > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      ASSIGN_OR_RETURN(m, c->Metrics());
+      for (const auto& [name, value] : m) *shards += name.rfind("neardup_shard_up{", 0) == 0;
+    }
     if (*shards == 0) return FailedPrecondition("eval --server: the service's /metrics names no Tier 2 shard");
     const auto records = m.find("neardup_ingest_records_total");
     if (records != m.end() && records->second > 0) {
@@ -132,23 +138,41 @@ class ServiceReplay {
                                 " records already; it must start on an empty store");
     }
     auto r = std::unique_ptr<ServiceReplay>(new ServiceReplay(o, std::move(c)));
-    r->input_.open(o.run.input, std::ios::binary);
-    if (!r->input_) return IoError("eval: cannot read " + o.run.input);
+    if (IsWarcPath(o.run.input)) {
+      CrawlReaderOptions ro = o.run.reader;
+      ro.quiet_bad_lines = true;  // CountRecords reported them
+      ASSIGN_OR_RETURN(r->warc_, CrawlReader::Open(o.run.input, ro));
+    } else {
+      r->input_.open(o.run.input, std::ios::binary);
+      if (!r->input_) return IoError("eval: cannot read " + o.run.input);
+    }
     return r;
   }
 
-  // Sends the good records [from, to) of `index` (the input's lines up to byte index.ends[to - 1])
-  // through the ingest API and waits until the service has decided them.
+  // Sends the good records [from, to) of `index` through the ingest API and waits until the
+  // service has decided them. JSON Lines: the input's lines up to byte index.ends[to - 1], as
+  // they are; WARC: the records, as the JSON Lines records they read as.
   Status Send(const RecordIndex& index, uint64_t from, uint64_t to) {
-    const uint64_t end = index.ends[to - 1];
-    std::string line;
-    while (sent_ < end && std::getline(input_, line)) {
-      sent_ += line.size() + 1;
-      ++line_;
-      if (line.empty()) continue;
-      RETURN_IF_ERROR(client_->AddLine(std::move(line), line_));
+    if (warc_ != nullptr) {
+      CrawlRecord r;
+      for (uint64_t k = from; k < to; ++k) {
+        if (!warc_->Next(&r)) {
+          RETURN_IF_ERROR(warc_->status());
+          return IoError("eval: " + o_.run.input + " ended before its record " + std::to_string(to));
+        }
+        RETURN_IF_ERROR(client_->AddLine(FormatJsonLine(r), r.line));
+      }
+    } else {
+      const uint64_t end = index.ends[to - 1];
+      std::string line;
+      while (sent_ < end && std::getline(input_, line)) {
+        sent_ += line.size() + 1;
+        ++line_;
+        if (line.empty()) continue;
+        RETURN_IF_ERROR(client_->AddLine(std::move(line), line_));
+      }
+      if (sent_ < end) return IoError("eval: " + o_.run.input + " ended before byte " + std::to_string(end));
     }
-    if (sent_ < end) return IoError("eval: " + o_.run.input + " ended before byte " + std::to_string(end));
     RETURN_IF_ERROR(client_->FlushLines());
     for (uint64_t k = from; k < to; ++k) {
       if (seen_.insert(index.urls[k]).second) urls_.push_back(index.urls[k]);
@@ -191,6 +215,27 @@ class ServiceReplay {
     return answers;
   }
 
+  // The service's Tier 1 counters now, from its /metrics: the batch loop's counts over the
+  // service's life (changed pages, the fast path's, repairs) and the store's (verifications,
+  // rejections). Corruption if one is missing.
+  struct Counters {
+    uint64_t changed = 0, fast_path = 0, repairs = 0, verifications = 0, rejections = 0;
+  };
+  StatusOr<Counters> ReadCounters() {
+    ASSIGN_OR_RETURN(auto m, client_->Metrics());
+    Counters c;
+    for (auto [name, field] : {std::pair{"neardup_changed_pages_total", &c.changed},
+                               {"neardup_fast_path_pages_total", &c.fast_path},
+                               {"neardup_repairs_total", &c.repairs},
+                               {"neardup_verifications_total", &c.verifications},
+                               {"neardup_rejections_total", &c.rejections}}) {
+      const auto it = m.find(name);
+      if (it == m.end()) return Corruption(std::string("eval --server: the service's /metrics has no ") + name);
+      *field = static_cast<uint64_t>(it->second);
+    }
+    return c;
+  }
+
   const Histories& histories() const { return histories_; }
 
  private:
@@ -198,8 +243,9 @@ class ServiceReplay {
 
   const EvalOptions& o_;
   std::unique_ptr<cluster::ServiceClient> client_;
-  std::ifstream input_;
-  uint64_t sent_ = 0, line_ = 0;           // input bytes and lines sent so far
+  std::ifstream input_;                    // JSON Lines input
+  std::unique_ptr<CrawlReader> warc_;      // WARC input
+  uint64_t sent_ = 0, line_ = 0;           // input bytes and lines sent so far (JSON Lines)
   std::vector<std::string> urls_;          // the URLs sent so far, each once
   std::unordered_set<std::string> seen_;
   Histories histories_;
@@ -336,9 +382,6 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
   if (served && !o.shards.empty()) {
     return InvalidArgument("eval: no shard counts with a server (the service's own are evaluated)");
   }
-  if (served && (o.run.input.ends_with(".warc") || o.run.input.ends_with(".warc.gz"))) {
-    return InvalidArgument("eval: a server takes JSON Lines records; " + o.run.input + " is WARC");
-  }
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
   if (ec) return IoError("eval: cannot create " + o.out_dir + ": " + ec.message());
@@ -373,6 +416,7 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
                             }();
   double done_work = 0;
   const auto start = Clock::now();
+  ServiceReplay::Counters served_before;  // the service's counters at the last milestone
   spdlog::info("eval: {} records; {} milestones x {} shard counts{}", res.input_records, at.size(), res.shards.size(),
                served ? " (through the service at " + o.server + ")" : "");
 
@@ -428,8 +472,17 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
       const auto r0 = Clock::now();
       RETURN_IF_ERROR(service->Send(index, i == 0 ? 0 : at[i - 1], at[i]));
       const double run_seconds = Since(r0);
+      ASSIGN_OR_RETURN(const ServiceReplay::Counters now, service->ReadCounters());
       ASSIGN_OR_RETURN(Answers answers, service->ReadAnswers());
-      const EvalPoint& pt = res.points.emplace_back(point(res.shards[0], run_seconds, answers, service->histories()));
+      EvalPoint& pt = res.points.emplace_back(point(res.shards[0], run_seconds, answers, service->histories()));
+      // As an embedded milestone's run counts them: the records since the last milestone, and
+      // the store's verifications over its life.
+      pt.changed = now.changed - served_before.changed;
+      pt.fast_path = now.fast_path - served_before.fast_path;
+      pt.repairs = now.repairs - served_before.repairs;
+      pt.verifications = now.verifications;
+      pt.rejections = now.rejections;
+      served_before = now;
       spdlog::info("eval: {} ({} records) through the service, {} shards: REP {:.4f}% RER {:.4f}%, drop precision "
                    "{:.6f}, redundancy {:.4f}%; sent and decided in {:.1f} s, {} answers read",
                    Percent(pt.milestone), pt.records, pt.shards, 100 * pt.accuracy.rep(), 100 * pt.accuracy.rer(),

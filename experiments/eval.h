@@ -62,12 +62,12 @@ struct EvalOptions {
   std::vector<double> milestones;   // shares of the input in (0, 1], increasing
   std::vector<uint32_t> shards;     // Tier 2 shard counts (empty with `server`)
   // A running service instead of embedded runs (http://host:port, a Tier 1 server on a store that
-  // has taken no record yet): the input (JSON Lines) is sent through its ingest API up to each
-  // milestone, and once it has decided every page its answers are read from its status API
-  // (cluster/service_client.h). The table has one column, the service's shard count. The
+  // has taken no record yet): the input is sent through its ingest API up to each milestone (a
+  // WARC file's records as the JSON Lines records they read as), and once it has decided every
+  // page its answers are read from its status API (cluster/service_client.h). The table has one column, the service's shard count. The
   // threshold must be the service's. The per-milestone counters (changed pages, fast path,
-  // verifications, rejections, repairs) are not reported: the service counts them per run of its
-  // batch loop, not per milestone.
+  // verifications, rejections, repairs) come from its /metrics, read once it has decided the
+  // milestone's records.
   std::string server;
   std::string server_token;              // the writers' bearer token, when the service asks for one
   unsigned server_connections = 4;       // status queries at once

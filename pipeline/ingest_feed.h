@@ -24,6 +24,15 @@ namespace neardup::pipeline {
 
 class ShardSet;
 
+// At a batch's commit, what the run has done since it started (a batch redone after a crash is
+// not counted again), and the store's verification counters over its life: a server adds the
+// first to what its earlier runs did, so that its counters move batch by batch.
+struct FeedCounters {
+  uint64_t records = 0, batches = 0, new_pages = 0, unchanged = 0, changed = 0, fast_path = 0;
+  uint64_t tier2_pages = 0, tier2_sends = 0, redirects = 0, merges = 0, repairs = 0;
+  uint64_t verifications = 0, rejections = 0;  // the store's
+};
+
 class IngestFeed {
  public:
   virtual ~IngestFeed() = default;
@@ -46,8 +55,9 @@ class IngestFeed {
   virtual void Opened(const View& view) = 0;
   virtual void Closing() = 0;
   // The input's records up to byte `end_offset` are committed (batch `batch`), durably, and their
-  // pages answered: a status query now finds them decided.
-  virtual void BatchDone(uint64_t batch, uint64_t end_offset) = 0;
+  // pages answered: a status query now finds them decided. `counters`: the run's so far, this
+  // batch included.
+  virtual void BatchDone(uint64_t batch, uint64_t end_offset, const FeedCounters& counters) = 0;
   // Tier 2 could not compare batch `batch` (a shard did not answer): per page of the batch, its
   // URL and the share of the resident pages of the shards it was routed to that answered (1: all
   // did). The run ends with the error; the batch stays uncommitted and the next run compares it

@@ -27,6 +27,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   // 5-13% at 1M records (signing running alongside it more often) and 50 MB more memory.
   BatchQueue queue(2);
   Status worker_status;
+  uint64_t fed_records = 0;  // records of the batches the tiers' thread committed (sum_.records is the reader's)
   std::thread worker([&] {
     NameThisThread("nd-tiers");
     for (;;) {
@@ -39,10 +40,14 @@ StatusOr<PipelineSummary> Pipeline::Run() {
       if (done) {
         s = FinishShardWrites();  // the last batch's
       } else {
+        const uint64_t records = b->redo ? 0 : b->records.size();
         s = b->redo ? Redo(*b) : Process(std::move(b));
+        fed_records += records;
         // The batch's pages are answered; what a status query reads of them is durable first.
         if (s.ok() && feed != nullptr) s = store_->rows().WaitForWrites();
-        if (s.ok() && feed != nullptr) feed->BatchDone(progress_.batches_committed(), progress_.current().bytes());
+        if (s.ok() && feed != nullptr) {
+          feed->BatchDone(progress_.batches_committed(), progress_.current().bytes(), FeedCountersNow(fed_records));
+        }
       }
       sum_.tiers_cpu_seconds += ThreadCpuSeconds() - cpu0;
       if (!s.ok()) {
@@ -191,6 +196,18 @@ void Pipeline::CloseFeed() {
   if (!feed_open_) return;
   feed_open_ = false;
   o_.feed->Closing();
+}
+
+FeedCounters Pipeline::FeedCountersNow(uint64_t records) const {
+  FeedCounters c;
+  c.records = records;
+  c.batches = sum_.batches + 1;
+  c.new_pages = sum_.new_pages, c.unchanged = sum_.unchanged, c.changed = sum_.changed, c.fast_path = sum_.fast_path;
+  c.tier2_pages = sum_.tier2_pages, c.tier2_sends = sum_.tier2_sends;
+  c.redirects = sum_.redirects, c.merges = sum_.merges, c.repairs = sum_.repairs;
+  c.verifications = static_cast<uint64_t>(store_->rows().Counter("verifications"));
+  c.rejections = static_cast<uint64_t>(store_->rows().Counter("rejections"));
+  return c;
 }
 
 StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {

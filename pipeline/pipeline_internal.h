@@ -276,6 +276,9 @@ class Pipeline {
   Status AwaitShardsPublished();
   // Waits for the background shard writes, commits included, if any, and returns their status.
   Status FinishShardWrites();
+  // What a feed is told at a batch's commit (on the tiers' thread, before sum_.batches counts
+  // the batch): `records`, of the batches committed so far.
+  FeedCounters FeedCountersNow(uint64_t records) const;
   // A batch the tiers are done with is freed by the signing thread (DropRetired, as it starts a
   // batch): freeing a thousand signatures and records is off the tiers' thread, which every
   // batch waits for, and on the thread that runs ahead at a lower priority.

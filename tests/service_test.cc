@@ -173,6 +173,16 @@ class ServiceTest : public BinaryTest {
     c->server = "http://127.0.0.1:" + api;
   }
 
+  // An eval's lines of the crawler's view and Tier 1's counters (a service's from its /metrics).
+  static std::vector<std::string> views(const std::string& out) {
+    std::vector<std::string> v;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("drop precision") != std::string::npos) v.push_back(line);
+    }
+    return v;
+  }
+
   const std::string crawl_ = std::string(NEARDUP_SOURCE_DIR) + "/data/sample-crawl.jsonl";
   std::map<std::string, pid_t> procs_;
 };
@@ -189,6 +199,9 @@ TEST_F(ServiceTest, IngestOverHttpEndsAsTheEmbeddedRun) {
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("tier1.log"));
   EXPECT_EQ(Metric(**client, "neardup_batches_total"), 10);
+  // The loop's counters move with each batch, not only when its run ends (it has not).
+  EXPECT_EQ(Metric(**client, "neardup_records_total"), 1000);
+  EXPECT_GT(Metric(**client, "neardup_verifications_total"), 0);
   EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
   Outcome one = Neardup("status --server " + server + " --url https://nocucoos.fr/p/1181");
   EXPECT_EQ(one.code, 0);
@@ -219,21 +232,42 @@ TEST_F(ServiceTest, EvalThroughTheServiceMeasuresAsTheEmbeddedEval) {
   ASSERT_EQ(served.code, 0) << served.err << Read(Path("tier1.log"));
   EXPECT_EQ(Read(Path("ev-served/table.txt")), Read(Path("ev-local/table.txt")));
   EXPECT_EQ(Read(Path("ev-served/causes.txt")), Read(Path("ev-local/causes.txt")));
-  // The crawler's view, line by line (the served lines leave out the run's counters).
-  auto views = [](const std::string& out) {
-    std::vector<std::string> v;
-    std::istringstream in(out);
-    for (std::string line; std::getline(in, line);) {
-      if (line.find("drop precision") != std::string::npos) v.push_back(line.substr(0, line.find("; Tier 1")));
-    }
-    return v;
-  };
   EXPECT_EQ(views(served.out), views(local.out));
-  EXPECT_EQ(views(served.out).size(), 2u) << served.out;
+  ASSERT_EQ(views(served.out).size(), 2u) << served.out;
+  EXPECT_THAT(views(served.out)[1], ::testing::HasSubstr("; Tier 1 resolved ")) << served.out;
   // A service that has taken records already is refused: its answers would not be the replay's.
   Outcome again = Neardup("eval --input " + crawl_ + milestones + " --server " + server + " --out " + Path("ev-again"));
   EXPECT_EQ(again.code, 1);
   EXPECT_THAT(again.err, ::testing::HasSubstr("must start on an empty store")) << again.err;
+}
+
+// A WARC crawl through the service: eval --server sends its records as JSON Lines records and
+// measures what the embedded eval measures on the WARC itself; `neardup ingest` sends it too.
+TEST_F(ServiceTest, AWarcCrawlGoesThroughTheServiceAsItReadsEmbedded) {
+  Embedded();
+  const std::string warc = std::string(NEARDUP_SOURCE_DIR) + "/data/sample-docs.warc.gz";
+  const std::string milestones = " --milestones 50%,100% --batch 100";
+  Outcome local = Neardup("--log-level warn eval --input " + warc + milestones + " --shards 4 --out " + Path("ev-local"));
+  ASSERT_EQ(local.code, 0) << local.err;
+  Cluster cl;
+  ASSERT_NO_FATAL_FAILURE(StartCluster(&cl));
+  Outcome served = Neardup("--log-level warn eval --input " + warc + milestones + " --server " + cl.server + " --out " +
+                           Path("ev-served"));
+  ASSERT_EQ(served.code, 0) << served.err << Read(Path("tier1.log"));
+  EXPECT_EQ(Read(Path("ev-served/table.txt")), Read(Path("ev-local/table.txt")));
+  EXPECT_EQ(Read(Path("ev-served/causes.txt")), Read(Path("ev-local/causes.txt")));
+  EXPECT_EQ(views(served.out), views(local.out));
+  EXPECT_EQ(views(served.out).size(), 2u) << served.out;
+  // The same WARC again through `neardup ingest`: every response record accepted, each unchanged.
+  Outcome again = Neardup("ingest --server " + cl.server + " --input " + warc);
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_THAT(again.out, ::testing::HasSubstr("ingest: 203 of 203 records accepted")) << again.out;
+  EXPECT_THAT(again.err, ::testing::HasSubstr("203 records")) << again.err;
+  auto client = cluster::HttpClient::Create(cl.server);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("tier1.log"));
+  EXPECT_EQ(Metric(**client, "neardup_records_total"), 406);
+  EXPECT_EQ(Metric(**client, "neardup_changed_pages_total"), 0);
 }
 
 TEST_F(ServiceTest, ATier2KilledDuringIngestLeavesPagesPendingAndCostsNothing) {
