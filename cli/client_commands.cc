@@ -1,5 +1,6 @@
 // neardup ingest and neardup status: command-line clients of the crawlers' HTTP API
 // (cluster/http_api.h).
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "cli/commands.h"
 #include "cluster/http_client.h"
 #include "cluster/service_client.h"
+#include "common/json_write.h"
 #include "document/crawl_reader.h"
 
 namespace neardup::cli {
@@ -127,6 +129,61 @@ void RegisterClients(CLI::App& app, int* exit_code) {
 }  // namespace neardup::cli
 
 namespace neardup::cli {
+
+int RebalanceOverHttp(const RebalanceOverHttpArgs& a) {
+  auto token = ReadToken(a.token_file);
+  if (!token.ok()) {
+    spdlog::error("{}", token.status().message());
+    return 2;
+  }
+  auto client = cluster::HttpClient::Create(a.server);
+  if (!client.ok()) {
+    spdlog::error("{}", client.status().message());
+    return 2;
+  }
+  std::string body = "{\"max_move\":" + fmt::format("{}", a.max_move) + ",\"max_mb_per_s\":" +
+                     fmt::format("{}", a.max_mb_per_s) + ",\"dry_run\":" + (a.dry_run ? "true" : "false");
+  if (a.shards > 0) body += ",\"shards\":" + std::to_string(a.shards);
+  if (!a.tier2.empty()) {
+    body += ",\"tier2\":[";
+    for (size_t i = 0; i < a.tier2.size(); ++i) {
+      if (i > 0) body += ',';
+      AppendJsonString(&body, a.tier2[i]);
+    }
+    body += ']';
+  }
+  body += '}';
+  std::map<std::string, std::string> headers;
+  if (!token->empty()) headers["Authorization"] = "Bearer " + *token;
+  auto started = (*client)->Request("POST", "/v1/admin/rebalance", body, headers);
+  if (!started.ok()) {
+    spdlog::error("rebalance: {}", started.status().message());
+    return 3;
+  }
+  if (started->status != 202) {
+    spdlog::error("rebalance: {} answered {}: {}", a.server, started->status, started->body);
+    return 2;
+  }
+  // Followed to its end: the batch loop pauses for the move, ingest goes on being accepted.
+  std::string state = started->body;
+  auto last_report = Clock::now();
+  while (state.find("\"state\":\"running\"") != std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto r = (*client)->Request("GET", "/v1/admin/rebalance", "");
+    if (!r.ok()) {
+      spdlog::error("rebalance: {} (the move goes on in the server; GET /v1/admin/rebalance follows it)",
+                    r.status().message());
+      return 3;
+    }
+    state = r->body;
+    if (Clock::now() - last_report > std::chrono::seconds(5)) {
+      last_report = Clock::now();
+      spdlog::info("rebalance: running");
+    }
+  }
+  std::printf("%s\n", state.c_str());
+  return state.find("\"state\":\"done\"") != std::string::npos ? 0 : 1;
+}
 
 int StatusOverHttp(const std::string& server, const std::vector<std::string>& urls) {
   auto client = cluster::HttpClient::Create(server);

@@ -169,6 +169,10 @@ struct RebalanceArgs {
   std::optional<uint32_t> shards;
   bool dry_run = false;
   bool sample_rate_given = false, target_given = false;
+  double max_mb_per_s = 0;
+  // The cluster form: a running Tier 1 server's admin endpoint.
+  std::string server, token_file;
+  std::vector<std::string> tier2;
 };
 
 // neardup rebalance --store DIR: plans from the store's resident pages and moves whole cells
@@ -182,6 +186,7 @@ int RunStoreRebalance(const RebalanceArgs& a) {
   o.shards = a.shards.value_or(0);
   o.max_move = a.max_move;
   o.dry_run = a.dry_run;
+  o.max_mb_per_s = a.max_mb_per_s;
   if (a.sample_rate_given) o.sample_rate = a.sample_rate;
   if (a.target_given) o.target_imbalance = a.target;
   // Crash tests: NEARDUP_REBALANCE_KILL_AT=K kills this process (SIGKILL) after the move's K-th
@@ -219,31 +224,29 @@ int RunStoreRebalance(const RebalanceArgs& a) {
                 (unsigned long long)r->planned_pages, r->estimated_pages, a.dry_run ? " [dry run: nothing moved]" : "");
   }
   std::printf("imbalance after %.4f  pages per shard: %s\n", r->imbalance_after, list(r->shard_pages_after).c_str());
-  std::string j = "{\"map_version_before\":" + std::to_string(r->generation_before) +
-                  ",\"map_version_after\":" + std::to_string(r->generation_after) +
-                  ",\"shards_before\":" + std::to_string(r->shards_before) +
-                  ",\"shards_after\":" + std::to_string(r->shards_after);
-  AppendJsonField(&j, "imbalance_before", r->imbalance_before);
-  AppendJsonField(&j, "imbalance_after", r->imbalance_after);
-  j += ",\"cells_moved\":" + std::to_string(r->moves.size()) + ",\"pages_moved\":" + std::to_string(r->pages_moved) +
-       ",\"bytes_moved\":" + std::to_string(r->bytes_moved) + ",\"pages_planned\":" + std::to_string(r->planned_pages);
-  AppendJsonField(&j, "pages_estimated", r->estimated_pages);
-  AppendJsonField(&j, "seconds", r->seconds);
-  j += ",\"steps\":" + std::to_string(r->steps);
-  j += std::string(",\"dry_run\":") + (a.dry_run ? "true" : "false") +
-       ",\"resumed\":" + (r->resumed ? "true" : "false") + "}\n";
+  const std::string j = pipeline::RebalanceReportJson(*r) + "\n";
   std::fputs(j.c_str(), stdout);
   return 0;
 }
 
 int RunRebalance(const RebalanceArgs& a) {
+  if (!a.server.empty()) {
+    if (!a.store.empty() || !a.map.empty() || !a.input.empty() || !a.out.empty() || !a.plan.empty() ||
+        !a.resident.empty()) {
+      return FailByCode(InvalidArgument("rebalance: --server takes no --store, --map, --input, --out, --plan or --resident"));
+    }
+    return RebalanceOverHttp({.server = a.server, .token_file = a.token_file, .shards = a.shards.value_or(0),
+                              .tier2 = a.tier2, .max_move = a.max_move, .max_mb_per_s = a.max_mb_per_s,
+                              .dry_run = a.dry_run});
+  }
+  if (!a.tier2.empty()) return FailByCode(InvalidArgument("rebalance: --tier2 needs --server"));
   if (!a.store.empty()) {
     if (!a.map.empty() || !a.input.empty() || !a.out.empty() || !a.plan.empty() || !a.resident.empty()) {
       return FailByCode(InvalidArgument("rebalance: --store takes no --map, --input, --out, --plan or --resident"));
     }
     return RunStoreRebalance(a);
   }
-  if (a.shards || a.dry_run) return FailByCode(InvalidArgument("rebalance: --shards and --dry-run need --store"));
+  if (a.shards || a.dry_run) return FailByCode(InvalidArgument("rebalance: --shards and --dry-run need --store or --server"));
   for (const auto& [flag, v] : {std::pair<const char*, const std::string*>{"--map", &a.map}, {"--input", &a.input},
                                 {"--out", &a.out}, {"--plan", &a.plan}}) {
     if (v->empty()) return FailByCode(InvalidArgument(std::string("rebalance: ") + flag + " is required (or --store DIR)"));
@@ -342,9 +345,17 @@ void RegisterPartition(CLI::App& app, int* exit_code) {
                                               "map from a fresh sample (--map ... --plan), moving as few pages as possible");
   auto r = std::make_shared<RebalanceArgs>();
   reb->add_option("--store", r->store, "store of neardup run: plan from its pages and move them (or finish a move)");
-  reb->add_option("--shards", r->shards, "with --store: shard count after the move (add shards, or drain the last)")
+  reb->add_option("--shards", r->shards, "with --store or --server: shard count after the move (add shards, or drain the last)")
       ->check(CLI::Range(1, 1024));
-  reb->add_flag("--dry-run", r->dry_run, "with --store: plan and report, move nothing");
+  reb->add_flag("--dry-run", r->dry_run, "with --store or --server: plan and report, move nothing");
+  reb->add_option("--server", r->server, "a running Tier 1 server's API (http://host:port): rebalance its Tier 2 "
+                                         "shards while it takes ingest (its admin endpoint)");
+  reb->add_option("--tier2", r->tier2, "with --server: the Tier 2 servers after the move (host:port,...; add "
+                                       "servers at the end, or leave drained ones out)")->delimiter(',');
+  reb->add_option("--bearer-token-file", r->token_file, "with --server: file holding the writers' bearer token");
+  reb->add_option("--max-mb-per-s", r->max_mb_per_s, "with --store or --server: copy at most this many MB of "
+                                                      "signatures per second (0: no limit)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   reb->add_option("--map", r->map, "current partition map");
   reb->add_option("--input", r->input, "fresh crawl sample (JSON Lines)");
   reb->add_option("--out", r->out, "new partition map to write");

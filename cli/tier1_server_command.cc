@@ -4,7 +4,11 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <fstream>
 #include <sstream>
 
@@ -64,6 +68,16 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
     so.signer = opts->signer;
     so.given = opts->given;
     so.batch_pages = a->batch.value_or(so.config.tier2().batch_pages());
+    // Crash tests: NEARDUP_REBALANCE_KILL_AT=K kills the server (SIGKILL) after a rebalance's K-th
+    // durable step, as `neardup rebalance --store` does.
+    if (const char* k = std::getenv("NEARDUP_REBALANCE_KILL_AT"); k != nullptr && *k != '\0') {
+      const uint64_t at = std::strtoull(k, nullptr, 10);
+      auto calls = std::make_shared<std::atomic<uint64_t>>(0);
+      so.rebalance_on_step = [at, calls](uint64_t) {
+        if (++*calls == at) std::raise(SIGKILL);
+        return true;
+      };
+    }
     std::string token = c.bearer_token();
     if (!c.bearer_token_file().empty()) {
       std::ifstream f(c.bearer_token_file());

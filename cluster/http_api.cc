@@ -7,6 +7,7 @@
 
 #include <boost/asio.hpp>
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include "cluster/http_request.h"
 #include "common/json_write.h"
@@ -116,6 +117,7 @@ const char* EndpointName(HttpApi::Endpoint e) {
     case HttpApi::kHealth: return "GET /healthz";
     case HttpApi::kMetrics: return "GET /metrics";
     case HttpApi::kEmail: return "email";
+    case HttpApi::kAdmin: return "admin";
     default: return "other";
   }
 }
@@ -172,6 +174,18 @@ asio::awaitable<HttpResponse> HttpApi::Route(HttpRequest& request, Endpoint* e) 
     *e = kEmail;
     co_return co_await email_->Handle(request);
   }
+  if (path == "/v1/admin/rebalance") {
+    *e = kAdmin;
+    if (m == http::verb::get) co_return JsonResponse(request, 200, ClusterRebalanceJson(service_->RebalanceState()));
+    if (m != http::verb::post) co_return JsonError(request, 405, "use GET or POST");
+    if (!Authorized(request)) {
+      ++unauthorized_;
+      HttpResponse r = JsonError(request, 401, "a bearer token is required to rebalance");
+      r.set(http::field::www_authenticate, "Bearer");
+      co_return r;
+    }
+    co_return StartRebalance(request);
+  }
   if (path == "/healthz") {
     *e = kHealth;
     const neardup::Status h = service_->Health();
@@ -182,6 +196,50 @@ asio::awaitable<HttpResponse> HttpApi::Route(HttpRequest& request, Endpoint* e) 
     co_return Metrics(request);
   }
   co_return JsonError(request, 404, "no such endpoint: " + std::string(path));
+}
+
+HttpResponse HttpApi::StartRebalance(HttpRequest& request) {
+  ClusterRebalanceRequest q;
+  simdjson::dom::parser parser;
+  simdjson::dom::object o;
+  const std::string& body = request.body();
+  if (!body.empty()) {
+    if (parser.parse(body).get(o) != simdjson::SUCCESS) {
+      return JsonError(request, 400, "POST /v1/admin/rebalance: the body is not a JSON object");
+    }
+    for (auto [key, value] : o) {
+      bool ok = true;
+      if (key == "shards") {
+        uint64_t v = 0;
+        ok = value.get(v) == simdjson::SUCCESS && v >= 1 && v <= 1024;
+        q.shards = static_cast<uint32_t>(v);
+      } else if (key == "max_move") {
+        ok = value.get(q.max_move) == simdjson::SUCCESS;
+      } else if (key == "max_mb_per_s") {
+        ok = value.get(q.max_mb_per_s) == simdjson::SUCCESS;
+      } else if (key == "dry_run") {
+        ok = value.get(q.dry_run) == simdjson::SUCCESS;
+      } else if (key == "tier2") {
+        simdjson::dom::array a;
+        ok = value.get(a) == simdjson::SUCCESS;
+        for (auto item : a) {
+          std::string_view server;
+          if (!ok || item.get(server) != simdjson::SUCCESS) {
+            ok = false;
+            break;
+          }
+          q.tier2.emplace_back(server);
+        }
+      } else {
+        return JsonError(request, 400, "POST /v1/admin/rebalance: unknown field \"" + std::string(key) + "\"");
+      }
+      if (!ok) return JsonError(request, 400, "POST /v1/admin/rebalance: bad value for \"" + std::string(key) + "\"");
+    }
+  }
+  const neardup::Status s = service_->StartRebalance(std::move(q));
+  if (s.code() == StatusCode::kInvalidArgument) return JsonError(request, 400, s.message());
+  if (!s.ok()) return JsonError(request, 409, s.message());
+  return JsonResponse(request, 202, ClusterRebalanceJson(service_->RebalanceState()));
 }
 
 asio::awaitable<HttpResponse> HttpApi::Ingest(HttpRequest& request, bool is_delete, const std::string& url) {

@@ -13,10 +13,15 @@
 //   POST   /v1/emails, POST /v1/emails/annotate, GET /v1/templates/{id}
 //                              the email module's endpoints (cluster/email_api.h), when set_email
 //                              gave one
+//   POST   /v1/admin/rebalance {"shards":N,"tier2":["host:port",...],"max_move":F,"max_mb_per_s":R,
+//                              "dry_run":B} (each optional): starts a rebalance of the Tier 2 shards
+//                              (Tier1Service::StartRebalance) -> 202 with its state; 409 while
+//                              one runs; 400 for a bad field or server list
+//   GET    /v1/admin/rebalance -> 200 the last rebalance's state (ClusterRebalanceJson)
 //   GET    /healthz            -> 200 {"status":"ok"}, or 503 with the reason
 //   GET    /metrics            -> Prometheus text exposition (version 0.0.4)
 //
-// Writers (POST and DELETE /v1/pages) present `Authorization: Bearer <token>` when a token is
+// Writers (POST and DELETE /v1/pages, POST /v1/admin/rebalance) present `Authorization: Bearer <token>` when a token is
 // configured (compared in constant time; 401 and counted otherwise); reads stay open.
 // Ingest's parsing, probes, and the status queries that must wait for a shard (a stale
 // verification) run on a pool of its own (`work_threads`), apart from the network threads: a
@@ -70,10 +75,11 @@ class HttpApi {
   void set_email(EmailApi* email) { email_ = email; }
 
   // The endpoints /metrics counts apart.
-  enum Endpoint { kPages, kDelete, kStatus, kGroups, kHealth, kMetrics, kEmail, kOther, kEndpoints };
+  enum Endpoint { kPages, kDelete, kStatus, kGroups, kHealth, kMetrics, kEmail, kAdmin, kOther, kEndpoints };
 
  private:
   boost::asio::awaitable<HttpResponse> Route(HttpRequest& request, Endpoint* endpoint);
+  HttpResponse StartRebalance(HttpRequest& request);
   boost::asio::awaitable<HttpResponse> Ingest(HttpRequest& request, bool is_delete, const std::string& url);
   boost::asio::awaitable<HttpResponse> Status(HttpRequest& request, const std::string& url);
   boost::asio::awaitable<HttpResponse> Probe(HttpRequest& request);

@@ -169,8 +169,8 @@ Status StatusOf(const pb::Tier2Response& r) {
 
 class RemoteShardSet final : public pipeline::ShardSet {
  public:
-  RemoteShardSet(std::vector<std::unique_ptr<ServerLink>> links, uint32_t shards)
-      : links_(std::move(links)), shards_(shards) {}
+  RemoteShardSet(std::vector<std::unique_ptr<ServerLink>> links, std::vector<uint32_t> placement, uint32_t shards)
+      : links_(std::move(links)), placement_(std::move(placement)), shards_(shards) {}
 
   uint32_t size() const override { return shards_; }
 
@@ -236,12 +236,13 @@ class RemoteShardSet final : public pipeline::ShardSet {
       return InvalidArgument("shard " + std::to_string(shard) + " is not one of the " + std::to_string(shards_));
     }
     q.set_shard(shard);
-    ASSIGN_OR_RETURN(pb::Tier2Response r, links_[shard % links_.size()]->Call(std::move(q)));
+    ASSIGN_OR_RETURN(pb::Tier2Response r, links_[placement_[shard]]->Call(std::move(q)));
     RETURN_IF_ERROR(StatusOf(r));
     return r;
   }
 
   std::vector<std::unique_ptr<ServerLink>> links_;
+  const std::vector<uint32_t> placement_;  // shard -> index into links_
   const uint32_t shards_;
 };
 
@@ -251,6 +252,18 @@ StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenRemoteShardSet(const RemoteSha
                                                                  const pipeline::ShardSetOptions& options) {
   if (remote.servers.empty()) return InvalidArgument("remote shard set: no servers");
   if (options.shards == 0) return InvalidArgument("remote shard set: no shards");
+  std::vector<uint32_t> placement = remote.placement;
+  if (placement.empty()) {
+    for (uint32_t m = 0; m < options.shards; ++m) placement.push_back(m % static_cast<uint32_t>(remote.servers.size()));
+  }
+  if (placement.size() < options.shards) {
+    return InvalidArgument("remote shard set: a placement of " + std::to_string(placement.size()) + " shards for " +
+                           std::to_string(options.shards));
+  }
+  placement.resize(options.shards);
+  for (uint32_t at : placement) {
+    if (at >= remote.servers.size()) return InvalidArgument("remote shard set: a placement names server " + std::to_string(at));
+  }
   std::vector<std::unique_ptr<ServerLink>> links;
   for (const std::string& s : remote.servers) {
     std::string host;
@@ -273,18 +286,22 @@ StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenRemoteShardSet(const RemoteSha
       o->set_shards(options.shards);
       o->mutable_expected_postings()->Add(options.expected_postings.begin(), options.expected_postings.end());
       o->set_read_only(options.read_only);
-      for (uint32_t m = static_cast<uint32_t>(i); m < options.shards; m += static_cast<uint32_t>(n)) o->add_serve(m);
+      for (uint32_t m = 0; m < options.shards; ++m) {
+        if (placement[m] == i) o->add_serve(m);
+      }
       auto r = links[i]->Call(std::move(q), remote.open_timeout_ms);
       opened[i] = r.ok() ? StatusOf(*r) : r.status();
       if (!opened[i].ok()) opened[i] = Status(opened[i].code(), remote.servers[i] + ": " + opened[i].message());
       if (remote.on_open) {
-        for (uint32_t m = static_cast<uint32_t>(i); m < options.shards; m += static_cast<uint32_t>(n)) remote.on_open(m, opened[i]);
+        for (uint32_t m = 0; m < options.shards; ++m) {
+          if (placement[m] == i) remote.on_open(m, opened[i]);
+        }
       }
     });
   }
   for (auto& t : threads) t.join();
   for (const Status& s : opened) RETURN_IF_ERROR(s);
-  return std::unique_ptr<pipeline::ShardSet>(new RemoteShardSet(std::move(links), options.shards));
+  return std::unique_ptr<pipeline::ShardSet>(new RemoteShardSet(std::move(links), std::move(placement), options.shards));
 }
 
 }  // namespace neardup::cluster

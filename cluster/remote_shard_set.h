@@ -1,6 +1,6 @@
 // RemoteShardSet: pipeline/shard_set.h's ShardSet whose shards live in Tier 2 servers
 // (cluster/tier2_server.h), reached over TCP with frames of proto/cluster.proto. Shard m is served
-// by servers[m % servers.size()]; opening the set asks each server to open its shards of the store
+// by servers[m % servers.size()] (or as `placement` says); opening the set asks each server to open its shards of the store
 // with the store's parameters.
 //
 //   RemoteShardSetOptions r;  r.servers = {"127.0.0.1:7001", "127.0.0.1:7002"};
@@ -34,6 +34,10 @@ namespace neardup::cluster {
 
 struct RemoteShardSetOptions {
   std::vector<std::string> servers;   // host:port of each Tier 2 server
+  // The server (index into `servers`) of each shard; empty: shard m on servers[m % servers.size()].
+  // A rebalance between server lists places each shard on the server that holds it before or
+  // after (cluster/tier1_service.h). Must cover every shard of the set when given.
+  std::vector<uint32_t> placement;
   uint32_t connect_timeout_ms = 10000;
   uint32_t call_timeout_ms = 300000;  // a batch comparison of a large shard takes seconds
   // The deadline of the open (each server rebuilds its shards' indexes from their logs); 0: the

@@ -82,6 +82,13 @@ ShardState& ShardHealth::At(uint32_t shard) {
   return shards_[shard];
 }
 
+void ShardHealth::Reset(std::vector<std::string> servers, uint32_t shards) {
+  std::lock_guard lock(mu_);
+  servers_ = std::move(servers);
+  if (shards_.size() > shards) shards_.resize(shards);
+  for (ShardState& s : shards_) s.server = servers_.empty() ? "" : servers_[s.shard % servers_.size()];
+}
+
 void ShardHealth::Record(uint32_t shard, const Status& status) {
   std::lock_guard lock(mu_);
   ShardState& s = At(shard);

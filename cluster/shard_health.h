@@ -50,6 +50,9 @@ class ShardHealth {
   void SetResidentFrom(uint32_t shard, const tier2::ShardStats& stats);
   // The shards seen so far, by number (none before the first set opened).
   std::vector<ShardState> Snapshot() const;
+  // After a rebalance: the shards are `shards`, on `servers` (as RemoteShardSetOptions::servers);
+  // those past the count are forgotten, the others keep their counts under their server's name.
+  void Reset(std::vector<std::string> servers, uint32_t shards);
 
   // An opener whose sets are `inner`'s, wrapped to record every call here. The board must
   // outlive the sets.
@@ -58,8 +61,8 @@ class ShardHealth {
  private:
   ShardState& At(uint32_t shard);  // mu_ held
 
-  const std::vector<std::string> servers_;
   mutable std::mutex mu_;
+  std::vector<std::string> servers_;  // guarded by mu_
   std::vector<ShardState> shards_;  // guarded by mu_
 };
 

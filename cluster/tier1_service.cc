@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include "cluster/http_request.h"
+#include "cluster/net.h"
 #include "cluster/remote_shard_set.h"
 #include "common/json_write.h"
 #include "common/thread_priority.h"
@@ -14,6 +16,8 @@
 #include "document/html_text.h"
 #include "document/shingle.h"
 #include "document/signature.h"
+#include "pipeline/rebalance_store.h"
+#include "pipeline/store.h"
 
 namespace neardup::cluster {
 namespace fs = std::filesystem;
@@ -64,20 +68,301 @@ StatusOr<std::unique_ptr<Tier1Service>> Tier1Service::Open(const Tier1ServiceOpt
   r.groups = s->groups_.get();
   r.linger = milliseconds(c.linger_ms());
   r.max_batch_delay = milliseconds(c.max_batch_delay_ms());
-  if (c.tier2_size() > 0) {
-    RemoteShardSetOptions remote;
-    remote.servers.assign(c.tier2().begin(), c.tier2().end());
-    remote.call_timeout_ms = c.tier2_deadline_ms();
-    remote.connect_timeout_ms = std::min<uint32_t>(c.tier2_deadline_ms(), 5000);
-    remote.on_open = [h = s->health_.get()](uint32_t shard, const Status& status) { h->Record(shard, status); };
-    r.open_shards = [remote](const pipeline::ShardSetOptions& so) { return OpenRemoteShardSet(remote, so); };
-  }
-  r.open_shards = s->health_->Observe(r.open_shards ? r.open_shards : pipeline::ShardSetOpener(pipeline::OpenLocalShardSet));
+  RETURN_IF_ERROR(s->PlaceShards(std::vector<std::string>(c.tier2().begin(), c.tier2().end())));
   s->loop_ = std::thread([p = s.get()] {
     NameThisThread("nd-t1-loop");
     p->Loop();
   });
   return s;
+}
+
+namespace {
+
+// The Tier 2 servers a store's shards are on (meta row "tier2_servers"): `after`, and during a
+// cluster rebalance also `before` (the move's drained shards are on before's servers).
+constexpr char kServersRow[] = "tier2_servers";
+struct RecordedServers {
+  std::vector<std::string> before, after;
+};
+
+std::string JoinServers(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+std::vector<std::string> SplitServers(std::string_view text) {
+  std::vector<std::string> v;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    v.emplace_back(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+  }
+  return v;
+}
+
+StatusOr<std::optional<RecordedServers>> ReadServers(const tier1::GroupStore& groups) {
+  std::string bytes;
+  const Status got = groups.rows().Get(groups.meta_family(), kServersRow, "", &bytes);
+  if (got.code() == StatusCode::kNotFound) return std::optional<RecordedServers>();
+  RETURN_IF_ERROR(got);
+  RecordedServers r;
+  std::string_view text = bytes;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (line.starts_with("before=")) r.before = SplitServers(line.substr(7));
+    else if (line.starts_with("after=")) r.after = SplitServers(line.substr(6));
+    else return Corruption("group store: meta row " + std::string(kServersRow) + " holds \"" + std::string(line) + "\"");
+  }
+  return std::optional<RecordedServers>(std::move(r));
+}
+
+Status WriteServers(tier1::GroupStore* groups, const RecordedServers& r) {
+  std::string text = "after=" + JoinServers(r.after);
+  if (!r.before.empty()) text = "before=" + JoinServers(r.before) + "\n" + text;
+  RowBatch b;
+  b.Put(groups->meta_family(), kServersRow, "", text);
+  RETURN_IF_ERROR(groups->rows().Write(b));
+  return groups->rows().WaitForWrites();
+}
+
+// A move's servers and placement: each shard below shards_after on after's server, the others
+// (drained) on before's.
+void UnionPlacement(const std::vector<std::string>& before, uint32_t shards_before, const std::vector<std::string>& after,
+                    uint32_t shards_after, std::vector<std::string>* servers, std::vector<uint32_t>* placement) {
+  *servers = before;
+  for (const std::string& a : after) {
+    if (std::find(servers->begin(), servers->end(), a) == servers->end()) servers->push_back(a);
+  }
+  placement->clear();
+  for (uint32_t m = 0; m < std::max(shards_before, shards_after); ++m) {
+    const std::string& at = m < shards_after ? after[m % after.size()] : before[m % before.size()];
+    placement->push_back(static_cast<uint32_t>(std::find(servers->begin(), servers->end(), at) - servers->begin()));
+  }
+}
+
+}  // namespace
+
+Status CheckShardPlacement(const std::vector<std::string>& before, uint32_t shards_before,
+                           const std::vector<std::string>& after, uint32_t shards_after) {
+  if (before.empty() || after.empty()) return InvalidArgument("no Tier 2 servers");
+  for (uint32_t m = 0; m < std::min(shards_before, shards_after); ++m) {
+    const std::string& from = before[m % before.size()];
+    const std::string& to = after[m % after.size()];
+    if (from != to) {
+      return InvalidArgument(fmt::format("shard {} is on {}, and the server list [{}] would seek it on {}: a rebalance "
+                                         "moves cells between shards, not shards between servers (keep the servers "
+                                         "of the shards that stay, in their places; add servers at the end)",
+                                         m, from, JoinServers(after), to));
+    }
+  }
+  return Status::Ok();
+}
+
+std::string ClusterRebalanceJson(const ClusterRebalanceState& s) {
+  static constexpr const char* kNames[] = {"none", "running", "done", "failed"};
+  std::string j = std::string("{\"state\":\"") + kNames[s.state] + "\"";
+  if (s.state == ClusterRebalanceState::kFailed) {
+    j += ",\"error\":";
+    AppendJsonString(&j, s.error);
+  }
+  if (s.state == ClusterRebalanceState::kDone) {
+    const std::string r = pipeline::RebalanceReportJson(s.report);
+    j += "," + r.substr(1, r.size() - 2);
+  }
+  auto list = [&](const char* key, const std::vector<std::string>& v) {
+    j += std::string(",\"") + key + "\":[";
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i > 0) j += ',';
+      AppendJsonString(&j, v[i]);
+    }
+    j += ']';
+  };
+  list("tier2_before", s.tier2_before);
+  list("tier2_after", s.tier2_after);
+  AppendJsonField(&j, "paused_seconds", s.paused_seconds);
+  j += ",\"records_accepted_while_paused\":" + std::to_string(s.records_accepted) + "}";
+  return j;
+}
+
+void Tier1Service::SetOpener(std::vector<std::string> servers, std::vector<uint32_t> placement) {
+  const pb::Tier1ServerConfig& c = o_.config.tier1_server();
+  pipeline::ShardSetOpener open = pipeline::OpenLocalShardSet;
+  if (!servers.empty()) {
+    RemoteShardSetOptions remote;
+    remote.servers = std::move(servers);
+    remote.placement = std::move(placement);
+    remote.call_timeout_ms = c.tier2_deadline_ms();
+    remote.connect_timeout_ms = std::min<uint32_t>(c.tier2_deadline_ms(), 5000);
+    remote.on_open = [h = health_.get()](uint32_t shard, const Status& status) { h->Record(shard, status); };
+    open = [remote](const pipeline::ShardSetOptions& so) { return OpenRemoteShardSet(remote, so); };
+  }
+  run_.open_shards = health_->Observe(std::move(open));
+}
+
+Status Tier1Service::PlaceShards(std::vector<std::string> configured) {
+  tier2_ = configured;
+  if (configured.empty()) {
+    SetOpener({}, {});
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(const std::optional<RecordedServers> recorded, ReadServers(*groups_));
+  auto params = pipeline::ReadStoreParams(*groups_);
+  if (recorded.has_value() && !recorded->after.empty() && params.ok()) {
+    const std::string store = layout_.dir;
+    auto refuse = [&](const Status& s) {
+      return FailedPrecondition("tier1-server: store " + store + " has its shards on [" + JoinServers(recorded->after) +
+                                "], not where --tier2 [" + JoinServers(configured) + "] seeks them: " + s.message());
+    };
+    auto journal = pipeline::ReadMoveJournal(*groups_);
+    if (journal.ok() && !recorded->before.empty()) {
+      // A rebalance stopped mid-move: the loop's first run finishes it over the move's servers.
+      const uint32_t shards_after = journal->shards_after();
+      if (Status s = CheckShardPlacement(recorded->after, shards_after, configured, shards_after); !s.ok()) return refuse(s);
+      std::vector<std::string> servers;
+      std::vector<uint32_t> placement;
+      UnionPlacement(recorded->before, journal->shards_before(), recorded->after, shards_after, &servers, &placement);
+      spdlog::warn("tier1-server: a rebalance of store {} stopped mid-move: finishing it over [{}]", store,
+                   JoinServers(servers));
+      tier2_ = recorded->after;
+      SetOpener(std::move(servers), std::move(placement));
+      return Status::Ok();
+    }
+    const uint32_t shards = params->shards();
+    if (Status s = CheckShardPlacement(recorded->after, shards, configured, shards); !s.ok()) return refuse(s);
+  }
+  if (!recorded.has_value() || recorded->after != configured || !recorded->before.empty()) {
+    RETURN_IF_ERROR(WriteServers(groups_.get(), {{}, configured}));
+  }
+  SetOpener(std::move(configured), {});
+  return Status::Ok();
+}
+
+Status Tier1Service::StartRebalance(ClusterRebalanceRequest request) {
+  if (stopping_) return FailedPrecondition("tier1-server: stopping");
+  if (tier2_.empty()) {
+    return FailedPrecondition("tier1-server: the shards are in this process: stop the server and run neardup rebalance --store");
+  }
+  if (!(request.max_move >= 0 && request.max_move <= 1)) return InvalidArgument("max_move must be in [0, 1]");
+  if (!(request.max_mb_per_s >= 0)) return InvalidArgument("max_mb_per_s must be at least 0");
+  if (request.shards > 1024) return InvalidArgument("shards must be in 1..1024");
+  for (const std::string& server : request.tier2) {
+    std::string host;
+    uint16_t port = 0;
+    if (Status s = ParseHostPort(server, &host, &port); !s.ok()) return InvalidArgument("tier2: " + s.message());
+  }
+  std::lock_guard lock(rebalance_mu_);
+  if (rebalance_.state == ClusterRebalanceState::kRunning) return FailedPrecondition("a rebalance is running");
+  if (rebalance_thread_.joinable()) rebalance_thread_.join();
+  rebalance_ = ClusterRebalanceState();
+  rebalance_.state = ClusterRebalanceState::kRunning;
+  rebalance_thread_ = std::thread([this, request = std::move(request)] {
+    NameThisThread("nd-rebalance");
+    Rebalance(request);
+  });
+  return Status::Ok();
+}
+
+ClusterRebalanceState Tier1Service::RebalanceState() {
+  std::lock_guard lock(rebalance_mu_);
+  return rebalance_;
+}
+
+void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
+  const auto start = Clock::now();
+  const uint64_t accepted_before = log_->stats().records;
+  ClusterRebalanceState st;
+  st.state = ClusterRebalanceState::kRunning;
+  auto end = [&](Status s) {
+    st.state = s.ok() ? ClusterRebalanceState::kDone : ClusterRebalanceState::kFailed;
+    st.error = s.ok() ? "" : s.ToString();
+    st.paused_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    st.records_accepted = log_->stats().records - accepted_before;
+    if (!s.ok()) spdlog::warn("tier1-server: rebalance failed: {}", s.ToString());
+    std::lock_guard lock(rebalance_mu_);
+    rebalance_ = st;
+  };
+  pipeline::StoreRebalanceOptions so;
+  so.dir = layout_.dir;
+  so.config = run_.config;
+  so.shards = q.shards;
+  so.max_move = q.max_move;
+  so.max_mb_per_s = q.max_mb_per_s;
+  so.dry_run = q.dry_run;
+  so.on_step = [this](uint64_t step) {
+    return !stopping_.load() && (!o_.rebalance_on_step || o_.rebalance_on_step(step));
+  };
+  st.tier2_before = tier2_;
+  st.tier2_after = q.tier2.empty() ? tier2_ : q.tier2;
+  if (q.dry_run) {  // a plan only: the loop goes on
+    auto r = pipeline::RebalanceOpenStore(groups_.get(), so);
+    if (r.ok()) st.report = *r;
+    st.tier2_after = st.tier2_before;
+    end(r.status());
+    return;
+  }
+  // The loop pauses once the batch it is in commits.
+  pause_ = true;
+  loop_cv_.notify_all();
+  {
+    std::unique_lock wait(loop_mu_);
+    loop_cv_.wait(wait, [&] { return paused_ || loop_done_; });
+    if (!paused_) {
+      pause_ = false;
+      end(FailedPrecondition("tier1-server: stopping"));
+      return;
+    }
+  }
+  auto resume = [&] {
+    pause_ = false;
+    loop_cv_.notify_all();
+  };
+  Status s = [&]() -> Status {
+    ASSIGN_OR_RETURN(const pb::StoreParams params, pipeline::ReadStoreParams(*groups_));
+    const uint32_t before = params.shards(), after = q.shards == 0 ? before : q.shards;
+    RETURN_IF_ERROR(CheckShardPlacement(st.tier2_before, before, st.tier2_after, after));
+    std::vector<std::string> servers;
+    std::vector<uint32_t> placement;
+    UnionPlacement(st.tier2_before, before, st.tier2_after, after, &servers, &placement);
+    // Before the move's journal: a restart mid-move finds the move's servers.
+    RETURN_IF_ERROR(WriteServers(groups_.get(), {st.tier2_before, st.tier2_after}));
+    const pb::Tier1ServerConfig& c = o_.config.tier1_server();
+    RemoteShardSetOptions remote;
+    remote.servers = servers;
+    remote.placement = placement;
+    remote.call_timeout_ms = c.tier2_deadline_ms();
+    remote.connect_timeout_ms = std::min<uint32_t>(c.tier2_deadline_ms(), 5000);
+    so.open_shards = [remote](const pipeline::ShardSetOptions& o) { return OpenRemoteShardSet(remote, o); };
+    spdlog::info("tier1-server: rebalancing {} -> {} shards over [{}]", before, after, JoinServers(servers));
+    auto r = pipeline::RebalanceOpenStore(groups_.get(), so);
+    if (!r.ok()) {
+      if (pipeline::ReadMoveJournal(*groups_).ok()) {
+        // The move is recorded: the loop's next run finishes it over the move's servers.
+        SetOpener(std::move(servers), std::move(placement));
+      } else {
+        (void)WriteServers(groups_.get(), {{}, st.tier2_before});
+      }
+      return r.status();
+    }
+    st.report = *r;
+    if (!r->applied) {
+      st.tier2_after = st.tier2_before;
+      return WriteServers(groups_.get(), {{}, st.tier2_before});
+    }
+    RETURN_IF_ERROR(WriteServers(groups_.get(), {{}, st.tier2_after}));
+    tier2_ = st.tier2_after;
+    SetOpener(tier2_, {});
+    health_->Reset(tier2_, r->shards_after);
+    // The runs take the store's map and shard count from now on.
+    run_.map.clear();
+    run_.given.erase("shards");
+    run_.config.mutable_pipeline()->set_shards(r->shards_after);
+    return Status::Ok();
+  }();
+  resume();
+  end(s);
 }
 
 Tier1Service::~Tier1Service() {
@@ -91,6 +376,13 @@ bool Tier1Service::Stop() {
     stop_loop_ = true;
     loop_cv_.notify_all();
   }
+  // A rebalance stops at its next step (the store's journal finishes it on the next start).
+  std::thread rebalance;
+  {
+    std::lock_guard lock(rebalance_mu_);
+    rebalance.swap(rebalance_thread_);
+  }
+  if (rebalance.joinable()) rebalance.join();
   // The loop commits the batch it is in, reads no further and ends; past the deadline the caller
   // may exit anyway (what the log holds is durable: the next start continues it).
   const auto deadline = Clock::now() + milliseconds(o_.config.tier1_server().stop_deadline_ms());
@@ -107,6 +399,15 @@ void Tier1Service::Loop() {
   const pb::Tier1ServerConfig& c = o_.config.tier1_server();
   uint32_t backoff = c.retry_min_ms();
   while (!stop_loop_) {
+    if (pause_) {
+      // A rebalance holds the store between two runs.
+      std::unique_lock wait(loop_mu_);
+      paused_ = true;
+      loop_cv_.notify_all();
+      loop_cv_.wait(wait, [&] { return !pause_ || stop_loop_; });
+      paused_ = false;
+      continue;
+    }
     {
       std::lock_guard lock(stats_mu_);
       ++stats_.runs;
@@ -122,7 +423,7 @@ void Tier1Service::Loop() {
         const pipeline::PipelineSummary& x = *run;
         pipeline::PipelineSummary& t = stats_.totals;
         t.groups = x.groups, t.multi_groups = x.multi_groups, t.pages = x.pages, t.shards = x.shards;
-        if (stop_loop_) continue;  // stopped: the loop condition ends it
+        if (stop_loop_ || pause_) continue;  // stopped, or paused for a rebalance
         run = FailedPrecondition("the batch loop's run ended without being stopped");
       }
       ++stats_.failed_runs;
@@ -131,7 +432,7 @@ void Tier1Service::Loop() {
     }
     spdlog::warn("tier1-server: the batch loop stopped: {}; starting again in {} ms", run.status().ToString(), backoff);
     std::unique_lock wait(loop_mu_);
-    loop_cv_.wait_for(wait, milliseconds(backoff), [&] { return stop_loop_.load(); });
+    loop_cv_.wait_for(wait, milliseconds(backoff), [&] { return stop_loop_.load() || pause_.load(); });
     backoff = std::min(backoff * 2, c.retry_max_ms());
   }
   {

@@ -42,6 +42,7 @@
 #include "cluster/shard_health.h"
 #include "common/status.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/rebalance_store.h"
 #include "proto/config.pb.h"
 #include "tier1/tier1.h"
 
@@ -53,6 +54,9 @@ struct Tier1ServiceOptions {
   SignerOptions signer;
   pipeline::GivenParams given;
   uint32_t batch_pages = ConfigDefaults().tier2().batch_pages();
+  // Called after each durable step of a rebalance's move (as StoreRebalanceOptions::on_step);
+  // false stops the move there. For crash tests; may be empty.
+  std::function<bool(uint64_t step)> rebalance_on_step;
 };
 
 struct PageStatus {
@@ -84,6 +88,42 @@ struct Tier1ServiceStats {
   double last_completeness = 1;       // of the last partial comparison (1: none since the last commit)
   uint64_t incomplete_batches = 0;
 };
+
+// A rebalance of the store's Tier 2 shards while the service runs (Tier1Service::StartRebalance).
+struct ClusterRebalanceRequest {
+  uint32_t shards = 0;             // shard count after the move; 0: as many as now
+  double max_move = 0.1;           // as pipeline::StoreRebalanceOptions
+  double max_mb_per_s = 0;         // the copy's rate limit (0: none)
+  bool dry_run = false;
+  // The Tier 2 servers (host:port) after the move, in order; empty: the ones the service uses now.
+  // A server added takes the new shards placed on it; a server dropped must hold only drained
+  // shards. A shard that exists before and after must stay on its server (moves carry cells
+  // between shards; they do not carry shards between servers).
+  std::vector<std::string> tier2;
+};
+
+struct ClusterRebalanceState {
+  enum State { kNone, kRunning, kDone, kFailed };
+  State state = kNone;              // of the last rebalance started
+  std::string error;                // kFailed
+  pipeline::StoreRebalanceReport report;  // kDone
+  std::vector<std::string> tier2_before, tier2_after;
+  // While the batch loop was paused for the move (from the request until it runs again): how long,
+  // and the ingest records the log accepted meantime (decided once the loop runs again).
+  double paused_seconds = 0;
+  uint64_t records_accepted = 0;
+};
+
+// The state as one JSON object: "state" (none, running, done, failed), "error", the report's fields
+// (pipeline::RebalanceReportJson) when done, tier2_before/after, paused_seconds,
+// records_accepted_while_paused.
+std::string ClusterRebalanceJson(const ClusterRebalanceState& s);
+
+// Whether `after` keeps every shard below min(shards_before, shards_after) on the server `before`
+// places it on (shard m on list[m % list.size()]); InvalidArgument naming the first shard that
+// would change server, or an empty list.
+Status CheckShardPlacement(const std::vector<std::string>& before, uint32_t shards_before,
+                           const std::vector<std::string>& after, uint32_t shards_after);
 
 class Tier1Service : public pipeline::IngestFeed {
  public:
@@ -129,6 +169,19 @@ class Tier1Service : public pipeline::IngestFeed {
   // Fails (a reason) when the loop cannot make progress for long, or the log failed.
   Status Health();
 
+  // Rebalances the store's shards (pipeline/rebalance_store.h) on a thread of its own: the batch
+  // loop pauses once the batch it is in commits; ingest goes on being accepted into the log and
+  // status queries answered from the committed records; the move runs over the Tier 2 servers
+  // (a server added or drained as `request.tier2` says); then the loop runs again with the new map
+  // and servers, and decides what arrived meanwhile. The server list is recorded in the store
+  // (meta row "tier2_servers"): a later start must place every shard on the same server.
+  // RebalanceState() follows it. Errors (nothing started): FailedPrecondition while one runs, once
+  // stopping, or for a service whose shards are in this process; InvalidArgument for bad options
+  // or a server list that would move a shard between servers. Stop() lets a running move stop at
+  // its next step: the store's journal finishes it on the next start.
+  Status StartRebalance(ClusterRebalanceRequest request);
+  ClusterRebalanceState RebalanceState();
+
   // Stops taking ingest and stops the batch loop at its next record or wait (the batch it is in
   // commits); the log is closed (everything acknowledged stays in it for the next start). False
   // when the loop did not end within stop_deadline_ms: the caller may exit all the same (the
@@ -138,7 +191,8 @@ class Tier1Service : public pipeline::IngestFeed {
   // IngestFeed (the batch loop's side).
   uint64_t ReadableBytes() override;
   void WaitReadable(uint64_t have, std::chrono::steady_clock::time_point until) override;
-  bool Stopping() override { return stopping_.load(std::memory_order_relaxed); }
+  // True to end the run: the service stops, or a rebalance pauses the loop.
+  bool Stopping() override { return stopping_.load(std::memory_order_relaxed) || pause_.load(std::memory_order_relaxed); }
   void Opened(const View& view) override;
   void Closing() override;
   void BatchDone(uint64_t batch, uint64_t end_offset, const pipeline::FeedCounters& run) override;
@@ -147,6 +201,14 @@ class Tier1Service : public pipeline::IngestFeed {
  private:
   explicit Tier1Service(Tier1ServiceOptions options);
   void Loop();
+  // At Open: the loop's Tier 2 servers, `configured` checked against those the store records
+  // (a store moved mid-rebalance goes on with the move's servers). FailedPrecondition when a shard
+  // would be sought on another server than the one that holds it.
+  Status PlaceShards(std::vector<std::string> configured);
+  // The loop's shard opener: over `servers` with `placement` (RemoteShardSetOptions), or in this
+  // process when `servers` is empty. Only while no run is open.
+  void SetOpener(std::vector<std::string> servers, std::vector<uint32_t> placement);
+  void Rebalance(ClusterRebalanceRequest request);
   // Query with signatures from `source` (null: the open run's shards).
   StatusOr<PageStatus> QueryWith(const std::string& url, tier1::SignatureSource* source);
   // Marks the URLs of an acknowledged append pending, each up to its record's end offset.
@@ -184,9 +246,17 @@ class Tier1Service : public pipeline::IngestFeed {
   std::chrono::steady_clock::time_point failing_since_{};  // guarded by stats_mu_ (epoch: not failing)
 
   std::mutex loop_mu_;
-  std::condition_variable loop_cv_;  // the backoff wait; stop; the loop's end
+  std::condition_variable loop_cv_;  // the backoff wait; stop; the loop's end; pause and resume
   bool loop_done_ = false;           // guarded by loop_mu_
+  bool paused_ = false;              // the loop waits for pause_ to clear; guarded by loop_mu_
+  std::atomic<bool> pause_{false};   // a rebalance asks the loop to pause between runs
   std::thread loop_;
+
+  // The Tier 2 servers the loop's runs use: changed only while the loop is paused (by a rebalance).
+  std::vector<std::string> tier2_;
+  std::mutex rebalance_mu_;
+  ClusterRebalanceState rebalance_;  // guarded by rebalance_mu_
+  std::thread rebalance_thread_;     // guarded by rebalance_mu_
 };
 
 }  // namespace neardup::cluster

@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
+#include "common/json_write.h"
 #include "common/url_hash_map.h"
 #include "partitioner/map_builder.h"
 #include "storage/file_env.h"
@@ -90,9 +92,10 @@ class Mover {
  public:
   Mover(const StoreLayout& layout, tier1::GroupStore* groups, ShardSet* shards, const pb::MoveJournal& j,
         const partitioner::PartitionMap& before, const partitioner::PartitionMap& after, uint64_t sequence,
-        uint32_t batch_pages, const std::function<bool(uint64_t)>& on_step, StoreRebalanceReport* report)
+        uint32_t batch_pages, double max_mb_per_s, const std::function<bool(uint64_t)>& on_step,
+        StoreRebalanceReport* report)
       : layout_(layout), groups_(groups), shards_(shards), j_(j), before_(before), after_(after), sequence_(sequence),
-        batch_pages_(batch_pages), on_step_(on_step), report_(report) {}
+        batch_pages_(batch_pages), max_mb_per_s_(max_mb_per_s), on_step_(on_step), report_(report) {}
 
   Status Run() {
     if (j_.state() == pb::MoveJournal::COPY) {
@@ -112,19 +115,36 @@ class Mover {
     return Status::Ok();
   }
 
+  // Under max_mb_per_s: waits until `bytes` copied since the copy began are due.
+  void Throttle(uint64_t bytes) {
+    if (max_mb_per_s_ <= 0) return;
+    const double due = static_cast<double>(bytes) / (max_mb_per_s_ * 1e6);
+    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start_).count();
+    if (due <= now) return;
+    std::this_thread::sleep_for(std::chrono::duration<double>(due - now));
+    if (report_) report_->throttled_seconds += due - now;
+  }
+
   // Step 2: each destination takes its incoming pages, read from their source shard.
   Status Copy() {
     struct Pending {
       std::vector<pb::PageSignature> sigs;
+      uint64_t bytes = 0;
     };
     std::map<uint32_t, Pending> pending;
+    uint64_t copied = 0;
+    copy_start_ = std::chrono::steady_clock::now();
     auto flush = [&](uint32_t to, Pending& p) -> Status {
       if (p.sigs.empty()) return Status::Ok();
       std::vector<tier2::ShardPage> pages(p.sigs.size());
       for (size_t i = 0; i < pages.size(); ++i) pages[i] = {&p.sigs[i], /*home=*/true, /*validated=*/true};
       RETURN_IF_ERROR(WriteStep(shards_, to, pages, {}, sequence_));
+      copied += p.bytes;
       p.sigs.clear();
-      return Step();
+      p.bytes = 0;
+      RETURN_IF_ERROR(Step());
+      Throttle(copied);
+      return Status::Ok();
     };
     const Status scanned = ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
       if (cell >= before_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
@@ -144,6 +164,7 @@ class Mover {
         report_->bytes_moved += sig->ByteSizeLong();
       }
       Pending& p = pending[to];
+      p.bytes += sig->ByteSizeLong();
       p.sigs.push_back(std::move(*sig));
       if (p.sigs.size() >= batch_pages_) return flush(to, p);
       return Status::Ok();
@@ -205,9 +226,11 @@ class Mover {
   const partitioner::PartitionMap& after_;
   uint64_t sequence_;
   uint32_t batch_pages_;
+  double max_mb_per_s_;
   const std::function<bool(uint64_t)>& on_step_;
   StoreRebalanceReport* report_;
   uint64_t step_ = 0;
+  std::chrono::steady_clock::time_point copy_start_;
 };
 
 // After the sources dropped: drained shards' directories, then the journal, then map-prev.pb.
@@ -294,7 +317,7 @@ namespace {
 // drained shards' directories go), or opened here (null).
 Status FinishMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::NeardupConfig& config,
                   const ShardSetOpener& open, std::unique_ptr<ShardSet> shards, bool* finished,
-                  StoreRebalanceReport* report, const std::function<bool(uint64_t)>& on_step) {
+                  StoreRebalanceReport* report, const std::function<bool(uint64_t)>& on_step, double max_mb_per_s) {
   *finished = false;
   auto journal = ReadMoveJournal(*groups);
   if (journal.status().code() == StatusCode::kNotFound) {
@@ -319,7 +342,7 @@ Status FinishMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb
   }
   {
     Mover mover(layout, groups, shards.get(), j, before, after, sequence, config.tier2().max_batch_pages() > 0
-                ? std::min<uint32_t>(config.tier2().max_batch_pages(), 10000) : 10000, on_step, report);
+                ? std::min<uint32_t>(config.tier2().max_batch_pages(), 10000) : 10000, max_mb_per_s, on_step, report);
     RETURN_IF_ERROR(mover.Run());
   }
   shards.reset();
@@ -341,28 +364,41 @@ Status FinishMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb
 Status FinishInterruptedMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::NeardupConfig& config,
                              const ShardSetOpener& open, bool* finished, StoreRebalanceReport* report,
                              const std::function<bool(uint64_t)>& on_step) {
-  return FinishMove(layout, groups, config, open, nullptr, finished, report, on_step);
+  return FinishMove(layout, groups, config, open, nullptr, finished, report, on_step, /*max_mb_per_s=*/0);
 }
 
-StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+Status CheckRebalanceOptions(const StoreRebalanceOptions& o) {
   if (!(o.max_move >= 0 && o.max_move <= 1)) return InvalidArgument("--max-move must be in [0, 1]");
   if (!(o.sample_rate > 0 && o.sample_rate <= 1)) return InvalidArgument("--sample-rate must be in (0, 1]");
   if (!(o.target_imbalance >= 1)) return InvalidArgument("--target-imbalance must be at least 1");
+  if (o.shards > 1024) return InvalidArgument("--shards must be in 1..1024");
+  return Status::Ok();
+}
+
+StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
+  RETURN_IF_ERROR(CheckRebalanceOptions(o));
   StoreLayout layout{o.dir};
   std::error_code ec;
   if (!fs::exists(layout.tier1() + "/CURRENT", ec)) {
     return NotFound("no store in " + o.dir + " (expected its group store in " + layout.tier1() + ")");
   }
-  pb::NeardupConfig config = o.config;
   tier1::GroupStore::Options go;
   go.path = layout.tier1();
-  go.sync = config.tier1().sync();
-  go.cache_bytes = static_cast<uint64_t>(config.tier1().cache_mib()) << 20;
-  go.compress = config.tier1().compress();
+  go.sync = o.config.tier1().sync();
+  go.cache_bytes = static_cast<uint64_t>(o.config.tier1().cache_mib()) << 20;
+  go.compress = o.config.tier1().compress();
   go.read_only = o.dry_run;
   ASSIGN_OR_RETURN(std::unique_ptr<tier1::GroupStore> groups, tier1::GroupStore::Open(go));
+  return RebalanceOpenStore(groups.get(), o);
+}
+
+StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, const StoreRebalanceOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  RETURN_IF_ERROR(CheckRebalanceOptions(o));
+  StoreLayout layout{o.dir};
+  std::error_code ec;
+  pb::NeardupConfig config = o.config;
   auto params_or = ReadStoreParams(*groups);
   if (params_or.status().code() == StatusCode::kNotFound) {
     return FailedPrecondition("store " + o.dir + " records no parameters: it holds nothing yet");
@@ -373,9 +409,10 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
   ApplyParams(*params_or, &config, &threshold, &signer);
 
   StoreRebalanceReport report;
+  report.dry_run = o.dry_run;
   if (!o.dry_run) {
     bool finished = false;
-    RETURN_IF_ERROR(FinishInterruptedMove(layout, groups.get(), config, o.open_shards, &finished, &report, o.on_step));
+    RETURN_IF_ERROR(FinishMove(layout, groups, config, o.open_shards, nullptr, &finished, &report, o.on_step, o.max_mb_per_s));
     if (finished) {
       // The interrupted move is the rebalance asked for: report it (a new plan would start over).
       ASSIGN_OR_RETURN(pb::StoreParams p, ReadStoreParams(*groups));
@@ -399,7 +436,6 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
   const pb::StoreParams params = *params_or;
   ASSIGN_OR_RETURN(partitioner::PartitionMap map, LoadServedMap(layout, params));
   const uint32_t shards_after = o.shards == 0 ? map.shards() : o.shards;
-  if (shards_after > 1024) return InvalidArgument("--shards must be in 1..1024");
   ASSIGN_OR_RETURN(uint64_t sequence, CommittedBatches(*groups));
 
   // Cells weighed: every resident page counted, a sample of them (by URL hash) for the plan.
@@ -498,15 +534,35 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
                j.shards_before(), j.shards_after());
   StoreRebalanceReport moved;
   bool finished = false;
-  RETURN_IF_ERROR(FinishMove(layout, groups.get(), config, o.open_shards, std::move(shards), &finished, &moved, o.on_step));
+  RETURN_IF_ERROR(
+      FinishMove(layout, groups, config, o.open_shards, std::move(shards), &finished, &moved, o.on_step, o.max_mb_per_s));
   report.generation_after = j.generation_after();
   report.pages_moved = moved.pages_moved;
   report.bytes_moved = moved.bytes_moved;
   report.planned_bytes = moved.bytes_moved;
   report.steps += moved.steps;
+  report.throttled_seconds = moved.throttled_seconds;
   report.applied = true;
   report.seconds = seconds();
   return report;
+}
+
+std::string RebalanceReportJson(const StoreRebalanceReport& r) {
+  std::string j = "{\"map_version_before\":" + std::to_string(r.generation_before) +
+                  ",\"map_version_after\":" + std::to_string(r.generation_after) +
+                  ",\"shards_before\":" + std::to_string(r.shards_before) +
+                  ",\"shards_after\":" + std::to_string(r.shards_after);
+  AppendJsonField(&j, "imbalance_before", r.imbalance_before);
+  AppendJsonField(&j, "imbalance_after", r.imbalance_after);
+  j += ",\"cells_moved\":" + std::to_string(r.moves.size()) + ",\"pages_moved\":" + std::to_string(r.pages_moved) +
+       ",\"bytes_moved\":" + std::to_string(r.bytes_moved) + ",\"pages_planned\":" + std::to_string(r.planned_pages);
+  AppendJsonField(&j, "pages_estimated", r.estimated_pages);
+  AppendJsonField(&j, "seconds", r.seconds);
+  AppendJsonField(&j, "throttled_seconds", r.throttled_seconds);
+  j += ",\"steps\":" + std::to_string(r.steps);
+  j += std::string(",\"dry_run\":") + (r.dry_run ? "true" : "false") + ",\"resumed\":" + (r.resumed ? "true" : "false") +
+       "}";
+  return j;
 }
 
 StatusOr<PlacementReport> CheckPlacement(const StoreLayout& layout, pb::NeardupConfig config) {

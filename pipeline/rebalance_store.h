@@ -51,6 +51,9 @@ struct StoreRebalanceOptions {
   // pages are sampled (all of a smaller store).
   double sample_rate = 0.05;
   bool dry_run = false;           // plan and report only
+  // The copy and the drop write at most this many signature megabytes per second (0: as fast as
+  // the shards take them), so that a store that serves meanwhile keeps its shards' time.
+  double max_mb_per_s = 0;
   ShardSetOpener open_shards;     // empty: OpenLocalShardSet
   // Called after each durable step of a move (the journal written, each shard write, the flip, the
   // rename), counting from 1 in each process. Returning false stops the move there, as a crash
@@ -77,7 +80,14 @@ struct StoreRebalanceReport {
   uint64_t bytes_moved = 0;
   uint64_t steps = 0;             // durable steps this process took (on_step's calls)
   double seconds = 0;
+  double throttled_seconds = 0;   // of those, waited to keep under max_mb_per_s
+  bool dry_run = false;
 };
+
+// The report as one JSON object (no newline): map_version_before/after, shards_before/after,
+// imbalance_before/after, cells_moved, pages_moved, bytes_moved, pages_planned, pages_estimated,
+// seconds, throttled_seconds, steps, dry_run, resumed.
+std::string RebalanceReportJson(const StoreRebalanceReport& r);
 
 // Plans and (unless dry_run) applies a rebalance to the store in options.dir, finishing an
 // interrupted move first. Errors: NotFound when the directory holds no store; FailedPrecondition
@@ -85,6 +95,11 @@ struct StoreRebalanceReport {
 // again first), or a page Tier 1 places on a shard that does not hold it; InvalidArgument for bad
 // options; the group store's and the shards' errors.
 StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& options);
+
+// RebalanceStore on a group store the caller holds open, writable (a Tier 1 server between two
+// runs of its batch loop: no run may be open on it meanwhile); options.dir names the store.
+// Errors as RebalanceStore's, but NotFound.
+StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, const StoreRebalanceOptions& options);
 
 // If the store records an interrupted move, finishes it (the shards opened with `open`, or locally;
 // the group store already open, writable). *finished says whether there was one; *report, when not

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <gtest/gtest.h>
+
+#include <atomic>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,8 +53,11 @@ class BinaryTest : public ::testing::Test {
   }
   static std::string Read(const std::string& path) { return test::ReadFile(path); }
   // Runs `neardup <args>` through the shell; stdout and stderr are captured.
+  // Runs the binary; safe from several threads at once (each call its own output files).
   Outcome Neardup(const std::string& args) const {
-    const std::string out = Path("stdout.txt"), err = Path("stderr.txt");
+    static std::atomic<int> calls{0};
+    const std::string n = std::to_string(calls++);
+    const std::string out = Path("stdout-" + n + ".txt"), err = Path("stderr-" + n + ".txt");
     const std::string cmd = std::string(NEARDUP_BIN) + " " + args + " >" + out + " 2>" + err;
     const int rc = std::system(cmd.c_str());
     return Outcome{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, Read(out), Read(err)};

@@ -270,6 +270,169 @@ TEST_F(ServiceTest, AWarcCrawlGoesThroughTheServiceAsItReadsEmbedded) {
   EXPECT_EQ(Metric(**client, "neardup_changed_pages_total"), 0);
 }
 
+// Adding a fifth Tier 2 server to a running four-server cluster while ingest goes on, then
+// draining it: `neardup rebalance --server` moves cells between the servers, the answers end as
+// the embedded run's, and a restart that would seek a shard on another server is refused.
+TEST_F(ServiceTest, AddingAndDrainingATier2ServerWhileIngestRuns) {
+  Embedded();
+  std::vector<std::string> t2;
+  for (int k = 0; k < 5; ++k) {
+    const std::string port = Start("t2-" + std::to_string(k), {"tier2-server", "--store", Path("t2-" + std::to_string(k))});
+    ASSERT_FALSE(port.empty());
+    t2.push_back("127.0.0.1:" + port);
+  }
+  auto join = [](const std::vector<std::string>& v, size_t n) {
+    std::string out;
+    for (size_t i = 0; i < n; ++i) out += (i ? "," : "") + v[i];
+    return out;
+  };
+  const std::string api = Start("tier1", Tier1Args(join(t2, 4)));
+  ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
+  const std::string server = "http://127.0.0.1:" + api;
+  // The crawl in two halves.
+  std::istringstream lines(Read(crawl_));
+  std::string first, second, line;
+  for (int n = 0; std::getline(lines, line); ++n) (n < 500 ? first : second) += line + "\n";
+  Write("first.jsonl", first);
+  Write("second.jsonl", second);
+  ASSERT_EQ(Neardup("ingest --server " + server + " --input " + Path("first.jsonl")).code, 0);
+  auto client = cluster::HttpClient::Create(server);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("tier1.log"));
+
+  // A fifth server, while the second half is being ingested.
+  Outcome add;
+  std::thread rebalance([&] {
+    add = Neardup("rebalance --server " + server + " --shards 5 --tier2 " + join(t2, 5) + " --max-move 0.5");
+  });
+  Outcome ingest = Neardup("ingest --server " + server + " --input " + Path("second.jsonl") + " --batch-records 50");
+  rebalance.join();
+  ASSERT_EQ(add.code, 0) << add.out << add.err << Read(Path("tier1.log"));
+  EXPECT_EQ(ingest.code, 0) << ingest.err;
+  EXPECT_THAT(add.out, ::testing::HasSubstr("\"state\":\"done\""));
+  EXPECT_THAT(add.out, ::testing::HasSubstr("\"shards_after\":5"));
+  EXPECT_THAT(add.out, ::testing::HasSubstr(t2[4]));
+  EXPECT_THAT(add.out, ::testing::Not(::testing::HasSubstr("\"pages_moved\":0,")));
+  ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("tier1.log"));
+  EXPECT_EQ(Metric(**client, "neardup_records_total"), 1000);
+  EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
+  auto shard_up = [&](int shard) {
+    auto r = (*client)->Request("GET", "/metrics", "");
+    return r.ok() && r->body.find("neardup_shard_up{shard=\"" + std::to_string(shard) + "\"") != std::string::npos;
+  };
+  EXPECT_TRUE(shard_up(4));
+  // A server list that would seek a shard on another server fails, and changes nothing.
+  Outcome bad = Neardup("rebalance --server " + server + " --shards 5 --tier2 " + t2[1] + "," + t2[0] + "," + t2[2] +
+                        "," + t2[3] + "," + t2[4]);
+  EXPECT_EQ(bad.code, 1) << bad.out << bad.err;
+  EXPECT_THAT(bad.out, ::testing::HasSubstr("not shards between servers")) << bad.out;
+
+  // Drained again: shard 4 empties into the others, and its server leaves the list.
+  Outcome drain = Neardup("rebalance --server " + server + " --shards 4 --tier2 " + join(t2, 4));
+  ASSERT_EQ(drain.code, 0) << drain.out << drain.err << Read(Path("tier1.log"));
+  EXPECT_THAT(drain.out, ::testing::HasSubstr("\"shards_after\":4"));
+  EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
+  EXPECT_FALSE(shard_up(4));
+  EXPECT_EQ(Signal("tier1", SIGTERM), 0) << Read(Path("tier1.log"));
+  // The store records where its shards are: a start that would seek them elsewhere is refused.
+  std::vector<std::string> wrong = Tier1Args(t2[1] + "," + t2[0] + "," + t2[2] + "," + t2[3]);
+  std::string cmd;
+  for (const std::string& a : wrong) cmd += " " + a;
+  Outcome refused = Neardup(cmd);
+  EXPECT_NE(refused.code, 0);
+  EXPECT_THAT(refused.err, ::testing::HasSubstr("not where --tier2")) << refused.err;
+}
+
+// A Tier 1 server killed in the middle of a cluster rebalance's move: a restart with the old
+// server list is refused (the store records the move's servers), one with the new list finishes
+// the move in its batch loop's first run, and the answers end as the embedded run's.
+TEST_F(ServiceTest, ATier1KilledMidRebalanceFinishesTheMoveOnRestart) {
+  Embedded();
+  std::vector<std::string> t2;
+  for (int k = 0; k < 3; ++k) {
+    const std::string port = Start("t2-" + std::to_string(k), {"tier2-server", "--store", Path("t2-" + std::to_string(k))});
+    ASSERT_FALSE(port.empty());
+    t2.push_back("127.0.0.1:" + port);
+  }
+  const std::string two = t2[0] + "," + t2[1], three = two + "," + t2[2];
+  std::vector<std::string> args = Tier1Args(two);
+  Write("t1.textproto", "tier1_server { linger_ms: 300 tier2_deadline_ms: 2000 retry_min_ms: 100 retry_max_ms: 500 }\n");
+  // A map of 2 shards for this store: the embedded one has 4.
+  ASSERT_EQ(Neardup("partition build --input " + crawl_ + " --shards 2 --out " + Path("map2.pb")).code, 0);
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--map") args[i + 1] = Path("map2.pb");
+  }
+  std::string api = Start("tier1", args);
+  ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
+  std::string server = "http://127.0.0.1:" + api;
+  ASSERT_EQ(Neardup("ingest --server " + server + " --input " + crawl_).code, 0);
+  auto client = cluster::HttpClient::Create(server);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("tier1.log"));
+  std::map<std::string, Answer> before;
+  for (const auto& [url, want] : Expected(Path("local.jsonl"))) before[url] = Ask(**client, url);
+  // Resident pages summed over the shards, as /metrics gives them.
+  auto resident = [&](cluster::HttpClient& c, const std::vector<std::string>& servers) {
+    auto r = c.Request("GET", "/metrics", "");
+    double sum = 0;
+    for (size_t m = 0; r.ok() && m < servers.size(); ++m) {
+      const std::string key = "neardup_shard_resident_pages{shard=\"" + std::to_string(m) + "\",server=\"" + servers[m] + "\"} ";
+      const size_t at = r->body.find(key);
+      if (at == std::string::npos) return -1.0;
+      sum += std::strtod(r->body.c_str() + at + key.size(), nullptr);
+    }
+    return sum;
+  };
+  const double resident_before = resident(**client, {t2[0], t2[1]});
+  ASSERT_GT(resident_before, 0);
+  ASSERT_EQ(Signal("tier1", SIGTERM), 0);
+
+  // Killed after the move's third durable step (its journal, then the copy's writes).
+  ::setenv("NEARDUP_REBALANCE_KILL_AT", "3", 1);
+  api = Start("tier1", args);
+  ::unsetenv("NEARDUP_REBALANCE_KILL_AT");
+  ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
+  server = "http://127.0.0.1:" + api;
+  Outcome killed = Neardup("rebalance --server " + server + " --shards 3 --tier2 " + three + " --max-move 0.5");
+  EXPECT_NE(killed.code, 0) << killed.out;
+  EXPECT_EQ(Signal("tier1", SIGKILL), -1);
+
+  std::vector<std::string> old_list = args;
+  std::string cmd;
+  for (const std::string& a : old_list) cmd += " " + a;
+  Outcome refused = Neardup(cmd);
+  EXPECT_NE(refused.code, 0);
+  EXPECT_THAT(refused.err, ::testing::HasSubstr("not where --tier2")) << refused.err;
+
+  std::vector<std::string> resumed = Tier1Args(three);
+  for (size_t i = 0; i + 1 < resumed.size(); ++i) {
+    if (resumed[i] == "--map") resumed[i + 1] = Path("map2.pb");
+  }
+  api = Start("tier1", resumed);
+  ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
+  client = cluster::HttpClient::Create("http://127.0.0.1:" + api);
+  ASSERT_TRUE(client.ok());
+  // A few new pages, alike to nothing: a batch runs on the three shards (and they say what they hold).
+  std::string extra;
+  for (int k = 0; k < 3; ++k) {
+    extra += "{\"url\":\"https://extra.example/" + std::to_string(k) + "\",\"text\":\"";
+    for (int w = 0; w < 60; ++w) extra += "x" + std::to_string(k * 1000 + w * 7) + " ";
+    extra += "\"}\n";
+  }
+  Write("extra.jsonl", extra);
+  ASSERT_EQ(Neardup("ingest --server http://127.0.0.1:" + api + " --input " + Path("extra.jsonl")).code, 0);
+  ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("tier1.log"));
+  int differ = 0;
+  for (const auto& [url, want] : before) {
+    const Answer got = Ask(**client, url);
+    differ += got.status != want.status || got.group != want.group || got.winner != want.winner;
+  }
+  EXPECT_EQ(differ, 0);
+  // Every resident page on one shard: nothing lost, nothing held twice.
+  EXPECT_EQ(resident(**client, t2), resident_before + 3) << Read(Path("tier1.log"));
+  EXPECT_THAT(Read(Path("tier1.log")), ::testing::HasSubstr("stopped mid-move"));
+}
+
 TEST_F(ServiceTest, ATier2KilledDuringIngestLeavesPagesPendingAndCostsNothing) {
   Embedded();
   Cluster cl;
