@@ -29,7 +29,9 @@ rps = num(r": ([0-9.]+) records/s")
 secs = num(r"in ([0-9.]+) s:")
 rss = num(r"peak RSS ([0-9.]+) MiB")
 fp = re.search(r"tier 1 fast path\s+(\d+) of (\d+)", s)
-ver = re.search(r"verification\s+(\d+) checks, (\d+) rejections .*?, (\d+) repairs", s)
+ver = re.search(r"verification\s+(\d+) checks(?: \([^)]*\))?, (\d+) rejections .*?, (\d+) repairs", s)
+if fp is None or ver is None:
+    sys.exit(f"pipeline_accuracy: {path} has no 'tier 1 fast path' or 'verification' line of the expected shape")
 share = int(fp.group(1)) / max(1, int(fp.group(2)))
 rej = int(ver.group(2)) / max(1, int(ver.group(1)))
 print(f"{n},{t},{rps:.0f},{secs:.2f},{rss:.0f},{share:.4f},{fp.group(2)},{rej:.4f},{ver.group(3)},"
