@@ -181,6 +181,7 @@ int RebalanceOverHttp(const RebalanceOverHttpArgs& a) {
       spdlog::info("rebalance: running");
     }
   }
+  while (!state.empty() && (state.back() == '\n' || state.back() == '\r')) state.pop_back();
   std::printf("%s\n", state.c_str());
   return state.find("\"state\":\"done\"") != std::string::npos ? 0 : 1;
 }

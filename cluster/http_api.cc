@@ -429,6 +429,8 @@ HttpResponse HttpApi::Metrics(const HttpRequest& request) {
   one("neardup_verifications_total", "counter", "Losers verified against their winner (the store's life).", t.verifications);
   one("neardup_rejections_total", "counter", "Losers rejected by verification against their winner (the store's life).", t.rejections);
   one("neardup_repairs_total", "counter", "Groups repaired (committed batches).", t.repairs);
+  one("neardup_rebalance_running", "gauge", "1 while a rebalance of the Tier 2 shards runs (the batch loop paused for it).",
+      service_->RebalanceState().state == ClusterRebalanceState::kRunning ? 1 : 0);
   // Per shard, as the batch loop last saw it (a scrape never waits for a shard).
   const std::vector<ShardState> shards = service_->Shards();
   if (!shards.empty()) {

@@ -242,9 +242,6 @@ Status Tier1Service::PlaceShards(std::vector<std::string> configured) {
 
 Status Tier1Service::StartRebalance(ClusterRebalanceRequest request) {
   if (stopping_) return FailedPrecondition("tier1-server: stopping");
-  if (tier2_.empty()) {
-    return FailedPrecondition("tier1-server: the shards are in this process: stop the server and run neardup rebalance --store");
-  }
   if (!(request.max_move >= 0 && request.max_move <= 1)) return InvalidArgument("max_move must be in [0, 1]");
   if (!(request.max_mb_per_s >= 0)) return InvalidArgument("max_mb_per_s must be at least 0");
   if (request.shards > 1024) return InvalidArgument("shards must be in 1..1024");
@@ -254,6 +251,9 @@ Status Tier1Service::StartRebalance(ClusterRebalanceRequest request) {
     if (Status s = ParseHostPort(server, &host, &port); !s.ok()) return InvalidArgument("tier2: " + s.message());
   }
   std::lock_guard lock(rebalance_mu_);
+  if (tier2_.empty()) {
+    return FailedPrecondition("tier1-server: the shards are in this process: stop the server and run neardup rebalance --store");
+  }
   if (rebalance_.state == ClusterRebalanceState::kRunning) return FailedPrecondition("a rebalance is running");
   if (rebalance_thread_.joinable()) rebalance_thread_.join();
   rebalance_ = ClusterRebalanceState();
@@ -294,8 +294,11 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
   so.on_step = [this](uint64_t step) {
     return !stopping_.load() && (!o_.rebalance_on_step || o_.rebalance_on_step(step));
   };
-  st.tier2_before = tier2_;
-  st.tier2_after = q.tier2.empty() ? tier2_ : q.tier2;
+  {
+    std::lock_guard lock(rebalance_mu_);
+    st.tier2_before = tier2_;
+  }
+  st.tier2_after = q.tier2.empty() ? st.tier2_before : q.tier2;
   if (q.dry_run) {  // a plan only: the loop goes on
     auto r = pipeline::RebalanceOpenStore(groups_.get(), so);
     if (r.ok()) st.report = *r;
@@ -303,19 +306,22 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
     end(r.status());
     return;
   }
-  // The loop pauses once the batch it is in commits.
-  pause_ = true;
-  loop_cv_.notify_all();
+  // The loop pauses once the batch it is in commits (pause_ and paused_ change under loop_mu_:
+  // no wake-up is lost between a wait's check and its sleep).
   {
     std::unique_lock wait(loop_mu_);
+    pause_ = true;
+    loop_cv_.notify_all();
     loop_cv_.wait(wait, [&] { return paused_ || loop_done_; });
     if (!paused_) {
       pause_ = false;
+      wait.unlock();
       end(FailedPrecondition("tier1-server: stopping"));
       return;
     }
   }
   auto resume = [&] {
+    std::lock_guard lock(loop_mu_);
     pause_ = false;
     loop_cv_.notify_all();
   };
@@ -352,9 +358,12 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
       return WriteServers(groups_.get(), {{}, st.tier2_before});
     }
     RETURN_IF_ERROR(WriteServers(groups_.get(), {{}, st.tier2_after}));
-    tier2_ = st.tier2_after;
-    SetOpener(tier2_, {});
-    health_->Reset(tier2_, r->shards_after);
+    {
+      std::lock_guard lock(rebalance_mu_);
+      tier2_ = st.tier2_after;
+    }
+    SetOpener(st.tier2_after, {});
+    health_->Reset(st.tier2_after, r->shards_after);
     // The runs take the store's map and shard count from now on.
     run_.map.clear();
     run_.given.erase("shards");
@@ -373,6 +382,7 @@ Tier1Service::~Tier1Service() {
 
 bool Tier1Service::Stop() {
   if (!stopping_.exchange(true)) {
+    std::lock_guard lock(loop_mu_);  // a wait's check and its sleep see it or wake
     stop_loop_ = true;
     loop_cv_.notify_all();
   }

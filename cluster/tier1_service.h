@@ -252,9 +252,10 @@ class Tier1Service : public pipeline::IngestFeed {
   std::atomic<bool> pause_{false};   // a rebalance asks the loop to pause between runs
   std::thread loop_;
 
-  // The Tier 2 servers the loop's runs use: changed only while the loop is paused (by a rebalance).
-  std::vector<std::string> tier2_;
   std::mutex rebalance_mu_;
+  // The Tier 2 servers the loop's runs use: changed only while the loop is paused (by a
+  // rebalance); guarded by rebalance_mu_ (but at Open).
+  std::vector<std::string> tier2_;
   ClusterRebalanceState rebalance_;  // guarded by rebalance_mu_
   std::thread rebalance_thread_;     // guarded by rebalance_mu_
 };

@@ -21,6 +21,7 @@ steps=(
   "experiments/table1_eval.sh 200000"
   "experiments/real_docs.sh"
   "experiments/rebalance.sh 200000"
+  "experiments/cluster_rebalance.sh 200000"
   "experiments/pipeline_accuracy.sh 10000 100000 1000000"
   "experiments/service_bench.sh 1000000"
 )

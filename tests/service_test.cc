@@ -321,6 +321,7 @@ TEST_F(ServiceTest, AddingAndDrainingATier2ServerWhileIngestRuns) {
     return r.ok() && r->body.find("neardup_shard_up{shard=\"" + std::to_string(shard) + "\"") != std::string::npos;
   };
   EXPECT_TRUE(shard_up(4));
+  EXPECT_EQ(Metric(**client, "neardup_rebalance_running"), 0);
   // A server list that would seek a shard on another server fails, and changes nothing.
   Outcome bad = Neardup("rebalance --server " + server + " --shards 5 --tier2 " + t2[1] + "," + t2[0] + "," + t2[2] +
                         "," + t2[3] + "," + t2[4]);
