@@ -26,6 +26,7 @@
 #include "common/config.h"
 #include "common/progress.h"
 #include "pipeline/pipeline_test_util.h"
+#include "pipeline/rebalance_store.h"
 #include "proto/api.pb.h"
 
 namespace neardup::cluster {
@@ -512,6 +513,101 @@ TEST_F(HttpApiTest, OverloadShedsIngestAndKeepsAnsweringStatus) {
   // What was accepted is bounded by the backlog: one request's worth over it at most.
   const Tier1ServiceStats s = service_->Stats();
   EXPECT_LE(s.log_bytes - s.committed_bytes, (256u << 10) + 4 * lines.size());
+}
+
+}  // namespace
+}  // namespace neardup::cluster
+
+namespace neardup::cluster {
+namespace {
+
+// POST /v1/admin/rebalance on a service whose shards are in this process: 3 -> 5 shards between
+// two halves of the crawl (the second sent while the move runs), then back to 4; every page ends
+// answered as the embedded run on the same batches answers it, and on the shard the map gives it.
+TEST_F(HttpApiTest, RebalanceBetweenBatchesWhileIngestRuns) {
+  StartService([](pb::Tier1ServerConfig* c) {
+    c->set_linger_ms(3000);  // full batches of 100, as the embedded run's
+    c->set_max_batch_delay_ms(600000);
+  });
+  std::string first, second;
+  {
+    std::istringstream crawl(Crawl());
+    int n = 0;
+    for (std::string line; std::getline(crawl, line); ++n) (n < 500 ? first : second) += line + "\n";
+  }
+  auto settled = [&] {
+    for (int i = 0; i < 600 && service_->Stats().pending_urls > 0; ++i) std::this_thread::sleep_for(milliseconds(100));
+    return service_->Stats().pending_urls == 0;
+  };
+  auto rebalance = [&](const std::string& body) {
+    auto r = client_->Request("POST", "/v1/admin/rebalance", body);
+    EXPECT_TRUE(r.ok() && r->status == 202u) << (r.ok() ? r->body : r.status().ToString());
+    return r.ok() ? r->body : std::string();
+  };
+  auto done = [&] {
+    std::string state;
+    for (int i = 0; i < 600; ++i) {
+      auto r = client_->Request("GET", "/v1/admin/rebalance", "");
+      if (r.ok()) state = r->body;
+      if (state.find("\"state\":\"running\"") == std::string::npos) break;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return state;
+  };
+  auto r = client_->Request("POST", "/v1/pages", first);
+  ASSERT_TRUE(r.ok() && r->status == 202u);
+  ASSERT_TRUE(settled());
+  // Bad requests change nothing: a server list for shards in this process, an unknown field.
+  r = client_->Request("POST", "/v1/admin/rebalance", R"({"shards":5,"tier2":["127.0.0.1:1"]})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400u) << r->body;
+  r = client_->Request("POST", "/v1/admin/rebalance", R"({"shard":5})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400u) << r->body;
+  EXPECT_NE(r->body.find("unknown field"), std::string::npos) << r->body;
+
+  EXPECT_NE(rebalance(R"({"shards":5,"max_move":0.5})").find("\"state\":\"running\""), std::string::npos);
+  r = client_->Request("POST", "/v1/pages", second);
+  ASSERT_TRUE(r.ok() && r->status == 202u) << (r.ok() ? r->body : "");
+  std::string state = done();
+  EXPECT_NE(state.find("\"state\":\"done\""), std::string::npos) << state;
+  EXPECT_NE(state.find("\"shards_after\":5"), std::string::npos) << state;
+  EXPECT_EQ(state.find("\"pages_moved\":0,"), std::string::npos) << state;
+  ASSERT_TRUE(settled());
+  rebalance(R"({"shards":4})");
+  state = done();
+  EXPECT_NE(state.find("\"state\":\"done\""), std::string::npos) << state;
+  EXPECT_NE(state.find("\"map_version_after\":3"), std::string::npos) << state;
+
+  // Every page as the embedded run answers it.
+  int pages = 0, differ = 0;
+  simdjson::dom::parser p;
+  std::istringstream groups(ReadFile(dir_.File("local-groups.jsonl")));
+  for (std::string line; std::getline(groups, line);) {
+    simdjson::dom::element want;
+    ASSERT_EQ(p.parse(line).get(want), simdjson::SUCCESS);
+    const std::string url(want["url"].get_string().value_unsafe());
+    auto got = service_->Query(url);
+    ASSERT_TRUE(got.ok()) << url;
+    ++pages;
+    differ += tier1::StatusName(got->answer.status) != want["status"].get_string().value_unsafe() ||
+              got->answer.winner_url != want["winner"].get_string().value_unsafe() ||
+              got->answer.group != want["group"].get_uint64().value_unsafe();
+  }
+  EXPECT_GT(pages, 800);
+  EXPECT_EQ(differ, 0);
+  // Stopped: each resident page on the shard the map gives it, and on no other.
+  server_->Stop();
+  service_->Stop();
+  api_->Stop();
+  api_.reset();
+  service_.reset();  // the store's lock with it
+  server_.reset();
+  auto placed = pipeline::CheckPlacement(pipeline::StoreLayout{dir_.File("svc")}, DefaultConfig());
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  EXPECT_EQ(placed->violation_count, 0u);
+  EXPECT_EQ(placed->shard_pages.size(), 4u);
+  EXPECT_EQ(placed->map_generation, 3u);
 }
 
 }  // namespace

@@ -251,8 +251,8 @@ Status Tier1Service::StartRebalance(ClusterRebalanceRequest request) {
     if (Status s = ParseHostPort(server, &host, &port); !s.ok()) return InvalidArgument("tier2: " + s.message());
   }
   std::lock_guard lock(rebalance_mu_);
-  if (tier2_.empty()) {
-    return FailedPrecondition("tier1-server: the shards are in this process: stop the server and run neardup rebalance --store");
+  if (tier2_.empty() && !request.tier2.empty()) {
+    return InvalidArgument("tier1-server: the shards are in this process: a rebalance names no Tier 2 servers");
   }
   if (rebalance_.state == ClusterRebalanceState::kRunning) return FailedPrecondition("a rebalance is running");
   if (rebalance_thread_.joinable()) rebalance_thread_.join();
@@ -325,7 +325,24 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
     pause_ = false;
     loop_cv_.notify_all();
   };
+  // The runs take the store's map and shard count from now on.
+  auto moved = [&](uint32_t shards_after) {
+    run_.map.clear();
+    run_.given.erase("shards");
+    run_.config.mutable_pipeline()->set_shards(shards_after);
+  };
   Status s = [&]() -> Status {
+    if (st.tier2_before.empty()) {
+      // The shards in this process: the move opens them (the paused loop's run closed them).
+      auto r = pipeline::RebalanceOpenStore(groups_.get(), so);
+      RETURN_IF_ERROR(r.status());
+      st.report = *r;
+      if (r->applied) {
+        moved(r->shards_after);
+        health_->Reset({}, r->shards_after);
+      }
+      return Status::Ok();
+    }
     ASSIGN_OR_RETURN(const pb::StoreParams params, pipeline::ReadStoreParams(*groups_));
     const uint32_t before = params.shards(), after = q.shards == 0 ? before : q.shards;
     RETURN_IF_ERROR(CheckShardPlacement(st.tier2_before, before, st.tier2_after, after));
@@ -364,10 +381,7 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
     }
     SetOpener(st.tier2_after, {});
     health_->Reset(st.tier2_after, r->shards_after);
-    // The runs take the store's map and shard count from now on.
-    run_.map.clear();
-    run_.given.erase("shards");
-    run_.config.mutable_pipeline()->set_shards(r->shards_after);
+    moved(r->shards_after);
     return Status::Ok();
   }();
   resume();

@@ -175,9 +175,11 @@ class Tier1Service : public pipeline::IngestFeed {
   // (a server added or drained as `request.tier2` says); then the loop runs again with the new map
   // and servers, and decides what arrived meanwhile. The server list is recorded in the store
   // (meta row "tier2_servers"): a later start must place every shard on the same server.
-  // RebalanceState() follows it. Errors (nothing started): FailedPrecondition while one runs, once
-  // stopping, or for a service whose shards are in this process; InvalidArgument for bad options
-  // or a server list that would move a shard between servers. Stop() lets a running move stop at
+  // A service whose shards are in this process moves them the same way, between two runs.
+  // RebalanceState() follows it. Errors (nothing started): FailedPrecondition while one runs or
+  // once stopping; InvalidArgument for bad options, or a server list for shards in this process.
+  // A server list that would move a shard between servers fails the rebalance (its state says
+  // why) and changes nothing. Stop() lets a running move stop at
   // its next step: the store's journal finishes it on the next start.
   Status StartRebalance(ClusterRebalanceRequest request);
   ClusterRebalanceState RebalanceState();
