@@ -194,6 +194,12 @@ void RegisterEval(CLI::App& app, int* exit_code) {
                   (unsigned long long)p.verifications, (unsigned long long)p.repairs);
     }
     std::printf("\n%s", experiments::FormatWrongPairs(*r).c_str());
+    bool drawn = false;
+    if (Status s = experiments::DrawEvalPlot(*r, o, &drawn); !s.ok()) {
+      spdlog::warn("{}", s.message());
+    } else if (!drawn) {
+      spdlog::info("eval: gnuplot is not installed: {}/eval.gp draws the figure (gnuplot {}/eval.gp)", a->out, a->out);
+    }
     if (r->stopped) {
       std::printf("interrupted: the results above (and in %s) stop there\n", a->out.c_str());
       *exit_code = 130;

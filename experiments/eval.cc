@@ -1,5 +1,6 @@
 #include "experiments/eval.h"
 
+#include <fmt/format.h>
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
@@ -7,11 +8,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <unordered_set>
 
 #include "baseline/baseline.h"
@@ -678,6 +681,69 @@ Status WriteEvalResults(const EvalResult& r, const EvalOptions& o) {
   RETURN_IF_ERROR(WriteFile((dir / "eval.json").string(), json));
   RETURN_IF_ERROR(WriteFile((dir / "causes.txt").string(), FormatWrongPairs(r)));
   return WriteFile((dir / "table.txt").string(), FormatEvalTable(r, r.shards));
+}
+
+namespace {
+
+// `s` as one shell word (single-quoted).
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// `s` as a gnuplot double-quoted string.
+std::string GnuplotQuote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Status DrawEvalPlot(const EvalResult& r, const EvalOptions& o, bool* drawn) {
+  *drawn = false;
+  const fs::path dir(o.out_dir);
+  const std::string csv = (dir / "eval.csv").string(), png = (dir / "eval.png").string();
+  const std::string gp = (dir / "eval.gp").string();
+  const std::string routing = o.run.config.pipeline().routing();
+  std::string script = fmt::format(
+      "# REP and RER (%) by milestone against the exact baseline, from eval.csv: neardup eval writes\n"
+      "# this and runs it when gnuplot is installed (else: gnuplot {}).\n"
+      "set terminal pngcairo size 1000,450 noenhanced\n"
+      "set output {}\n"
+      "set datafile separator \",\"\n"
+      "set multiplot layout 1,2 title \"REP and RER against the exact baseline ({} routing{}, threshold {}, {} records)\"\n"
+      "set xlabel \"milestone (% of the crawl)\"; set grid; set key below; set xrange [0:105]\n"
+      "$paper << EOD\n0.1,0.8,1.3\n0.2,0.85,1.5\n0.3,0.9,1.55\n0.5,0.85,1.6\n0.75,1,1.67\n1,1.3,1.6\nEOD\n",
+      gp, GnuplotQuote(png), routing, routing == "rho" ? fmt::format(" {}", o.run.config.pipeline().rho()) : "",
+      o.run.threshold, r.input_records);
+  // Columns of eval.csv: 1 milestone, 3 shards, 13 rep, 14 rer. The paper's Table 1 at 12
+  // machines: milestone, REP %, RER %.
+  for (const auto& [column, name, paper_column] : {std::tuple{13, "REP", 2}, std::tuple{14, "RER", 3}}) {
+    script += fmt::format("set ylabel \"{} (%)\"; set title \"{}\"\nplot ", name,
+                          column == 13 ? "REP: pairs grouped that the baseline does not group"
+                                       : "RER: the baseline's pairs the run does not group");
+    for (uint32_t shards : r.shards) {
+      script += fmt::format("{} using (100*$1):(100*${}) with linespoints lw 2 title \"{} shards\", ",
+                            GnuplotQuote("< awk -F, 'NR > 1 && $3 == " + std::to_string(shards) + "' " + ShellQuote(csv)),
+                            column, shards);
+    }
+    script += fmt::format("$paper using (100*$1):{} with linespoints dt 2 lw 2 title \"paper, 12 machines\"\n",
+                          paper_column);
+  }
+  script += "unset multiplot\n";
+  RETURN_IF_ERROR(WriteFile(gp, script));
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return Status::Ok();
+  const int rc = std::system(("gnuplot " + ShellQuote(gp) + " 2>" + ShellQuote((dir / "eval.gp.log").string())).c_str());
+  if (rc != 0) return Internal("eval: gnuplot " + gp + " failed (its messages: " + (dir / "eval.gp.log").string() + ")");
+  std::error_code ec;
+  fs::remove(dir / "eval.gp.log", ec);
+  *drawn = true;
+  return Status::Ok();
 }
 
 }  // namespace neardup::experiments

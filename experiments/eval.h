@@ -148,4 +148,11 @@ std::string FormatWrongPairs(const EvalResult& r);
 // Writes out_dir/eval.csv, eval.json, table.txt and causes.txt (FormatWrongPairs). IoError on a failed write.
 Status WriteEvalResults(const EvalResult& r, const EvalOptions& options);
 
+// Table 1 as a figure: writes out_dir/eval.gp, a gnuplot script that draws REP and RER (%) by
+// milestone from out_dir/eval.csv, a line per shard count, beside the paper's 12-machine column,
+// and runs gnuplot on it when gnuplot is installed: out_dir/eval.png. *drawn says whether it ran
+// (without gnuplot the script stays, for `gnuplot out_dir/eval.gp` elsewhere). IoError when the
+// script cannot be written; Internal when gnuplot fails.
+Status DrawEvalPlot(const EvalResult& r, const EvalOptions& options, bool* drawn);
+
 }  // namespace neardup::experiments

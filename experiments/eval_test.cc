@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -114,6 +117,41 @@ TEST(WrongPairs, ReadsHistoriesFromStatusLines) {
   auto bad = ReadHistories(path);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().ToString().find("status.jsonl:1"), std::string::npos) << bad.status().ToString();
+}
+
+// The figure's script draws a line per shard count from eval.csv, and gnuplot, when installed,
+// draws it into eval.png; a directory with a quote in its name is quoted for the shell and gnuplot.
+TEST(EvalPlot, ScriptHasALinePerShardCountAndGnuplotDrawsIt) {
+  EvalOptions o;
+  o.out_dir = ::testing::TempDir() + "/plot 'x'";
+  std::filesystem::create_directories(o.out_dir);
+  o.run.threshold = 0.9;
+  EvalResult r;
+  r.shards = {4, 12};
+  r.input_records = 1000;
+  EvalPoint p;
+  p.milestone = 0.5;
+  p.records = 500;
+  p.shards = 4;
+  r.points.push_back(p);
+  p.shards = 12;
+  r.points.push_back(p);
+  ASSERT_TRUE(WriteEvalResults(r, o).ok());
+  bool drawn = false;
+  const Status s = DrawEvalPlot(r, o, &drawn);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::ifstream in(o.out_dir + "/eval.gp");
+  const std::string gp((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(gp.find("$3 == 4'"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("$3 == 12'"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("title \"12 shards\""), std::string::npos) << gp;
+  EXPECT_NE(gp.find("paper, 12 machines"), std::string::npos) << gp;
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) GTEST_SKIP() << "gnuplot is not installed: the script only";
+  EXPECT_TRUE(drawn);
+  std::ifstream png(o.out_dir + "/eval.png", std::ios::binary);
+  std::string magic(8, '\0');
+  png.read(magic.data(), 8);
+  EXPECT_EQ(magic, "\x89PNG\r\n\x1a\n");
 }
 
 }  // namespace
