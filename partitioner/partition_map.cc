@@ -144,6 +144,15 @@ void PartitionMap::ForEachRoutedCell(std::span<const uint32_t> v, Emit&& emit) c
   const bool exact = proto_.routing() == pb::PartitionMap::EXACT_L1;
   // Exact: integer L1 radius (1-t)/t |A| (the L1 distance between integer vectors is an integer).
   const uint64_t radius = exact ? static_cast<uint64_t>(std::floor((1 - t) / t * static_cast<double>(size) + 1e-6)) : 0;
+  // Exact, and tighter: with c = (1-t)/(1+t), J >= t implies sum_i |a_i - b_i| <= c (|A| + |B|),
+  // i.e. sum_i (|a_i - b_i| - c b_i) <= c |A|. Each term is least, over a cell's interval, at b_i
+  // = a_i clamped into it (the L1 distance's least point too), and at b_i = a_i (-c a_i) when the
+  // dimension is not fixed yet: a cell is contacted when both bounds hold at that point.
+  const double c = (1 - t) / (1 + t);
+  const double allowance = c * static_cast<double>(size) * (1 + 1e-9) + 1e-9;
+  double rest[17];  // rest[d]: c times the page's lengths in dimensions d.. (their least terms' sum, negated)
+  rest[dims()] = 0;
+  for (uint32_t d = dims(); d-- > 0;) rest[d] = rest[d + 1] + c * static_cast<double>(v[d]);
   // Rho: per-dimension value ranges of the enlarged box.
   uint64_t lo[16], hi[16];
   if (!exact) {
@@ -153,10 +162,10 @@ void PartitionMap::ForEachRoutedCell(std::span<const uint32_t> v, Emit&& emit) c
       hi[d] = static_cast<uint64_t>(std::ceil(v[d] * rho / t));
     }
   }
-  struct Frame { uint32_t node; uint32_t depth; uint64_t dist; };
+  struct Frame { uint32_t node; uint32_t depth; uint64_t dist; double terms; };
   thread_local std::vector<Frame> stack;
   stack.clear();
-  stack.push_back({0, 0, 0});
+  stack.push_back({0, 0, 0, 0.0});
   while (!stack.empty()) {
     const Frame f = stack.back();
     stack.pop_back();
@@ -173,10 +182,20 @@ void PartitionMap::ForEachRoutedCell(std::span<const uint32_t> v, Emit&& emit) c
       end = IntervalOf(node, hi[f.depth]) + 1;
     }
     for (uint32_t j = first; j < end; ++j) {
-      const uint64_t dist = exact ? f.dist + Distance(node, j, x) : 0;
-      if (dist > radius) continue;
+      uint64_t dist = 0;
+      double terms = 0;
+      if (exact) {
+        const uint64_t gap = Distance(node, j, x);
+        dist = f.dist + gap;
+        if (dist > radius) continue;
+        // The interval's point nearest x: x itself, or the bound on x's side.
+        const uint64_t lo_j = j == 0 ? 0 : node.bounds[j - 1];
+        const uint64_t y = x < lo_j ? lo_j : x - (gap > 0 ? gap : 0);
+        terms = f.terms + static_cast<double>(gap) - c * static_cast<double>(y);
+        if (terms - rest[f.depth + 1] > allowance) continue;
+      }
       if (last) emit(node.first_child + j);
-      else stack.push_back({node.first_child + j, f.depth + 1, dist});
+      else stack.push_back({node.first_child + j, f.depth + 1, dist, terms});
     }
   }
 }

@@ -10,7 +10,9 @@
 //    Approximate: a small rho loses some pairs.
 //  - EXACT_L1: with v_i = |A_i| the page's unique shingles whose first word is in
 //    sub-dictionary i, Jaccard(A,B) >= t implies sum_i | |A_i| - |B_i| | <= |A xor B| <= (1-t)/t |A|,
-//    so only cells whose box is within that L1 distance of v are contacted. Loses no pair.
+//    and, since |A and B| <= sum_i min(|A_i|, |B_i|), also sum_i | |A_i| - |B_i| | <= c (|A| + |B|)
+//    with c = (1-t)/(1+t). A cell is contacted when some vector in its box meets both; both sums are
+//    least at v clamped into the box, so that one point decides. Loses no pair.
 // A page with an all-zero vector (no words) routes nowhere: it is never anyone's duplicate.
 //
 //   ASSIGN_OR_RETURN(PartitionMap map, PartitionMap::Load("map.pb"));

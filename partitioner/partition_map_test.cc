@@ -166,6 +166,9 @@ TEST(PartitionMap, ExactModeNeverLosesASimilarPair) {
             l1 += static_cast<uint64_t>(std::abs(static_cast<int64_t>(pages[a].shingle_vector[d]) - pages[b].shingle_vector[d]));
           }
           ASSERT_LE(static_cast<double>(l1), (1 - t) / t * pages[a].shingles.size() + 1e-9);
+          // The tighter bound routing also applies: L1 <= (1-t)/(1+t) (|A| + |B|).
+          ASSERT_LE((1 + t) * static_cast<double>(l1),
+                    (1 - t) * static_cast<double>(pages[a].shingles.size() + pages[b].shingles.size()) + 1e-9);
           ASSERT_TRUE(std::binary_search(cells.begin(), cells.end(), map->Home(map->VectorOf(pages[b]))))
               << "pair " << a << "," << b << " lost at t=" << t << " shards=" << shards;
         }
