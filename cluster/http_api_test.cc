@@ -136,6 +136,7 @@ class HttpApiTest : public ::testing::Test {
     c->set_linger_ms(50);
     if (configure) configure(c);
     if (configure_all) configure_all(&o.config);
+    o.rebalance_on_step = rebalance_on_step_;
     auto s = Tier1Service::Open(o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(*s);
@@ -173,6 +174,7 @@ class HttpApiTest : public ::testing::Test {
   std::string Crawl() { return ReadFile(std::string(NEARDUP_SOURCE_DIR) + "/data/sample-crawl.jsonl"); }
 
   test::TempDir dir_;
+  std::function<bool(uint64_t)> rebalance_on_step_;  // Tier1ServiceOptions::rebalance_on_step
   std::unique_ptr<Tier1Service> service_;
   std::unique_ptr<EmailApi> email_;
   std::unique_ptr<HttpApi> api_;
@@ -608,6 +610,54 @@ TEST_F(HttpApiTest, RebalanceBetweenBatchesWhileIngestRuns) {
   EXPECT_EQ(placed->violation_count, 0u);
   EXPECT_EQ(placed->shard_pages.size(), 4u);
   EXPECT_EQ(placed->map_generation, 3u);
+}
+
+
+// A rebalance stopped after a few of its move's steps (as a shard's failure would stop it): the
+// state says so, the batch loop's next run finishes the move, and the service goes on with the
+// new map (a new store's service was given the old one: it must not hold on to it).
+TEST_F(HttpApiTest, ARebalanceStoppedMidMoveIsFinishedByTheLoop) {
+  rebalance_on_step_ = [](uint64_t step) { return step < 3; };
+  StartService([](pb::Tier1ServerConfig* c) { c->set_retry_min_ms(50); });
+  std::string first, second;
+  {
+    std::istringstream crawl(Crawl());
+    int n = 0;
+    for (std::string line; std::getline(crawl, line); ++n) (n < 500 ? first : second) += line + "\n";
+  }
+  auto settled = [&] {
+    for (int i = 0; i < 600 && service_->Stats().pending_urls > 0; ++i) std::this_thread::sleep_for(milliseconds(100));
+    return service_->Stats().pending_urls == 0;
+  };
+  auto r = client_->Request("POST", "/v1/pages", first);
+  ASSERT_TRUE(r.ok() && r->status == 202u);
+  ASSERT_TRUE(settled());
+  r = client_->Request("POST", "/v1/admin/rebalance", R"({"shards":5,"max_move":0.5})");
+  ASSERT_TRUE(r.ok() && r->status == 202u) << (r.ok() ? r->body : "");
+  std::string state;
+  for (int i = 0; i < 600; ++i) {
+    r = client_->Request("GET", "/v1/admin/rebalance", "");
+    if (r.ok()) state = r->body;
+    if (state.find("\"state\":\"running\"") == std::string::npos) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_NE(state.find("\"state\":\"failed\""), std::string::npos) << state;
+  EXPECT_NE(state.find("stopped after step"), std::string::npos) << state;
+  r = client_->Request("POST", "/v1/pages", second);
+  ASSERT_TRUE(r.ok() && r->status == 202u);
+  ASSERT_TRUE(settled()) << service_->Stats().last_error;
+  EXPECT_EQ(service_->Stats().failed_runs, 0u) << service_->Stats().last_error;
+  server_->Stop();
+  service_->Stop();
+  api_->Stop();
+  api_.reset();
+  service_.reset();
+  server_.reset();
+  auto placed = pipeline::CheckPlacement(pipeline::StoreLayout{dir_.File("svc")}, DefaultConfig());
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  EXPECT_EQ(placed->violation_count, 0u);
+  EXPECT_EQ(placed->shard_pages.size(), 5u);
+  EXPECT_EQ(placed->map_generation, 2u);
 }
 
 }  // namespace

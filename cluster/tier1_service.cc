@@ -278,7 +278,7 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
   auto end = [&](Status s) {
     st.state = s.ok() ? ClusterRebalanceState::kDone : ClusterRebalanceState::kFailed;
     st.error = s.ok() ? "" : s.ToString();
-    st.paused_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    st.paused_seconds = q.dry_run ? 0 : std::chrono::duration<double>(Clock::now() - start).count();
     st.records_accepted = log_->stats().records - accepted_before;
     if (!s.ok()) spdlog::warn("tier1-server: rebalance failed: {}", s.ToString());
     std::lock_guard lock(rebalance_mu_);
@@ -331,11 +331,21 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
     run_.given.erase("shards");
     run_.config.mutable_pipeline()->set_shards(shards_after);
   };
+  // A move that stopped after its journal is finished by the loop's next run: the runs take the
+  // store's map from then on too.
+  auto recorded = [&]() -> bool {
+    auto j = pipeline::ReadMoveJournal(*groups_);
+    if (j.ok()) moved(j->shards_after());
+    return j.ok();
+  };
   Status s = [&]() -> Status {
     if (st.tier2_before.empty()) {
       // The shards in this process: the move opens them (the paused loop's run closed them).
       auto r = pipeline::RebalanceOpenStore(groups_.get(), so);
-      RETURN_IF_ERROR(r.status());
+      if (!r.ok()) {
+        recorded();
+        return r.status();
+      }
       st.report = *r;
       if (r->applied) {
         moved(r->shards_after);
@@ -361,8 +371,8 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
     spdlog::info("tier1-server: rebalancing {} -> {} shards over [{}]", before, after, JoinServers(servers));
     auto r = pipeline::RebalanceOpenStore(groups_.get(), so);
     if (!r.ok()) {
-      if (pipeline::ReadMoveJournal(*groups_).ok()) {
-        // The move is recorded: the loop's next run finishes it over the move's servers.
+      if (recorded()) {
+        // The loop's next run finishes it over the move's servers.
         SetOpener(std::move(servers), std::move(placement));
       } else {
         (void)WriteServers(groups_.get(), {{}, st.tier2_before});
