@@ -172,6 +172,39 @@ class HttpApiTest : public ::testing::Test {
     return r.ok() && r->status == 200;
   }
   std::string Crawl() { return ReadFile(std::string(NEARDUP_SOURCE_DIR) + "/data/sample-crawl.jsonl"); }
+  // The sample crawl's first 500 lines and the rest.
+  std::pair<std::string, std::string> CrawlHalves() {
+    std::pair<std::string, std::string> halves;
+    std::istringstream crawl(Crawl());
+    int n = 0;
+    for (std::string line; std::getline(crawl, line); ++n) (n < 500 ? halves.first : halves.second) += line + "\n";
+    return halves;
+  }
+  // Waits (at most 60 s) until no accepted page is pending.
+  bool Settled() {
+    for (int i = 0; i < 600 && service_->Stats().pending_urls > 0; ++i) std::this_thread::sleep_for(milliseconds(100));
+    return service_->Stats().pending_urls == 0;
+  }
+  // GET /v1/admin/rebalance until the rebalance is no longer running (at most 30 s): its state.
+  std::string AwaitRebalance() {
+    std::string state;
+    for (int i = 0; i < 600; ++i) {
+      auto r = client_->Request("GET", "/v1/admin/rebalance", "");
+      if (r.ok()) state = r->body;
+      if (state.find("\"state\":\"running\"") == std::string::npos) break;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return state;
+  }
+  // Stops the server and the service and lets go of the store (its lock), for a reader after it.
+  void StopAndRelease() {
+    server_->Stop();
+    service_->Stop();
+    api_->Stop();
+    api_.reset();
+    service_.reset();
+    server_.reset();
+  }
 
   test::TempDir dir_;
   std::function<bool(uint64_t)> rebalance_on_step_;  // Tier1ServiceOptions::rebalance_on_step
@@ -531,34 +564,15 @@ TEST_F(HttpApiTest, RebalanceBetweenBatchesWhileIngestRuns) {
     c->set_linger_ms(3000);  // full batches of 100, as the embedded run's
     c->set_max_batch_delay_ms(600000);
   });
-  std::string first, second;
-  {
-    std::istringstream crawl(Crawl());
-    int n = 0;
-    for (std::string line; std::getline(crawl, line); ++n) (n < 500 ? first : second) += line + "\n";
-  }
-  auto settled = [&] {
-    for (int i = 0; i < 600 && service_->Stats().pending_urls > 0; ++i) std::this_thread::sleep_for(milliseconds(100));
-    return service_->Stats().pending_urls == 0;
-  };
+  const auto [first, second] = CrawlHalves();
   auto rebalance = [&](const std::string& body) {
     auto r = client_->Request("POST", "/v1/admin/rebalance", body);
     EXPECT_TRUE(r.ok() && r->status == 202u) << (r.ok() ? r->body : r.status().ToString());
     return r.ok() ? r->body : std::string();
   };
-  auto done = [&] {
-    std::string state;
-    for (int i = 0; i < 600; ++i) {
-      auto r = client_->Request("GET", "/v1/admin/rebalance", "");
-      if (r.ok()) state = r->body;
-      if (state.find("\"state\":\"running\"") == std::string::npos) break;
-      std::this_thread::sleep_for(milliseconds(50));
-    }
-    return state;
-  };
   auto r = client_->Request("POST", "/v1/pages", first);
   ASSERT_TRUE(r.ok() && r->status == 202u);
-  ASSERT_TRUE(settled());
+  ASSERT_TRUE(Settled());
   // Bad requests change nothing: a server list for shards in this process, an unknown field.
   r = client_->Request("POST", "/v1/admin/rebalance", R"({"shards":5,"tier2":["127.0.0.1:1"]})");
   ASSERT_TRUE(r.ok());
@@ -571,13 +585,13 @@ TEST_F(HttpApiTest, RebalanceBetweenBatchesWhileIngestRuns) {
   EXPECT_NE(rebalance(R"({"shards":5,"max_move":0.5})").find("\"state\":\"running\""), std::string::npos);
   r = client_->Request("POST", "/v1/pages", second);
   ASSERT_TRUE(r.ok() && r->status == 202u) << (r.ok() ? r->body : "");
-  std::string state = done();
+  std::string state = AwaitRebalance();
   EXPECT_NE(state.find("\"state\":\"done\""), std::string::npos) << state;
   EXPECT_NE(state.find("\"shards_after\":5"), std::string::npos) << state;
   EXPECT_EQ(state.find("\"pages_moved\":0,"), std::string::npos) << state;
-  ASSERT_TRUE(settled());
+  ASSERT_TRUE(Settled());
   rebalance(R"({"shards":4})");
-  state = done();
+  state = AwaitRebalance();
   EXPECT_NE(state.find("\"state\":\"done\""), std::string::npos) << state;
   EXPECT_NE(state.find("\"map_version_after\":3"), std::string::npos) << state;
 
@@ -599,12 +613,7 @@ TEST_F(HttpApiTest, RebalanceBetweenBatchesWhileIngestRuns) {
   EXPECT_GT(pages, 800);
   EXPECT_EQ(differ, 0);
   // Stopped: each resident page on the shard the map gives it, and on no other.
-  server_->Stop();
-  service_->Stop();
-  api_->Stop();
-  api_.reset();
-  service_.reset();  // the store's lock with it
-  server_.reset();
+  StopAndRelease();
   auto placed = pipeline::CheckPlacement(pipeline::StoreLayout{dir_.File("svc")}, DefaultConfig());
   ASSERT_TRUE(placed.ok()) << placed.status().ToString();
   EXPECT_EQ(placed->violation_count, 0u);
@@ -619,40 +628,20 @@ TEST_F(HttpApiTest, RebalanceBetweenBatchesWhileIngestRuns) {
 TEST_F(HttpApiTest, ARebalanceStoppedMidMoveIsFinishedByTheLoop) {
   rebalance_on_step_ = [](uint64_t step) { return step < 3; };
   StartService([](pb::Tier1ServerConfig* c) { c->set_retry_min_ms(50); });
-  std::string first, second;
-  {
-    std::istringstream crawl(Crawl());
-    int n = 0;
-    for (std::string line; std::getline(crawl, line); ++n) (n < 500 ? first : second) += line + "\n";
-  }
-  auto settled = [&] {
-    for (int i = 0; i < 600 && service_->Stats().pending_urls > 0; ++i) std::this_thread::sleep_for(milliseconds(100));
-    return service_->Stats().pending_urls == 0;
-  };
+  const auto [first, second] = CrawlHalves();
   auto r = client_->Request("POST", "/v1/pages", first);
   ASSERT_TRUE(r.ok() && r->status == 202u);
-  ASSERT_TRUE(settled());
+  ASSERT_TRUE(Settled());
   r = client_->Request("POST", "/v1/admin/rebalance", R"({"shards":5,"max_move":0.5})");
   ASSERT_TRUE(r.ok() && r->status == 202u) << (r.ok() ? r->body : "");
-  std::string state;
-  for (int i = 0; i < 600; ++i) {
-    r = client_->Request("GET", "/v1/admin/rebalance", "");
-    if (r.ok()) state = r->body;
-    if (state.find("\"state\":\"running\"") == std::string::npos) break;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
+  const std::string state = AwaitRebalance();
   EXPECT_NE(state.find("\"state\":\"failed\""), std::string::npos) << state;
   EXPECT_NE(state.find("stopped after step"), std::string::npos) << state;
   r = client_->Request("POST", "/v1/pages", second);
   ASSERT_TRUE(r.ok() && r->status == 202u);
-  ASSERT_TRUE(settled()) << service_->Stats().last_error;
+  ASSERT_TRUE(Settled()) << service_->Stats().last_error;
   EXPECT_EQ(service_->Stats().failed_runs, 0u) << service_->Stats().last_error;
-  server_->Stop();
-  service_->Stop();
-  api_->Stop();
-  api_.reset();
-  service_.reset();
-  server_.reset();
+  StopAndRelease();
   auto placed = pipeline::CheckPlacement(pipeline::StoreLayout{dir_.File("svc")}, DefaultConfig());
   ASSERT_TRUE(placed.ok()) << placed.status().ToString();
   EXPECT_EQ(placed->violation_count, 0u);

@@ -187,19 +187,20 @@ std::string ClusterRebalanceJson(const ClusterRebalanceState& s) {
   return j;
 }
 
-void Tier1Service::SetOpener(std::vector<std::string> servers, std::vector<uint32_t> placement) {
+pipeline::ShardSetOpener Tier1Service::OpenerFor(std::vector<std::string> servers, std::vector<uint32_t> placement) {
+  if (servers.empty()) return pipeline::OpenLocalShardSet;
   const pb::Tier1ServerConfig& c = o_.config.tier1_server();
-  pipeline::ShardSetOpener open = pipeline::OpenLocalShardSet;
-  if (!servers.empty()) {
-    RemoteShardSetOptions remote;
-    remote.servers = std::move(servers);
-    remote.placement = std::move(placement);
-    remote.call_timeout_ms = c.tier2_deadline_ms();
-    remote.connect_timeout_ms = std::min<uint32_t>(c.tier2_deadline_ms(), 5000);
-    remote.on_open = [h = health_.get()](uint32_t shard, const Status& status) { h->Record(shard, status); };
-    open = [remote](const pipeline::ShardSetOptions& so) { return OpenRemoteShardSet(remote, so); };
-  }
-  run_.open_shards = health_->Observe(std::move(open));
+  RemoteShardSetOptions remote;
+  remote.servers = std::move(servers);
+  remote.placement = std::move(placement);
+  remote.call_timeout_ms = c.tier2_deadline_ms();
+  remote.connect_timeout_ms = std::min<uint32_t>(c.tier2_deadline_ms(), 5000);
+  remote.on_open = [h = health_.get()](uint32_t shard, const Status& status) { h->Record(shard, status); };
+  return [remote](const pipeline::ShardSetOptions& so) { return OpenRemoteShardSet(remote, so); };
+}
+
+void Tier1Service::SetOpener(std::vector<std::string> servers, std::vector<uint32_t> placement) {
+  run_.open_shards = health_->Observe(OpenerFor(std::move(servers), std::move(placement)));
 }
 
 Status Tier1Service::PlaceShards(std::vector<std::string> configured) {
@@ -361,13 +362,7 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
     UnionPlacement(st.tier2_before, before, st.tier2_after, after, &servers, &placement);
     // Before the move's journal: a restart mid-move finds the move's servers.
     RETURN_IF_ERROR(WriteServers(groups_.get(), {st.tier2_before, st.tier2_after}));
-    const pb::Tier1ServerConfig& c = o_.config.tier1_server();
-    RemoteShardSetOptions remote;
-    remote.servers = servers;
-    remote.placement = placement;
-    remote.call_timeout_ms = c.tier2_deadline_ms();
-    remote.connect_timeout_ms = std::min<uint32_t>(c.tier2_deadline_ms(), 5000);
-    so.open_shards = [remote](const pipeline::ShardSetOptions& o) { return OpenRemoteShardSet(remote, o); };
+    so.open_shards = OpenerFor(servers, placement);
     spdlog::info("tier1-server: rebalancing {} -> {} shards over [{}]", before, after, JoinServers(servers));
     auto r = pipeline::RebalanceOpenStore(groups_.get(), so);
     if (!r.ok()) {

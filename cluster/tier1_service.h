@@ -207,8 +207,10 @@ class Tier1Service : public pipeline::IngestFeed {
   // (a store moved mid-rebalance goes on with the move's servers). FailedPrecondition when a shard
   // would be sought on another server than the one that holds it.
   Status PlaceShards(std::vector<std::string> configured);
-  // The loop's shard opener: over `servers` with `placement` (RemoteShardSetOptions), or in this
-  // process when `servers` is empty. Only while no run is open.
+  // A shard opener over `servers` with `placement` (RemoteShardSetOptions; each open recorded in
+  // health_), or in this process when `servers` is empty.
+  pipeline::ShardSetOpener OpenerFor(std::vector<std::string> servers, std::vector<uint32_t> placement);
+  // The loop's shard opener: OpenerFor's, its calls recorded in health_. Only while no run is open.
   void SetOpener(std::vector<std::string> servers, std::vector<uint32_t> placement);
   void Rebalance(ClusterRebalanceRequest request);
   // Query with signatures from `source` (null: the open run's shards).

@@ -18,14 +18,6 @@ out="$RESULTS/cluster_rebalance.txt"
 : > "$out"
 say() { echo "$*" | tee -a "$out"; }
 now() { date +%s.%N; }
-settle() {
-  for _ in $(seq 1 36000); do
-    m=$(curl -s "$1/metrics" || true)
-    if echo "$m" | grep -q '^neardup_pending_pages 0$' && echo "$m" | grep -q '^neardup_ingest_backlog_bytes 0$'; then return 0; fi
-    sleep 0.1
-  done
-  return 1
-}
 pids=()
 stop_all() { [ ${#pids[@]} -eq 0 ] || { kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; }; }
 trap stop_all EXIT

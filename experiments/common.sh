@@ -14,3 +14,13 @@ crawl() {
   [ -s "$path" ] || "$BIN" gen-crawl --pages "$1" --seed 1 --out "$path" --log-level warn >&2
   echo "$path"
 }
+# settle URL: waits (at most an hour) until the API at URL has nothing pending and no ingest
+# backlog (its /metrics); 1 if it never does.
+settle() {
+  for _ in $(seq 1 36000); do
+    m=$(curl -s "$1/metrics" || true)
+    if echo "$m" | grep -q '^neardup_pending_pages 0$' && echo "$m" | grep -q '^neardup_ingest_backlog_bytes 0$'; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}

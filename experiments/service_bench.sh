@@ -16,15 +16,6 @@ out="$RESULTS/service_bench.txt"
 : > "$out"
 say() { echo "$*" | tee -a "$out"; }
 now() { date +%s.%N; }
-# Waits until the API at $1 has nothing pending and no backlog.
-settle() {
-  for _ in $(seq 1 36000); do
-    m=$(curl -s "$1/metrics" || true)
-    if echo "$m" | grep -q '^neardup_pending_pages 0$' && echo "$m" | grep -q '^neardup_ingest_backlog_bytes 0$'; then return 0; fi
-    sleep 0.1
-  done
-  return 1
-}
 # cluster_up NAME: a cluster of 4 Tier 2 servers under $work/NAME with the embedded run's map; sets API.
 cluster_up() {
   cat > "$work/$1.textproto" <<CFG

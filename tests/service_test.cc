@@ -159,6 +159,18 @@ class ServiceTest : public BinaryTest {
             "--map", Path("local/map.pb"), "--batch", "100", "--tier2", tier2};
   }
 
+  // `n` Tier 2 servers (t2-0, t2-1, ...): their host:port, as far as they started.
+  std::vector<std::string> StartTier2Servers(int n) {
+    std::vector<std::string> servers;
+    for (int k = 0; k < n; ++k) {
+      const std::string name = "t2-" + std::to_string(k);
+      const std::string port = Start(name, {"tier2-server", "--store", Path(name)});
+      if (port.empty()) break;
+      servers.push_back("127.0.0.1:" + port);
+    }
+    return servers;
+  }
+
   // Two Tier 2 servers (tier2-a, tier2-b: their ports) and a Tier 1 server over them (Tier1Args;
   // its API's URL), after Embedded().
   struct Cluster {
@@ -275,12 +287,8 @@ TEST_F(ServiceTest, AWarcCrawlGoesThroughTheServiceAsItReadsEmbedded) {
 // the embedded run's, and a restart that would seek a shard on another server is refused.
 TEST_F(ServiceTest, AddingAndDrainingATier2ServerWhileIngestRuns) {
   Embedded();
-  std::vector<std::string> t2;
-  for (int k = 0; k < 5; ++k) {
-    const std::string port = Start("t2-" + std::to_string(k), {"tier2-server", "--store", Path("t2-" + std::to_string(k))});
-    ASSERT_FALSE(port.empty());
-    t2.push_back("127.0.0.1:" + port);
-  }
+  const std::vector<std::string> t2 = StartTier2Servers(5);
+  ASSERT_EQ(t2.size(), 5u);
   auto join = [](const std::vector<std::string>& v, size_t n) {
     std::string out;
     for (size_t i = 0; i < n; ++i) out += (i ? "," : "") + v[i];
@@ -349,12 +357,8 @@ TEST_F(ServiceTest, AddingAndDrainingATier2ServerWhileIngestRuns) {
 // the move in its batch loop's first run, and the answers end as the embedded run's.
 TEST_F(ServiceTest, ATier1KilledMidRebalanceFinishesTheMoveOnRestart) {
   Embedded();
-  std::vector<std::string> t2;
-  for (int k = 0; k < 3; ++k) {
-    const std::string port = Start("t2-" + std::to_string(k), {"tier2-server", "--store", Path("t2-" + std::to_string(k))});
-    ASSERT_FALSE(port.empty());
-    t2.push_back("127.0.0.1:" + port);
-  }
+  const std::vector<std::string> t2 = StartTier2Servers(3);
+  ASSERT_EQ(t2.size(), 3u);
   const std::string two = t2[0] + "," + t2[1], three = two + "," + t2[2];
   std::vector<std::string> args = Tier1Args(two);
   Write("t1.textproto", "tier1_server { linger_ms: 300 tier2_deadline_ms: 2000 retry_min_ms: 100 retry_max_ms: 500 }\n");
