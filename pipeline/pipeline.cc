@@ -251,6 +251,8 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
     sum_.shard_pages += st.resident_pages;
     sum_.shard_resident_pages.push_back(st.resident_pages);
     sum_.shard_ram_bytes += st.index_bytes + st.page_table_bytes;
+    sum_.shard_index_bytes += st.index_bytes;
+    sum_.shard_postings += st.index_postings;
     sum_.shard_compactions += st.compactions;
     sum_.shard_rebuilds += st.rebuilds;
   }
@@ -321,19 +323,24 @@ std::string FormatSummary(const PipelineSummary& s) {
                    "scans, {} recomputed whole\n",
                    s.kept_sets, s.kept_pages, s.kept_sets_missing, s.kept_decisions, s.kept_compares, s.kept_fetches,
                    s.kept_scans, s.kept_recomputed);
-  o += fmt::format("tier 1 lookups     pages: {} cached, {} read, {} known absent, {} groups of matches from memory; "
-                   "groups: {} cached, {} read\n",
-                   s.tier1_page_reads.hits, s.tier1_page_reads.reads, s.tier1_page_reads.skipped,
-                   s.tier1_page_reads.indexed, s.tier1_group_reads.hits, s.tier1_group_reads.reads);
+  o += fmt::format("tier 1 lookups     pages: {} cached ({} packed), {} read, {} known absent, {} groups of matches "
+                   "from memory; groups: {} cached ({} packed), {} read\n",
+                   s.tier1_page_reads.hits, s.tier1_page_reads.unpacked, s.tier1_page_reads.reads,
+                   s.tier1_page_reads.skipped, s.tier1_page_reads.indexed, s.tier1_group_reads.hits,
+                   s.tier1_group_reads.unpacked, s.tier1_group_reads.reads);
   o += fmt::format("time               tier1 {:.2f} s, tier2 compare {:.2f} s, tier2 apply {:.2f} s, status {:.2f} s; "
                    "peak RSS {:.0f} MiB\n",
                    s.tier1_seconds, s.tier2_compare_seconds, s.tier2_apply_seconds, s.query_seconds,
                    static_cast<double>(s.peak_rss_bytes) / 1048576.0);
-  o += fmt::format("shards             {} resident pages, {:.0f} B/page of index and page tables in RAM, "
-                   "{} index compactions, {} rebuilds\n",
-                   s.shard_pages,
-                   s.shard_pages > 0 ? static_cast<double>(s.shard_ram_bytes) / static_cast<double>(s.shard_pages) : 0.0,
-                   s.shard_compactions, s.shard_rebuilds);
+  {
+    const double pages = static_cast<double>(std::max<uint64_t>(s.shard_pages, 1));
+    o += fmt::format("shards             {} resident pages, {:.0f} B/page of index and page tables in RAM "
+                     "(index {:.0f} B: {:.1f} postings; page tables {:.0f} B), {} index compactions, {} rebuilds\n",
+                     s.shard_pages, static_cast<double>(s.shard_ram_bytes) / pages,
+                     static_cast<double>(s.shard_index_bytes) / pages, static_cast<double>(s.shard_postings) / pages,
+                     static_cast<double>(s.shard_ram_bytes - s.shard_index_bytes) / pages, s.shard_compactions,
+                     s.shard_rebuilds);
+  }
   o += fmt::format("map                version {}{}; shard imbalance {:.3f} (map planned {:.3f}, drift {:+.3f}){}\n",
                    s.map_version, s.finished_move ? " (an interrupted rebalance was finished first)" : "",
                    s.shard_imbalance, s.planned_imbalance, s.imbalance_drift,

@@ -150,6 +150,7 @@ struct PipelineSummary {
   // The shards at the end: resident pages, their in-memory index and page tables, and how often
   // their indexes were compacted or rebuilt during the run.
   uint64_t shard_pages = 0, shard_ram_bytes = 0, shard_compactions = 0, shard_rebuilds = 0;
+  uint64_t shard_index_bytes = 0, shard_postings = 0;  // of shard_ram_bytes: the prefix index's share
   // Per shard: wall time its CompareBatch calls took, its Stage, Publish and Commit calls (storing),
   // and the pages it holds at the end. A shard far above the others is the long pole of steps 3-5.
   std::vector<double> shard_compare_seconds, shard_store_seconds;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <optional>
 
 #include "common/coding.h"
 
@@ -154,12 +156,25 @@ StatusOr<GroupStore::Txn::PageEntry*> GroupStore::Txn::LoadPage(const std::strin
   PageEntry* e = Cached(h, url);
   if (e == nullptr) {
     PageSlot slot;
-    std::string bytes;
+    bool unpacked = false;
+    if (std::optional<Packed> p = Unpack(&packed_pages_, h)) {
+      const size_t n = LoadLittleEndian(p->bytes.data(), 4);
+      if (std::string_view(p->bytes).substr(4, n) == url) {  // else another URL's, with the same hash
+        if (!slot.rec.ParseFromArray(p->bytes.data() + 4 + n, static_cast<int>(p->bytes.size() - 4 - n))) {
+          return Corruption("group store: unreadable packed page record for " + url);
+        }
+        slot.exists = slot.stored = unpacked = true;
+        ++page_reads_.hits;
+        ++page_reads_.unpacked;
+      }
+    }
     // A URL the store has never recorded needs no read.
-    const bool known = store_->page_groups_.Contains(h);
-    ++(known ? page_reads_.reads : page_reads_.skipped);
-    Status s = known ? store_->rows_->Get(store_->page_, url, "", &bytes) : NotFound("");
-    if (s.ok()) {
+    const bool known = !unpacked && store_->page_groups_.Contains(h);
+    if (!unpacked) ++(known ? page_reads_.reads : page_reads_.skipped);
+    std::string bytes;
+    Status s = unpacked ? Status::Ok() : known ? store_->rows_->Get(store_->page_, url, "", &bytes) : NotFound("");
+    if (unpacked) {
+    } else if (s.ok()) {
       RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "page", url));
       slot.exists = slot.stored = true;
     } else if (s.code() != StatusCode::kNotFound) {
@@ -232,8 +247,17 @@ StatusOr<GroupStore::Txn::GroupSlot*> GroupStore::Txn::LoadGroup(uint64_t group)
     std::string bytes;
     // An id above the committed counter was reserved by this Txn: nothing to read.
     const bool reserved = Reserved(group);
-    ++(reserved ? group_reads_.skipped : group_reads_.reads);
-    Status s = reserved ? NotFound("") : store_->rows_->Get(store_->group_, GroupKey(group), "", &bytes);
+    std::optional<Packed> packed = Unpack(&packed_groups_, group);
+    if (packed) {
+      ++group_reads_.hits;
+      ++group_reads_.unpacked;
+      bytes = std::move(packed->bytes);
+    } else {
+      ++(reserved ? group_reads_.skipped : group_reads_.reads);
+    }
+    Status s = packed     ? Status::Ok()
+               : reserved ? NotFound("")
+                          : store_->rows_->Get(store_->group_, GroupKey(group), "", &bytes);
     if (s.ok()) {
       RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "group", std::to_string(group)));
       slot.exists = true;
@@ -267,6 +291,7 @@ StatusOr<pb::Tier1Group*> GroupStore::Txn::MutableGroup(uint64_t group) {
 }
 
 void GroupStore::Txn::DeleteGroup(uint64_t group) {
+  Unpack(&packed_groups_, group);  // its record changes here
   GroupSlot& slot = groups_[group];
   slot.used = epoch_;
   slot.rec.Clear();
@@ -317,7 +342,15 @@ Status GroupStore::Txn::Members(uint64_t group, std::vector<std::string>* out) {
   auto cached = member_lists_.find(group);
   if (cached == member_lists_.end()) {
     MemberList list;
-    RETURN_IF_ERROR(Merge(store_->member_, GroupKey(group), nullptr, &list.urls));
+    if (std::optional<Packed> p = Unpack(&packed_members_, group)) {
+      for (size_t at = 0; at + 4 <= p->bytes.size();) {
+        const size_t n = LoadLittleEndian(p->bytes.data() + at, 4);
+        list.urls.emplace_back(p->bytes, at + 4, n);
+        at += 4 + n;
+      }
+    } else {
+      RETURN_IF_ERROR(Merge(store_->member_, GroupKey(group), nullptr, &list.urls));
+    }
     cached = member_lists_.emplace(group, std::move(list)).first;
   }
   cached->second.used = epoch_;
@@ -374,6 +407,7 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
     }
   }
   for (const auto& [g, changes] : members_) {
+    Unpack(&packed_members_, g);  // the list changes here (a kept decoded one takes the changes)
     const std::string row = GroupKey(g);
     for (const auto& [url, present] : changes) {
       if (present) batch_.Put(store_->member_, row, url, "");
@@ -455,7 +489,49 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
   return s;
 }
 
-Status GroupStore::Txn::Evict(size_t keep) {
+void GroupStore::Txn::Pack(PackedMap* map, uint64_t key, std::string bytes, uint32_t used) {
+  auto [it, fresh] = map->try_emplace(key);
+  if (!fresh) packed_bytes_ -= it->second.bytes.capacity() + kPackedOverhead;
+  it->second = Packed{std::move(bytes), used};
+  packed_bytes_ += it->second.bytes.capacity() + kPackedOverhead;
+}
+
+std::optional<GroupStore::Txn::Packed> GroupStore::Txn::Unpack(PackedMap* map, uint64_t key) {
+  auto it = map->find(key);
+  if (it == map->end()) return std::nullopt;
+  packed_bytes_ -= it->second.bytes.capacity() + kPackedOverhead;
+  std::optional<Packed> out(std::move(it->second));
+  map->erase(it);
+  return out;
+}
+
+void GroupStore::Txn::ShrinkPacked(size_t packed_bytes) {
+  if (packed_bytes_ <= packed_bytes) return;
+  // Bytes per age in Commits (the last bucket holds every older one); the newest ages that fit
+  // in three quarters of the bound stay.
+  constexpr uint32_t kAges = 1u << 16;
+  std::vector<size_t> by_age(std::min<uint32_t>(epoch_, kAges - 1) + 1);
+  auto age = [&](uint32_t used) { return std::min<uint32_t>(epoch_ - used, static_cast<uint32_t>(by_age.size()) - 1); };
+  for (const PackedMap* m : {&packed_pages_, &packed_groups_, &packed_members_}) {
+    for (const auto& [key, p] : *m) by_age[age(p.used)] += p.bytes.capacity() + kPackedOverhead;
+  }
+  const size_t target = packed_bytes / 2;
+  size_t total = 0;
+  uint32_t oldest = 0;  // ages <= oldest stay
+  for (; oldest < by_age.size(); ++oldest) {
+    if (total + by_age[oldest] > target) break;
+    total += by_age[oldest];
+  }
+  for (PackedMap* m : {&packed_pages_, &packed_groups_, &packed_members_}) {
+    std::erase_if(*m, [&](const auto& e) {
+      if (age(e.second.used) < oldest) return false;
+      packed_bytes_ -= e.second.bytes.capacity() + kPackedOverhead;
+      return true;
+    });
+  }
+}
+
+Status GroupStore::Txn::Evict(size_t keep, size_t packed_bytes) {
   if (!empty()) return FailedPrecondition("group store: Evict with uncommitted changes");
   if (cached() <= keep) return Status::Ok();
   // Records per age in Commits (the last bucket holds every older one), then the oldest age kept.
@@ -472,9 +548,49 @@ Status GroupStore::Txn::Evict(size_t keep) {
     oldest = a;
   }
   ClearMemos();
-  std::erase_if(pages_, [&](const auto& e) { return age(e.second.used) > oldest; });
-  std::erase_if(groups_, [&](const auto& e) { return age(e.second.used) > oldest; });
-  std::erase_if(member_lists_, [&](const auto& e) { return age(e.second.used) > oldest; });
+  const bool pack = packed_bytes > 0;
+  std::string bytes;
+  std::erase_if(pages_, [&](const auto& e) {
+    if (age(e.second.used) <= oldest) return false;
+    if (pack && e.second.exists && e.second.stored) {  // the store's record, as committed
+      bytes.clear();
+      bytes.reserve(4 + e.first.size() + e.second.rec.ByteSizeLong());
+      bytes.resize(4);
+      StoreLittleEndian(bytes.data(), e.first.size(), 4);
+      bytes += e.first;
+      e.second.rec.AppendToString(&bytes);
+      Pack(&packed_pages_, store_->url_hash_(e.first), std::move(bytes), e.second.used);
+    }
+    return true;
+  });
+  std::erase_if(groups_, [&](const auto& e) {
+    if (age(e.second.used) <= oldest) return false;
+    if (pack && e.second.exists) {
+      bytes.clear();
+      bytes.reserve(e.second.rec.ByteSizeLong());
+      e.second.rec.AppendToString(&bytes);
+      Pack(&packed_groups_, e.first, std::move(bytes), e.second.used);
+    }
+    return true;
+  });
+  std::erase_if(member_lists_, [&](const auto& e) {
+    if (age(e.second.used) <= oldest) return false;
+    if (pack) {
+      size_t n = 0;
+      for (const std::string& url : e.second.urls) n += 4 + url.size();
+      bytes.clear();
+      bytes.reserve(n);
+      for (const std::string& url : e.second.urls) {
+        const size_t at = bytes.size();
+        bytes.resize(at + 4);
+        StoreLittleEndian(bytes.data() + at, url.size(), 4);
+        bytes += url;
+      }
+      Pack(&packed_members_, e.first, std::move(bytes), e.second.used);
+    }
+    return true;
+  });
+  if (pack) ShrinkPacked(packed_bytes);
   return Status::Ok();
 }
 

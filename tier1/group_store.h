@@ -149,14 +149,21 @@ class GroupStore::Txn {
   Status Commit(bool durable = true, bool keep_cache = false);
   // Forgets every change and every cached record.
   void Discard();
-  // Shrinks the read cache Commit(keep_cache) leaves to at most `keep` records, dropping those
-  // used least recently: by the Commit they were last read or changed before, all of one Commit
-  // together (so it may keep fewer). Records read since the last Commit always stay, and so do
-  // the pointers to them. FailedPrecondition while the Txn holds uncommitted changes.
-  Status Evict(size_t keep);
+  // Shrinks the read cache Commit(keep_cache) leaves to at most `keep` decoded records, those
+  // used least recently leaving first: by the Commit they were last read or changed before, all
+  // of one Commit together (so it may keep fewer). Records read since the last Commit always stay,
+  // and so do the pointers to them. The records that leave (and their groups' member lists) are
+  // kept packed, serialized, up to `packed_bytes` in all (about a third of a decoded record's
+  // size): a later lookup parses one instead of reading the store. Past `packed_bytes` the packed
+  // records used least recently are dropped, down to three quarters of it. 0: none are kept.
+  // FailedPrecondition while the Txn holds uncommitted changes.
+  Status Evict(size_t keep, size_t packed_bytes = 0);
   bool empty() const;
   // Records loaded or changed so far (the working set's size).
   size_t cached() const { return pages_.size() + groups_.size(); }
+  // Packed records and member lists held (Evict), and their bytes as counted against its bound.
+  size_t packed() const { return packed_pages_.size() + packed_groups_.size() + packed_members_.size(); }
+  size_t packed_bytes() const { return packed_bytes_; }
 
   // What FindPage and FindGroup (and the Mutable calls, through them) cost since the Txn was made:
   // records found in the Txn, read from the store, or known to be absent without a read (a URL the
@@ -164,6 +171,7 @@ class GroupStore::Txn {
   struct ReadStats {
     uint64_t hits = 0, reads = 0, skipped = 0;
     uint64_t indexed = 0;  // pages: ContentGroupOf answered from the store's memory, no record
+    uint64_t unpacked = 0;  // of hits: parsed from a packed record (Evict), not read from the store
   };
   const ReadStats& page_reads() const { return page_reads_; }
   const ReadStats& group_reads() const { return group_reads_; }
@@ -220,6 +228,19 @@ class GroupStore::Txn {
   // a record's. A read cache: valid under the same single-writer rule as the records.
   struct MemberList { std::vector<std::string> urls; uint32_t used = 0; };
   std::unordered_map<uint64_t, MemberList> member_lists_;
+  // Records and member lists Evict took out of the decoded cache, serialized; every one is the
+  // store's committed state (a load takes it back out before it can change). Pages by the store's
+  // URL hash (the value starts with the URL: a hash two URLs share keeps one), groups and member
+  // lists by id.
+  struct Packed { std::string bytes; uint32_t used = 0; };
+  // What a packed entry costs beside its bytes: the map's node and bucket.
+  static constexpr size_t kPackedOverhead = 72;
+  using PackedMap = std::unordered_map<uint64_t, Packed>;
+  void Pack(PackedMap* map, uint64_t key, std::string bytes, uint32_t used);
+  std::optional<Packed> Unpack(PackedMap* map, uint64_t key);
+  void ShrinkPacked(size_t packed_bytes);
+  PackedMap packed_pages_, packed_groups_, packed_members_;
+  size_t packed_bytes_ = 0;
   uint64_t groups_reserved_ = 0;
   uint32_t epoch_ = 0;
   ReadStats page_reads_, group_reads_;

@@ -618,6 +618,139 @@ TEST_F(GroupStoreTest, KeptMemberListsFollowEveryCommit) {
   EXPECT_EQ(same(g1), (Urls{"http://z.com/"}));
 }
 
+// Records Evict takes out of the decoded cache stay packed: read back without the store, equal to
+// what it holds, and never stale: a change made after packing (a page, a member list, a deleted
+// group) is what the next lookup sees. Past the packed bound they are read from the store again.
+TEST_F(GroupStoreTest, EvictedRecordsStayPackedAndAnswerAsTheStore) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  GroupStore::Txn txn(store.get());
+  auto url = [](int i) { return "http://p.com/" + std::to_string(i); };
+  std::vector<uint64_t> gids;
+  for (int g = 0; g < 5; ++g) gids.push_back(txn.NewGroupId());
+  for (int i = 0; i < 50; ++i) AddPage(txn, gids[i % 5], url(i));
+  ASSERT_TRUE(txn.Commit(/*durable=*/false, /*keep_cache=*/true).ok());
+  auto expect_as_store = [&](const char* when) {
+    for (int i = 0; i < 50; ++i) {
+      pb::Tier1Page want;
+      ASSERT_TRUE(store->GetPage(url(i), &want).ok()) << when << " " << i;
+      auto got = txn.FindPage(url(i));
+      ASSERT_TRUE(got.ok() && *got != nullptr) << when << " " << i;
+      EXPECT_EQ((*got)->SerializeAsString(), want.SerializeAsString()) << when << " " << i;
+    }
+    for (uint64_t g : gids) {
+      pb::Tier1Group want;
+      const Status w = store->GetGroup(g, &want);
+      auto got = txn.FindGroup(g);
+      ASSERT_TRUE(got.ok()) << when;
+      if (w.code() == StatusCode::kNotFound) {
+        EXPECT_EQ(*got, nullptr) << when << " group " << g;
+        continue;
+      }
+      ASSERT_NE(*got, nullptr) << when << " group " << g;
+      EXPECT_EQ((*got)->SerializeAsString(), want.SerializeAsString()) << when << " group " << g;
+      Urls kept, committed;
+      ASSERT_TRUE(txn.Members(g, &kept).ok());
+      ASSERT_TRUE(store->Members(g, &committed).ok());
+      EXPECT_EQ(kept, committed) << when << " group " << g;
+    }
+  };
+  constexpr size_t kRoom = 1 << 20;
+  ASSERT_TRUE(txn.Evict(0, kRoom).ok());
+  EXPECT_EQ(txn.cached(), 0u);
+  EXPECT_EQ(txn.packed(), 50u + 5u + 5u);  // pages, groups, member lists
+  EXPECT_GT(txn.packed_bytes(), 0u);
+  const GroupStore::Txn::ReadStats pages_before = txn.page_reads(), groups_before = txn.group_reads();
+  expect_as_store("unpacked");
+  EXPECT_EQ(txn.page_reads().reads, pages_before.reads) << "a packed page is not read from the store";
+  EXPECT_EQ(txn.page_reads().unpacked - pages_before.unpacked, 50u);
+  EXPECT_EQ(txn.group_reads().reads, groups_before.reads);
+  EXPECT_EQ(txn.group_reads().unpacked - groups_before.unpacked, 5u);
+  EXPECT_EQ(txn.packed(), 0u);
+  EXPECT_EQ(txn.packed_bytes(), 0u);
+
+  // Changes after packing: a page moved, members added and removed, a group deleted (without a
+  // read first), each while its record or list is packed.
+  ASSERT_TRUE(txn.Commit(false, true).ok());
+  ASSERT_TRUE(txn.Evict(0, kRoom).ok());
+  auto p0 = txn.MutablePage(url(0));
+  ASSERT_TRUE(p0.ok());
+  (*p0)->set_group(gids[1]);
+  txn.RemoveMember(gids[0], url(0));
+  txn.AddMember(gids[1], url(0));
+  txn.AddMember(gids[2], "http://p.com/new");
+  for (int i = 4; i < 50; i += 5) {
+    ASSERT_TRUE(txn.DeletePage(url(i)).ok());
+    txn.RemoveMember(gids[4], url(i));
+  }
+  txn.DeleteGroup(gids[4]);
+  ASSERT_TRUE(txn.Commit(false, true).ok());
+  ASSERT_TRUE(txn.Evict(0, kRoom).ok());
+  for (int i = 4; i < 50; i += 5) {
+    auto gone = txn.FindPage(url(i));
+    ASSERT_TRUE(gone.ok());
+    EXPECT_EQ(*gone, nullptr) << i;
+  }
+  for (int i = 0; i < 50; i += 5) {  // the others, as the store has them
+    auto p = txn.FindPage(url(i));
+    ASSERT_TRUE(p.ok() && *p != nullptr);
+    EXPECT_EQ((*p)->group(), i == 0 ? gids[1] : gids[0]) << i;
+  }
+  ASSERT_TRUE(txn.Commit(false, true).ok());
+  ASSERT_TRUE(txn.Evict(0, kRoom).ok());
+  auto expect_live = [&](const char* when) {
+    for (int i = 0; i < 50; ++i) {
+      if (i % 5 == 4) continue;
+      pb::Tier1Page want;
+      ASSERT_TRUE(store->GetPage(url(i), &want).ok()) << when << " " << i;
+    }
+  };
+  expect_live("after the changes");
+  auto deleted = txn.FindGroup(gids[4]);
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(*deleted, nullptr);
+  for (uint64_t g : {gids[0], gids[1], gids[2]}) {
+    Urls kept, committed;
+    ASSERT_TRUE(txn.Members(g, &kept).ok());
+    ASSERT_TRUE(store->Members(g, &committed).ok());
+    EXPECT_EQ(kept, committed) << "group " << g;
+  }
+
+  // A bound too small for any: Evict drops them, and lookups read the store.
+  ASSERT_TRUE(txn.Commit(false, true).ok());
+  ASSERT_TRUE(txn.Evict(0, 1).ok());
+  EXPECT_EQ(txn.packed(), 0u);
+  EXPECT_EQ(txn.packed_bytes(), 0u);
+  const uint64_t reads_before = txn.page_reads().reads;
+  auto p1 = txn.FindPage(url(1));
+  ASSERT_TRUE(p1.ok() && *p1 != nullptr);
+  EXPECT_EQ((*p1)->group(), gids[1]);
+  EXPECT_EQ(txn.page_reads().reads, reads_before + 1);
+}
+
+// Packed pages whose URLs share a hash: one is kept per hash, and a lookup never takes another
+// URL's record for its own.
+TEST_F(GroupStoreTest, PackedPagesNeverAnswerForAnotherUrlWithTheSameHash) {
+  auto store = Open([](std::string_view) -> uint64_t { return 7; });
+  ASSERT_NE(store, nullptr);
+  GroupStore::Txn txn(store.get());
+  auto url = [](int i) { return "http://h.com/" + std::to_string(i); };
+  for (int i = 0; i < 6; ++i) AddPage(txn, txn.NewGroupId(), url(i));
+  ASSERT_TRUE(txn.Commit(false, true).ok());
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(txn.Commit(false, true).ok());
+    ASSERT_TRUE(txn.Evict(0, 1 << 20).ok());
+    for (int i = 0; i < 6; ++i) {
+      pb::Tier1Page want;
+      ASSERT_TRUE(store->GetPage(url(i), &want).ok());
+      auto got = txn.FindPage(url(i));
+      ASSERT_TRUE(got.ok() && *got != nullptr) << round << " " << i;
+      EXPECT_EQ((*got)->group(), want.group()) << round << " " << i;
+    }
+  }
+  EXPECT_GT(txn.page_reads().unpacked, 0u);
+}
+
 TEST_F(GroupStoreTest, GroupIdsAreDistinctAcrossTxnsAndReopen) {
   std::set<uint64_t> ids;
   {

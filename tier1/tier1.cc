@@ -46,6 +46,7 @@ Tier1Options Tier1OptionsFromConfig(const pb::Tier1Config& config, double thresh
   o.reverify_max_members = config.reverify_max_members();
   o.kept_max_members = config.kept_max_members();
   o.cache_records = config.cache_records();
+  o.packed_cache_bytes = uint64_t{config.packed_cache_mib()} << 20;
   return o;
 }
 
@@ -108,7 +109,7 @@ Status Tier1::CommitWorkingSet(bool durable) {
   RETURN_IF_ERROR(CommitWithTodo(durable, /*keep_cache=*/true));
   // Past the bound, the records least recently used go: a quarter of the cache at least, so that
   // the scan over it is paid once every so many records read.
-  if (txn_.cached() > options_.cache_records) return txn_.Evict(options_.cache_records / 4 * 3);
+  if (txn_.cached() > options_.cache_records) return txn_.Evict(options_.cache_records / 2, options_.packed_cache_bytes);
   return Status::Ok();
 }
 

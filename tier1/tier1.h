@@ -85,6 +85,7 @@ struct Tier1Options {
   uint32_t repair_min_rejections = ConfigDefaults().tier1().repair_min_rejections();
   uint32_t repair_max_members = ConfigDefaults().tier1().repair_max_members();
   uint64_t cache_records = ConfigDefaults().tier1().cache_records();  // see Tier1Config.cache_records
+  uint64_t packed_cache_bytes = uint64_t{ConfigDefaults().tier1().packed_cache_mib()} << 20;  // Tier1Config
   uint32_t reverify_max_members = ConfigDefaults().tier1().reverify_max_members();  // see Tier1Config
   uint32_t kept_max_members = ConfigDefaults().tier1().kept_max_members();  // see Tier1Config
 };
