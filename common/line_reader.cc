@@ -1,5 +1,6 @@
 #include "common/line_reader.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@ namespace neardup {
 namespace {
 
 constexpr size_t kReadBuffer = 1 << 20;
+constexpr uint64_t kDropEvery = uint64_t{64} << 20;
 
 }  // namespace
 
@@ -73,6 +75,12 @@ bool LineReader::Next(std::string_view* line, bool* too_long) {
       buf_len_ = std::fread(buf_.get(), 1, want, file_);
       buf_pos_ = 0;
       read_pos_ += buf_len_;
+      if (options_.drop_read_pages && total_bytes_ && read_pos_ - dropped_to_ >= kDropEvery) {
+        // Everything read is in buf_ or handed out already. The stream's own buffer may hold a
+        // little past read_pos_; what the kernel drops is read again if needed, never lost.
+        (void)::posix_fadvise(fileno(file_), 0, static_cast<off_t>(read_pos_), POSIX_FADV_DONTNEED);
+        dropped_to_ = read_pos_;
+      }
       if (buf_len_ == 0) {
         if (std::ferror(file_)) status_ = IoError(std::string("read error: ") + std::strerror(errno));
         eof_ = true;

@@ -32,6 +32,10 @@ struct LineReaderOptions {
   // bytes, which must end at a line's end, and asks again when it gets there; with nothing more
   // readable, Next() returns false with paused() true, and may be called again later.
   std::function<uint64_t()> readable;
+  // Tells the kernel, every 64 MiB read, that the file's pages read so far are not needed again
+  // (posix_fadvise DONTNEED): for a long input read once, whose pages would otherwise push the
+  // store's hot pages out of the page cache. Only for a regular file.
+  bool drop_read_pages = false;
 };
 
 class LineReader {
@@ -69,6 +73,7 @@ class LineReader {
   bool eof_ = false;
   bool paused_ = false;
   uint64_t read_pos_ = 0;  // bytes read from the file into buf_
+  uint64_t dropped_to_ = 0;  // options_.drop_read_pages: advised up to here
   uint64_t bytes_ = 0;
   uint64_t lines_ = 0;
   std::string line_;

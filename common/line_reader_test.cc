@@ -110,6 +110,29 @@ TEST(LineReader, FollowsAGrowingFile) {
   std::fclose(f);
 }
 
+// Dropping the pages read (past 64 MiB, so the advice is given) changes no line.
+TEST(LineReader, DroppingReadPagesChangesNoLine) {
+  std::string bytes;
+  for (int i = 0; bytes.size() < (uint64_t{70} << 20); ++i) {
+    bytes += "line " + std::to_string(i) + " " + std::string(90 + i % 37, 'a' + i % 26) + "\n";
+  }
+  std::FILE* f = FileWith(bytes);
+  auto plain = ReadAll(*LineReader::FromStream(f, {}));
+  std::rewind(f);
+  LineReaderOptions options;
+  options.drop_read_pages = true;
+  auto dropped = LineReader::FromStream(f, options);
+  const auto lines = ReadAll(*dropped);
+  EXPECT_TRUE(dropped->status().ok());
+  ASSERT_EQ(lines.size(), plain.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    ASSERT_EQ(lines[i].text, plain[i].text) << i;
+    ASSERT_EQ(lines[i].bytes, plain[i].bytes) << i;
+  }
+  EXPECT_EQ(lines.back().bytes, bytes.size());
+  std::fclose(f);
+}
+
 TEST(LineReader, OpenNamesWhatAndWhere) {
   auto r = LineReader::Open("/nonexistent/x.jsonl", {}, "emails");
   ASSERT_FALSE(r.ok());

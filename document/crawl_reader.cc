@@ -152,7 +152,8 @@ void CrawlReader::Report(uint64_t line, std::string reason) {
 namespace {
 
 LineReaderOptions LinesOf(const CrawlReaderOptions& o) {
-  return {.max_line_bytes = o.max_line_bytes, .padding = kPadding, .readable = o.readable};
+  return {.max_line_bytes = o.max_line_bytes, .padding = kPadding, .readable = o.readable,
+          .drop_read_pages = o.drop_read_pages};
 }
 
 // The JSON Lines reader.

@@ -78,6 +78,8 @@ struct CrawlReaderOptions {
   // there; with nothing more readable, Next() returns false with paused() true, and may be called
   // again later. Without it the reader reads to the end of the file.
   std::function<uint64_t()> readable;
+  // LineReaderOptions::drop_read_pages (JSON Lines input): the pipeline's one pass over a crawl.
+  bool drop_read_pages = false;
 };
 
 struct CrawlReaderStats {

@@ -64,6 +64,8 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   CrawlSignerOptions so;
   so.signer = signer_;
   so.reader = o_.reader;
+  // The input is read once here: its pages would only push the stores' out of the page cache.
+  so.reader.drop_read_pages = true;
   so.threads = o_.threads;
   so.progress_label = o_.progress ? "run" : "";
   const uint64_t first = redo_ ? redo_from_ : skip_;

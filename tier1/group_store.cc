@@ -168,19 +168,20 @@ StatusOr<GroupStore::Txn::PageEntry*> GroupStore::Txn::LoadPage(const std::strin
         ++page_reads_.unpacked;
       }
     }
-    // A URL the store has never recorded needs no read.
-    const bool known = !unpacked && store_->page_groups_.Contains(h);
-    if (!unpacked) ++(known ? page_reads_.reads : page_reads_.skipped);
-    std::string bytes;
-    Status s = unpacked ? Status::Ok() : known ? store_->rows_->Get(store_->page_, url, "", &bytes) : NotFound("");
-    if (unpacked) {
-    } else if (s.ok()) {
-      RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "page", url));
-      slot.exists = slot.stored = true;
-    } else if (s.code() != StatusCode::kNotFound) {
-      return s;
-    } else if (known) {
-      store_->colliding_.insert(h);  // the hash is another URL's
+    if (!unpacked) {
+      // A URL the store has never recorded needs no read.
+      const bool known = store_->page_groups_.Contains(h);
+      ++(known ? page_reads_.reads : page_reads_.skipped);
+      std::string bytes;
+      Status s = known ? store_->rows_->Get(store_->page_, url, "", &bytes) : NotFound("");
+      if (s.ok()) {
+        RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "page", url));
+        slot.exists = slot.stored = true;
+      } else if (s.code() != StatusCode::kNotFound) {
+        return s;
+      } else if (known) {
+        store_->colliding_.insert(h);  // the hash is another URL's
+      }
     }
     e = &*pages_.emplace(url, std::move(slot)).first;
     page_memo_[h & (kMemoSize - 1)] = {h, e};

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Cost per record as the collection grows: `neardup run` (embedded, default configuration) over
+# generated crawls of each size in turn (seed 1), one after the other in the same session: wall
+# seconds, records/s, CPU seconds, peak RSS (the process's, and its anonymous part sampled every
+# 2 s), the store's size on disk, and each size's time per record against the first size's, with
+# the run's whole summary.
+#   bash experiments/scale.sh [--config c.textproto] [SIZE...]   (default 1000000 10000000)
+# At 10M records the crawl takes 30 GB and the store about 32 GB of $TMPDIR; each store is
+# removed after its run. Writes experiments/results/scale.txt (scale_NAME.txt with a --config
+# NAME.textproto).
+source "$(dirname "$0")/common.sh"
+config=()
+out="$RESULTS/scale.txt"
+if [ "${1:-}" = "--config" ]; then
+  config=(--config "$2")
+  out="$RESULTS/scale_$(basename "$2" .textproto).txt"
+  shift 2
+fi
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(1000000 10000000)
+work="${TMPDIR:-/tmp}/neardup-scale"
+: > "$out"
+say() { echo "$*" | tee -a "$out"; }
+say "scale: neardup run ${config[*]} at ${sizes[*]} generated records, $(nproc) cores, $(date -u +%FT%TZ)"
+first_us=""
+for n in "${sizes[@]}"; do
+  c=$(crawl "$n")
+  rm -rf "$work" && mkdir -p "$work"
+  /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$BIN" --log-level warn run "${config[@]}" --input "$c" --store "$work/store" \
+    > "$work/summary.txt" & pid=$!
+  anon=0
+  while kill -0 "$pid" 2>/dev/null; do
+    a=$(awk '/^RssAnon/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
+    # /usr/bin/time's child is the run: its RssAnon.
+    for child in $(pgrep -P "$pid" || true); do
+      a=$(awk '/^RssAnon/ { print $2 }' "/proc/$child/status" 2>/dev/null || echo 0)
+    done
+    [ "${a:-0}" -gt "$anon" ] && anon=$a
+    sleep 2
+  done
+  wait "$pid"
+  read -r wall user sys rss_kb < "$work/time"
+  disk=$(du -sb "$work/store" | cut -f1)
+  us=$(awk -v w="$wall" -v n="$n" 'BEGIN { printf "%.2f", w * 1e6 / n }')
+  [ -n "$first_us" ] || first_us=$us
+  say "$n records: $wall s wall ($(awk -v w="$wall" -v n="$n" 'BEGIN { printf "%.0f", n / w }') records/s," \
+    "$us us/record, $(awk -v a="$us" -v b="$first_us" 'BEGIN { printf "%.2f", a / b }')x the first size's)," \
+    "CPU $user s user + $sys s sys, peak RSS $((rss_kb / 1024)) MiB (anonymous $((anon / 1024)) MiB sampled)," \
+    "store $(awk -v d="$disk" 'BEGIN { printf "%.1f", d / 1e9 }') GB"
+  sed 's/^/  /' "$work/summary.txt" | tee -a "$out"
+  rm -rf "$work"
+done
