@@ -18,11 +18,10 @@ class ObservedShardSet final : public pipeline::ShardSet {
  public:
   ObservedShardSet(std::unique_ptr<pipeline::ShardSet> inner, ShardHealth* board)
       : inner_(std::move(inner)), board_(board) {
-    // The open was every shard's first call.
-    for (uint32_t m = 0; m < inner_->size(); ++m) {
-      board_->Record(m, Status::Ok());
-      board_->SetResidentFrom(m, inner_->Stats(m));
-    }
+    // The open was every shard's first call: all of them at once, so that a scrape meanwhile
+    // never counts part of the set (neardup eval --server takes the count it sees).
+    board_->Opened(inner_->size());
+    for (uint32_t m = 0; m < inner_->size(); ++m) board_->SetResidentFrom(m, inner_->Stats(m));
   }
 
   uint32_t size() const override { return inner_->size(); }
@@ -99,6 +98,17 @@ void ShardHealth::Record(uint32_t shard, const Status& status) {
   } else {
     ++s.failures;
     s.last_error = status.ToString();
+  }
+}
+
+void ShardHealth::Opened(uint32_t shards) {
+  std::lock_guard lock(mu_);
+  const double now = UnixNow();
+  for (uint32_t m = 0; m < shards; ++m) {
+    ShardState& s = At(m);
+    ++s.calls;
+    s.up = true;
+    s.last_success_unix = now;
   }
 }
 

@@ -44,6 +44,9 @@ class ShardHealth {
 
   // Records a call's outcome for `shard` (the board grows to hold it).
   void Record(uint32_t shard, const Status& status);
+  // Records a successful call (the open) for each of the `shards` of a set just opened, in one
+  // step: a Snapshot sees every shard of the set or none of them.
+  void Opened(uint32_t shards);
   void SetResident(uint32_t shard, uint64_t pages);
   // As ShardSet::Stats answers: all zeros is what a shard that did not answer returns, so it does
   // not replace pages the shard said it held.

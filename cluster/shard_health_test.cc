@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 namespace neardup::cluster {
@@ -35,6 +36,7 @@ class FakeShardSet final : public pipeline::ShardSet {
   // As a remote set does: a shard that does not answer reads as all zeros.
   tier2::ShardStats Stats(uint32_t m) const override {
     ++stats_calls[m];
+    if (on_stats) on_stats();
     tier2::ShardStats s;
     if (down[m] || stats_down) return s;
     s.resident_pages = resident[m];
@@ -50,6 +52,7 @@ class FakeShardSet final : public pipeline::ShardSet {
   std::vector<std::atomic<uint64_t>> resident;
   mutable std::vector<std::atomic<int>> stats_calls;
   std::atomic<bool> stats_down{false};  // Stats alone does not answer
+  std::function<void()> on_stats;       // called by every Stats call
 };
 
 struct Opened {
@@ -94,6 +97,24 @@ TEST(ShardHealth, OpenAsksEveryShardItsPages) {
   EXPECT_EQ(s[0].server, "127.0.0.1:7000");
   EXPECT_EQ(s[3].server, "127.0.0.1:7001");
   EXPECT_DOUBLE_EQ(ResidentImbalance(s), 400.0 * 4 / 1000);
+}
+
+// A scrape while a set opens (here: from inside each shard's first Stats call, a network call
+// for a remote set) sees every shard of the set: a count taken then is the set's.
+TEST(ShardHealth, AScrapeDuringTheOpenSeesEveryShard) {
+  ShardHealth health({"127.0.0.1:7000"});
+  std::vector<size_t> seen;
+  auto opener = health.Observe([&](const pipeline::ShardSetOptions& so) -> StatusOr<std::unique_ptr<pipeline::ShardSet>> {
+    auto f = std::make_unique<FakeShardSet>(so.shards);
+    f->on_stats = [&] { seen.push_back(health.Snapshot().size()); };
+    return std::unique_ptr<pipeline::ShardSet>(std::move(f));
+  });
+  pipeline::ShardSetOptions so;
+  so.shards = 4;
+  auto set = opener(so);
+  ASSERT_TRUE(set.ok());
+  ASSERT_EQ(seen.size(), 4u);
+  for (size_t n : seen) EXPECT_EQ(n, 4u);
 }
 
 // Every call is recorded: a failure marks the shard down with its error, the next success up;
