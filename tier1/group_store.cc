@@ -509,7 +509,7 @@ std::optional<GroupStore::Txn::Packed> GroupStore::Txn::Unpack(PackedMap* map, u
 void GroupStore::Txn::ShrinkPacked(size_t packed_bytes) {
   if (packed_bytes_ <= packed_bytes) return;
   // Bytes per age in Commits (the last bucket holds every older one); the newest ages that fit
-  // in three quarters of the bound stay.
+  // in half of the bound stay.
   constexpr uint32_t kAges = 1u << 16;
   std::vector<size_t> by_age(std::min<uint32_t>(epoch_, kAges - 1) + 1);
   auto age = [&](uint32_t used) { return std::min<uint32_t>(epoch_ - used, static_cast<uint32_t>(by_age.size()) - 1); };

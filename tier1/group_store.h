@@ -155,7 +155,7 @@ class GroupStore::Txn {
   // and so do the pointers to them. The records that leave (and their groups' member lists) are
   // kept packed, serialized, up to `packed_bytes` in all (about a third of a decoded record's
   // size): a later lookup parses one instead of reading the store. Past `packed_bytes` the packed
-  // records used least recently are dropped, down to three quarters of it. 0: none are kept.
+  // records used least recently are dropped, down to half of it. 0: none are kept.
   // FailedPrecondition while the Txn holds uncommitted changes.
   Status Evict(size_t keep, size_t packed_bytes = 0);
   bool empty() const;
