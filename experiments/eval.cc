@@ -126,14 +126,22 @@ class ServiceReplay {
     so.batch_records = 1000;
     ASSIGN_OR_RETURN(std::unique_ptr<cluster::ServiceClient> c, cluster::ServiceClient::Create(so));
     // A server just started names its shards once its batch loop has opened them: up to 30 s.
+    // Until every shard named is up the count is not taken: a call that failed before the set
+    // opened names that shard (and those below it) on its own.
     std::map<std::string, double> m;
     *shards = 0;
     for (int tries = 0; *shards == 0 && tries < 300; ++tries) {
       if (tries > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       ASSIGN_OR_RETURN(m, c->Metrics());
-      for (const auto& [name, value] : m) *shards += name.rfind("neardup_shard_up{", 0) == 0;
+      uint32_t named = 0, up = 0;
+      for (const auto& [name, value] : m) {
+        if (name.rfind("neardup_shard_up{", 0) != 0) continue;
+        ++named;
+        up += value == 1;
+      }
+      if (named > 0 && up == named) *shards = named;
     }
-    if (*shards == 0) return FailedPrecondition("eval --server: the service's /metrics names no Tier 2 shard");
+    if (*shards == 0) return FailedPrecondition("eval --server: the service's /metrics names no Tier 2 shard, or not all of them up, after 30 s");
     const auto records = m.find("neardup_ingest_records_total");
     if (records != m.end() && records->second > 0) {
       return FailedPrecondition("eval --server: the service has taken " +
