@@ -23,6 +23,7 @@
 namespace neardup::pipeline {
 
 class ShardSet;
+class StoreMove;
 
 // At a batch's commit, what the run has done since it started (a batch redone after a crash is
 // not counted again), and the store's verification counters over its life: a server adds the
@@ -49,6 +50,9 @@ class IngestFeed {
   struct View {
     const ShardSet* shards = nullptr;
     const partitioner::PartitionMap* map = nullptr;
+    // Not null while a move runs (pipeline/store_move.h): route on the union of its maps' shards
+    // (partitioner::RouteShardsDuringMove) and read signatures from its ServedShard.
+    const StoreMove* move = nullptr;
     double threshold = 0;
     SignerOptions signer;
   };
@@ -62,6 +66,12 @@ class IngestFeed {
   // URL and the share of the resident pages of the shards it was routed to that answered (1: all
   // did). The run ends with the error; the batch stays uncommitted and the next run compares it
   // again.
+  // The run ended the store's move (pipeline/store_move.h): the store serves map generation
+  // `generation` over `shards` shards; `pages` signatures were copied in `seconds` of steps, and
+  // `records` records decided while it was open.
+  virtual void MoveEnded(uint64_t generation, uint32_t shards, uint64_t pages, double seconds, uint64_t records) {
+    (void)generation, (void)shards, (void)pages, (void)seconds, (void)records;
+  }
   virtual void CompareIncomplete(uint64_t batch, std::span<const std::string> urls,
                                  std::span<const double> completeness) = 0;
 };

@@ -12,6 +12,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   OpenFeed();
   if (!sum_.already_consumed.empty()) {
     spdlog::warn("pipeline: {} was consumed whole already (as {}): nothing to do", o_.input, sum_.already_consumed);
+    if (move_ != nullptr && o_.feed == nullptr) RETURN_IF_ERROR(EndMove());
     return Finish(start);
   }
   if (!o_.status_out.empty()) RETURN_IF_ERROR(OpenStatusFile());
@@ -28,26 +29,50 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   BatchQueue queue(2);
   Status worker_status;
   uint64_t fed_records = 0;  // records of the batches the tiers' thread committed (sum_.records is the reader's)
+  // While a move runs, the batches keep move_min_batch_share of the thread's time when they are
+  // waiting; an idle input leaves it all to the move (polled, so a batch is not kept waiting).
+  const double batch_share = config_.pipeline().move_min_batch_share();
   std::thread worker([&] {
     NameThisThread("nd-tiers");
     for (;;) {
       auto waited = SteadyClock::now();
-      auto b = queue.Pop();
+      std::unique_ptr<Batch> b;
+      bool idle = false;
+      if (move_ != nullptr && !move_->done()) {
+        double wait = 0;
+        b = queue.PopFor(std::chrono::duration<double>(move_->Due(&wait) ? 0.0 : std::min(wait, 0.1)), &idle);
+      } else {
+        b = queue.Pop();
+      }
       sum_.tiers_wait_seconds += Since(waited);
       const double cpu0 = ThreadCpuSeconds();
+      if (idle) {
+        Status s = AdvanceMove(0.1, &queue);
+        sum_.tiers_cpu_seconds += ThreadCpuSeconds() - cpu0;
+        if (!s.ok()) {
+          worker_status = s;
+          queue.Close();
+          return;
+        }
+        continue;
+      }
       const bool done = b == nullptr;
       Status s;
       if (done) {
         s = FinishShardWrites();  // the last batch's
       } else {
         const uint64_t records = b->redo ? 0 : b->records.size();
+        const bool moving = move_ != nullptr && !move_->done();
+        const auto t0 = SteadyClock::now();
         s = b->redo ? Redo(*b) : Process(std::move(b));
         fed_records += records;
+        if (moving) sum_.records_during_move += records;
         // The batch's pages are answered; what a status query reads of them is durable first.
         if (s.ok() && feed != nullptr) s = store_->rows().WaitForWrites();
         if (s.ok() && feed != nullptr) {
           feed->BatchDone(progress_.batches_committed(), progress_.current().bytes(), FeedCountersNow(fed_records));
         }
+        if (s.ok() && moving) s = AdvanceMove(Since(t0) * (1 - batch_share) / batch_share, &queue);
       }
       sum_.tiers_cpu_seconds += ThreadCpuSeconds() - cpu0;
       if (!s.ok()) {
@@ -154,7 +179,11 @@ StatusOr<PipelineSummary> Pipeline::Run() {
       if (r.has_content()) {
         const auto v = map_->VectorOf(f);
         b.cell.back() = map_->Home(v);
-        if (!f.shingles.empty()) map_->RouteShards(v, &b.shards.back());
+        if (!f.shingles.empty()) {
+          if (move_ == nullptr) map_->RouteShards(v, &b.shards.back());
+          else if (!move_->done()) RouteShardsDuringMove(move_->before(), move_->after(), v, &b.shards.back());
+          else move_->after().RouteShards(v, &b.shards.back());
+        }
         b.signatures.push_back(ToProto(r.url, f, signer_));
       } else {
         b.signatures.emplace_back();
@@ -175,6 +204,8 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   RETURN_IF_ERROR(worker_status);
   RETURN_IF_ERROR(read);
   RETURN_IF_ERROR(SyncStatusFile());
+  // A finished file: the move ends with the run. A feed's run leaves the rest to the next run.
+  if (move_ != nullptr && feed == nullptr) RETURN_IF_ERROR(EndMove());
   // Read to its end (not cut short by max_records): the input is consumed. A feed's never is.
   if (feed == nullptr && (o_.max_records == 0 || seen <= o_.max_records)) {
     RETURN_IF_ERROR(RecordInputConsumed());
@@ -188,6 +219,7 @@ void Pipeline::OpenFeed() {
   IngestFeed::View v;
   v.shards = shards_.get();
   v.map = &*map_;
+  v.move = move_.get();
   v.threshold = threshold_;
   v.signer = signer_;
   o_.feed->Opened(v);
@@ -248,8 +280,11 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
     }
     return true;
   }));
+  // The served map's shards (a move opens both maps'; the other map's hold copies, or nothing).
+  const partitioner::PartitionMap& served = move_ != nullptr && move_->flipped() ? move_->after() : *map_;
   for (uint32_t m = 0; m < P(); ++m) {
     const tier2::ShardStats st = shards_->Stats(m);
+    if (m >= served.shards()) continue;
     sum_.shard_pages += st.resident_pages;
     sum_.shard_resident_pages.push_back(st.resident_pages);
     sum_.shard_ram_bytes += st.index_bytes + st.page_table_bytes;
@@ -261,7 +296,7 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
   {
     std::vector<double> load(sum_.shard_resident_pages.begin(), sum_.shard_resident_pages.end());
     sum_.shard_imbalance = partitioner::Imbalance(load);
-    sum_.planned_imbalance = PlannedImbalance(*map_);
+    sum_.planned_imbalance = PlannedImbalance(served);
     sum_.imbalance_drift = sum_.shard_imbalance - sum_.planned_imbalance;
     sum_.rebalance_imbalance = config_.pipeline().rebalance_imbalance();
     if (sum_.shard_imbalance > sum_.rebalance_imbalance) {
@@ -274,6 +309,8 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
   tier1_.reset();
   source_.reset();
   shards_.reset();
+  // A move this run ended left its drained shards to the run, which held them open.
+  if (move_ended_here_ && !o_.open_shards) RETURN_IF_ERROR(RemoveDrainedShards(layout_, params_.shards()));
   owned_store_.reset();
   store_ = nullptr;
   if (temporary_) {
@@ -344,7 +381,11 @@ std::string FormatSummary(const PipelineSummary& s) {
                      s.shard_rebuilds);
   }
   o += fmt::format("map                version {}{}; shard imbalance {:.3f} (map planned {:.3f}, drift {:+.3f}){}\n",
-                   s.map_version, s.finished_move ? " (an interrupted rebalance was finished first)" : "",
+                   s.map_version,
+                   s.finished_move ? fmt::format(" (a rebalance's move ended in this run: {} pages copied in {} steps, "
+                                                 "{:.2f} s; {} records decided while it ran)",
+                                                 s.move_pages, s.move_steps, s.move_seconds, s.records_during_move)
+                                   : std::string(),
                    s.shard_imbalance, s.planned_imbalance, s.imbalance_drift,
                    s.rebalance_imbalance > 0 && s.shard_imbalance > s.rebalance_imbalance
                        ? fmt::format(": past {:.2f}, a rebalance would help", s.rebalance_imbalance)

@@ -35,6 +35,13 @@
 // synced before the next batch commits, so only the last batch's can be missing), then goes on
 // after the last committed record; the result is the same as a run that never stopped.
 //
+// Rebalancing: a store whose move journal records a move (pipeline/rebalance_store.h, started
+// with StoreRebalanceOptions::defer_move, or stopped by a crash) opens the shards of both maps,
+// and the run moves the pages between its batches (pipeline/store_move.h: batches store on both
+// maps' shards until the flip and compare on the union of both maps' routes); it gives the move
+// the share of its time pipeline.move_min_batch_share leaves, and all of it while the input is
+// idle; a run over a finished file ends the move before it ends.
+//
 // The pipeline drives Tier 2 only through a ShardSet (pipeline/shard_set.h), which
 // PipelineOptions::open_shards may supply: the seam a cluster implements over the network.
 //
@@ -43,6 +50,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -89,6 +97,9 @@ struct PipelineOptions {
   // The store's group store, opened by the caller (GroupStoreOptionsFor) and kept open across
   // runs (a server answers from it between them); not owned. Null: the run opens DIR/tier1.
   tier1::GroupStore* groups = nullptr;
+  // Called after each durable step of a move the run makes (StoreMoveOptions::on_step); false
+  // stops the move, and the run with an error, there, as a crash would. For tests.
+  std::function<bool(uint64_t step)> move_on_step;
 };
 
 // How a run opens a store's group store (PipelineOptions::groups: a caller that opens it itself).
@@ -126,10 +137,14 @@ struct PipelineSummary {
   uint64_t status_lines_rewritten = 0; // the last committed batch's status lines, written again after a crash
   uint64_t groups = 0, multi_groups = 0, pages = 0;  // store totals at the end
   uint32_t shards = 0, cells = 0;
-  // The partition map the store serves (its generation: 1 when built, +1 per rebalance), and a
-  // move of an interrupted rebalance finished before the run (pipeline/rebalance_store.h).
+  // The partition map the store serves at the end (its generation: 1 when built, +1 per
+  // rebalance), and a move this run ended (pipeline/rebalance_store.h): its pages copied, its
+  // steps' time, and the records the run decided while the move was open.
   uint64_t map_version = 0;
   bool finished_move = false;
+  uint64_t move_pages = 0, move_bytes = 0, move_steps = 0;
+  double move_seconds = 0;
+  uint64_t records_during_move = 0;
   // Resident pages per shard at the end, max / mean; the imbalance the map was built or rebalanced
   // for (its cell weights), and the drift since (imbalance - planned). Past
   // pipeline.rebalance_imbalance the summary says a rebalance would help (and a warning is logged).

@@ -24,6 +24,13 @@ std::vector<std::vector<tier2::ShardPage>> Pipeline::HomePages(const Batch& b,
   for (size_t i = 0; i < b.records.size(); ++i) {
     const Classification c = classes[i];
     if (c != Classification::kFastPath && c != Classification::kTier2 && c != Classification::kEmpty) continue;
+    if (move_ != nullptr) {
+      uint32_t to[2];
+      for (int k = 0, n = move_->StoreShards(b.cell[i], to); k < n; ++k) {
+        pages[to[k]].push_back({&b.signatures[i], true, /*validated=*/true});
+      }
+      continue;
+    }
     pages[map_->ShardOf(b.cell[i])].push_back({&b.signatures[i], true, /*validated=*/true});
   }
   return pages;
@@ -43,7 +50,13 @@ Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::Repeated
                                bool publish_only) {
   std::vector<std::vector<std::string>> removed(P());
   for (const auto& rm : removals) {
-    if (rm.cell() < map_->cells()) removed[map_->ShardOf(rm.cell())].push_back(rm.url());
+    if (rm.cell() >= map_->cells()) continue;
+    if (move_ != nullptr) {
+      uint32_t from[2];
+      for (int k = 0, n = move_->RemovalShards(rm.cell(), from); k < n; ++k) removed[from[k]].push_back(rm.url());
+      continue;
+    }
+    removed[map_->ShardOf(rm.cell())].push_back(rm.url());
   }
   const auto t0 = SteadyClock::now();
   Status s = ForEachShard(*store_pool_, [&](size_t m) -> Status {
@@ -234,7 +247,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
     else ++sum_.new_pages;
     for (uint32_t m : b.shards[i]) {
       index[m].push_back(static_cast<uint32_t>(i));
-      pages[m].push_back({&b.signatures[i], m == map_->ShardOf(b.cell[i]), /*validated=*/true});
+      pages[m].push_back({&b.signatures[i], m == HomeShard(b.cell[i]), /*validated=*/true});
       ++sum_.tier2_sends;
     }
   }
@@ -343,6 +356,48 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
 
   StartShardWrites(std::move(batch), std::move(classes));
   return WriteStatus(*writing_, writing_classes_);
+}
+
+Status Pipeline::AdvanceMove(double budget_seconds, BatchQueue* queue, bool drain) {
+  if (move_ == nullptr || move_->done()) return Status::Ok();
+  double wait = 0;
+  if (!move_->Due(&wait)) return Status::Ok();
+  // The shards hold every batch Tier 1 committed, and none is being written.
+  RETURN_IF_ERROR(FinishShardWrites());
+  const auto t0 = SteadyClock::now();
+  do {
+    RETURN_IF_ERROR(move_->Step(shards_.get(), progress_.batches_committed()));
+    if (move_->done()) return MoveEnded();
+  } while (move_->Due(&wait) && Since(t0) < budget_seconds && (drain || queue == nullptr || !queue->Waiting()));
+  return Status::Ok();
+}
+
+Status Pipeline::EndMove() {
+  if (move_->done()) return Status::Ok();
+  RETURN_IF_ERROR(FinishShardWrites());
+  RETURN_IF_ERROR(move_->Finish(shards_.get(), progress_.batches_committed()));
+  return MoveEnded();
+}
+
+Status Pipeline::MoveEnded() {
+  ASSIGN_OR_RETURN(params_, ReadStoreParams(*store_));
+  move_ended_here_ = true;
+  sum_.finished_move = true;
+  sum_.map_version = params_.map_generation();
+  sum_.shards = params_.shards();
+  sum_.move_pages = move_->counts().pages_moved;
+  sum_.move_bytes = move_->counts().bytes_moved;
+  sum_.move_steps = move_->counts().steps;
+  sum_.move_seconds = move_->counts().seconds;
+  spdlog::info("pipeline: store {} serves map generation {} over {} shards: {} pages moved in {:.1f} s of steps, {} "
+               "records decided meanwhile",
+               dir_, params_.map_generation(), params_.shards(), sum_.move_pages, sum_.move_seconds,
+               sum_.records_during_move);
+  if (o_.feed != nullptr) {
+    o_.feed->MoveEnded(params_.map_generation(), params_.shards(), sum_.move_pages, sum_.move_seconds,
+                       sum_.records_during_move);
+  }
+  return Status::Ok();
 }
 
 }  // namespace neardup::pipeline::internal

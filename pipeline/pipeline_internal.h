@@ -135,6 +135,21 @@ class BatchQueue {
     not_full_.notify_one();
     return b;
   }
+  // Pop, waiting no longer than `timeout`: null and *timed_out when none came by then.
+  std::unique_ptr<Batch> PopFor(std::chrono::duration<double> timeout, bool* timed_out) {
+    std::unique_lock lock(mu_);
+    *timed_out = !not_empty_.wait_for(lock, timeout, [&] { return !q_.empty() || closed_; });
+    if (q_.empty()) return nullptr;
+    auto b = std::move(q_.front());
+    q_.pop_front();
+    not_full_.notify_one();
+    return b;
+  }
+  // A batch is waiting to be popped.
+  bool Waiting() {
+    std::lock_guard lock(mu_);
+    return !q_.empty();
+  }
   void Close() {
     std::lock_guard lock(mu_);
     closed_ = true;
@@ -254,6 +269,16 @@ class Pipeline {
                         const std::vector<Status>& compared);
   Status OpenMap();
   Status Resume();
+  // The shard that holds pages of `cell`: the map's, or during a move, the one it serves.
+  uint32_t HomeShard(uint32_t cell) const { return move_ != nullptr ? move_->ServedShard(cell) : map_->ShardOf(cell); }
+  // A move's steps between batches (no shard write in flight while they run): for up to
+  // `budget_seconds` (at least one step when one is due), stopping early once `queue` has a
+  // batch waiting unless `drain`; then, once the move ended, MoveEnded.
+  Status AdvanceMove(double budget_seconds, BatchQueue* queue, bool drain = false);
+  // The run goes on with the new map: the store's parameters, the summary, the feed.
+  Status MoveEnded();
+  // The rest of the move at once (the input's end), waiting for its rate cap.
+  Status EndMove();
   Status Process(std::unique_ptr<Batch> b);
   Status Redo(Batch& b);
   // Per shard: the pages of the batch it stores (home pages Tier 1 kept or Tier 2 compared) or
@@ -308,7 +333,11 @@ class Pipeline {
   std::string dir_;
   StoreLayout layout_;
   bool temporary_ = false;
+  // The map the run opened with: the served one's cells (a move keeps them), routing when no
+  // move runs. During a move, move_ says which shard holds a cell (HomeShard).
   std::optional<partitioner::PartitionMap> map_;
+  std::unique_ptr<StoreMove> move_;  // the store's move, while and after it runs in this run
+  bool move_ended_here_ = false;     // this run ended it: the drained shards go once the set closes
   std::vector<uint64_t> expected_postings_;  // per shard, estimated from the map's sample (when built here)
   std::unique_ptr<ShardSet> shards_;
   size_t P() const { return shards_->size(); }

@@ -75,14 +75,26 @@ Status Pipeline::Setup() {
     params_ = *stored;
     RETURN_IF_ERROR(CheckGivenParams(params_, requested, o_.given, dir_));
     ApplyParams(params_, &config_, &threshold_, &signer_);
-    // A rebalance interrupted by a crash is finished before anything else (pipeline/rebalance_store.h).
-    bool moved = false;
-    RETURN_IF_ERROR(FinishInterruptedMove(layout_, store_, config_, o_.open_shards, &moved));
-    sum_.finished_move = moved;
-    if (moved) {
-      ASSIGN_OR_RETURN(params_, ReadStoreParams(*store_));
-      RETURN_IF_ERROR(CheckGivenParams(params_, requested, o_.given, dir_));
-      ApplyParams(params_, &config_, &threshold_, &signer_);
+    // A rebalance's move (started for this run, or interrupted by a crash) runs between the
+    // batches (pipeline/store_move.h).
+    StoreMoveOptions mo;
+    mo.step_pages = o_.batch_pages;
+    mo.max_mb_per_s = config_.pipeline().move_max_mb_per_s();
+    mo.remove_drained = false;  // the run holds them open: Finish removes them
+    mo.on_step = o_.move_on_step;
+    auto move = StoreMove::Open(layout_, store_, std::move(mo));
+    if (move.ok()) {
+      move_ = std::move(*move);
+      spdlog::info("pipeline: store {} moves from map generation {} to {} ({} -> {} shards) between its batches{}", dir_,
+                   move_->journal().generation_before(), move_->journal().generation_after(),
+                   move_->journal().shards_before(), move_->journal().shards_after(),
+                   move_->flipped() ? ": flipped, dropping from the old shards" : "");
+    } else if (move.status().code() == StatusCode::kNotFound) {
+      // No move: what an ended or never-journaled one left behind goes.
+      bool none = false;
+      RETURN_IF_ERROR(FinishInterruptedMove(layout_, store_, config_, o_.open_shards, &none));
+    } else {
+      return move.status();
     }
     ASSIGN_OR_RETURN(map_, LoadServedMap(layout_, params_));
     if (!o_.map.empty()) {
@@ -122,7 +134,8 @@ Status Pipeline::Setup() {
   ShardSetOptions so;
   so.layout = layout_;
   so.config = config_;
-  so.shards = map_->shards();
+  so.shards = move_ != nullptr ? move_->shard_count() : map_->shards();
+  so.config.mutable_pipeline()->set_shards(so.shards);
   so.expected_postings = expected_postings_;
   ASSIGN_OR_RETURN(shards_, o_.open_shards ? o_.open_shards(so) : OpenLocalShardSet(so));
   if (shards_ == nullptr || shards_->size() != so.shards) {
@@ -139,7 +152,7 @@ Status Pipeline::Setup() {
   sum_.shard_store_seconds.assign(P, 0);
   sum_.cells = map_->cells();
   sum_.map_version = map_->proto().generation();
-  source_ = std::make_unique<ShardSignatures>(*map_, *shards_);
+  source_ = std::make_unique<ShardSignatures>(*map_, *shards_, move_.get());
   tier1_ = std::make_unique<Tier1>(store_, source_.get(), Tier1OptionsFromConfig(config_.tier1(), threshold_));
   return Resume();
 }
@@ -220,7 +233,9 @@ Status Pipeline::Resume() {
   lagging_.assign(P(), false);
   for (uint32_t s = 0; s < P() && progress_.batches_committed() > 0; ++s) {
     ASSIGN_OR_RETURN(uint64_t seq, shards_->CommittedBatch(s));
-    if (seq < progress_.batches_committed()) lagging_[s] = true;
+    // A shard a move adds holds no batch until the first one after its making.
+    const bool added = move_ != nullptr && s >= move_->journal().shards_before() && seq == 0;
+    if (seq < progress_.batches_committed() && !added) lagging_[s] = true;
   }
   const bool lag = std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end();
   ASSIGN_OR_RETURN(digest_, PrefixDigest::Open(o_.input));

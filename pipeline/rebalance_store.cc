@@ -88,166 +88,271 @@ ShardSetOptions ShardOptionsFor(const StoreLayout& layout, pb::NeardupConfig con
   return so;
 }
 
-class Mover {
- public:
-  Mover(const StoreLayout& layout, tier1::GroupStore* groups, ShardSet* shards, const pb::MoveJournal& j,
-        const partitioner::PartitionMap& before, const partitioner::PartitionMap& after, uint64_t sequence,
-        uint32_t batch_pages, double max_mb_per_s, const std::function<bool(uint64_t)>& on_step,
-        StoreRebalanceReport* report)
-      : layout_(layout), groups_(groups), shards_(shards), j_(j), before_(before), after_(after), sequence_(sequence),
-        batch_pages_(batch_pages), max_mb_per_s_(max_mb_per_s), on_step_(on_step), report_(report) {}
 
-  Status Run() {
-    if (j_.state() == pb::MoveJournal::COPY) {
-      RETURN_IF_ERROR(Copy());
-      RETURN_IF_ERROR(Flip());
-    }
-    if (j_.state() != pb::MoveJournal::DROP) return Corruption("group store: a move journal in an unknown state");
-    RETURN_IF_ERROR(Drop());
-    return Status::Ok();
+}  // namespace
+
+StoreMove::StoreMove(const StoreLayout& layout, tier1::GroupStore* groups, StoreMoveOptions o, pb::MoveJournal j,
+                     partitioner::PartitionMap before, partitioner::PartitionMap after)
+    : layout_(layout), groups_(groups), o_(std::move(o)), j_(std::move(j)), before_(std::move(before)),
+      after_(std::move(after)) {
+  if (o_.step_pages == 0) o_.step_pages = 10000;
+  if (j_.state() == pb::MoveJournal::DROP) {
+    phase_ = Phase::kRename;
+    flipped_.store(true, std::memory_order_release);
   }
+}
 
- private:
-  Status Step() {
-    ++step_;
-    if (report_) ++report_->steps;
-    if (on_step_ && !on_step_(step_)) return Unavailable(fmt::format("move: stopped after step {} (a later rebalance or run finishes it)", step_));
-    return Status::Ok();
+StatusOr<std::unique_ptr<StoreMove>> StoreMove::Open(const StoreLayout& layout, tier1::GroupStore* groups,
+                                                     StoreMoveOptions options) {
+  ASSIGN_OR_RETURN(pb::MoveJournal j, ReadMoveJournal(*groups));
+  if (j.state() != pb::MoveJournal::COPY && j.state() != pb::MoveJournal::DROP) {
+    return Corruption("group store: a move journal in an unknown state");
   }
-
-  // Under max_mb_per_s: waits until `bytes` copied since the copy began are due.
-  void Throttle(uint64_t bytes) {
-    if (max_mb_per_s_ <= 0) return;
-    const double due = static_cast<double>(bytes) / (max_mb_per_s_ * 1e6);
-    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start_).count();
-    if (due <= now) return;
-    std::this_thread::sleep_for(std::chrono::duration<double>(due - now));
-    if (report_) report_->throttled_seconds += due - now;
+  ASSIGN_OR_RETURN(auto maps, LoadMoveMaps(layout, j));
+  if (maps.first.cells() != maps.second.cells()) {
+    return Corruption(fmt::format("move journal: its maps have {} and {} cells", maps.first.cells(), maps.second.cells()));
   }
+  return std::unique_ptr<StoreMove>(new StoreMove(layout, groups, std::move(options), std::move(j),
+                                                  std::move(maps.first), std::move(maps.second)));
+}
 
-  // Step 2: each destination takes its incoming pages, read from their source shard.
-  Status Copy() {
-    struct Pending {
-      std::vector<pb::PageSignature> sigs;
-      uint64_t bytes = 0;
-    };
-    std::map<uint32_t, Pending> pending;
-    uint64_t copied = 0;
-    copy_start_ = std::chrono::steady_clock::now();
-    auto flush = [&](uint32_t to, Pending& p) -> Status {
-      if (p.sigs.empty()) return Status::Ok();
-      std::vector<tier2::ShardPage> pages(p.sigs.size());
-      for (size_t i = 0; i < pages.size(); ++i) pages[i] = {&p.sigs[i], /*home=*/true, /*validated=*/true};
-      RETURN_IF_ERROR(WriteStep(shards_, to, pages, {}, sequence_));
-      copied += p.bytes;
-      p.sigs.clear();
-      p.bytes = 0;
-      RETURN_IF_ERROR(Step());
-      Throttle(copied);
-      return Status::Ok();
-    };
-    const Status scanned = ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
-      if (cell >= before_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
-      const uint32_t from = before_.ShardOf(cell), to = after_.ShardOf(cell);
-      if (from == to) return Status::Ok();
-      auto sig = shards_->Get(from, std::string(url));
-      if (!sig.ok()) {
-        if (sig.status().code() == StatusCode::kNotFound) {
-          return FailedPrecondition(fmt::format("move: page {} of cell {} is not on its shard {}", url, cell, from));
-        }
-        return sig.status();
+int StoreMove::StoreShards(uint32_t cell, uint32_t out[2]) const {
+  out[0] = ServedShard(cell);
+  if (flipped()) return 1;
+  out[1] = after_.ShardOf(cell);
+  return out[1] == out[0] ? 1 : 2;
+}
+
+int StoreMove::RemovalShards(uint32_t cell, uint32_t out[2]) const {
+  out[0] = ServedShard(cell);
+  if (done()) return 1;
+  out[1] = (flipped() ? before_ : after_).ShardOf(cell);
+  return out[1] == out[0] ? 1 : 2;
+}
+
+bool StoreMove::Due(double* wait_seconds) const {
+  *wait_seconds = 0;
+  if (phase_ != Phase::kCopy || o_.max_mb_per_s <= 0 || !listed_) return true;
+  const double due = static_cast<double>(copied_bytes_) / (o_.max_mb_per_s * 1e6);
+  const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start_).count();
+  if (due <= now) return true;
+  *wait_seconds = due - now;
+  return false;
+}
+
+Status StoreMove::Durable() {
+  ++counts_.steps;
+  if (o_.on_step && !o_.on_step(counts_.steps)) {
+    return Unavailable(fmt::format("move: stopped after step {} (a later rebalance or run finishes it)", counts_.steps));
+  }
+  return Status::Ok();
+}
+
+Status StoreMove::Step(ShardSet* shards, uint64_t sequence) {
+  if (shards->size() < shard_count()) {
+    return InvalidArgument(fmt::format("move: {} shards open, the move spans {}", shards->size(), shard_count()));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s;
+  switch (phase_) {
+    case Phase::kCopy: s = CopyStep(shards, sequence); break;
+    case Phase::kFlip: s = Flip(); break;
+    case Phase::kRename:
+      phase_ = Phase::kDrop;
+      if (fs::exists(MapNext(layout_))) {
+        std::error_code ec;
+        fs::rename(MapNext(layout_), layout_.map(), ec);
+        if (ec) return IoError("move: cannot rename " + MapNext(layout_) + " to " + layout_.map() + ": " + ec.message());
+        s = Durable();
       }
-      j_.set_pages_moved(j_.pages_moved() + 1);
-      j_.set_bytes_moved(j_.bytes_moved() + sig->ByteSizeLong());
-      if (report_) {
-        ++report_->pages_moved;
-        report_->bytes_moved += sig->ByteSizeLong();
-      }
-      Pending& p = pending[to];
-      p.bytes += sig->ByteSizeLong();
-      p.sigs.push_back(std::move(*sig));
-      if (p.sigs.size() >= batch_pages_) return flush(to, p);
-      return Status::Ok();
-    });
-    RETURN_IF_ERROR(scanned);
-    for (auto& [to, p] : pending) RETURN_IF_ERROR(flush(to, p));
-    return Status::Ok();
+      break;
+    case Phase::kDrop: s = DropStep(shards, sequence); break;
+    case Phase::kEnd: s = End(); break;
+    case Phase::kDone: break;
   }
+  counts_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
 
-  // Step 3: the parameters name the new map, and the journal says DROP, in one commit.
-  Status Flip() {
-    ASSIGN_OR_RETURN(pb::StoreParams params, ReadStoreParams(*groups_));
-    params.set_map_generation(j_.generation_after());
-    params.set_map_digest(j_.digest_after());
-    params.set_shards(j_.shards_after());
-    j_.set_state(pb::MoveJournal::DROP);
-    RowBatch b;
-    b.Put(groups_->meta_family(), "params", "", params.SerializeAsString());
-    b.Put(groups_->meta_family(), kJournalRow, "", j_.SerializeAsString());
-    RETURN_IF_ERROR(groups_->rows().Write(b));
-    RETURN_IF_ERROR(groups_->rows().WaitForWrites());
-    return Step();
-  }
-
-  // Step 4: map-next.pb becomes map.pb; the sources drop what left them.
-  Status Drop() {
-    if (fs::exists(MapNext(layout_))) {
-      std::error_code ec;
-      fs::rename(MapNext(layout_), layout_.map(), ec);
-      if (ec) return IoError("move: cannot rename " + MapNext(layout_) + " to " + layout_.map() + ": " + ec.message());
-      RETURN_IF_ERROR(Step());
+Status StoreMove::Finish(ShardSet* shards, uint64_t sequence) {
+  while (!done()) {
+    double wait = 0;
+    if (!Due(&wait)) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+      counts_.throttled_seconds += wait;
     }
-    std::map<uint32_t, std::vector<std::string>> removed;
-    auto flush = [&](uint32_t from, std::vector<std::string>& urls) -> Status {
-      if (urls.empty()) return Status::Ok();
-      RETURN_IF_ERROR(WriteStep(shards_, from, {}, urls, sequence_));
-      urls.clear();
-      return Step();
-    };
-    const Status scanned = ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
-      if (cell >= before_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
-      const uint32_t from = before_.ShardOf(cell), to = after_.ShardOf(cell);
-      if (from == to) return Status::Ok();
-      std::vector<std::string>& urls = removed[from];
-      urls.emplace_back(url);
-      if (urls.size() >= batch_pages_) return flush(from, urls);
-      return Status::Ok();
-    });
-    RETURN_IF_ERROR(scanned);
-    for (auto& [from, urls] : removed) RETURN_IF_ERROR(flush(from, urls));
-    return Status::Ok();
+    RETURN_IF_ERROR(Step(shards, sequence));
   }
+  return Status::Ok();
+}
 
-  const StoreLayout& layout_;
-  tier1::GroupStore* groups_;
-  ShardSet* shards_;
-  pb::MoveJournal j_;
-  const partitioner::PartitionMap& before_;
-  const partitioner::PartitionMap& after_;
-  uint64_t sequence_;
-  uint32_t batch_pages_;
-  double max_mb_per_s_;
-  const std::function<bool(uint64_t)>& on_step_;
-  StoreRebalanceReport* report_;
-  uint64_t step_ = 0;
-  std::chrono::steady_clock::time_point copy_start_;
-};
+Status StoreMove::DrawCopyList(uint64_t sequence) {
+  list_.clear();
+  RETURN_IF_ERROR(ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
+    if (cell >= before_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
+    const uint32_t from = before_.ShardOf(cell), to = after_.ShardOf(cell);
+    if (from != to) list_.push_back({from, to, std::string(url)});
+    return Status::Ok();
+  }));
+  std::sort(list_.begin(), list_.end(), [](const Entry& a, const Entry& b) {
+    return a.to != b.to ? a.to < b.to : a.url < b.url;
+  });
+  listed_ = true;
+  next_ = 0;
+  listed_at_ = sequence;
+  copy_start_ = std::chrono::steady_clock::now();
+  copied_bytes_ = 0;
+  return Status::Ok();
+}
 
-// After the sources dropped: drained shards' directories, then the journal, then map-prev.pb.
-Status EndMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::MoveJournal& j) {
-  for (uint32_t m = j.shards_after(); m < j.shards_before(); ++m) {
+// Step 2: the next destination's next pages, read from their source shard.
+Status StoreMove::CopyStep(ShardSet* shards, uint64_t sequence) {
+  if (!listed_) RETURN_IF_ERROR(DrawCopyList(sequence));
+  const bool recheck = sequence != listed_at_;
+  std::vector<pb::PageSignature> sigs;
+  uint64_t bytes = 0;
+  uint32_t to = 0;
+  while (next_ < list_.size() && sigs.size() < o_.step_pages) {
+    const Entry& e = list_[next_];
+    if (!sigs.empty() && e.to != to) break;
+    ++next_;
+    if (recheck) {
+      // A batch since the list was drawn may have moved the page out of its moving cell (the
+      // batch wrote its new place itself) or removed it.
+      pb::Tier1Page p;
+      Status got = groups_->GetPage(e.url, &p);
+      if (got.code() == StatusCode::kNotFound) continue;
+      RETURN_IF_ERROR(got);
+      if (!p.has_signature() || p.home_cell() >= before_.cells() || before_.ShardOf(p.home_cell()) != e.from ||
+          after_.ShardOf(p.home_cell()) != e.to) {
+        continue;
+      }
+    }
+    auto sig = shards->Get(e.from, e.url);
+    if (!sig.ok()) {
+      if (sig.status().code() == StatusCode::kNotFound) {
+        return FailedPrecondition(fmt::format("move: page {} is not on its shard {}", e.url, e.from));
+      }
+      return sig.status();
+    }
+    to = e.to;
+    bytes += sig->ByteSizeLong();
+    sigs.push_back(std::move(*sig));
+  }
+  if (!sigs.empty()) {
+    std::vector<tier2::ShardPage> pages(sigs.size());
+    for (size_t i = 0; i < pages.size(); ++i) pages[i] = {&sigs[i], /*home=*/true, /*validated=*/true};
+    RETURN_IF_ERROR(WriteStep(shards, to, pages, {}, sequence));
+    copied_bytes_ += bytes;
+    counts_.pages_moved += sigs.size();
+    counts_.bytes_moved += bytes;
+    j_.set_pages_moved(j_.pages_moved() + sigs.size());
+    j_.set_bytes_moved(j_.bytes_moved() + bytes);
+    RETURN_IF_ERROR(Durable());
+  }
+  if (next_ >= list_.size()) {
+    phase_ = Phase::kFlip;
+    list_.clear();
+    list_.shrink_to_fit();
+    listed_ = false;
+  }
+  return Status::Ok();
+}
+
+// Step 3: the parameters name the new map, and the journal says DROP, in one commit.
+Status StoreMove::Flip() {
+  ASSIGN_OR_RETURN(pb::StoreParams params, ReadStoreParams(*groups_));
+  params.set_map_generation(j_.generation_after());
+  params.set_map_digest(j_.digest_after());
+  params.set_shards(j_.shards_after());
+  j_.set_state(pb::MoveJournal::DROP);
+  RowBatch b;
+  b.Put(groups_->meta_family(), "params", "", params.SerializeAsString());
+  b.Put(groups_->meta_family(), kJournalRow, "", j_.SerializeAsString());
+  RETURN_IF_ERROR(groups_->rows().Write(b));
+  RETURN_IF_ERROR(groups_->rows().WaitForWrites());
+  flipped_.store(true, std::memory_order_release);
+  phase_ = Phase::kRename;
+  return Durable();
+}
+
+Status StoreMove::DrawDropList(uint64_t sequence) {
+  list_.clear();
+  RETURN_IF_ERROR(ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
+    if (cell >= before_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
+    const uint32_t from = before_.ShardOf(cell), to = after_.ShardOf(cell);
+    if (from != to) list_.push_back({from, to, std::string(url)});
+    return Status::Ok();
+  }));
+  std::sort(list_.begin(), list_.end(), [](const Entry& a, const Entry& b) {
+    return a.from != b.from ? a.from < b.from : a.url < b.url;
+  });
+  listed_ = true;
+  next_ = 0;
+  listed_at_ = sequence;
+  return Status::Ok();
+}
+
+// Step 4: the sources drop what left them.
+Status StoreMove::DropStep(ShardSet* shards, uint64_t sequence) {
+  if (!listed_) RETURN_IF_ERROR(DrawDropList(sequence));
+  const bool recheck = sequence != listed_at_;
+  std::vector<std::string> urls;
+  uint32_t from = 0;
+  while (next_ < list_.size() && urls.size() < o_.step_pages) {
+    const Entry& e = list_[next_];
+    if (!urls.empty() && e.from != from) break;
+    ++next_;
+    if (recheck) {
+      // A batch since the list was drawn may have put the page in a cell the source holds now.
+      pb::Tier1Page p;
+      Status got = groups_->GetPage(e.url, &p);
+      if (got.ok() && p.has_signature() && p.home_cell() < after_.cells() && after_.ShardOf(p.home_cell()) == e.from) {
+        continue;
+      }
+      if (!got.ok() && got.code() != StatusCode::kNotFound) return got;
+    }
+    from = e.from;
+    urls.push_back(e.url);
+  }
+  if (!urls.empty()) {
+    RETURN_IF_ERROR(WriteStep(shards, from, {}, urls, sequence));
+    counts_.pages_dropped += urls.size();
+    RETURN_IF_ERROR(Durable());
+  }
+  if (next_ >= list_.size()) {
+    phase_ = Phase::kEnd;
+    list_.clear();
+    list_.shrink_to_fit();
+    listed_ = false;
+  }
+  return Status::Ok();
+}
+
+// The end: drained shards' directories (when not the caller's to remove), the journal, map-prev.pb.
+Status StoreMove::End() {
+  if (o_.remove_drained) RETURN_IF_ERROR(RemoveDrainedShards(layout_, j_.shards_after()));
+  RowBatch b;
+  b.Delete(groups_->meta_family(), kJournalRow, "");
+  RETURN_IF_ERROR(groups_->rows().Write(b));
+  RETURN_IF_ERROR(groups_->rows().WaitForWrites());
+  std::error_code ec;
+  fs::remove(MapPrev(layout_), ec);
+  phase_ = Phase::kDone;
+  done_.store(true, std::memory_order_release);
+  return Status::Ok();
+}
+
+Status RemoveDrainedShards(const StoreLayout& layout, uint32_t from) {
+  for (uint32_t m = from; fs::exists(layout.shard(m)); ++m) {
     std::error_code ec;
     fs::remove_all(layout.shard(m), ec);
     if (ec) return IoError("move: cannot remove drained shard " + layout.shard(m) + ": " + ec.message());
   }
-  RowBatch b;
-  b.Delete(groups->meta_family(), kJournalRow, "");
-  RETURN_IF_ERROR(groups->rows().Write(b));
-  RETURN_IF_ERROR(groups->rows().WaitForWrites());
-  std::error_code ec;
-  fs::remove(MapPrev(layout), ec);
   return Status::Ok();
 }
+
+namespace {
 
 StatusOr<std::unique_ptr<ShardSet>> OpenShards(const ShardSetOpener& open, const ShardSetOptions& so) {
   ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> set, open ? open(so) : OpenLocalShardSet(so));
@@ -324,13 +429,14 @@ Status FinishMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb
     // A move that never committed its journal leaves its new map behind: forget it.
     std::error_code ec;
     fs::remove(MapNext(layout), ec);
+    // A move that ended before its drained shards' directories went leaves them behind.
+    if (auto params = ReadStoreParams(*groups); params.ok() && params->shards() > 0) {
+      RETURN_IF_ERROR(RemoveDrainedShards(layout, params->shards()));
+    }
     return Status::Ok();
   }
   RETURN_IF_ERROR(journal.status());
   const pb::MoveJournal& j = *journal;
-  ASSIGN_OR_RETURN(auto maps, LoadMoveMaps(layout, j));
-  const partitioner::PartitionMap& before = maps.first;
-  const partitioner::PartitionMap& after = maps.second;
   ASSIGN_OR_RETURN(uint64_t sequence, CommittedBatches(*groups));
   spdlog::info("rebalance: move of store {} from map generation {} to {}: {}", layout.dir,
                j.generation_before(), j.generation_after(),
@@ -341,12 +447,24 @@ Status FinishMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb
     ASSIGN_OR_RETURN(shards, OpenShards(open, ShardOptionsFor(layout, config, count)));
   }
   {
-    Mover mover(layout, groups, shards.get(), j, before, after, sequence, config.tier2().max_batch_pages() > 0
-                ? std::min<uint32_t>(config.tier2().max_batch_pages(), 10000) : 10000, max_mb_per_s, on_step, report);
-    RETURN_IF_ERROR(mover.Run());
+    StoreMoveOptions mo;
+    mo.step_pages = config.tier2().max_batch_pages() > 0 ? std::min<uint32_t>(config.tier2().max_batch_pages(), 10000) : 10000;
+    mo.max_mb_per_s = max_mb_per_s;
+    mo.on_step = on_step;
+    // The drained shards go once the set is closed (below).
+    mo.remove_drained = false;
+    ASSIGN_OR_RETURN(std::unique_ptr<StoreMove> move, StoreMove::Open(layout, groups, std::move(mo)));
+    Status moved = move->Finish(shards.get(), sequence);
+    if (report != nullptr) {
+      report->steps += move->counts().steps;
+      report->pages_moved += move->counts().pages_moved;
+      report->bytes_moved += move->counts().bytes_moved;
+      report->throttled_seconds += move->counts().throttled_seconds;
+    }
+    RETURN_IF_ERROR(moved);
   }
   shards.reset();
-  RETURN_IF_ERROR(EndMove(layout, groups, j));
+  RETURN_IF_ERROR(RemoveDrainedShards(layout, j.shards_after()));
   if (report != nullptr) {
     report->resumed = true;
     report->generation_before = j.generation_before();
@@ -529,6 +647,14 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
   RETURN_IF_ERROR(groups->rows().WaitForWrites());
   report.steps = 1;
   if (o.on_step && !o.on_step(0)) return Unavailable("move: stopped after writing its journal (a later rebalance or run finishes it)");
+  if (o.defer_move) {
+    // The store's next run moves the pages between its batches.
+    report.generation_after = j.generation_after();
+    report.applied = true;
+    report.deferred = true;
+    report.seconds = seconds();
+    return report;
+  }
   spdlog::info("rebalance: moving {} cells ({} pages) of store {}: map generation {} -> {}, {} -> {} shards",
                report.moves.size(), report.planned_pages, o.dir, j.generation_before(), j.generation_after(),
                j.shards_before(), j.shards_after());

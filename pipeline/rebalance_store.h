@@ -9,12 +9,8 @@
 //   1. the new map is written beside the old one (DIR/map-next.pb; the old one is kept as
 //      DIR/map-prev.pb until the move ends) and the journal (meta row "move", pb::MoveJournal,
 //      state COPY) is committed;
-//   2. each destination shard stages, publishes and commits the signatures of its incoming cells
-//      (read from their source shard), in batches;
-//   3. the flip, one Tier 1 commit: the store's parameters name the new map (generation, digest,
-//      shards) and the journal says DROP; then map-next.pb becomes map.pb;
-//   4. each source shard drops what left it (removals through stage -> publish -> commit);
-//      drained shards' directories are removed, then the journal and map-prev.pb.
+//   2-4. the copy, the flip and the drop (pipeline/store_move.h): at once here, or, with
+//      defer_move, between the batches of the store's next run, which decides batches meanwhile.
 // Until the flip the old map is served and every page is on its old shard; after it, on its new
 // one. A page may be on both meanwhile (never on neither), so routing a batch to the union of both
 // maps' shards (partitioner::RouteShardsDuringMove) finds every pair. A start that finds the
@@ -35,6 +31,7 @@
 #include "common/status.h"
 #include "partitioner/rebalance.h"
 #include "pipeline/shard_set.h"
+#include "pipeline/store_move.h"
 #include "pipeline/store.h"
 #include "proto/config.pb.h"
 #include "tier1/group_store.h"
@@ -54,6 +51,9 @@ struct StoreRebalanceOptions {
   // The copy and the drop write at most this many signature megabytes per second (0: as fast as
   // the shards take them), so that a store that serves meanwhile keeps its shards' time.
   double max_mb_per_s = 0;
+  // Plan and write the move's journal only: the store's next run (neardup run, or a Tier 1
+  // server's batch loop) moves the pages between its batches (pipeline/store_move.h).
+  bool defer_move = false;
   ShardSetOpener open_shards;     // empty: OpenLocalShardSet
   // Called after each durable step of a move (the journal written, each shard write, the flip, the
   // rename), counting from 1 in each process. Returning false stops the move there, as a crash
@@ -82,6 +82,7 @@ struct StoreRebalanceReport {
   double seconds = 0;
   double throttled_seconds = 0;   // of those, waited to keep under max_mb_per_s
   bool dry_run = false;
+  bool deferred = false;          // defer_move: the journal is written, no page moved yet
 };
 
 // The report as one JSON object (no newline): map_version_before/after, shards_before/after,
@@ -101,8 +102,10 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& optio
 // Errors as RebalanceStore's, but NotFound.
 StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, const StoreRebalanceOptions& options);
 
-// If the store records an interrupted move, finishes it (the shards opened with `open`, or locally;
-// the group store already open, writable). *finished says whether there was one; *report, when not
+// If the store records an interrupted move, finishes it at once (the shards opened with `open`, or
+// locally; the group store already open, writable); if it records none, removes what an ended or
+// never-journaled move left behind (map-next.pb, drained shards' directories). *finished says
+// whether there was one; *report, when not
 // null, gets the move's generations, shards and counts. Errors: as RebalanceStore's.
 Status FinishInterruptedMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb::NeardupConfig& config,
                              const ShardSetOpener& open, bool* finished, StoreRebalanceReport* report = nullptr,

@@ -21,6 +21,7 @@ namespace neardup::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
+using test_util::ReadFile;
 using test_util::SampleRun;
 
 StoreRebalanceOptions Options(const std::string& dir, uint32_t shards) {
@@ -213,6 +214,130 @@ TEST_F(RebalanceStoreTest, ARunFinishesAnInterruptedMoveFirst) {
   auto p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
+}
+
+// The sample crawl's first and second halves, as two inputs.
+std::pair<std::string, std::string> Halves(const test::TempDir& dir) {
+  const std::string all = test_util::ReadFile(SampleRun(dir, "x").input);
+  size_t cut = 0;
+  for (int lines = 0; lines < 500; ++lines) cut = all.find('\n', cut) + 1;
+  const std::string a = dir.File("half-1.jsonl"), b = dir.File("half-2.jsonl");
+  test::WriteFile(a, all.substr(0, cut));
+  test::WriteFile(b, all.substr(cut));
+  return {a, b};
+}
+
+PipelineOptions HalfRun(const test::TempDir& dir, const std::string& name, const std::string& input) {
+  PipelineOptions o = SampleRun(dir, name);
+  o.input = input;
+  o.batch_pages = 25;
+  return o;
+}
+
+// A rebalance whose move a run makes between its batches (defer_move): the run decides the second
+// half of the crawl while the first half's pages move from 3 to 4 shards, with the copy's rate
+// capped so that the move spans batches. Its groups and statuses are those of a run without a
+// rebalance, every page ends on the shard the new map gives it, and the shards hold what an offline
+// rebalance of the same store gives.
+TEST_F(RebalanceStoreTest, ARunDecidesBatchesWhileItMovesPagesAndMissesNothing) {
+  const auto [first, second] = Halves(*dir_);
+  auto two_halves = [&](const std::string& name, const std::function<void(const std::string&)>& between,
+                        double mb_per_s) {
+    PipelineOptions a = HalfRun(*dir_, name, first);
+    EXPECT_TRUE(RunPipeline(a).ok());
+    between(a.store);
+    PipelineOptions b = HalfRun(*dir_, name, second);
+    b.config.mutable_pipeline()->clear_shards();
+    b.config.mutable_pipeline()->set_move_max_mb_per_s(mb_per_s);
+    auto sum = RunPipeline(b);
+    EXPECT_TRUE(sum.ok()) << sum.status().ToString();
+    return std::make_pair(b, sum.ok() ? *sum : PipelineSummary{});
+  };
+  const auto [plain, plain_sum] = two_halves("plain", [](const std::string&) {}, 0);
+  EXPECT_FALSE(plain_sum.finished_move);
+  uint64_t pages_planned = 0;
+  const auto [moved, moved_sum] = two_halves("moved", [&](const std::string& store) {
+    StoreRebalanceOptions o = Options(store, 4);
+    o.defer_move = true;
+    auto r = RebalanceStore(o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->deferred);
+    EXPECT_EQ(r->pages_moved, 0u);
+    pages_planned = r->planned_pages;
+    // Nothing moved yet: the store still serves the old map.
+    auto p = CheckPlacement(StoreLayout{store}, DefaultConfig());
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->violation_count, 1u);  // the move not finished
+  }, /*mb_per_s=*/0.2);
+  ASSERT_GT(pages_planned, 50u);
+  EXPECT_TRUE(moved_sum.finished_move);
+  EXPECT_EQ(moved_sum.shards, 4u);
+  // Planned from the first half; the batches moved or removed a few of those pages before the copy
+  // reached them (and wrote their new places themselves).
+  EXPECT_GT(moved_sum.move_pages, pages_planned / 2);
+  EXPECT_LE(moved_sum.move_pages, pages_planned);
+  // The move spanned batches: some were decided while it ran.
+  EXPECT_GT(moved_sum.records_during_move, 0u);
+  EXPECT_GT(moved_sum.move_steps, 5u);
+  EXPECT_EQ(ReadFile(moved.groups_out), ReadFile(plain.groups_out));
+  EXPECT_EQ(ReadFile(moved.status_out), ReadFile(plain.status_out));
+  auto p = CheckPlacement(StoreLayout{moved.store}, DefaultConfig());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
+  EXPECT_FALSE(fs::exists(StoreLayout{moved.store}.dir + "/map-prev.pb"));
+  // The same pages resident, each once.
+  auto resident = [](const std::string& store) {
+    std::multiset<std::string> all;
+    for (const auto& [m, urls] : ShardContents(store)) all.insert(urls.begin(), urls.end());
+    return all;
+  };
+  EXPECT_EQ(resident(moved.store), resident(plain.store));
+}
+
+// The same run stopped after a step of its move (as a crash would stop it), then run again: the
+// second run resumes the input and the move, and ends as the uninterrupted one.
+TEST_F(RebalanceStoreTest, ARunStoppedMidMoveIsResumedWithTheSameResult) {
+  const auto [first, second] = Halves(*dir_);
+  std::map<uint32_t, std::set<std::string>> expected;
+  std::string expected_groups;
+  std::vector<uint64_t> stops = {0};
+  for (size_t i = 0; i < stops.size(); ++i) {
+    const uint64_t stop = stops[i];
+    SCOPED_TRACE("stopped after step " + std::to_string(stop));
+    const std::string name = "midmove" + std::to_string(stop);
+    PipelineOptions a = HalfRun(*dir_, name, first);
+    ASSERT_TRUE(RunPipeline(a).ok());
+    StoreRebalanceOptions ro = Options(a.store, 4);
+    ro.defer_move = true;
+    ASSERT_TRUE(RebalanceStore(ro).ok());
+    PipelineOptions b = HalfRun(*dir_, name, second);
+    b.config.mutable_pipeline()->clear_shards();
+    b.config.mutable_pipeline()->set_move_max_mb_per_s(0.5);
+    if (stop > 0) {
+      b.move_on_step = [stop](uint64_t step) { return step < stop; };
+      auto stopped = RunPipeline(b);
+      ASSERT_FALSE(stopped.ok());
+      EXPECT_EQ(stopped.status().code(), StatusCode::kUnavailable) << stopped.status().ToString();
+      b.move_on_step = nullptr;
+    }
+    auto sum = RunPipeline(b);
+    ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+    EXPECT_TRUE(sum->finished_move);
+    auto p = CheckPlacement(StoreLayout{b.store}, DefaultConfig());
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
+    if (stop == 0) {
+      expected = ShardContents(b.store);
+      expected_groups = ReadFile(b.groups_out);
+      // Then stopped after the first step, the middle one, and the last two.
+      const uint64_t steps = sum->move_steps;
+      ASSERT_GE(steps, 5u);
+      stops.insert(stops.end(), {1, (steps + 1) / 2, steps - 1, steps});
+    } else {
+      EXPECT_EQ(ShardContents(b.store), expected);
+      EXPECT_EQ(ReadFile(b.groups_out), expected_groups);
+    }
+  }
 }
 
 // A batch of probes (the sample crawl's pages under new URLs, so each has partners) compared

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/run_on_threads.h"
+#include "pipeline/store_move.h"
 
 namespace neardup::pipeline {
 namespace {
@@ -71,7 +72,7 @@ class LocalShardSet : public ShardSet {
 
 StatusOr<pb::PageSignature> ShardSetSignatures::Fetch(const std::string& url, uint32_t home_cell) {
   if (home_cell >= map_.cells()) return NotFound("cell " + std::to_string(home_cell) + " is not in the map");
-  return shards_.Get(map_.ShardOf(home_cell), url);
+  return shards_.Get(move_ != nullptr ? move_->ServedShard(home_cell) : map_.ShardOf(home_cell), url);
 }
 
 StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const ShardSetOptions& o) {

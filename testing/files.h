@@ -1,4 +1,4 @@
-// Reading a whole file in a test (outputs compared byte for byte).
+// Reading and writing a whole file in a test (outputs compared byte for byte).
 #pragma once
 
 #include <fstream>
@@ -13,6 +13,13 @@ inline std::string ReadFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// Writes `bytes` as the file's whole content; false when it cannot.
+inline bool WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  return static_cast<bool>(out.flush());
 }
 
 }  // namespace neardup::test

@@ -1,0 +1,141 @@
+// StoreMove: a store's move from one partition map to another (pipeline/rebalance_store.h plans
+// it and writes its journal), carried out one durable step at a time, so that a run can go on
+// deciding batches between two steps.
+//
+// The steps: the copy (each destination shard stages, publishes and commits the signatures of
+// pages in the cells it takes, read from their source shard, up to step_pages at a time), the flip
+// (one Tier 1 commit: the store's parameters name the new map, the journal says DROP), the
+// rename (map-next.pb becomes map.pb), the drop (each source removes what left it, step_pages at
+// a time), and the end (the journal and map-prev.pb go; drained shards' directories too, unless
+// the caller still holds them open).
+//
+// Batches between the steps keep every page findable, which is why their writes and reads go
+// where this class says while the move is open:
+//   - a home page is stored on its shard under the served map (ServedShard) and, until the flip,
+//     on its shard under the other map as well: the source stays complete and current, so the old
+//     map is exact until the flip, and a destination has every page of its new cells by then;
+//   - a removal goes to the page's shard under both maps, until the move ends;
+//   - Tier 2 compares route to the union of both maps' shards (partitioner::RouteShardsDuringMove);
+//   - Tier 1 reads a signature from the shard the served map gives (the old one until the flip).
+// A step rechecks each page against Tier 1's committed record when batches ran since the step's
+// list was drawn: the copy skips pages that left their moving cell, the drop keeps pages that now
+// belong on the source.
+//
+// Thread safety: one thread calls Step and Finish, with no shard write of a batch in flight (the
+// shards hold every batch Tier 1 committed). flipped(), ServedShard(), StoreShards(),
+// RemovalShards() and the maps may be read from any thread meanwhile (a reader that asked
+// ServedShard just before the flip may read the source's version of a page once more).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "partitioner/partition_map.h"
+#include "pipeline/shard_set.h"
+#include "pipeline/store.h"
+#include "proto/tier1.pb.h"
+#include "tier1/group_store.h"
+
+namespace neardup::pipeline {
+
+struct StoreMoveOptions {
+  uint32_t step_pages = 10000;   // signatures a copy or drop step writes to one shard
+  double max_mb_per_s = 0;       // the copy's rate cap (Due); 0: none
+  // The end removes drained shards' directories. False when the caller holds them open: it
+  // removes them once it closed them (RemoveDrainedShards).
+  bool remove_drained = true;
+  // Called after each durable step, counting from 1 in this object; false stops the move there,
+  // as a crash would (Step returns Unavailable; the journal finishes it later).
+  std::function<bool(uint64_t step)> on_step;
+};
+
+class StoreMove {
+ public:
+  // The move the store's journal records, at the step it reached. NotFound when it records none;
+  // Corruption for an unreadable journal or a missing map.
+  static StatusOr<std::unique_ptr<StoreMove>> Open(const StoreLayout& layout, tier1::GroupStore* groups,
+                                                   StoreMoveOptions options);
+
+  const pb::MoveJournal& journal() const { return j_; }
+  const partitioner::PartitionMap& before() const { return before_; }
+  const partitioner::PartitionMap& after() const { return after_; }
+  uint32_t shard_count() const { return std::max(before_.shards(), after_.shards()); }
+  bool flipped() const { return flipped_.load(std::memory_order_acquire); }
+  bool done() const { return done_.load(std::memory_order_acquire); }
+
+  // The shard that holds every page of `cell` now: the old map's until the flip, the new one's
+  // from then on. `cell` must be one of the maps' cells.
+  uint32_t ServedShard(uint32_t cell) const { return (flipped() ? after_ : before_).ShardOf(cell); }
+  // Where a batch stores a home page of `cell` (out[0] is ServedShard), and removes one from;
+  // returns how many of out[0..1] are set.
+  int StoreShards(uint32_t cell, uint32_t out[2]) const;
+  int RemovalShards(uint32_t cell, uint32_t out[2]) const;
+
+  // Whether the copy's rate cap lets the next step run now; else *wait_seconds says how long to
+  // wait. Always true outside the copy.
+  bool Due(double* wait_seconds) const;
+
+  // One durable step (a step may first draw its phase's list of pages from Tier 1). `sequence`:
+  // the batches Tier 1 committed, written with each shard write. Errors: Unavailable when on_step
+  // stopped it; FailedPrecondition for a page Tier 1 places in a moving cell that its source does
+  // not hold; Corruption for a page outside the maps; the group store's and the shards' errors.
+  // Nothing to do once done().
+  Status Step(ShardSet* shards, uint64_t sequence);
+  // Steps until done, waiting for the rate cap. Errors: Step's.
+  Status Finish(ShardSet* shards, uint64_t sequence);
+
+  struct Counts {
+    uint64_t pages_moved = 0, bytes_moved = 0;  // signatures copied by this object
+    uint64_t pages_dropped = 0;
+    uint64_t steps = 0;
+    double seconds = 0;                         // in Step
+    double throttled_seconds = 0;               // Finish's waits for the rate cap
+  };
+  const Counts& counts() const { return counts_; }
+
+ private:
+  StoreMove(const StoreLayout& layout, tier1::GroupStore* groups, StoreMoveOptions o, pb::MoveJournal j,
+            partitioner::PartitionMap before, partitioner::PartitionMap after);
+  Status Durable();                 // a step taken: counted, on_step asked
+  Status DrawCopyList(uint64_t sequence);
+  Status CopyStep(ShardSet* shards, uint64_t sequence);
+  Status Flip();
+  Status DrawDropList(uint64_t sequence);
+  Status DropStep(ShardSet* shards, uint64_t sequence);
+  Status End();
+
+  enum class Phase { kCopy, kFlip, kRename, kDrop, kEnd, kDone };
+  struct Entry {
+    uint32_t from, to;
+    std::string url;
+  };
+
+  StoreLayout layout_;
+  tier1::GroupStore* groups_;
+  StoreMoveOptions o_;
+  pb::MoveJournal j_;
+  partitioner::PartitionMap before_, after_;
+  Phase phase_ = Phase::kCopy;
+  std::atomic<bool> flipped_{false}, done_{false};
+  // The current phase's pages, drawn from Tier 1 at its first step, in (shard, URL) order, and how
+  // far the steps got; the batches Tier 1 had committed when they were drawn.
+  std::vector<Entry> list_;
+  bool listed_ = false;
+  size_t next_ = 0;
+  uint64_t listed_at_ = 0;
+  uint64_t copied_bytes_ = 0;
+  std::chrono::steady_clock::time_point copy_start_;
+  Counts counts_;
+};
+
+// Removes the directories of shards `from` and up that the store's map no longer has (drained by
+// a move whose end left them to the caller). Errors: IoError.
+Status RemoveDrainedShards(const StoreLayout& layout, uint32_t from);
+
+}  // namespace neardup::pipeline
