@@ -144,6 +144,7 @@ int RebalanceOverHttp(const RebalanceOverHttpArgs& a) {
   std::string body = "{\"max_move\":" + fmt::format("{}", a.max_move) + ",\"max_mb_per_s\":" +
                      fmt::format("{}", a.max_mb_per_s) + ",\"dry_run\":" + (a.dry_run ? "true" : "false");
   if (a.shards > 0) body += ",\"shards\":" + std::to_string(a.shards);
+  if (a.min_batch_share > 0) body += ",\"min_batch_share\":" + fmt::format("{}", a.min_batch_share);
   if (!a.tier2.empty()) {
     body += ",\"tier2\":[";
     for (size_t i = 0; i < a.tier2.size(); ++i) {
@@ -164,7 +165,7 @@ int RebalanceOverHttp(const RebalanceOverHttpArgs& a) {
     spdlog::error("rebalance: {} answered {}: {}", a.server, started->status, started->body);
     return 2;
   }
-  // Followed to its end: the batch loop pauses for the move, ingest goes on being accepted.
+  // Followed to its end: the batch loop's runs move the pages between their batches.
   std::string state = started->body;
   auto last_report = Clock::now();
   while (state.find("\"state\":\"running\"") != std::string::npos) {
@@ -178,7 +179,7 @@ int RebalanceOverHttp(const RebalanceOverHttpArgs& a) {
     state = r->body;
     if (Clock::now() - last_report > std::chrono::seconds(5)) {
       last_report = Clock::now();
-      spdlog::info("rebalance: running");
+      spdlog::info("rebalance: running{}", state.find("\"moving\":true") != std::string::npos ? " (moving pages)" : "");
     }
   }
   while (!state.empty() && (state.back() == '\n' || state.back() == '\r')) state.pop_back();

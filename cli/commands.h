@@ -30,6 +30,7 @@ struct RebalanceOverHttpArgs {
   uint32_t shards = 0;
   std::vector<std::string> tier2;
   double max_move = 0.1, max_mb_per_s = 0;
+  double min_batch_share = 0;  // 0: the server's pipeline.move_min_batch_share
   bool dry_run = false;
 };
 int RebalanceOverHttp(const RebalanceOverHttpArgs& a);

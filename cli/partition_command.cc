@@ -170,6 +170,8 @@ struct RebalanceArgs {
   bool dry_run = false;
   bool sample_rate_given = false, target_given = false;
   double max_mb_per_s = 0;
+  bool defer = false;
+  double min_batch_share = 0;
   // The cluster form: a running Tier 1 server's admin endpoint.
   std::string server, token_file;
   std::vector<std::string> tier2;
@@ -187,6 +189,7 @@ int RunStoreRebalance(const RebalanceArgs& a) {
   o.max_move = a.max_move;
   o.dry_run = a.dry_run;
   o.max_mb_per_s = a.max_mb_per_s;
+  o.defer_move = a.defer;
   if (a.sample_rate_given) o.sample_rate = a.sample_rate;
   if (a.target_given) o.target_imbalance = a.target;
   // Crash tests: NEARDUP_REBALANCE_KILL_AT=K kills this process (SIGKILL) after the move's K-th
@@ -221,7 +224,10 @@ int RunStoreRebalance(const RebalanceArgs& a) {
       std::printf("move cell %u: shard %u -> %u, %.0f pages\n", m.from_cell, m.from_shard, m.to_shard, m.pages);
     }
     std::printf("cells moving %zu, pages %llu (estimated from the sample %.0f)%s\n", r->moves.size(),
-                (unsigned long long)r->planned_pages, r->estimated_pages, a.dry_run ? " [dry run: nothing moved]" : "");
+                (unsigned long long)r->planned_pages, r->estimated_pages,
+                a.dry_run    ? " [dry run: nothing moved]"
+                : r->deferred ? " [deferred: the store's next run moves them between its batches]"
+                              : "");
   }
   std::printf("imbalance after %.4f  pages per shard: %s\n", r->imbalance_after, list(r->shard_pages_after).c_str());
   const std::string j = pipeline::RebalanceReportJson(*r) + "\n";
@@ -235,11 +241,18 @@ int RunRebalance(const RebalanceArgs& a) {
         !a.resident.empty()) {
       return FailByCode(InvalidArgument("rebalance: --server takes no --store, --map, --input, --out, --plan or --resident"));
     }
+    if (a.defer) return FailByCode(InvalidArgument("rebalance: --defer needs --store (a server's runs always move the pages between their batches)"));
     return RebalanceOverHttp({.server = a.server, .token_file = a.token_file, .shards = a.shards.value_or(0),
                               .tier2 = a.tier2, .max_move = a.max_move, .max_mb_per_s = a.max_mb_per_s,
-                              .dry_run = a.dry_run});
+                              .min_batch_share = a.min_batch_share, .dry_run = a.dry_run});
   }
   if (!a.tier2.empty()) return FailByCode(InvalidArgument("rebalance: --tier2 needs --server"));
+  if (a.min_batch_share > 0) return FailByCode(InvalidArgument("rebalance: --min-batch-share needs --server (a run takes pipeline.move_min_batch_share)"));
+  if (a.defer && a.store.empty()) return FailByCode(InvalidArgument("rebalance: --defer needs --store"));
+  if (a.defer && a.max_mb_per_s > 0) {
+    return FailByCode(InvalidArgument("rebalance: --defer leaves the copy to the next run, whose rate cap is "
+                                      "pipeline.move_max_mb_per_s, not --max-mb-per-s"));
+  }
   if (!a.store.empty()) {
     if (!a.map.empty() || !a.input.empty() || !a.out.empty() || !a.plan.empty() || !a.resident.empty()) {
       return FailByCode(InvalidArgument("rebalance: --store takes no --map, --input, --out, --plan or --resident"));
@@ -356,6 +369,12 @@ void RegisterPartition(CLI::App& app, int* exit_code) {
   reb->add_option("--max-mb-per-s", r->max_mb_per_s, "with --store or --server: copy at most this many MB of "
                                                       "signatures per second (0: no limit)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  reb->add_flag("--defer", r->defer, "with --store: plan and write the move's journal only; the store's next run "
+                                     "moves the pages between its batches");
+  reb->add_option("--min-batch-share", r->min_batch_share, "with --server: share of the batch loop's time its batches "
+                                                          "keep while the move runs (default: the server's "
+                                                          "pipeline.move_min_batch_share)")
+      ->check(CLI::Range(0.05, 1.0));
   reb->add_option("--map", r->map, "current partition map");
   reb->add_option("--input", r->input, "fresh crawl sample (JSON Lines)");
   reb->add_option("--out", r->out, "new partition map to write");

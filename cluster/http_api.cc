@@ -217,6 +217,8 @@ HttpResponse HttpApi::StartRebalance(HttpRequest& request) {
         ok = value.get(q.max_move) == simdjson::SUCCESS;
       } else if (key == "max_mb_per_s") {
         ok = value.get(q.max_mb_per_s) == simdjson::SUCCESS;
+      } else if (key == "min_batch_share") {
+        ok = value.get(q.min_batch_share) == simdjson::SUCCESS;
       } else if (key == "dry_run") {
         ok = value.get(q.dry_run) == simdjson::SUCCESS;
       } else if (key == "tier2") {

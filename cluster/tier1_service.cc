@@ -68,6 +68,7 @@ StatusOr<std::unique_ptr<Tier1Service>> Tier1Service::Open(const Tier1ServiceOpt
   r.groups = s->groups_.get();
   r.linger = milliseconds(c.linger_ms());
   r.max_batch_delay = milliseconds(c.max_batch_delay_ms());
+  if (options.rebalance_on_step) r.move_on_step = options.rebalance_on_step;
   RETURN_IF_ERROR(s->PlaceShards(std::vector<std::string>(c.tier2().begin(), c.tier2().end())));
   s->loop_ = std::thread([p = s.get()] {
     NameThisThread("nd-t1-loop");
@@ -182,8 +183,15 @@ std::string ClusterRebalanceJson(const ClusterRebalanceState& s) {
   };
   list("tier2_before", s.tier2_before);
   list("tier2_after", s.tier2_after);
+  j += std::string(",\"moving\":") + (s.moving ? "true" : "false");
+  AppendJsonField(&j, "rebalance_seconds", s.seconds);
   AppendJsonField(&j, "paused_seconds", s.paused_seconds);
-  j += ",\"records_accepted_while_paused\":" + std::to_string(s.records_accepted) + "}";
+  AppendJsonField(&j, "moving_seconds", s.moving_seconds);
+  j += ",\"records_accepted\":" + std::to_string(s.records_accepted);
+  j += ",\"records_decided_while_moving\":" + std::to_string(s.records_decided_while_moving);
+  AppendJsonField(&j, "decided_per_s_before", s.decided_per_s_before);
+  AppendJsonField(&j, "decided_per_s_while_moving", s.decided_per_s_while_moving);
+  j += "}";
   return j;
 }
 
@@ -245,6 +253,9 @@ Status Tier1Service::StartRebalance(ClusterRebalanceRequest request) {
   if (stopping_) return FailedPrecondition("tier1-server: stopping");
   if (!(request.max_move >= 0 && request.max_move <= 1)) return InvalidArgument("max_move must be in [0, 1]");
   if (!(request.max_mb_per_s >= 0)) return InvalidArgument("max_mb_per_s must be at least 0");
+  if (!(request.min_batch_share == 0 || (request.min_batch_share >= 0.05 && request.min_batch_share <= 1))) {
+    return InvalidArgument("min_batch_share must be in [0.05, 1]");
+  }
   if (request.shards > 1024) return InvalidArgument("shards must be in 1..1024");
   for (const std::string& server : request.tier2) {
     std::string host;
@@ -279,7 +290,7 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
   auto end = [&](Status s) {
     st.state = s.ok() ? ClusterRebalanceState::kDone : ClusterRebalanceState::kFailed;
     st.error = s.ok() ? "" : s.ToString();
-    st.paused_seconds = q.dry_run ? 0 : std::chrono::duration<double>(Clock::now() - start).count();
+    st.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     st.records_accepted = log_->stats().records - accepted_before;
     if (!s.ok()) spdlog::warn("tier1-server: rebalance failed: {}", s.ToString());
     std::lock_guard lock(rebalance_mu_);
@@ -290,14 +301,13 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
   so.config = run_.config;
   so.shards = q.shards;
   so.max_move = q.max_move;
-  so.max_mb_per_s = q.max_mb_per_s;
   so.dry_run = q.dry_run;
-  so.on_step = [this](uint64_t step) {
-    return !stopping_.load() && (!o_.rebalance_on_step || o_.rebalance_on_step(step));
-  };
+  so.defer_move = true;  // the batch loop's runs move the pages between their batches
+  so.on_step = [this](uint64_t step) { return !stopping_.load() && (!o_.rebalance_on_step || o_.rebalance_on_step(step)); };
   {
     std::lock_guard lock(rebalance_mu_);
     st.tier2_before = tier2_;
+    move_ended_ = false;
   }
   st.tier2_after = q.tier2.empty() ? st.tier2_before : q.tier2;
   if (q.dry_run) {  // a plan only: the loop goes on
@@ -307,90 +317,156 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
     end(r.status());
     return;
   }
-  // The loop pauses once the batch it is in commits (pause_ and paused_ change under loop_mu_:
-  // no wake-up is lost between a wait's check and its sleep).
-  {
-    std::unique_lock wait(loop_mu_);
-    pause_ = true;
-    loop_cv_.notify_all();
-    loop_cv_.wait(wait, [&] { return paused_ || loop_done_; });
-    if (!paused_) {
-      pause_ = false;
-      wait.unlock();
-      end(FailedPrecondition("tier1-server: stopping"));
-      return;
-    }
+  const double rate_before = DecidedPerSecond(Clock::now());
+  // The loop pauses once the batch it is in commits, for the plan and the journal.
+  auto pause_start = Clock::now();
+  if (!PauseLoop()) {
+    end(FailedPrecondition("tier1-server: stopping"));
+    return;
   }
-  auto resume = [&] {
-    std::lock_guard lock(loop_mu_);
-    pause_ = false;
-    loop_cv_.notify_all();
-  };
-  // The runs take the store's map and shard count from now on.
+  // The runs take the store's map and shard count from now on, and the move's throttle.
   auto moved = [&](uint32_t shards_after) {
     run_.map.clear();
     run_.given.erase("shards");
     run_.config.mutable_pipeline()->set_shards(shards_after);
+    run_.config.mutable_pipeline()->set_move_max_mb_per_s(q.max_mb_per_s);
+    if (q.min_batch_share > 0) run_.config.mutable_pipeline()->set_move_min_batch_share(q.min_batch_share);
   };
-  // A move that stopped after its journal is finished by the loop's next run: the runs take the
-  // store's map from then on too.
-  auto recorded = [&]() -> bool {
+  // A move whose journal is written is the loop's runs' to make, over the move's servers.
+  auto journaled = [&](const std::vector<std::string>& servers, const std::vector<uint32_t>& placement) -> bool {
     auto j = pipeline::ReadMoveJournal(*groups_);
-    if (j.ok()) moved(j->shards_after());
-    return j.ok();
+    if (!j.ok()) return false;
+    moved(j->shards_after());
+    if (!servers.empty()) SetOpener(servers, placement);
+    return true;
   };
-  Status s = [&]() -> Status {
-    if (st.tier2_before.empty()) {
-      // The shards in this process: the move opens them (the paused loop's run closed them).
-      auto r = pipeline::RebalanceOpenStore(groups_.get(), so);
-      if (!r.ok()) {
-        recorded();
-        return r.status();
-      }
-      st.report = *r;
-      if (r->applied) {
-        moved(r->shards_after);
-        health_->Reset({}, r->shards_after);
-      }
-      return Status::Ok();
+  std::vector<std::string> servers;
+  std::vector<uint32_t> placement;
+  Status planned = [&]() -> Status {
+    if (!st.tier2_before.empty()) {
+      ASSIGN_OR_RETURN(const pb::StoreParams params, pipeline::ReadStoreParams(*groups_));
+      const uint32_t before = params.shards(), after = q.shards == 0 ? before : q.shards;
+      RETURN_IF_ERROR(CheckShardPlacement(st.tier2_before, before, st.tier2_after, after));
+      UnionPlacement(st.tier2_before, before, st.tier2_after, after, &servers, &placement);
+      // Before the move's journal: a restart mid-move finds the move's servers.
+      RETURN_IF_ERROR(WriteServers(groups_.get(), {st.tier2_before, st.tier2_after}));
+      so.open_shards = OpenerFor(servers, placement);
+      spdlog::info("tier1-server: rebalancing {} -> {} shards over [{}]", before, after, JoinServers(servers));
     }
-    ASSIGN_OR_RETURN(const pb::StoreParams params, pipeline::ReadStoreParams(*groups_));
-    const uint32_t before = params.shards(), after = q.shards == 0 ? before : q.shards;
-    RETURN_IF_ERROR(CheckShardPlacement(st.tier2_before, before, st.tier2_after, after));
-    std::vector<std::string> servers;
-    std::vector<uint32_t> placement;
-    UnionPlacement(st.tier2_before, before, st.tier2_after, after, &servers, &placement);
-    // Before the move's journal: a restart mid-move finds the move's servers.
-    RETURN_IF_ERROR(WriteServers(groups_.get(), {st.tier2_before, st.tier2_after}));
-    so.open_shards = OpenerFor(servers, placement);
-    spdlog::info("tier1-server: rebalancing {} -> {} shards over [{}]", before, after, JoinServers(servers));
     auto r = pipeline::RebalanceOpenStore(groups_.get(), so);
-    if (!r.ok()) {
-      if (recorded()) {
-        // The loop's next run finishes it over the move's servers.
-        SetOpener(std::move(servers), std::move(placement));
-      } else {
-        (void)WriteServers(groups_.get(), {{}, st.tier2_before});
-      }
-      return r.status();
-    }
+    if (!r.ok()) return r.status();
     st.report = *r;
-    if (!r->applied) {
-      st.tier2_after = st.tier2_before;
-      return WriteServers(groups_.get(), {{}, st.tier2_before});
-    }
-    RETURN_IF_ERROR(WriteServers(groups_.get(), {{}, st.tier2_after}));
-    {
-      std::lock_guard lock(rebalance_mu_);
-      tier2_ = st.tier2_after;
-    }
-    SetOpener(st.tier2_after, {});
-    health_->Reset(st.tier2_after, r->shards_after);
-    moved(r->shards_after);
     return Status::Ok();
   }();
-  resume();
-  end(s);
+  const bool moving = journaled(servers, placement);
+  if (!moving && !st.tier2_before.empty()) (void)WriteServers(groups_.get(), {{}, st.tier2_before});
+  st.paused_seconds += std::chrono::duration<double>(Clock::now() - pause_start).count();
+  ResumeLoop();
+  if (!planned.ok() || !moving) {
+    // Failed before its journal, or nothing to move (failed after it: the loop's runs finish it).
+    if (!moving) st.tier2_after = st.tier2_before;
+    end(planned);
+    return;
+  }
+  st.moving = true;
+  {
+    std::lock_guard lock(rebalance_mu_);
+    rebalance_.moving = true;
+  }
+  // The loop's runs move the pages between their batches; the last one tells MoveEnded.
+  const auto move_start = Clock::now();
+  const uint64_t decided_before = Stats().totals.records;
+  {
+    std::unique_lock lock(rebalance_mu_);
+    while (!move_ended_ && !stopping_.load()) rebalance_cv_.wait_for(lock, milliseconds(100));
+    if (!move_ended_) {
+      lock.unlock();
+      end(Unavailable("tier1-server: stopping mid-move: the next start finishes the move"));
+      return;
+    }
+    st.report.pages_moved = move_end_.pages;
+    st.report.bytes_moved = move_end_.bytes;
+    st.report.planned_bytes = move_end_.bytes;
+    st.report.steps += move_end_.steps;
+    st.report.generation_after = move_end_.generation;
+  }
+  st.moving_seconds = std::chrono::duration<double>(Clock::now() - move_start).count();
+  st.records_decided_while_moving = Stats().totals.records - decided_before;
+  st.decided_per_s_before = rate_before;
+  st.decided_per_s_while_moving = st.moving_seconds > 0
+                                      ? static_cast<double>(st.records_decided_while_moving) / st.moving_seconds
+                                      : 0;
+  // The loop's next run opens the new map's shards on their servers (ApplyEndedMove).
+  pause_start = Clock::now();
+  if (PauseLoop()) {
+    st.paused_seconds += std::chrono::duration<double>(Clock::now() - pause_start).count();
+    ResumeLoop();
+  }
+  st.report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  end(Status::Ok());
+}
+
+bool Tier1Service::PauseLoop() {
+  // pause_ and paused_ change under loop_mu_: no wake-up is lost between a wait's check and its sleep.
+  std::unique_lock wait(loop_mu_);
+  pause_ = true;
+  loop_cv_.notify_all();
+  loop_cv_.wait(wait, [&] { return paused_ || loop_done_; });
+  if (!paused_) pause_ = false;
+  return paused_;
+}
+
+void Tier1Service::ResumeLoop() {
+  std::lock_guard lock(loop_mu_);
+  pause_ = false;
+  loop_cv_.notify_all();
+}
+
+void Tier1Service::ApplyEndedMove() {
+  if (!move_end_pending_.exchange(false)) return;
+  auto recorded = ReadServers(*groups_);
+  std::lock_guard lock(rebalance_mu_);
+  const uint32_t shards = move_end_.shards;
+  run_.map.clear();
+  run_.given.erase("shards");
+  run_.config.mutable_pipeline()->set_shards(shards);
+  if (tier2_.empty()) {
+    health_->Reset({}, shards);
+    return;
+  }
+  if (!recorded.ok() || !recorded->has_value() || (*recorded)->after.empty()) {
+    spdlog::warn("tier1-server: a move ended, but the store records no servers after it: keeping the move's");
+    return;
+  }
+  const std::vector<std::string> after = (*recorded)->after;
+  if (Status s = WriteServers(groups_.get(), {{}, after}); !s.ok()) {
+    spdlog::warn("tier1-server: cannot record the servers after the move: {}", s.ToString());
+  }
+  tier2_ = after;
+  SetOpener(after, {});
+  health_->Reset(after, shards);
+  spdlog::info("tier1-server: the move ended: {} shards over [{}]", shards, JoinServers(after));
+}
+
+void Tier1Service::MoveEnded(const pipeline::MoveOutcome& move) {
+  {
+    std::unique_lock lock(view_mu_);
+    map_generation_ = move.generation;
+  }
+  std::lock_guard lock(rebalance_mu_);
+  move_end_ = move;
+  move_ended_ = true;
+  move_end_pending_ = true;
+  rebalance_cv_.notify_all();
+}
+
+double Tier1Service::DecidedPerSecond(Clock::time_point now) {
+  std::lock_guard lock(stats_mu_);
+  // Over the batches of the last minute (none, or one: 0).
+  while (!decided_.empty() && now - decided_.front().first > std::chrono::seconds(60)) decided_.pop_front();
+  if (decided_.size() < 2) return 0;
+  const double span = std::chrono::duration<double>(decided_.back().first - decided_.front().first).count();
+  return span > 0 ? static_cast<double>(decided_.back().second - decided_.front().second) / span : 0;
 }
 
 Tier1Service::~Tier1Service() {
@@ -428,6 +504,7 @@ void Tier1Service::Loop() {
   const pb::Tier1ServerConfig& c = o_.config.tier1_server();
   uint32_t backoff = c.retry_min_ms();
   while (!stop_loop_) {
+    ApplyEndedMove();  // a move the last run ended: the new map's servers from now on
     if (pause_) {
       // A rebalance holds the store between two runs.
       std::unique_lock wait(loop_mu_);
@@ -483,7 +560,7 @@ void Tier1Service::Opened(const View& view) {
   view_ = view;
   map_generation_ = view.map->proto().generation();
   threshold_ = view.threshold;
-  signatures_ = std::make_unique<pipeline::ShardSetSignatures>(*view.map, *view.shards);
+  signatures_ = std::make_unique<pipeline::ShardSetSignatures>(*view.map, *view.shards, view.move);
   std::lock_guard sl(stats_mu_);
   stats_.loop_running = true;
 }
@@ -512,6 +589,8 @@ void Tier1Service::BatchDone(uint64_t, uint64_t end_offset, const pipeline::Feed
     t.tier2_pages = b.tier2_pages + run.tier2_pages, t.tier2_sends = b.tier2_sends + run.tier2_sends;
     t.redirects = b.redirects + run.redirects, t.merges = b.merges + run.merges, t.repairs = b.repairs + run.repairs;
     t.verifications = run.verifications, t.rejections = run.rejections;
+    decided_.emplace_back(Clock::now(), t.records);
+    if (decided_.size() > 4096) decided_.pop_front();
   }
   committed_ = end_offset;
   std::lock_guard lock(pending_mu_);
@@ -668,7 +747,13 @@ StatusOr<PageStatus> Tier1Service::Probe(std::string_view record) {
   }
   const auto v = view_.map->VectorOf(f);
   std::vector<uint32_t> routed;
-  view_.map->RouteShards(v, &routed);
+  if (view_.move != nullptr && !view_.move->done()) {
+    partitioner::RouteShardsDuringMove(view_.move->before(), view_.move->after(), v, &routed);
+  } else if (view_.move != nullptr) {
+    view_.move->after().RouteShards(v, &routed);
+  } else {
+    view_.map->RouteShards(v, &routed);
+  }
   double total = 0, answered = 0;
   const tier2::ResidentMatch* best = nullptr;
   std::vector<tier2::CompareResult> results(routed.size());

@@ -27,6 +27,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -54,8 +55,10 @@ struct Tier1ServiceOptions {
   SignerOptions signer;
   pipeline::GivenParams given;
   uint32_t batch_pages = ConfigDefaults().tier2().batch_pages();
-  // Called after each durable step of a rebalance's move (as StoreRebalanceOptions::on_step);
-  // false stops the move there. For crash tests; may be empty.
+  // Called after each durable step of a rebalance (its journal, then each step the batch loop's
+  // runs take of the move: StoreRebalanceOptions::on_step, PipelineOptions::move_on_step); false
+  // stops it there (the rebalance fails before its journal; a run fails, and the next one goes
+  // on with the move). For crash tests; may be empty.
   std::function<bool(uint64_t step)> rebalance_on_step;
 };
 
@@ -94,6 +97,8 @@ struct ClusterRebalanceRequest {
   uint32_t shards = 0;             // shard count after the move; 0: as many as now
   double max_move = 0.1;           // as pipeline::StoreRebalanceOptions
   double max_mb_per_s = 0;         // the copy's rate limit (0: none)
+  // Share of the batch loop's time its batches keep while the move runs (0: pipeline.move_min_batch_share).
+  double min_batch_share = 0;
   bool dry_run = false;
   // The Tier 2 servers (host:port) after the move, in order; empty: the ones the service uses now.
   // A server added takes the new shards placed on it; a server dropped must hold only drained
@@ -108,15 +113,24 @@ struct ClusterRebalanceState {
   std::string error;                // kFailed
   pipeline::StoreRebalanceReport report;  // kDone
   std::vector<std::string> tier2_before, tier2_after;
-  // While the batch loop was paused for the move (from the request until it runs again): how long,
-  // and the ingest records the log accepted meantime (decided once the loop runs again).
+  bool moving = false;              // the journal is written: the batch loop's runs move the pages
+  double seconds = 0;               // from the request to the end
+  // The batch loop paused twice, each time once the batch it was in committed: for the plan and
+  // the journal, and to open the new map's servers after the move; how long, in all.
   double paused_seconds = 0;
-  uint64_t records_accepted = 0;
+  // The move itself, made by the loop's runs between their batches: how long, the records they
+  // decided meanwhile, and the loop's decided records per second over the minute before the
+  // request and while the move ran (0 when nothing was decided).
+  double moving_seconds = 0;
+  uint64_t records_decided_while_moving = 0;
+  double decided_per_s_before = 0, decided_per_s_while_moving = 0;
+  uint64_t records_accepted = 0;    // ingest records the log accepted from the request to the end
 };
 
 // The state as one JSON object: "state" (none, running, done, failed), "error", the report's fields
-// (pipeline::RebalanceReportJson) when done, tier2_before/after, paused_seconds,
-// records_accepted_while_paused.
+// (pipeline::RebalanceReportJson) when done, tier2_before/after, moving, rebalance_seconds,
+// paused_seconds, moving_seconds, records_accepted, records_decided_while_moving,
+// decided_per_s_before, decided_per_s_while_moving.
 std::string ClusterRebalanceJson(const ClusterRebalanceState& s);
 
 // Whether `after` keeps every shard below min(shards_before, shards_after) on the server `before`
@@ -170,12 +184,15 @@ class Tier1Service : public pipeline::IngestFeed {
   Status Health();
 
   // Rebalances the store's shards (pipeline/rebalance_store.h) on a thread of its own: the batch
-  // loop pauses once the batch it is in commits; ingest goes on being accepted into the log and
-  // status queries answered from the committed records; the move runs over the Tier 2 servers
-  // (a server added or drained as `request.tier2` says); then the loop runs again with the new map
-  // and servers, and decides what arrived meanwhile. The server list is recorded in the store
-  // (meta row "tier2_servers"): a later start must place every shard on the same server.
-  // A service whose shards are in this process moves them the same way, between two runs.
+  // loop pauses once the batch it is in commits, while the plan and the move's journal are
+  // written; then the loop's runs open the shards of both maps over the Tier 2 servers before and
+  // after (a server added or drained as `request.tier2` says) and move the pages between their
+  // batches (pipeline/store_move.h), deciding ingest meanwhile with the batches' share of the
+  // loop's time (request.min_batch_share) and the copy under request.max_mb_per_s; once the move
+  // ended the loop pauses again to open the new map's servers. Status queries are answered
+  // throughout. The server list is recorded in the store (meta row "tier2_servers"): a later
+  // start must place every shard on the same server. A service whose shards are in this process
+  // moves them the same way.
   // RebalanceState() follows it. Errors (nothing started): FailedPrecondition while one runs or
   // once stopping; InvalidArgument for bad options, or a server list for shards in this process.
   // A server list that would move a shard between servers fails the rebalance (its state says
@@ -199,6 +216,7 @@ class Tier1Service : public pipeline::IngestFeed {
   void Closing() override;
   void BatchDone(uint64_t batch, uint64_t end_offset, const pipeline::FeedCounters& run) override;
   void CompareIncomplete(uint64_t batch, std::span<const std::string> urls, std::span<const double> completeness) override;
+  void MoveEnded(const pipeline::MoveOutcome& move) override;
 
  private:
   explicit Tier1Service(Tier1ServiceOptions options);
@@ -213,6 +231,14 @@ class Tier1Service : public pipeline::IngestFeed {
   // The loop's shard opener: OpenerFor's, its calls recorded in health_. Only while no run is open.
   void SetOpener(std::vector<std::string> servers, std::vector<uint32_t> placement);
   void Rebalance(ClusterRebalanceRequest request);
+  // The loop pauses once the batch it is in commits (false: it ended instead), and runs again.
+  bool PauseLoop();
+  void ResumeLoop();
+  // Between two runs, on the loop's thread: after a move a run ended, the runs take the new map's
+  // shard count and servers (recorded in the store).
+  void ApplyEndedMove();
+  // The batch loop's decided records per second over the last minute's batches.
+  double DecidedPerSecond(std::chrono::steady_clock::time_point now);
   // Query with signatures from `source` (null: the open run's shards).
   StatusOr<PageStatus> QueryWith(const std::string& url, tier1::SignatureSource* source);
   // Marks the URLs of an acknowledged append pending, each up to its record's end offset.
@@ -248,6 +274,8 @@ class Tier1Service : public pipeline::IngestFeed {
   Tier1ServiceStats stats_;  // guarded by stats_mu_
   pipeline::PipelineSummary run_base_;  // stats_.totals as the batch loop's run began; guarded by stats_mu_
   std::chrono::steady_clock::time_point failing_since_{};  // guarded by stats_mu_ (epoch: not failing)
+  // (commit time, totals.records) of recent batches (DecidedPerSecond); guarded by stats_mu_.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>> decided_;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;  // the backoff wait; stop; the loop's end; pause and resume
@@ -262,6 +290,10 @@ class Tier1Service : public pipeline::IngestFeed {
   std::vector<std::string> tier2_;
   ClusterRebalanceState rebalance_;  // guarded by rebalance_mu_
   std::thread rebalance_thread_;     // guarded by rebalance_mu_
+  std::condition_variable rebalance_cv_;  // MoveEnded
+  pipeline::MoveOutcome move_end_;                 // the last move a run ended; guarded by rebalance_mu_
+  bool move_ended_ = false;          // since the rebalance began; guarded by rebalance_mu_
+  std::atomic<bool> move_end_pending_{false};  // ApplyEndedMove has yet to take it
 };
 
 }  // namespace neardup::cluster

@@ -34,6 +34,17 @@ struct FeedCounters {
   uint64_t verifications = 0, rejections = 0;  // the store's
 };
 
+// A move a run ended: the map generation and shard count the store serves now, the signatures
+// the run copied (and their bytes) in how many durable steps and seconds of them, and the records
+// it decided while the move was open.
+struct MoveOutcome {
+  uint64_t generation = 0;
+  uint32_t shards = 0;
+  uint64_t pages = 0, bytes = 0, steps = 0;
+  double seconds = 0;
+  uint64_t records = 0;
+};
+
 class IngestFeed {
  public:
   virtual ~IngestFeed() = default;
@@ -66,12 +77,8 @@ class IngestFeed {
   // URL and the share of the resident pages of the shards it was routed to that answered (1: all
   // did). The run ends with the error; the batch stays uncommitted and the next run compares it
   // again.
-  // The run ended the store's move (pipeline/store_move.h): the store serves map generation
-  // `generation` over `shards` shards; `pages` signatures were copied in `seconds` of steps, and
-  // `records` records decided while it was open.
-  virtual void MoveEnded(uint64_t generation, uint32_t shards, uint64_t pages, double seconds, uint64_t records) {
-    (void)generation, (void)shards, (void)pages, (void)seconds, (void)records;
-  }
+  // The run ended the store's move (pipeline/store_move.h).
+  virtual void MoveEnded(const MoveOutcome& move) { (void)move; }
   virtual void CompareIncomplete(uint64_t batch, std::span<const std::string> urls,
                                  std::span<const double> completeness) = 0;
 };

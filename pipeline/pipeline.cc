@@ -145,7 +145,8 @@ StatusOr<PipelineSummary> Pipeline::Run() {
     // idle for linger or its first record waited max_batch_delay.
     so.idle = [&]() -> StatusOr<bool> {
       for (;;) {
-        if (feed->Stopping()) {
+        // The service stops the run, or the tiers' thread failed (between batches: a move's step).
+        if (feed->Stopping() || queue.Closed()) {
           stopped = true;
           return false;
         }

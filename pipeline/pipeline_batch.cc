@@ -394,8 +394,13 @@ Status Pipeline::MoveEnded() {
                dir_, params_.map_generation(), params_.shards(), sum_.move_pages, sum_.move_seconds,
                sum_.records_during_move);
   if (o_.feed != nullptr) {
-    o_.feed->MoveEnded(params_.map_generation(), params_.shards(), sum_.move_pages, sum_.move_seconds,
-                       sum_.records_during_move);
+    MoveOutcome m;
+    m.generation = params_.map_generation();
+    m.shards = params_.shards();
+    m.pages = sum_.move_pages, m.bytes = sum_.move_bytes, m.steps = sum_.move_steps;
+    m.seconds = sum_.move_seconds;
+    m.records = sum_.records_during_move;
+    o_.feed->MoveEnded(m);
   }
   return Status::Ok();
 }

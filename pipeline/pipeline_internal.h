@@ -145,6 +145,11 @@ class BatchQueue {
     not_full_.notify_one();
     return b;
   }
+  // Closed: the tiers' thread ended (failed, or done).
+  bool Closed() {
+    std::lock_guard lock(mu_);
+    return closed_;
+  }
   // A batch is waiting to be popped.
   bool Waiting() {
     std::lock_guard lock(mu_);
