@@ -1,22 +1,26 @@
-// neardup cluster up / down: a whole cluster on this host under a supervisor
-// (cluster/supervisor.h), and stopping it.
+// neardup cluster up / scale / down: a whole cluster on this host under a supervisor
+// (cluster/supervisor.h), its Tier 2 servers added or drained while it runs, and stopping it.
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "cli/commands.h"
 #include "cluster/membership.h"
 #include "cluster/supervisor.h"
 #include "common/config.h"
+#include "storage/file_env.h"
 
 namespace neardup::cli {
 namespace {
@@ -33,20 +37,77 @@ StatusOr<pb::NeardupConfig> ClusterConfigFrom(const std::string& path) {
   return LoadConfig(path);
 }
 
-// Supervises until SIGINT or SIGTERM (taken by a thread of its own through sigwait).
-int Supervise(cluster::Supervisor& sup) {
+// cluster scale's request and answer, in files beside the membership: the request is read when
+// the supervisor gets SIGHUP; the answer is written (atomically) once the scaling ended.
+constexpr char kScaleRequest[] = "scale.request";
+constexpr char kScaleResult[] = "scale.result";
+
+std::string ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// "key=value" lines: tier2_servers, max_move, max_mb_per_s, min_batch_share.
+StatusOr<cluster::ScaleRequest> ParseScaleRequest(const std::string& text) {
+  cluster::ScaleRequest q;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) return InvalidArgument("cluster scale: a request line without '=': " + line);
+    const std::string key = line.substr(0, eq);
+    const double v = std::strtod(line.c_str() + eq + 1, nullptr);
+    if (key == "tier2_servers") q.tier2_servers = static_cast<uint32_t>(v);
+    else if (key == "max_move") q.max_move = v;
+    else if (key == "max_mb_per_s") q.max_mb_per_s = v;
+    else if (key == "min_batch_share") q.min_batch_share = v;
+    else return InvalidArgument("cluster scale: unknown request key " + key);
+  }
+  return q;
+}
+
+// Supervises until SIGINT or SIGTERM (taken by a thread of its own through sigwait); SIGHUP runs
+// the scale request found beside the membership, one at a time, on a thread of its own.
+int Supervise(cluster::Supervisor& sup, const std::string& dir) {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  std::thread scaler;
+  std::atomic<bool> scaling{false};
   std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    spdlog::info("cluster: signal {}: stopping the members", sig);
-    sup.RequestStop();
+    for (;;) {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      if (sig != SIGHUP) {
+        spdlog::info("cluster: signal {}: stopping the members", sig);
+        sup.RequestStop();
+        return;
+      }
+      auto answer = [&](const std::string& text) {
+        if (Status s = WriteFileAtomically(FileEnv::Default(), dir + "/" + kScaleResult, text + "\n", false); !s.ok()) {
+          spdlog::warn("cluster: {}", s.message());
+        }
+      };
+      if (scaling.exchange(true)) {
+        answer("error: a scaling is running");
+        continue;
+      }
+      if (scaler.joinable()) scaler.join();
+      scaler = std::thread([&, answer] {
+        auto q = ParseScaleRequest(ReadWhole(dir + "/" + kScaleRequest));
+        StatusOr<std::string> r = q.ok() ? sup.Scale(*q) : StatusOr<std::string>(q.status());
+        answer(r.ok() ? *r : "error: " + r.status().ToString());
+        scaling = false;
+      });
+    }
   });
   sup.Run();
   // Run returns only after RequestStop, which the waiter called.
+  waiter.join();
+  if (scaler.joinable()) scaler.join();
   waiter.join();
   spdlog::info("cluster: stopped");
   return 0;
@@ -55,7 +116,7 @@ int Supervise(cluster::Supervisor& sup) {
 }  // namespace
 
 void RegisterCluster(CLI::App& app, int* exit_code) {
-  auto* cluster = app.add_subcommand("cluster", "A whole cluster on this host: up, down");
+  auto* cluster = app.add_subcommand("cluster", "A whole cluster on this host: up, scale, down");
   cluster->require_subcommand(1);
 
   auto* up = cluster->add_subcommand("up", "Start one Tier 1 and N Tier 2 servers, wait until healthy, supervise them");
@@ -80,6 +141,7 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     if (*foreground) {
       cluster::Supervisor sup(so);
@@ -89,7 +151,7 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
         return;
       }
       std::cout << "cluster: up; the API is at " << sup.api() << "\n" << std::flush;
-      *exit_code = Supervise(sup);
+      *exit_code = Supervise(sup, dir);
       return;
     }
     // In the background: the child supervises, the parent reports once it is healthy.
@@ -121,7 +183,7 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
       (void)!::write(pipefd[1], report.data(), report.size());
       ::close(pipefd[1]);
       if (!s.ok()) std::_Exit(1);
-      const int rc = Supervise(sup);
+      const int rc = Supervise(sup, dir);
       std::fflush(nullptr);
       std::_Exit(rc);
     }
@@ -139,6 +201,62 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
     std::cout << "cluster: up (supervisor pid " << pid << ", logs in " << dir << "/logs); the API is at "
               << report.substr(1) << "\n";
     *exit_code = 0;
+  });
+
+  auto* scale = cluster->add_subcommand("scale", "Add or drain Tier 2 servers of a cluster started with cluster up, while "
+                                                  "it takes ingest (one shard per server; the pages move between batches)");
+  auto sconfig = std::make_shared<std::string>();
+  auto sq = std::make_shared<cluster::ScaleRequest>();
+  auto stimeout = std::make_shared<uint32_t>(3600);
+  scale->add_option("--config", *sconfig, "the cluster's configuration (its cluster.dir)");
+  scale->add_option("--tier2-servers", sq->tier2_servers, "Tier 2 servers after it")->required()->check(CLI::Range(1, 256));
+  scale->add_option("--max-move", sq->max_move, "share of resident pages cell moves may move")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  scale->add_option("--max-mb-per-s", sq->max_mb_per_s, "copy at most this many MB of signatures per second (0: no limit)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  scale->add_option("--min-batch-share", sq->min_batch_share, "share of the batch loop's time its batches keep while "
+                                                              "pages move (default: pipeline.move_min_batch_share)")
+      ->check(CLI::Range(0.05, 1.0));
+  scale->add_option("--timeout", *stimeout, "seconds to wait for it")->capture_default_str();
+  scale->callback([sconfig, sq, stimeout, exit_code] {
+    auto cfg = ClusterConfigFrom(*sconfig);
+    if (!cfg.ok()) {
+      spdlog::error("{}", cfg.status().message());
+      *exit_code = 2;
+      return;
+    }
+    const std::string dir = cfg->cluster().dir();
+    auto view = cluster::FileMembership(dir + "/membership.textproto")->Read();
+    const pid_t pid = view.ok() ? static_cast<pid_t>(view->supervisor_pid()) : 0;
+    if (pid <= 0 || ::kill(pid, 0) != 0) {
+      spdlog::error("cluster: no running cluster in {} (start it with cluster up)", dir);
+      *exit_code = 1;
+      return;
+    }
+    std::error_code ec;
+    std::filesystem::remove(dir + "/" + kScaleResult, ec);
+    const std::string request = fmt::format("tier2_servers={}\nmax_move={}\nmax_mb_per_s={}\nmin_batch_share={}\n",
+                                            sq->tier2_servers, sq->max_move, sq->max_mb_per_s, sq->min_batch_share);
+    if (Status s = WriteFileAtomically(FileEnv::Default(), dir + "/" + kScaleRequest, request, false); !s.ok()) {
+      spdlog::error("{}", s.message());
+      *exit_code = 1;
+      return;
+    }
+    ::kill(pid, SIGHUP);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*stimeout);
+    std::string result;
+    while (std::chrono::steady_clock::now() < deadline && ::kill(pid, 0) == 0) {
+      result = ReadWhole(dir + "/" + kScaleResult);
+      if (!result.empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (result.empty()) {
+      spdlog::error("cluster: the scaling did not end within {} s (see {}/logs/supervisor.log)", *stimeout, dir);
+      *exit_code = 1;
+      return;
+    }
+    std::cout << result << std::flush;
+    *exit_code = result.starts_with("error:") ? 1 : 0;
   });
 
   auto* down = cluster->add_subcommand("down", "Stop a cluster started with cluster up (the Tier 1 server first)");

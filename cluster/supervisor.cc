@@ -9,16 +9,19 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
 #include <boost/asio.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "cluster/http_client.h"
 #include "cluster/net.h"
 #include "partitioner/partition_map.h"
 #include "pipeline/store.h"
+#include "storage/file_env.h"
 
 extern char** environ;
 
@@ -131,6 +134,26 @@ Status Supervisor::WaitHealthy(Member& m, Clock::time_point deadline) {
                           Tail(Path("logs/" + m.name + ".log"), 5));
 }
 
+Supervisor::Member Supervisor::Tier2Member(uint32_t i) const {
+  const pb::ClusterConfig& c = o_.config.cluster();
+  Member m;
+  m.name = "tier2-" + std::to_string(i);
+  m.role = "tier2";
+  m.store = Path(m.name);
+  m.args = {"--log-level", "info", "tier2-server"};
+  if (!o_.config_path.empty()) m.args.insert(m.args.end(), {"--config", o_.config_path});
+  m.args.insert(m.args.end(), {"--store", m.store});
+  if (c.tier2_base_port() != 0) m.address = c.host() + ":" + std::to_string(c.tier2_base_port() + i);
+  else m.address = c.host() + ":0";
+  return m;
+}
+
+uint32_t Supervisor::Tier2Count() const {
+  uint32_t n = 0;
+  for (const Member& m : members_) n += m.role == "tier2";
+  return n;
+}
+
 Status Supervisor::Start() {
   const pb::ClusterConfig& c = o_.config.cluster();
   std::error_code ec;
@@ -140,18 +163,17 @@ Status Supervisor::Start() {
   std::vector<std::string> with_config;
   if (!o_.config_path.empty()) with_config = {"--config", o_.config_path};
   std::string tier2_list;
-  for (uint32_t i = 0; i < c.tier2_servers(); ++i) {
-    Member m;
-    m.name = "tier2-" + std::to_string(i);
-    m.role = "tier2";
-    m.store = Path(m.name);
-    m.args = {"--log-level", "info", "tier2-server"};
-    m.args.insert(m.args.end(), with_config.begin(), with_config.end());
-    m.args.insert(m.args.end(), {"--store", m.store});
-    if (c.tier2_base_port() != 0) m.address = c.host() + ":" + std::to_string(c.tier2_base_port() + i);
-    else m.address = c.host() + ":0";
-    members_.push_back(std::move(m));
+  // A cluster scaled since its configuration was written starts the servers it was scaled to.
+  uint32_t servers = c.tier2_servers();
+  if (const std::string kept = ReadSmallFile(Path("tier2_servers")); !kept.empty()) {
+    const unsigned long n = std::strtoul(kept.c_str(), nullptr, 10);
+    if (n >= 1 && n <= 256) servers = static_cast<uint32_t>(n);
+    if (servers != c.tier2_servers()) {
+      spdlog::info("cluster: {} Tier 2 servers, as the cluster was scaled to ({}; cluster.tier2_servers says {})", servers,
+                   Path("tier2_servers"), c.tier2_servers());
+    }
   }
+  for (uint32_t i = 0; i < servers; ++i) members_.push_back(Tier2Member(i));
   const auto deadline = Clock::now() + milliseconds(c.start_timeout_ms());
   for (Member& m : members_) {
     Status s = Spawn(m);
@@ -193,7 +215,7 @@ void Supervisor::Publish() {
   pb::ClusterMembership view;
   view.set_supervisor_pid(static_cast<uint32_t>(::getpid()));
   view.set_map_generation(map_generation_);
-  const uint32_t servers = o_.config.cluster().tier2_servers();
+  const uint32_t servers = Tier2Count();
   for (size_t i = 0; i < members_.size(); ++i) {
     const Member& m = members_[i];
     pb::ClusterMember* x = view.add_members();
@@ -213,6 +235,7 @@ void Supervisor::Run() {
   const pb::ClusterConfig& c = o_.config.cluster();
   while (!stop_) {
     bool changed = false;
+    std::unique_lock lock(mu_);
     for (Member& m : members_) {
       if (m.pid != 0) {
         int status = 0;
@@ -237,10 +260,118 @@ void Supervisor::Run() {
       }
     }
     if (changed) Publish();
+    lock.unlock();
     std::this_thread::sleep_for(milliseconds(100));
   }
+  std::lock_guard lock(mu_);
   StopAll();
   Publish();
+}
+
+void Supervisor::StopMember(Member& m, uint32_t grace_ms) {
+  if (m.pid == 0) return;
+  ::kill(m.pid, SIGTERM);
+  const auto deadline = Clock::now() + milliseconds(grace_ms);
+  for (;;) {
+    int status = 0;
+    if (::waitpid(m.pid, &status, WNOHANG) == m.pid) {
+      spdlog::info("cluster: {} stopped ({})", m.name,
+                   WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : "signal " + std::to_string(WTERMSIG(status)));
+      break;
+    }
+    if (Clock::now() > deadline) {
+      spdlog::warn("cluster: {} did not stop within {} ms: killed", m.name, grace_ms);
+      ::kill(m.pid, SIGKILL);
+      ::waitpid(m.pid, nullptr, 0);
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  m.pid = 0;
+}
+
+StatusOr<std::string> Supervisor::Scale(const ScaleRequest& q) {
+  const pb::ClusterConfig& c = o_.config.cluster();
+  if (q.tier2_servers < 1 || q.tier2_servers > 256) return InvalidArgument("cluster scale: --tier2-servers must be in 1..256");
+  const std::string store = Path("tier1");
+  auto map = partitioner::PartitionMap::Load(pipeline::StoreLayout{store}.map());
+  if (!map.ok()) return FailedPrecondition("cluster scale: the store has no partition map yet: " + map.status().message());
+  std::vector<std::string> before;
+  {
+    std::lock_guard lock(mu_);
+    const uint32_t servers = Tier2Count();
+    if (map->shards() != servers) {
+      return FailedPrecondition(fmt::format("cluster scale: the store has {} shards on {} Tier 2 servers; scaling keeps "
+                                            "one shard per server (rebalance to {} shards first)",
+                                            map->shards(), servers, servers));
+    }
+    if (q.tier2_servers == servers) return std::string("{}");
+    // Servers added: started and healthy before the rebalance names them.
+    const auto deadline = Clock::now() + milliseconds(c.start_timeout_ms());
+    for (uint32_t i = servers; i < q.tier2_servers; ++i) {
+      Member m = Tier2Member(i);
+      Status s = Spawn(m);
+      if (s.ok()) s = WaitHealthy(m, deadline);
+      if (!s.ok()) {
+        StopMember(m, 5000);
+        for (uint32_t j = servers; j < Tier2Count(); ++j) StopMember(members_[j], 5000);
+        members_.erase(members_.begin() + servers, members_.begin() + Tier2Count());
+        Publish();
+        return s;
+      }
+      members_.insert(members_.begin() + i, std::move(m));
+    }
+    Publish();
+    for (uint32_t i = 0; i < Tier2Count(); ++i) before.push_back(members_[i].address);
+  }
+  // The rebalance onto the first tier2_servers servers, followed to its end.
+  auto client = HttpClient::Create(api_, milliseconds(10000));
+  if (!client.ok()) return client.status();
+  std::map<std::string, std::string> headers;
+  if (const std::string& token = o_.config.tier1_server().bearer_token(); !token.empty()) {
+    headers["Authorization"] = "Bearer " + token;
+  } else if (const std::string& file = o_.config.tier1_server().bearer_token_file(); !file.empty()) {
+    std::string t = ReadSmallFile(file);
+    while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+    headers["Authorization"] = "Bearer " + t;
+  }
+  std::string body = fmt::format("{{\"shards\":{},\"max_move\":{},\"max_mb_per_s\":{}", q.tier2_servers, q.max_move,
+                                 q.max_mb_per_s);
+  if (q.min_batch_share > 0) body += fmt::format(",\"min_batch_share\":{}", q.min_batch_share);
+  body += ",\"tier2\":[";
+  for (uint32_t i = 0; i < q.tier2_servers; ++i) body += (i ? ",\"" : "\"") + before[i] + "\"";
+  body += "]}";
+  spdlog::info("cluster: scaling the Tier 2 servers {} -> {}: {}", before.size(), q.tier2_servers, body);
+  auto started = (*client)->Request("POST", "/v1/admin/rebalance", body, headers);
+  if (!started.ok()) return started.status();
+  if (started->status != 202) {
+    return FailedPrecondition(fmt::format("cluster scale: the Tier 1 server answered {}: {}", started->status, started->body));
+  }
+  std::string state = started->body;
+  while (state.find("\"state\":\"running\"") != std::string::npos && !stop_) {
+    std::this_thread::sleep_for(milliseconds(200));
+    auto r = (*client)->Request("GET", "/v1/admin/rebalance", "");
+    if (r.ok() && r->status == 200) state = r->body;
+  }
+  while (!state.empty() && state.back() == '\n') state.pop_back();
+  if (state.find("\"state\":\"done\"") == std::string::npos) return FailedPrecondition("cluster scale: the rebalance did not finish: " + state);
+  std::lock_guard lock(mu_);
+  // Drained servers hold no shard now: stopped.
+  const uint32_t servers = Tier2Count();
+  for (uint32_t i = q.tier2_servers; i < servers; ++i) StopMember(members_[i], o_.config.tier1_server().stop_deadline_ms() + 5000);
+  if (q.tier2_servers < servers) members_.erase(members_.begin() + q.tier2_servers, members_.begin() + servers);
+  if (auto m = partitioner::PartitionMap::Load(pipeline::StoreLayout{store}.map()); m.ok()) {
+    shards_ = m->shards();
+    map_generation_ = m->proto().generation();
+  }
+  Publish();
+  if (Status s = WriteFileAtomically(FileEnv::Default(), Path("tier2_servers"), std::to_string(q.tier2_servers) + "\n",
+                                     /*sync=*/true);
+      !s.ok()) {
+    spdlog::warn("cluster: {}", s.message());
+  }
+  spdlog::info("cluster: {} Tier 2 servers now: {}", q.tier2_servers, state);
+  return state;
 }
 
 void Supervisor::StopAll() {

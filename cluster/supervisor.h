@@ -6,10 +6,18 @@
 // Stop() stops the Tier 1 server first (it stops taking ingest and commits what it holds), then
 // the Tier 2 servers, each with SIGTERM, and SIGKILL past the deadline.
 //
-// Layout under cluster.dir: tier1/ (the Tier 1 server's store), tier2-I/ (server I's shards),
-// logs/NAME.log (each member's standard error), NAME.port, membership.textproto.
+// Scale() grows or shrinks the Tier 2 servers while the cluster runs and takes ingest: a server
+// added is started (tier2-N), then the Tier 1 server rebalances its shards onto the new list
+// (POST /v1/admin/rebalance: the batch loop moves pages between its batches); a server drained
+// is stopped once the rebalance is done. The cluster keeps one shard per Tier 2 server (shard m
+// lives on server m: a rebalance moves cells between shards, never shards between servers). The
+// count is kept in tier2_servers (beside the config), which a later `cluster up` starts.
 //
-// Thread safety: Start, then Run on one thread; Stop (or RequestStop) from any thread.
+// Layout under cluster.dir: tier1/ (the Tier 1 server's store), tier2-I/ (server I's shards),
+// logs/NAME.log (each member's standard error), NAME.port, membership.textproto, tier2_servers.
+//
+// Thread safety: Start, then Run on one thread; Scale on another while Run runs (one at a time);
+// Stop (or RequestStop) from any thread.
 #pragma once
 
 #include <sys/types.h>
@@ -17,6 +25,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,6 +34,15 @@
 #include "proto/config.pb.h"
 
 namespace neardup::cluster {
+
+// Supervisor::Scale's request: the Tier 2 server count after it, and the rebalance's options
+// (as ClusterRebalanceRequest's; 0: the Tier 1 server's defaults).
+struct ScaleRequest {
+  uint32_t tier2_servers = 0;
+  double max_move = 0.5;
+  double max_mb_per_s = 0;
+  double min_batch_share = 0;
+};
 
 struct SupervisorOptions {
   std::string binary;          // the neardup binary the members run
@@ -47,6 +65,14 @@ class Supervisor {
   // Supervises until RequestStop(): restarts members that die. Then stops them all.
   void Run();
   void RequestStop() { stop_ = true; }
+  // Grows or shrinks the Tier 2 servers to request.tier2_servers (see above) and returns the
+  // rebalance's final state (ClusterRebalanceJson; "{}" when the count is already that).
+  // Errors: InvalidArgument for a count out of 1..256; FailedPrecondition when the store's shards
+  // are not one per server, or it has no map yet; Spawn's and WaitHealthy's for a server added
+  // (those started are stopped again); IoError/Unavailable when the Tier 1 server cannot be asked;
+  // FailedPrecondition with the state when the rebalance was refused or failed (no server drained
+  // is stopped then).
+  StatusOr<std::string> Scale(const ScaleRequest& request);
 
  private:
   struct Member {
@@ -61,11 +87,17 @@ class Supervisor {
   // Waits until `m` answers (its port file, then /healthz or a TCP connect) or the deadline.
   Status WaitHealthy(Member& m, std::chrono::steady_clock::time_point deadline);
   void StopAll();
+  // SIGTERM, then SIGKILL past the deadline; waits for it.
+  void StopMember(Member& m, uint32_t grace_ms);
   void Publish();
+  Member Tier2Member(uint32_t i) const;
+  uint32_t Tier2Count() const;
   std::string Path(const std::string& name) const;
 
   const SupervisorOptions o_;
-  std::vector<Member> members_;  // tier2-0..N-1, then tier1
+  // tier2-0..N-1, then tier1; guarded by mu_ (Run's loop and Scale; Start before either).
+  std::mutex mu_;
+  std::vector<Member> members_;
   std::string api_;
   std::unique_ptr<Membership> membership_;
   uint32_t shards_ = 0;

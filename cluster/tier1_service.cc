@@ -747,13 +747,9 @@ StatusOr<PageStatus> Tier1Service::Probe(std::string_view record) {
   }
   const auto v = view_.map->VectorOf(f);
   std::vector<uint32_t> routed;
-  if (view_.move != nullptr && !view_.move->done()) {
-    partitioner::RouteShardsDuringMove(view_.move->before(), view_.move->after(), v, &routed);
-  } else if (view_.move != nullptr) {
-    view_.move->after().RouteShards(v, &routed);
-  } else {
-    view_.map->RouteShards(v, &routed);
-  }
+  // During a move, the served map's shards hold every page, current (pipeline/store_move.h).
+  if (view_.move != nullptr) (view_.move->flipped() ? view_.move->after() : view_.move->before()).RouteShards(v, &routed);
+  else view_.map->RouteShards(v, &routed);
   double total = 0, answered = 0;
   const tier2::ResidentMatch* best = nullptr;
   std::vector<tier2::CompareResult> results(routed.size());

@@ -6,11 +6,14 @@
 # without one: the ingest API's acceptance rate (records/s) and the time until every record is
 # decided, so the cost of the move to ingest is a ratio measured in the same minutes. The
 # answers at the end are compared with the embedded run's (exact routing: they must be equal).
-#   bash experiments/cluster_rebalance.sh [records] [max_mb_per_s]   (default 200000 0)
+# The batch loop decides ingest while the pages move, keeping min_batch_share of its time for the
+# batches; each move's report gives its decided records/s, set beside the quarter without a move.
+#   bash experiments/cluster_rebalance.sh [records] [max_mb_per_s] [min_batch_share]   (default 200000 0 0.5)
 # Writes experiments/results/cluster_rebalance.txt.
 source "$(dirname "$0")/common.sh"
 n=${1:-200000}
 rate=${2:-0}
+share=${3:-0.5}
 work="${TMPDIR:-/tmp}/neardup-cluster-rebalance"
 rm -rf "$work" && mkdir -p "$work"
 c=$(crawl "$n")
@@ -22,7 +25,7 @@ pids=()
 stop_all() { [ ${#pids[@]} -eq 0 ] || { kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; }; }
 trap stop_all EXIT
 
-say "cluster_rebalance: $n records ($c), $(nproc) cores, copy limit ${rate} MB/s (0: none), $(date -u +%FT%TZ)"
+say "cluster_rebalance: $n records ($c), $(nproc) cores, copy limit ${rate} MB/s (0: none), batches' share ${share}, $(date -u +%FT%TZ)"
 # The embedded run: the answers the cluster must end with, and its map (4 shards).
 "$BIN" --log-level warn run --input "$c" --store "$work/embedded" --out "$work/embedded.jsonl" > "$work/embedded.txt"
 q=$(( n / 4 ))
@@ -63,7 +66,7 @@ say "part 2 ($q records), 4 servers, no move: accepted at ${r2} records/s, all d
 
 # The fifth server added while part 3 is ingested.
 "$BIN" --log-level warn rebalance --server "$api" --shards 5 --tier2 "$five" --max-move 0.5 --max-mb-per-s "$rate" \
-  > "$work/add.txt" & rb=$!
+  --min-batch-share "$share" > "$work/add.txt" & rb=$!
 read -r r3 d3 < <(ingest 3)
 wait $rb || { cat "$work/add.txt" >&2; exit 1; }
 settle "$api"
@@ -71,7 +74,8 @@ say "part 3 ($q records), a fifth server added meanwhile: accepted at ${r3} reco
 say "  add: $(grep '^{' "$work/add.txt" | tail -1)"
 
 # Drained back to 4 while part 4 is ingested.
-"$BIN" --log-level warn rebalance --server "$api" --shards 4 --tier2 "$four" --max-mb-per-s "$rate" > "$work/drain.txt" & rb=$!
+"$BIN" --log-level warn rebalance --server "$api" --shards 4 --tier2 "$four" --max-mb-per-s "$rate" \
+  --min-batch-share "$share" > "$work/drain.txt" & rb=$!
 read -r r4 d4 < <(ingest 4)
 wait $rb || { cat "$work/drain.txt" >&2; exit 1; }
 settle "$api"
@@ -79,6 +83,14 @@ say "part 4 ($q records), the fifth server drained meanwhile: accepted at ${r4} 
 say "  drain: $(grep '^{' "$work/drain.txt" | tail -1)"
 awk -v a="$r3" -v b="$r2" -v c="$d3" -v d="$d2" -v e="$r4" -v f="$d4" 'BEGIN {
   printf "ingest acceptance during a move / without: add %.2f, drain %.2f; time to decide a quarter: add %.2fx, drain %.2fx\n", a / b, e / b, c / d, f / d }' | tee -a "$out"
+# Decided records per second while each move ran (its report) against the quarter without a move.
+field() { grep '^{' "$1" | tail -1 | sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p"; }
+for m in add drain; do
+  awk -v w="$(field "$work/$m.txt" decided_per_s_while_moving)" -v s="$(field "$work/$m.txt" moving_seconds)" \
+      -v r="$(field "$work/$m.txt" records_decided_while_moving)" -v q="$q" -v d="$d2" -v share="$share" -v m="$m" 'BEGIN {
+    base = q / d
+    printf "%s: the move took %.2f s; %d records decided meanwhile, %.0f records/s against %.0f without a move: %.2f (share kept for batches %.2f)\n", m, s, r, w, base, (base > 0 ? w / base : 0), share }' | tee -a "$out"
+done
 
 # Every page's answer against the embedded run's. They are equal when the cluster cut its batches
 # where the embedded run did (quarters that are whole batches). Otherwise a winner or a kept page

@@ -222,16 +222,3 @@ void PartitionMap::RouteShards(std::span<const uint32_t> v, std::vector<uint32_t
 }
 
 }  // namespace neardup::partitioner
-
-namespace neardup::partitioner {
-
-void RouteShardsDuringMove(const PartitionMap& before, const PartitionMap& after, std::span<const uint32_t> v,
-                           std::vector<uint32_t>* shards) {
-  std::vector<uint32_t> a, b;
-  before.RouteShards(v, &a);
-  after.RouteShards(v, &b);
-  shards->clear();
-  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(*shards));
-}
-
-}  // namespace neardup::partitioner

@@ -84,11 +84,4 @@ class PartitionMap {
   std::vector<Node> nodes_;
 };
 
-// Routing while a store moves from map `before` to map `after` (same dims and feature): replaces
-// *shards with the sorted, unique union of before.RouteShards(v) and after.RouteShards(v). A page
-// lives on its home shard under one map or the other (or both) until the move ends, so comparing
-// against this union misses no partner that either map would find.
-void RouteShardsDuringMove(const PartitionMap& before, const PartitionMap& after, std::span<const uint32_t> v,
-                           std::vector<uint32_t>* shards);
-
 }  // namespace neardup::partitioner

@@ -61,8 +61,8 @@ class IngestFeed {
   struct View {
     const ShardSet* shards = nullptr;
     const partitioner::PartitionMap* map = nullptr;
-    // Not null while a move runs (pipeline/store_move.h): route on the union of its maps' shards
-    // (partitioner::RouteShardsDuringMove) and read signatures from its ServedShard.
+    // Not null while a move runs (pipeline/store_move.h): route on the map it serves (its
+    // before() until flipped(), its after() from then on) and read signatures from ServedShard.
     const StoreMove* move = nullptr;
     double threshold = 0;
     SignerOptions signer;

@@ -16,6 +16,8 @@ StatusOr<PipelineSummary> Pipeline::Run() {
     return Finish(start);
   }
   if (!o_.status_out.empty()) RETURN_IF_ERROR(OpenStatusFile());
+  // A move found flipped (stopped in its drop) ends before the first batch (pipeline/store_move.h).
+  if (move_ != nullptr && move_->flipped()) RETURN_IF_ERROR(EndMove());
   sum_.skipped_records = skip_;
   // The last committed batch of the interrupted input is read again when a shard missed it or
   // its status lines are to be written again.
@@ -30,7 +32,8 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   Status worker_status;
   uint64_t fed_records = 0;  // records of the batches the tiers' thread committed (sum_.records is the reader's)
   // While a move runs, the batches keep move_min_batch_share of the thread's time when they are
-  // waiting; an idle input leaves it all to the move (polled, so a batch is not kept waiting).
+  // waiting; a feed's idle input leaves it all to the move (polled, so a batch is not kept
+  // waiting). A finished file is never idle: its move runs after batches, and at its end.
   const double batch_share = config_.pipeline().move_min_batch_share();
   std::thread worker([&] {
     NameThisThread("nd-tiers");
@@ -38,7 +41,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
       auto waited = SteadyClock::now();
       std::unique_ptr<Batch> b;
       bool idle = false;
-      if (move_ != nullptr && !move_->done()) {
+      if (move_ != nullptr && !move_->done() && feed != nullptr) {
         double wait = 0;
         b = queue.PopFor(std::chrono::duration<double>(move_->Due(&wait) ? 0.0 : std::min(wait, 0.1)), &idle);
       } else {
@@ -180,13 +183,20 @@ StatusOr<PipelineSummary> Pipeline::Run() {
       if (r.has_content()) {
         const auto v = map_->VectorOf(f);
         b.cell.back() = map_->Home(v);
-        if (!f.shingles.empty()) {
-          if (move_ == nullptr) map_->RouteShards(v, &b.shards.back());
-          else if (!move_->done()) RouteShardsDuringMove(move_->before(), move_->after(), v, &b.shards.back());
-          else move_->after().RouteShards(v, &b.shards.back());
+        if (move_ != nullptr) {
+          // Routed on the map the move serves now; the tiers' thread routes again past a flip.
+          if (b.records.empty()) b.routed_flipped = move_->flipped();
+          b.vectors.insert(b.vectors.end(), v.begin(), v.end());
+          if (!f.shingles.empty()) (b.routed_flipped ? move_->after() : move_->before()).RouteShards(v, &b.shards.back());
+        } else if (!f.shingles.empty()) {
+          map_->RouteShards(v, &b.shards.back());
         }
         b.signatures.push_back(ToProto(r.url, f, signer_));
       } else {
+        if (move_ != nullptr) {
+          if (b.records.empty()) b.routed_flipped = move_->flipped();
+          b.vectors.insert(b.vectors.end(), map_->dims(), 0);
+        }
         b.signatures.emplace_back();
       }
       b.records.push_back(std::move(r));

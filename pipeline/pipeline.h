@@ -38,7 +38,7 @@
 // Rebalancing: a store whose move journal records a move (pipeline/rebalance_store.h, started
 // with StoreRebalanceOptions::defer_move, or stopped by a crash) opens the shards of both maps,
 // and the run moves the pages between its batches (pipeline/store_move.h: batches store on both
-// maps' shards until the flip and compare on the union of both maps' routes); it gives the move
+// maps' shards until the flip and compare on the map the move serves); it gives the move
 // the share of its time pipeline.move_min_batch_share leaves, and all of it while the input is
 // idle; a run over a finished file ends the move before it ends.
 //

@@ -236,6 +236,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   // Tier 2 compares against everything stored so far: the previous batch must be published.
   RETURN_IF_ERROR(AwaitShardsPublished());
 
+  RouteForMove(b);
   // Tier 2: each shard compares the pages routed to it.
   const size_t P = shards_->size();
   std::vector<std::vector<uint32_t>> index(P);
@@ -276,11 +277,17 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   sum_.tier2_compare_seconds += Since(t0);
   Tier2Matches matches;
   std::set<std::pair<uint32_t, uint32_t>> seen_pairs;
+  // During a move's copy a destination holds copies of the pages it takes in: a page routed to it
+  // for another cell meets them there as well as on their source. Each pair once.
+  std::set<std::pair<uint32_t, std::string_view>> seen_resident;
   for (size_t m = 0; m < P; ++m) {
     const auto& res = results[m];
     sum_.tier2_candidates += res.stats.candidates + res.stats.batch_candidates;
     sum_.tier2_verifications += res.stats.verifications + res.stats.batch_merged;
-    for (const auto& r : res.resident) matches.resident.push_back({index[m][r.page], r.url, r.similarity});
+    for (const auto& r : res.resident) {
+      if (move_ != nullptr && !seen_resident.emplace(index[m][r.page], r.url).second) continue;
+      matches.resident.push_back({index[m][r.page], r.url, r.similarity});
+    }
     for (const auto& p : res.in_batch) {
       const uint32_t a = index[m][p.a], bb = index[m][p.b];
       if (seen_pairs.emplace(std::min(a, bb), std::max(a, bb)).second) {
@@ -369,7 +376,20 @@ Status Pipeline::AdvanceMove(double budget_seconds, BatchQueue* queue, bool drai
     RETURN_IF_ERROR(move_->Step(shards_.get(), progress_.batches_committed()));
     if (move_->done()) return MoveEnded();
   } while (move_->Due(&wait) && Since(t0) < budget_seconds && (drain || queue == nullptr || !queue->Waiting()));
+  // Flipped: the rest (the drop) before the next batch, which the sources' old pages would meet.
+  if (move_->flipped()) return EndMove();
   return Status::Ok();
+}
+
+void Pipeline::RouteForMove(Batch& b) const {
+  if (move_ == nullptr || b.routed_flipped == move_->flipped()) return;
+  b.routed_flipped = move_->flipped();
+  const partitioner::PartitionMap& served = b.routed_flipped ? move_->after() : move_->before();
+  const size_t dims = map_->dims();
+  for (size_t i = 0; i < b.records.size(); ++i) {
+    if (b.shards[i].empty()) continue;  // no content, or no shingles: compared nowhere
+    served.RouteShards(std::span<const uint32_t>(b.vectors.data() + i * dims, dims), &b.shards[i]);
+  }
 }
 
 Status Pipeline::EndMove() {

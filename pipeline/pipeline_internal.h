@@ -112,6 +112,11 @@ struct Batch {
   std::vector<pb::PageSignature> signatures;  // per record (empty for redirects); a Signer made them
   std::vector<uint32_t> cell;                 // home cell per content record
   std::vector<std::vector<uint32_t>> shards;  // shards to compare on
+  // While a move runs: each record's map vector (dims apiece, in order; zeros without content),
+  // and whether the batch was routed on the move's new map (after its flip) or its old one: a
+  // batch compared on the other side of the flip is routed again (Pipeline::RouteForMove).
+  std::vector<uint32_t> vectors;
+  bool routed_flipped = false;
 };
 
 // A bounded hand-off between the reading thread and the tiers' thread.
@@ -284,6 +289,9 @@ class Pipeline {
   Status MoveEnded();
   // The rest of the move at once (the input's end), waiting for its rate cap.
   Status EndMove();
+  // During a move, a batch routed on the map the move no longer serves is routed again on the one
+  // it serves (see pipeline/store_move.h: the served map's shards hold every page, current).
+  void RouteForMove(Batch& b) const;
   Status Process(std::unique_ptr<Batch> b);
   Status Redo(Batch& b);
   // Per shard: the pages of the batch it stores (home pages Tier 1 kept or Tier 2 compared) or

@@ -12,8 +12,9 @@
 //   2-4. the copy, the flip and the drop (pipeline/store_move.h): at once here, or, with
 //      defer_move, between the batches of the store's next run, which decides batches meanwhile.
 // Until the flip the old map is served and every page is on its old shard; after it, on its new
-// one. A page may be on both meanwhile (never on neither), so routing a batch to the union of both
-// maps' shards (partitioner::RouteShardsDuringMove) finds every pair. A start that finds the
+// one (a page may be on both meanwhile, never on neither), so routing a batch on the served map
+// finds every pair, while the move stands still or batches run between its steps (which write
+// where pipeline/store_move.h says, to keep it so). A start that finds the
 // journal (neardup rebalance --store, or neardup run) finishes the move: step 2 again from the
 // start (a signature stored twice replaces itself), or steps 3-4 again after the flip.
 // Every shard write carries the store's committed batch count as its sequence, so a shard that
