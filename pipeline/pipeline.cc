@@ -16,8 +16,6 @@ StatusOr<PipelineSummary> Pipeline::Run() {
     return Finish(start);
   }
   if (!o_.status_out.empty()) RETURN_IF_ERROR(OpenStatusFile());
-  // A move found flipped (stopped in its drop) ends before the first batch (pipeline/store_move.h).
-  if (move_ != nullptr && move_->flipped()) RETURN_IF_ERROR(EndMove());
   sum_.skipped_records = skip_;
   // The last committed batch of the interrupted input is read again when a shard missed it or
   // its status lines are to be written again.

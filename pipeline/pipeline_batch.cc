@@ -87,7 +87,9 @@ Status Pipeline::Redo(Batch& b) {
   }
   if (std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end()) {
     RETURN_IF_ERROR(StageOnShards(HomePages(b, classes), lagging_));
-    RETURN_IF_ERROR(ApplyToShards(b.number, progress_.last_batch_removals()));
+    google::protobuf::RepeatedPtrField<pb::Tier2Removal> removals = progress_.last_batch_removals();
+    AddMoveRemovals(b, classes, &removals);
+    RETURN_IF_ERROR(ApplyToShards(b.number, removals));
     sum_.redone_shard_batches += static_cast<uint64_t>(std::count(lagging_.begin(), lagging_.end(), true));
     lagging_.assign(lagging_.size(), false);
   }
@@ -116,6 +118,7 @@ void Pipeline::StartShardWrites(std::unique_ptr<Batch> b, std::vector<Classifica
     if (c == Classification::kEmpty) source_->Overlay(w.records[i].url, w.cell[i], nullptr);
   }
   writing_removals_ = progress_.last_batch_removals();
+  AddMoveRemovals(w, writing_classes_, &writing_removals_);
   for (const auto& rm : writing_removals_) {
     // A URL this batch stores again keeps its new home; the removal is of its old one.
     if (!stored.count(rm.url())) source_->Overlay(rm.url(), rm.cell(), nullptr);
@@ -376,9 +379,21 @@ Status Pipeline::AdvanceMove(double budget_seconds, BatchQueue* queue, bool drai
     RETURN_IF_ERROR(move_->Step(shards_.get(), progress_.batches_committed()));
     if (move_->done()) return MoveEnded();
   } while (move_->Due(&wait) && Since(t0) < budget_seconds && (drain || queue == nullptr || !queue->Waiting()));
-  // Flipped: the rest (the drop) before the next batch, which the sources' old pages would meet.
-  if (move_->flipped()) return EndMove();
   return Status::Ok();
+}
+
+void Pipeline::AddMoveRemovals(const Batch& b, const std::vector<Classification>& classes,
+                               google::protobuf::RepeatedPtrField<pb::Tier2Removal>* removals) const {
+  if (move_ == nullptr || !move_->flipped() || move_->done()) return;
+  for (size_t i = 0; i < b.records.size(); ++i) {
+    const Classification c = classes[i];
+    if (c != Classification::kFastPath && c != Classification::kTier2 && c != Classification::kEmpty) continue;
+    if (move_->before().ShardOf(b.cell[i]) == move_->after().ShardOf(b.cell[i])) continue;
+    // Removed on both maps' shards (RemovalShards); stored too on the new one, where it stays.
+    pb::Tier2Removal* r = removals->Add();
+    r->set_url(b.records[i].url);
+    r->set_cell(b.cell[i]);
+  }
 }
 
 void Pipeline::RouteForMove(Batch& b) const {

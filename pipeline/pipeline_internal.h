@@ -289,6 +289,11 @@ class Pipeline {
   Status MoveEnded();
   // The rest of the move at once (the input's end), waiting for its rate cap.
   Status EndMove();
+  // Between a move's flip and its end: each page of the batch stored in a moved cell is removed
+  // from its old shard too, so that the old shard holds no stale version of it until the drop
+  // (pipeline/store_move.h).
+  void AddMoveRemovals(const Batch& b, const std::vector<Classification>& classes,
+                       google::protobuf::RepeatedPtrField<pb::Tier2Removal>* removals) const;
   // During a move, a batch routed on the map the move no longer serves is routed again on the one
   // it serves (see pipeline/store_move.h: the served map's shards hold every page, current).
   void RouteForMove(Batch& b) const;

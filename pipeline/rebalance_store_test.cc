@@ -318,12 +318,12 @@ TEST_F(RebalanceStoreTest, ARunDecidesBatchesWhileItMovesPagesAndMissesNothing) 
 
 // A page changed after the flip would keep its old version on the shard it left until the drop
 // reaches it, and a batch page routed to that shard for another cell would meet it there (a shard
-// compares against all it holds). The run takes the drop right after the flip, before its next
-// batch: here, moving one step a batch, page P (in a moved cell, whose old shard the new map routes
-// P's old text to) changes in place (its words shuffled: the same cell, nothing like before) in
-// the batch after the flip, and a copy of P's old text comes under a new URL in the batch after
-// that. The run decides them as a run without a move does. (With the drop a step a batch, the
-// copy met P's old version on its old shard and joined P's group.)
+// compares against all it holds): from the flip on, a batch that stores a page in a moved cell
+// removes it from its old shard too. Here, moving one step a batch, page P (in a moved cell, whose
+// old shard the new map routes P's old text to) changes in place (its words shuffled: the same
+// cell, nothing like before) in the batch after the flip, and a copy of P's old text comes under
+// a new URL in the batch after that, before the drop. The run decides them as a run without a
+// move does. (Without that removal, the copy met P's old version and joined P's group.)
 TEST_F(RebalanceStoreTest, APageChangedAfterTheFlipIsNotMetInItsOldVersion) {
   const auto [first, second] = Halves(*dir_);
   const pb::NeardupConfig config = DefaultConfig();

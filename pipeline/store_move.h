@@ -9,17 +9,15 @@
 // a time), and the end (the journal and map-prev.pb go; drained shards' directories too, unless
 // the caller still holds them open).
 //
-// Batches run between the copy's steps, and not between the flip and the end: once the map
-// flipped, a source's moved-out pages go stale as batches change them, and a batch page routed
-// to the source for one of its other cells would meet them (a shard compares against everything
-// it holds). So a caller that flipped the move (or finds it flipped) takes the rest of its steps
-// before its next batch; the drop only removes, and is short beside the copy. While the copy
-// runs, batches keep every page findable, which is why their writes and reads go where this class
-// says while the move is open:
+// Batches between the steps keep every page findable, and meet no stale version of one, which
+// is why their writes and reads go where this class says while the move is open:
 //   - a home page is stored on its shard under the served map (ServedShard) and, until the flip,
 //     on its shard under the other map as well: the source stays complete and current, so the old
 //     map is exact until the flip, and a destination has every page of its new cells by then;
-//   - a removal goes to the page's shard under both maps, until the move ends;
+//   - a removal goes to the page's shard under both maps, until the move ends; and from the flip
+//     on, a page stored in a moved cell is removed from its old shard as well (the caller adds the
+//     removal): a shard compares a page routed to it for one of its cells against everything it
+//     holds, and the moved-out pages it keeps until the drop must be current;
 //   - Tier 2 compares route on the served map, and Tier 1 reads a signature from the shard it
 //     gives: its shards hold every page, in its current version. A batch routed before the flip
 //     and compared after it is routed again. A destination's copies are current too, so a page

@@ -557,6 +557,63 @@ TEST_F(ServiceTest, ClusterUpSupervisesAndClusterDownStops) {
   }
 }
 
+// cluster scale on a cluster that cluster up runs (4 Tier 2 servers, one shard each): a fifth
+// server is started and takes a shard while the crawl's second half is ingested, then drained and
+// stopped; the answers end as the embedded run's, the membership names the servers that serve,
+// and the count a later cluster up starts is kept.
+TEST_F(ServiceTest, ClusterScaleAddsAndDrainsATier2ServerWhileIngestRuns) {
+  Embedded();
+  Write("cluster.textproto", "cluster { dir: \"" + Path("cl") + "\" tier2_servers: 4 }\n"
+                             "tier1_server { listen: \"127.0.0.1:0\" map: \"" + Path("local/map.pb") + "\" "
+                             "linger_ms: 3000 max_batch_delay_ms: 600000 tier2_deadline_ms: 2000 retry_min_ms: 100 "
+                             "retry_max_ms: 500 }\n"
+                             "tier2 { batch_pages: 100 }\n");
+  const std::string config = Path("cluster.textproto");
+  Outcome up = Neardup("cluster up --config " + config);
+  ASSERT_EQ(up.code, 0) << up.err << Read(Path("cl/logs/supervisor.log"));
+  std::string server = up.out.substr(up.out.find("http://"));
+  while (!server.empty() && server.back() == '\n') server.pop_back();
+  auto client = cluster::HttpClient::Create(server);
+  ASSERT_TRUE(client.ok());
+  std::istringstream lines(Read(crawl_));
+  std::string first, second, line;
+  for (int n = 0; std::getline(lines, line); ++n) (n < 500 ? first : second) += line + "\n";
+  Write("first.jsonl", first);
+  Write("second.jsonl", second);
+  ASSERT_EQ(Neardup("ingest --server " + server + " --input " + Path("first.jsonl")).code, 0);
+  ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("cl/logs/tier1.log"));
+  // The count it has: nothing to do.
+  Outcome same = Neardup("cluster scale --config " + config + " --tier2-servers 4");
+  EXPECT_EQ(same.code, 0) << same.err;
+  EXPECT_EQ(same.out, "{}\n");
+
+  Outcome add;
+  std::thread scale([&] { add = Neardup("cluster scale --config " + config + " --tier2-servers 5 --max-move 0.5"); });
+  Outcome ingest = Neardup("ingest --server " + server + " --input " + Path("second.jsonl") + " --batch-records 50");
+  scale.join();
+  ASSERT_EQ(add.code, 0) << add.out << add.err << Read(Path("cl/logs/supervisor.log"));
+  EXPECT_EQ(ingest.code, 0) << ingest.err;
+  EXPECT_THAT(add.out, ::testing::HasSubstr("\"shards_after\":5"));
+  EXPECT_THAT(add.out, ::testing::Not(::testing::HasSubstr("\"pages_moved\":0,")));
+  std::string view = Read(Path("cl/membership.textproto"));
+  EXPECT_THAT(view, ::testing::HasSubstr("name: \"tier2-4\""));
+  EXPECT_EQ(Read(Path("cl/tier2_servers")), "5\n");
+  ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("cl/logs/tier1.log"));
+  EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
+
+  // Drained: shard 4 empties into the others, and its server is stopped.
+  Outcome drain = Neardup("cluster scale --config " + config + " --tier2-servers 4");
+  ASSERT_EQ(drain.code, 0) << drain.out << drain.err << Read(Path("cl/logs/supervisor.log"));
+  EXPECT_THAT(drain.out, ::testing::HasSubstr("\"shards_after\":4"));
+  view = Read(Path("cl/membership.textproto"));
+  EXPECT_THAT(view, ::testing::Not(::testing::HasSubstr("name: \"tier2-4\""))) << view;
+  EXPECT_THAT(Read(Path("cl/logs/supervisor.log")), ::testing::HasSubstr("tier2-4 stopped (exit 0)"));
+  EXPECT_EQ(Read(Path("cl/tier2_servers")), "4\n");
+  EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
+  Outcome down = Neardup("cluster down --config " + config);
+  EXPECT_EQ(down.code, 0) << down.err;
+}
+
 // `neardup email serve`: emails posted over HTTP become templates that annotate and look-up
 // answer; SIGTERM drains clustering and exits 0, and a server started again on the store serves
 // the same template at once.
