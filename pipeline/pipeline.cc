@@ -29,17 +29,20 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   BatchQueue queue(2);
   Status worker_status;
   uint64_t fed_records = 0;  // records of the batches the tiers' thread committed (sum_.records is the reader's)
-  // While a move runs, the batches keep move_min_batch_share of the thread's time when they are
-  // waiting; a feed's idle input leaves it all to the move (polled, so a batch is not kept
-  // waiting). A finished file is never idle: its move runs after batches, and at its end.
+  // While a move runs, the batches keep move_min_batch_share of the thread's time on average
+  // (each batch's time buys the move its share, which its steps spend); a feed's idle input
+  // leaves it all to the move (polled, so a batch is not kept waiting). A finished file is never
+  // idle: its move runs after batches, and at its end. The credit is capped, so that a move
+  // starved for a while does not then hold the batches back for long.
   const double batch_share = config_.pipeline().move_min_batch_share();
+  constexpr double kMaxMoveCredit = 2.0;
   std::thread worker([&] {
     NameThisThread("nd-tiers");
     for (;;) {
       auto waited = SteadyClock::now();
       std::unique_ptr<Batch> b;
       bool idle = false;
-      if (move_ != nullptr && !move_->done() && feed != nullptr) {
+      if (move_ != nullptr && !move_->done() && feed != nullptr && o_.move_steps_per_batch == 0) {
         double wait = 0;
         b = queue.PopFor(std::chrono::duration<double>(move_->Due(&wait) ? 0.0 : std::min(wait, 0.1)), &idle);
       } else {
@@ -48,7 +51,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
       sum_.tiers_wait_seconds += Since(waited);
       const double cpu0 = ThreadCpuSeconds();
       if (idle) {
-        Status s = AdvanceMove(0.1, &queue);
+        Status s = AdvanceMove(MoveTurn::kIdle, &queue);
         sum_.tiers_cpu_seconds += ThreadCpuSeconds() - cpu0;
         if (!s.ok()) {
           worker_status = s;
@@ -73,7 +76,12 @@ StatusOr<PipelineSummary> Pipeline::Run() {
         if (s.ok() && feed != nullptr) {
           feed->BatchDone(progress_.batches_committed(), progress_.current().bytes(), FeedCountersNow(fed_records));
         }
-        if (s.ok() && moving) s = AdvanceMove(Since(t0) * (1 - batch_share) / batch_share, &queue);
+        if (s.ok() && moving && o_.move_steps_per_batch > 0) {
+          s = AdvanceMove(MoveTurn::kSteps, &queue);
+        } else if (s.ok() && moving) {
+          move_credit_ = std::min(kMaxMoveCredit, move_credit_ + Since(t0) * (1 - batch_share) / batch_share);
+          s = AdvanceMove(MoveTurn::kCredit, &queue);
+        }
       }
       sum_.tiers_cpu_seconds += ThreadCpuSeconds() - cpu0;
       if (!s.ok()) {

@@ -100,6 +100,10 @@ struct PipelineOptions {
   // Called after each durable step of a move the run makes (StoreMoveOptions::on_step); false
   // stops the move, and the run with an error, there, as a crash would. For tests.
   std::function<bool(uint64_t step)> move_on_step;
+  // > 0: a move takes exactly this many steps after each batch, and none while the input is idle,
+  // instead of its share of the time (pipeline.move_min_batch_share). For tests that need a
+  // move's steps where they put them.
+  uint32_t move_steps_per_batch = 0;
 };
 
 // How a run opens a store's group store (PipelineOptions::groups: a caller that opens it itself).

@@ -368,17 +368,30 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
   return WriteStatus(*writing_, writing_classes_);
 }
 
-Status Pipeline::AdvanceMove(double budget_seconds, BatchQueue* queue, bool drain) {
+Status Pipeline::AdvanceMove(MoveTurn turn, BatchQueue* queue) {
   if (move_ == nullptr || move_->done()) return Status::Ok();
   double wait = 0;
-  if (!move_->Due(&wait)) return Status::Ok();
+  auto more = [&](uint32_t taken) {
+    if (!move_->Due(&wait)) return false;
+    switch (turn) {
+      case MoveTurn::kSteps: return taken < o_.move_steps_per_batch;
+      case MoveTurn::kCredit: return move_credit_ > 0 && !queue->Waiting();
+      case MoveTurn::kIdle: return !queue->Waiting();
+    }
+    return false;
+  };
+  if (!more(0)) return Status::Ok();
   // The shards hold every batch Tier 1 committed, and none is being written.
   RETURN_IF_ERROR(FinishShardWrites());
-  const auto t0 = SteadyClock::now();
+  uint32_t taken = 0;
   do {
+    const auto t0 = SteadyClock::now();
     RETURN_IF_ERROR(move_->Step(shards_.get(), progress_.batches_committed()));
+    ++taken;
+    // Idle time is the move's; a step taken while batches wait is charged to its credit.
+    if (turn == MoveTurn::kCredit) move_credit_ -= Since(t0);
     if (move_->done()) return MoveEnded();
-  } while (move_->Due(&wait) && Since(t0) < budget_seconds && (drain || queue == nullptr || !queue->Waiting()));
+  } while (more(taken));
   return Status::Ok();
 }
 

@@ -281,10 +281,14 @@ class Pipeline {
   Status Resume();
   // The shard that holds pages of `cell`: the map's, or during a move, the one it serves.
   uint32_t HomeShard(uint32_t cell) const { return move_ != nullptr ? move_->ServedShard(cell) : map_->ShardOf(cell); }
-  // A move's steps between batches (no shard write in flight while they run): for up to
-  // `budget_seconds` (at least one step when one is due), stopping early once `queue` has a
-  // batch waiting unless `drain`; then, once the move ended, MoveEnded.
-  Status AdvanceMove(double budget_seconds, BatchQueue* queue, bool drain = false);
+  // A move's steps between batches (no shard write in flight while they run), while the copy's
+  // rate cap lets them: kCredit, while move_credit_ is positive and no batch waits (each step's
+  // time is taken from the credit, which every batch adds to: batches keep
+  // pipeline.move_min_batch_share of the time on average); kIdle, while no batch waits (the
+  // feed's input is idle); kSteps, PipelineOptions::move_steps_per_batch of them. Then, once the
+  // move ended, MoveEnded.
+  enum class MoveTurn { kCredit, kIdle, kSteps };
+  Status AdvanceMove(MoveTurn turn, BatchQueue* queue);
   // The run goes on with the new map: the store's parameters, the summary, the feed.
   Status MoveEnded();
   // The rest of the move at once (the input's end), waiting for its rate cap.
@@ -356,6 +360,7 @@ class Pipeline {
   std::optional<partitioner::PartitionMap> map_;
   std::unique_ptr<StoreMove> move_;  // the store's move, while and after it runs in this run
   bool move_ended_here_ = false;     // this run ended it: the drained shards go once the set closes
+  double move_credit_ = 0;           // seconds of the tiers' thread the move may take (AdvanceMove)
   std::vector<uint64_t> expected_postings_;  // per shard, estimated from the map's sample (when built here)
   std::unique_ptr<ShardSet> shards_;
   size_t P() const { return shards_->size(); }
