@@ -390,12 +390,23 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
     st.report.steps += move_end_.steps;
     st.report.generation_after = move_end_.generation;
   }
-  st.moving_seconds = std::chrono::duration<double>(Clock::now() - move_start).count();
+  const auto move_end = Clock::now();
+  st.moving_seconds = std::chrono::duration<double>(move_end - move_start).count();
   st.records_decided_while_moving = Stats().totals.records - decided_before;
   st.decided_per_s_before = rate_before;
-  st.decided_per_s_while_moving = st.moving_seconds > 0
-                                      ? static_cast<double>(st.records_decided_while_moving) / st.moving_seconds
-                                      : 0;
+  {
+    // Over the time batches were decided while the pages moved: from the move's start to the last
+    // batch before its end (an input idle after that is not counted against the batches).
+    std::lock_guard lock(stats_mu_);
+    for (auto it = decided_.rbegin(); it != decided_.rend(); ++it) {
+      if (it->first > move_end) continue;
+      const double span = std::chrono::duration<double>(it->first - move_start).count();
+      if (it->first >= move_start && span > 0 && it->second > decided_before) {
+        st.decided_per_s_while_moving = static_cast<double>(it->second - decided_before) / span;
+      }
+      break;
+    }
+  }
   // The loop's next run opens the new map's shards on their servers (ApplyEndedMove).
   pause_start = Clock::now();
   if (PauseLoop()) {

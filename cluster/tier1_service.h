@@ -120,7 +120,8 @@ struct ClusterRebalanceState {
   double paused_seconds = 0;
   // The move itself, made by the loop's runs between their batches: how long, the records they
   // decided meanwhile, and the loop's decided records per second over the minute before the
-  // request and while the move ran (0 when nothing was decided).
+  // request (its first to last batch) and while the move ran (from its start to the last batch
+  // decided before its end; 0 when nothing was decided).
   double moving_seconds = 0;
   uint64_t records_decided_while_moving = 0;
   double decided_per_s_before = 0, decided_per_s_while_moving = 0;

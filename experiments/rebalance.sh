@@ -6,7 +6,8 @@
 # plan's estimate, seconds per million pages moved); C then runs on each, and on an unbalanced
 # copy as the reference. Each store's groups are compared with the exact baseline of the whole
 # crawl (REP, RER) and with the reference's, and neardup check must be clean. Last, adding a
-# ninth shard by rebalancing against rebuilding A+B from scratch with 9 shards.
+# ninth shard by rebalancing against rebuilding A+B from scratch with 9 shards. D10 is the move to
+# 10 shards deferred (rebalance --store --defer): C's run moves the pages between its batches.
 # Usage: experiments/rebalance.sh [RECORDS]   (default 200000)
 source "$(dirname "$0")/common.sh"
 n=${1:-200000}
@@ -54,7 +55,9 @@ t1=$(now)
 say "rebuild A+B from scratch with 9 shards: $(secs "$t0" "$t1") s (against the rebalance to 9 above)"
 
 cp -r "$work/S8" "$work/U8"
-for name in U8 R8 R10; do
+cp -r "$work/S8" "$work/D10"
+say "D10: $("$BIN" rebalance --store "$work/D10" --shards 10 --max-move 0.4 --defer --log-level warn | tail -1)"
+for name in U8 R8 R10 D10; do
   "$BIN" run --input "$work/C.jsonl" --store "$work/$name" --out "$work/$name-groups.jsonl" --log-level warn \
     | grep -E "^map |^records" | sed "s/^/$name after C: /" | tee -a "$out"
   if "$BIN" check --store "$work/$name" --log-level warn > "$work/$name-check.txt"; then
@@ -64,7 +67,7 @@ for name in U8 R8 R10; do
   fi
 done
 "$BIN" baseline --input "$work/crawl.jsonl" --threshold 0.9 --groups "$work/baseline.jsonl" --log-level warn > /dev/null
-for name in U8 R8 R10; do
+for name in U8 R8 R10 D10; do
   say "$name vs exact baseline: $("$BIN" accuracy --groups "$work/$name-groups.jsonl" --baseline "$work/baseline.jsonl")"
   if cmp -s "$work/U8-groups.jsonl" "$work/$name-groups.jsonl"; then
     say "$name groups: identical to the unbalanced store's"

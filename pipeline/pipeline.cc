@@ -29,13 +29,21 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   BatchQueue queue(2);
   Status worker_status;
   uint64_t fed_records = 0;  // records of the batches the tiers' thread committed (sum_.records is the reader's)
-  // While a move runs, the batches keep move_min_batch_share of the thread's time on average
-  // (each batch's time buys the move its share, which its steps spend); a feed's idle input
-  // leaves it all to the move (polled, so a batch is not kept waiting). A finished file is never
-  // idle: its move runs after batches, and at its end. The credit is capped, so that a move
-  // starved for a while does not then hold the batches back for long.
+  // While a move runs, the batches keep move_min_batch_share of their throughput: the run's
+  // first batches (kWarmup) take no step and give the time a record costs without the move; then
+  // each batch buys the move the time its records may take at the share (records x that cost /
+  // share) less the time the batch took (a move slows the batches too: double writes, the
+  // shards' own work for the copy), and the steps spend it. A feed's input with nothing
+  // uncommitted leaves all the time to the move (polled, so a batch is not kept waiting); a
+  // finished file is never idle: its move runs between batches, and at its end. The credit is
+  // capped, so that a move starved for a while does not then hold the batches back for long.
   const double batch_share = config_.pipeline().move_min_batch_share();
   constexpr double kMaxMoveCredit = 2.0;
+  constexpr int kWarmup = 3;
+  int warmup_batches = 0;
+  double warmup_seconds = 0;
+  uint64_t warmup_records = 0;
+  auto input_idle = [&] { return feed->ReadableBytes() <= progress_.current().bytes(); };
   std::thread worker([&] {
     NameThisThread("nd-tiers");
     for (;;) {
@@ -51,7 +59,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
       sum_.tiers_wait_seconds += Since(waited);
       const double cpu0 = ThreadCpuSeconds();
       if (idle) {
-        Status s = AdvanceMove(MoveTurn::kIdle, &queue);
+        Status s = input_idle() ? AdvanceMove(MoveTurn::kIdle, &queue) : Status::Ok();
         sum_.tiers_cpu_seconds += ThreadCpuSeconds() - cpu0;
         if (!s.ok()) {
           worker_status = s;
@@ -78,8 +86,14 @@ StatusOr<PipelineSummary> Pipeline::Run() {
         }
         if (s.ok() && moving && o_.move_steps_per_batch > 0) {
           s = AdvanceMove(MoveTurn::kSteps, &queue);
-        } else if (s.ok() && moving) {
-          move_credit_ = std::min(kMaxMoveCredit, move_credit_ + Since(t0) * (1 - batch_share) / batch_share);
+        } else if (s.ok() && moving && warmup_batches < kWarmup && records > 0) {
+          ++warmup_batches;
+          warmup_seconds += Since(t0);
+          warmup_records += records;
+        } else if (s.ok() && moving && records > 0) {
+          const double record_cost = warmup_seconds / static_cast<double>(std::max<uint64_t>(warmup_records, 1));
+          move_credit_ = std::min(kMaxMoveCredit,
+                                  move_credit_ + static_cast<double>(records) * record_cost / batch_share - Since(t0));
           s = AdvanceMove(MoveTurn::kCredit, &queue);
         }
       }

@@ -283,10 +283,9 @@ class Pipeline {
   uint32_t HomeShard(uint32_t cell) const { return move_ != nullptr ? move_->ServedShard(cell) : map_->ShardOf(cell); }
   // A move's steps between batches (no shard write in flight while they run), while the copy's
   // rate cap lets them: kCredit, while move_credit_ is positive and no batch waits (each step's
-  // time is taken from the credit, which every batch adds to: batches keep
-  // pipeline.move_min_batch_share of the time on average); kIdle, while no batch waits (the
-  // feed's input is idle); kSteps, PipelineOptions::move_steps_per_batch of them. Then, once the
-  // move ended, MoveEnded.
+  // time is taken from the credit, which the batches add to: see Run); kIdle, while no batch
+  // waits (the feed's input is idle); kSteps, PipelineOptions::move_steps_per_batch of them.
+  // Then, once the move ended, MoveEnded.
   enum class MoveTurn { kCredit, kIdle, kSteps };
   Status AdvanceMove(MoveTurn turn, BatchQueue* queue);
   // The run goes on with the new map: the store's parameters, the summary, the feed.
