@@ -173,7 +173,19 @@ Status Supervisor::Start() {
                    Path("tier2_servers"), c.tier2_servers());
     }
   }
-  for (uint32_t i = 0; i < servers; ++i) members_.push_back(Tier2Member(i));
+  // A cluster started before keeps its Tier 2 servers' addresses (its store records them, and
+  // refuses a start that would seek a shard elsewhere): free ports were taken the first time.
+  std::map<std::string, std::string> before;
+  if (auto view = membership_->Read(); view.ok()) {
+    for (const pb::ClusterMember& m : view->members()) {
+      if (m.role() == "tier2" && !m.address().empty() && !m.address().ends_with(":0")) before[m.name()] = m.address();
+    }
+  }
+  for (uint32_t i = 0; i < servers; ++i) {
+    members_.push_back(Tier2Member(i));
+    Member& m = members_.back();
+    if (auto it = before.find(m.name); it != before.end() && c.tier2_base_port() == 0) m.address = it->second;
+  }
   const auto deadline = Clock::now() + milliseconds(c.start_timeout_ms());
   for (Member& m : members_) {
     Status s = Spawn(m);

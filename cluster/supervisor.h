@@ -13,6 +13,10 @@
 // lives on server m: a rebalance moves cells between shards, never shards between servers). The
 // count is kept in tier2_servers (beside the config), which a later `cluster up` starts.
 //
+// A cluster started again (after `cluster down`) gives each Tier 2 server the address the
+// membership recorded for it, as its store records them (with tier2_base_port 0, the first start
+// took free ports).
+//
 // Layout under cluster.dir: tier1/ (the Tier 1 server's store), tier2-I/ (server I's shards),
 // logs/NAME.log (each member's standard error), NAME.port, membership.textproto, tier2_servers.
 //

@@ -612,6 +612,15 @@ TEST_F(ServiceTest, ClusterScaleAddsAndDrainsATier2ServerWhileIngestRuns) {
   EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
   Outcome down = Neardup("cluster down --config " + config);
   EXPECT_EQ(down.code, 0) << down.err;
+  // Up again: the same servers on the same addresses (the store refuses others), the same answers.
+  up = Neardup("cluster up --config " + config);
+  ASSERT_EQ(up.code, 0) << up.err << Read(Path("cl/logs/supervisor.log")) << Read(Path("cl/logs/tier1.log"));
+  server = up.out.substr(up.out.find("http://"));
+  while (!server.empty() && server.back() == '\n') server.pop_back();
+  client = cluster::HttpClient::Create(server);
+  ASSERT_TRUE(client.ok());
+  EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
+  EXPECT_EQ(Neardup("cluster down --config " + config).code, 0);
 }
 
 // `neardup email serve`: emails posted over HTTP become templates that annotate and look-up
