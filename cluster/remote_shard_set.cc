@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <boost/asio.hpp>
+#include <fmt/format.h>
 
 #include "cluster/frame.h"
 #include "cluster/net.h"
@@ -221,6 +222,24 @@ class RemoteShardSet final : public pipeline::ShardSet {
     q.set_get(url);
     ASSIGN_OR_RETURN(pb::Tier2Response r, Call(shard, std::move(q)));
     return std::move(*r.mutable_signature());
+  }
+  Status GetMany(uint32_t shard, std::span<const std::string> urls,
+                 std::vector<std::optional<pb::PageSignature>>* out) const override {
+    pb::Tier2Request q;
+    for (const std::string& url : urls) q.mutable_get_many()->add_urls(url);
+    ASSIGN_OR_RETURN(pb::Tier2Response r, Call(shard, std::move(q)));
+    pb::GetManyResponse& g = *r.mutable_get_many();
+    if (static_cast<size_t>(g.signatures_size()) != urls.size() || static_cast<size_t>(g.found_size()) != urls.size()) {
+      return Corruption(fmt::format("tier2: shard {} answered {} signatures for {} URLs", shard, g.signatures_size(),
+                                    urls.size()));
+    }
+    out->clear();
+    out->reserve(urls.size());
+    for (int i = 0; i < g.signatures_size(); ++i) {
+      if (g.found(i)) out->push_back(std::move(*g.mutable_signatures(i)));
+      else out->push_back(std::nullopt);
+    }
+    return Status::Ok();
   }
   tier2::ShardStats Stats(uint32_t shard) const override {
     pb::Tier2Request q;

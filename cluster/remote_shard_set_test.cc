@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -71,6 +73,47 @@ TEST(RemoteShardSet, UnreachableServerIsUnavailableAndNamed) {
 
 // A server restarted on the same port closed the set's pooled connection: the next call notices
 // and opens a new one instead of failing.
+// GetMany over the network answers as the in-process shards do, URL by URL, in order: the
+// signatures a shard holds, nothing for the URLs it does not.
+TEST(RemoteShardSet, GetManyAnswersAsTheLocalShardsInOneCall) {
+  test::TempDir dir;
+  pipeline::PipelineOptions o = SampleRun(dir, "remote");
+  Tier2ServerOptions so;
+  so.store = dir.File("tier2");
+  auto s = Tier2Server::Start(so);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  RemoteShardSetOptions remote;
+  remote.servers = {"127.0.0.1:" + std::to_string((*s)->port())};
+  o.open_shards = [remote](const pipeline::ShardSetOptions& x) { return OpenRemoteShardSet(remote, x); };
+  ASSERT_TRUE(pipeline::RunPipeline(o).ok());
+  pipeline::ShardSetOptions options;
+  options.config = o.config;
+  options.shards = 3;
+  auto set = OpenRemoteShardSet(remote, options);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  // Every URL of the crawl asked of shard 1, and one no shard holds.
+  std::vector<std::string> urls;
+  std::istringstream lines(ReadFile(o.input));
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find("\"url\":\"") + 7;
+    urls.push_back(line.substr(at, line.find('"', at) - at));
+  }
+  urls.push_back("https://nowhere.example/");
+  std::vector<std::optional<pb::PageSignature>> many;
+  ASSERT_TRUE((*set)->GetMany(1, urls, &many).ok());
+  ASSERT_EQ(many.size(), urls.size());
+  size_t found = 0;
+  for (size_t i = 0; i < urls.size(); ++i) {
+    auto one = (*set)->Get(1, urls[i]);
+    ASSERT_EQ(many[i].has_value(), one.ok()) << urls[i];
+    if (!one.ok()) continue;
+    ++found;
+    EXPECT_EQ(many[i]->SerializeAsString(), one->SerializeAsString()) << urls[i];
+  }
+  EXPECT_GT(found, 100u);
+  EXPECT_FALSE(many.back().has_value());
+}
+
 TEST(RemoteShardSet, PooledConnectionOfARestartedServerIsReplaced) {
   test::TempDir dir;
   Tier2ServerOptions so;

@@ -56,6 +56,10 @@ class ObservedShardSet final : public pipeline::ShardSet {
     (void)Seen(shard, r.status());
     return r;
   }
+  Status GetMany(uint32_t shard, std::span<const std::string> urls,
+                 std::vector<std::optional<pb::PageSignature>>* out) const override {
+    return Seen(shard, inner_->GetMany(shard, urls, out));
+  }
   tier2::ShardStats Stats(uint32_t shard) const override { return inner_->Stats(shard); }
 
  private:

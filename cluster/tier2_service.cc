@@ -172,6 +172,7 @@ pb::Tier2Response Tier2Service::Handle(pb::Tier2Request request) {
 std::optional<pb::Tier2Response> Tier2Service::TryHandleRead(pb::Tier2Request& request) {
   switch (request.body_case()) {
     case pb::Tier2Request::kGet:
+    case pb::Tier2Request::kGetMany:
     case pb::Tier2Request::kStats:
     case pb::Tier2Request::kCommittedBatch:
       break;
@@ -242,6 +243,20 @@ pb::Tier2Response Tier2Service::HandleLocked(pb::Tier2Request request) {
       auto sig = shards_->Get(m, request.get());
       s = sig.status();
       if (s.ok()) *r.mutable_signature() = std::move(*sig);
+      break;
+    }
+    case pb::Tier2Request::kGetMany: {
+      const std::vector<std::string> urls(request.get_many().urls().begin(), request.get_many().urls().end());
+      std::vector<std::optional<pb::PageSignature>> sigs;
+      s = shards_->GetMany(m, urls, &sigs);
+      if (s.ok()) {
+        pb::GetManyResponse* g = r.mutable_get_many();
+        for (auto& sig : sigs) {
+          if (sig.has_value()) *g->add_signatures() = std::move(*sig);
+          else g->add_signatures();
+          g->add_found(sig.has_value());
+        }
+      }
       break;
     }
     case pb::Tier2Request::kStats:

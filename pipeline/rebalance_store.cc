@@ -205,16 +205,16 @@ Status StoreMove::DrawCopyList(uint64_t sequence) {
   return Status::Ok();
 }
 
-// Step 2: the next destination's next pages, read from their source shard.
+// Step 2: the next destination's next pages, read from their source shards (one call each).
 Status StoreMove::CopyStep(ShardSet* shards, uint64_t sequence) {
   if (!listed_) RETURN_IF_ERROR(DrawCopyList(sequence));
   const bool recheck = sequence != listed_at_;
-  std::vector<pb::PageSignature> sigs;
-  uint64_t bytes = 0;
+  std::map<uint32_t, std::vector<std::string>> by_source;
+  size_t taken = 0;
   uint32_t to = 0;
-  while (next_ < list_.size() && sigs.size() < o_.step_pages) {
+  while (next_ < list_.size() && taken < o_.step_pages) {
     const Entry& e = list_[next_];
-    if (!sigs.empty() && e.to != to) break;
+    if (taken > 0 && e.to != to) break;
     ++next_;
     if (recheck) {
       // A batch since the list was drawn may have moved the page out of its moving cell (the
@@ -228,16 +228,23 @@ Status StoreMove::CopyStep(ShardSet* shards, uint64_t sequence) {
         continue;
       }
     }
-    auto sig = shards->Get(e.from, e.url);
-    if (!sig.ok()) {
-      if (sig.status().code() == StatusCode::kNotFound) {
-        return FailedPrecondition(fmt::format("move: page {} is not on its shard {}", e.url, e.from));
-      }
-      return sig.status();
-    }
     to = e.to;
-    bytes += sig->ByteSizeLong();
-    sigs.push_back(std::move(*sig));
+    ++taken;
+    by_source[e.from].push_back(e.url);
+  }
+  std::vector<pb::PageSignature> sigs;
+  sigs.reserve(taken);
+  uint64_t bytes = 0;
+  std::vector<std::optional<pb::PageSignature>> got;
+  for (const auto& [from, urls] : by_source) {
+    RETURN_IF_ERROR(shards->GetMany(from, urls, &got));
+    for (size_t i = 0; i < urls.size(); ++i) {
+      if (!got[i].has_value()) {
+        return FailedPrecondition(fmt::format("move: page {} is not on its shard {}", urls[i], from));
+      }
+      bytes += got[i]->ByteSizeLong();
+      sigs.push_back(std::move(*got[i]));
+    }
   }
   if (!sigs.empty()) {
     std::vector<tier2::ShardPage> pages(sigs.size());

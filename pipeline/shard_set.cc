@@ -70,6 +70,19 @@ class LocalShardSet : public ShardSet {
 
 }  // namespace
 
+Status ShardSet::GetMany(uint32_t shard, std::span<const std::string> urls,
+                         std::vector<std::optional<pb::PageSignature>>* out) const {
+  out->clear();
+  out->reserve(urls.size());
+  for (const std::string& url : urls) {
+    StatusOr<pb::PageSignature> sig = Get(shard, url);
+    if (sig.ok()) out->push_back(std::move(*sig));
+    else if (sig.status().code() == StatusCode::kNotFound) out->push_back(std::nullopt);
+    else return sig.status();
+  }
+  return Status::Ok();
+}
+
 StatusOr<pb::PageSignature> ShardSetSignatures::Fetch(const std::string& url, uint32_t home_cell) {
   if (home_cell >= map_.cells()) return NotFound("cell " + std::to_string(home_cell) + " is not in the map");
   return shards_.Get(move_ != nullptr ? move_->ServedShard(home_cell) : map_.ShardOf(home_cell), url);

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -61,6 +62,11 @@ class ShardSet {
   virtual StatusOr<uint64_t> CommittedBatch(uint32_t shard) const = 0;
   // The signature the shard holds for `url`; NotFound when it holds none.
   virtual StatusOr<pb::PageSignature> Get(uint32_t shard, const std::string& url) const = 0;
+  // The signatures the shard holds for `urls`, in order into *out (nullopt where it holds none),
+  // in one call where the set can (a remote one: one round trip). The default asks Get for each.
+  // Errors: Get's but NotFound.
+  virtual Status GetMany(uint32_t shard, std::span<const std::string> urls,
+                         std::vector<std::optional<pb::PageSignature>>* out) const;
   virtual tier2::ShardStats Stats(uint32_t shard) const = 0;
 };
 
