@@ -34,9 +34,9 @@ class Tier2Service {
   explicit Tier2Service(std::string store_dir) : store_dir_(std::move(store_dir)) {}
 
   pb::Tier2Response Handle(pb::Tier2Request request);
-  // A read that answers at once (get, get many, stats, committed batch), for a network thread to serve
-  // without a trip to the work pool: its response, or nullopt for any other request, or while an
-  // OpenShards holds the set (the request is then still the caller's, for Handle).
+  // A read that answers at once (get, get many, stats, committed batch), for a network thread to
+  // serve without a trip to the work pool: its response, or nullopt for any other request, or
+  // while an OpenShards holds the set (the request is then still the caller's, for Handle).
   std::optional<pb::Tier2Response> TryHandleRead(pb::Tier2Request& request);
 
  private:
