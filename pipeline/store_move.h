@@ -1,6 +1,7 @@
 // StoreMove: a store's move from one partition map to another (pipeline/rebalance_store.h plans
 // it and writes its journal), carried out one durable step at a time, so that a run can go on
-// deciding batches between two steps.
+// deciding batches between two steps. Implemented in rebalance_store.cc, beside the plan, with
+// which it shares the journal's and the maps' files.
 //
 // The steps: the copy (each destination shard stages, publishes and commits the signatures of
 // pages in the cells it takes, read from their source shard, up to step_pages at a time), the flip
