@@ -56,10 +56,15 @@ StatusOr<PipelineSummary> Pipeline::Run() {
       } else {
         b = queue.Pop();
       }
+      if (idle && !input_idle()) {
+        // Input is pending: the reader hands its batch over soon (no polling meanwhile).
+        b = queue.Pop();
+        idle = false;
+      }
       sum_.tiers_wait_seconds += Since(waited);
       const double cpu0 = ThreadCpuSeconds();
       if (idle) {
-        Status s = input_idle() ? AdvanceMove(MoveTurn::kIdle, &queue) : Status::Ok();
+        Status s = AdvanceMove(MoveTurn::kIdle, &queue);
         sum_.tiers_cpu_seconds += ThreadCpuSeconds() - cpu0;
         if (!s.ok()) {
           worker_status = s;
