@@ -49,8 +49,9 @@ std::string ReadWhole(const std::string& path) {
   return ss.str();
 }
 
-// "key=value" lines: tier2_servers, max_move, max_mb_per_s, min_batch_share.
-StatusOr<cluster::ScaleRequest> ParseScaleRequest(const std::string& text) {
+// "key=value" lines: id (the requester's, echoed as the answer's first line), tier2_servers,
+// max_move, max_mb_per_s, min_batch_share.
+StatusOr<cluster::ScaleRequest> ParseScaleRequest(const std::string& text, std::string* id) {
   cluster::ScaleRequest q;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
@@ -58,7 +59,8 @@ StatusOr<cluster::ScaleRequest> ParseScaleRequest(const std::string& text) {
     if (eq == std::string::npos) return InvalidArgument("cluster scale: a request line without '=': " + line);
     const std::string key = line.substr(0, eq);
     const double v = std::strtod(line.c_str() + eq + 1, nullptr);
-    if (key == "tier2_servers") q.tier2_servers = static_cast<uint32_t>(v);
+    if (key == "id") *id = line.substr(eq + 1);
+    else if (key == "tier2_servers") q.tier2_servers = static_cast<uint32_t>(v);
     else if (key == "max_move") q.max_move = v;
     else if (key == "max_mb_per_s") q.max_mb_per_s = v;
     else if (key == "min_batch_share") q.min_batch_share = v;
@@ -86,20 +88,23 @@ int Supervise(cluster::Supervisor& sup, const std::string& dir) {
         sup.RequestStop();
         return;
       }
-      auto answer = [&](const std::string& text) {
-        if (Status s = WriteFileAtomically(FileEnv::Default(), dir + "/" + kScaleResult, text + "\n", false); !s.ok()) {
+      // The answer names the request it answers (its id): a requester waits for its own.
+      auto answer = [&dir](const std::string& id, const std::string& text) {
+        if (Status s = WriteFileAtomically(FileEnv::Default(), dir + "/" + kScaleResult, id + "\n" + text + "\n", false);
+            !s.ok()) {
           spdlog::warn("cluster: {}", s.message());
         }
       };
+      std::string id;
+      auto q = ParseScaleRequest(ReadWhole(dir + "/" + kScaleRequest), &id);
       if (scaling.exchange(true)) {
-        answer("error: a scaling is running");
+        answer(id, "error: a scaling is running");
         continue;
       }
       if (scaler.joinable()) scaler.join();
-      scaler = std::thread([&, answer] {
-        auto q = ParseScaleRequest(ReadWhole(dir + "/" + kScaleRequest));
+      scaler = std::thread([&sup, &scaling, answer, id, q] {
         StatusOr<std::string> r = q.ok() ? sup.Scale(*q) : StatusOr<std::string>(q.status());
-        answer(r.ok() ? *r : "error: " + r.status().ToString());
+        answer(id, r.ok() ? *r : "error: " + r.status().ToString());
         scaling = false;
       });
     }
@@ -108,7 +113,6 @@ int Supervise(cluster::Supervisor& sup, const std::string& dir) {
   // Run returns only after RequestStop, which the waiter called.
   waiter.join();
   if (scaler.joinable()) scaler.join();
-  waiter.join();
   spdlog::info("cluster: stopped");
   return 0;
 }
@@ -233,10 +237,10 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
       *exit_code = 1;
       return;
     }
-    std::error_code ec;
-    std::filesystem::remove(dir + "/" + kScaleResult, ec);
-    const std::string request = fmt::format("tier2_servers={}\nmax_move={}\nmax_mb_per_s={}\nmin_batch_share={}\n",
-                                            sq->tier2_servers, sq->max_move, sq->max_mb_per_s, sq->min_batch_share);
+    const std::string id = fmt::format("{}-{}", ::getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
+    const std::string request =
+        fmt::format("id={}\ntier2_servers={}\nmax_move={}\nmax_mb_per_s={}\nmin_batch_share={}\n", id,
+                    sq->tier2_servers, sq->max_move, sq->max_mb_per_s, sq->min_batch_share);
     if (Status s = WriteFileAtomically(FileEnv::Default(), dir + "/" + kScaleRequest, request, false); !s.ok()) {
       spdlog::error("{}", s.message());
       *exit_code = 1;
@@ -246,8 +250,11 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*stimeout);
     std::string result;
     while (std::chrono::steady_clock::now() < deadline && ::kill(pid, 0) == 0) {
-      result = ReadWhole(dir + "/" + kScaleResult);
-      if (!result.empty()) break;
+      const std::string answer = ReadWhole(dir + "/" + kScaleResult);
+      if (answer.starts_with(id + "\n")) {
+        result = answer.substr(id.size() + 1);
+        break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     if (result.empty()) {

@@ -552,7 +552,8 @@ TEST_F(ServiceTest, ClusterUpSupervisesAndClusterDownStops) {
   Outcome down = Neardup("cluster down --config " + Path("cluster.textproto"));
   EXPECT_EQ(down.code, 0) << down.err;
   const std::string log = Read(Path("cl/logs/supervisor.log"));
-  for (const char* m : {"tier1 stopped (exit 0)", "tier2-0 stopped (exit 0)", "tier2-1 stopped (exit 0)"}) {
+  for (const char* m : {"tier1 stopped (exit 0)", "tier2-0 stopped (exit 0)", "tier2-1 stopped (exit 0)",
+                        "cluster: stopped"}) {
     EXPECT_NE(log.find(m), std::string::npos) << m << "\n" << log;
   }
 }
