@@ -322,6 +322,11 @@ StatusOr<std::string> Supervisor::Scale(const ScaleRequest& q) {
     const auto deadline = Clock::now() + milliseconds(c.start_timeout_ms());
     for (uint32_t i = servers; i < q.tier2_servers; ++i) {
       Member m = Tier2Member(i);
+      // It holds no shard of the store's map (shard m lives on server m): what its directory
+      // kept from an earlier drain is old, and a shard it opened again would serve it.
+      std::error_code ec;
+      fs::remove_all(m.store, ec);
+      if (ec) return IoError("cluster scale: cannot clear " + m.store + ": " + ec.message());
       Status s = Spawn(m);
       if (s.ok()) s = WaitHealthy(m, deadline);
       if (!s.ok()) {
@@ -370,7 +375,12 @@ StatusOr<std::string> Supervisor::Scale(const ScaleRequest& q) {
   std::lock_guard lock(mu_);
   // Drained servers hold no shard now: stopped.
   const uint32_t servers = Tier2Count();
-  for (uint32_t i = q.tier2_servers; i < servers; ++i) StopMember(members_[i], o_.config.tier1_server().stop_deadline_ms() + 5000);
+  for (uint32_t i = q.tier2_servers; i < servers; ++i) {
+    StopMember(members_[i], o_.config.tier1_server().stop_deadline_ms() + 5000);
+    std::error_code ec;
+    fs::remove_all(members_[i].store, ec);  // its shard is drained: nothing in it is the store's
+    if (ec) spdlog::warn("cluster: cannot remove {}: {}", members_[i].store, ec.message());
+  }
   if (q.tier2_servers < servers) members_.erase(members_.begin() + q.tier2_servers, members_.begin() + servers);
   if (auto m = partitioner::PartitionMap::Load(pipeline::StoreLayout{store}.map()); m.ok()) {
     shards_ = m->shards();

@@ -7,9 +7,9 @@
 // the Tier 2 servers, each with SIGTERM, and SIGKILL past the deadline.
 //
 // Scale() grows or shrinks the Tier 2 servers while the cluster runs and takes ingest: a server
-// added is started (tier2-N), then the Tier 1 server rebalances its shards onto the new list
-// (POST /v1/admin/rebalance: the batch loop moves pages between its batches); a server drained
-// is stopped once the rebalance is done. The cluster keeps one shard per Tier 2 server (shard m
+// added is started (tier2-N, on an empty directory), then the Tier 1 server rebalances its
+// shards onto the new list (POST /v1/admin/rebalance: the batch loop moves pages between its
+// batches); a server drained is stopped once the rebalance is done, and its directory removed. The cluster keeps one shard per Tier 2 server (shard m
 // lives on server m: a rebalance moves cells between shards, never shards between servers). The
 // count is kept in tier2_servers (beside the config), which a later `cluster up` starts.
 //

@@ -583,6 +583,16 @@ TEST_F(ServiceTest, ClusterScaleAddsAndDrainsATier2ServerWhileIngestRuns) {
   Write("second.jsonl", second);
   ASSERT_EQ(Neardup("ingest --server " + server + " --input " + Path("first.jsonl")).code, 0);
   ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("cl/logs/tier1.log"));
+  // Resident pages summed over the shards /metrics names (each page on one shard).
+  auto resident = [&](cluster::HttpClient& c) {
+    auto r = c.Request("GET", "/metrics", "");
+    double sum = 0;
+    const std::string key = "\nneardup_shard_resident_pages{";
+    for (size_t at = r.ok() ? r->body.find(key) : std::string::npos; at != std::string::npos; at = r->body.find(key, at + 1)) {
+      sum += std::strtod(r->body.c_str() + r->body.find("} ", at) + 2, nullptr);
+    }
+    return sum;
+  };
   // The count it has: nothing to do.
   Outcome same = Neardup("cluster scale --config " + config + " --tier2-servers 4");
   EXPECT_EQ(same.code, 0) << same.err;
@@ -611,6 +621,18 @@ TEST_F(ServiceTest, ClusterScaleAddsAndDrainsATier2ServerWhileIngestRuns) {
   EXPECT_THAT(Read(Path("cl/logs/supervisor.log")), ::testing::HasSubstr("tier2-4 stopped (exit 0)"));
   EXPECT_EQ(Read(Path("cl/tier2_servers")), "4\n");
   EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
+  EXPECT_FALSE(std::filesystem::exists(Path("cl/tier2-4")));
+  // Added again: the fifth server starts empty (not with the shard it held before the drain).
+  const double pages = resident(**client);
+  ASSERT_GT(pages, 0);
+  Outcome again = Neardup("cluster scale --config " + config + " --tier2-servers 5 --max-move 0.5");
+  ASSERT_EQ(again.code, 0) << again.out << again.err << Read(Path("cl/logs/supervisor.log"));
+  ASSERT_TRUE(WaitSettled(**client, 60));
+  for (int i = 0; i < 100 && resident(**client) != pages; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(resident(**client), pages);
+  EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
+  Outcome drained = Neardup("cluster scale --config " + config + " --tier2-servers 4");
+  ASSERT_EQ(drained.code, 0) << drained.out << drained.err;
   Outcome down = Neardup("cluster down --config " + config);
   EXPECT_EQ(down.code, 0) << down.err;
   // Up again: the same servers on the same addresses (the store refuses others), the same answers.
