@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -42,11 +41,10 @@ StatusOr<pb::NeardupConfig> ClusterConfigFrom(const std::string& path) {
 constexpr char kScaleRequest[] = "scale.request";
 constexpr char kScaleResult[] = "scale.result";
 
+// The file's text; empty when there is none (yet).
 std::string ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text;
+  return ReadWholeFile(FileEnv::Default(), path, &text).ok() ? text : std::string();
 }
 
 // "key=value" lines: id (the requester's, echoed as the answer's first line), tier2_servers,

@@ -280,10 +280,8 @@ void Supervisor::Run() {
   Publish();
 }
 
-void Supervisor::StopMember(Member& m, uint32_t grace_ms) {
+void Supervisor::AwaitStop(Member& m, Clock::time_point deadline, uint32_t grace_ms) {
   if (m.pid == 0) return;
-  ::kill(m.pid, SIGTERM);
-  const auto deadline = Clock::now() + milliseconds(grace_ms);
   for (;;) {
     int status = 0;
     if (::waitpid(m.pid, &status, WNOHANG) == m.pid) {
@@ -300,6 +298,12 @@ void Supervisor::StopMember(Member& m, uint32_t grace_ms) {
     std::this_thread::sleep_for(milliseconds(20));
   }
   m.pid = 0;
+}
+
+void Supervisor::StopMember(Member& m, uint32_t grace_ms) {
+  if (m.pid == 0) return;
+  ::kill(m.pid, SIGTERM);
+  AwaitStop(m, Clock::now() + milliseconds(grace_ms), grace_ms);
 }
 
 StatusOr<std::string> Supervisor::Scale(const ScaleRequest& q) {
@@ -407,24 +411,7 @@ void Supervisor::StopAll() {
     }
     for (Member* m : group) ::kill(m->pid, SIGTERM);
     const auto deadline = Clock::now() + milliseconds(grace);
-    for (Member* m : group) {
-      for (;;) {
-        int status = 0;
-        if (::waitpid(m->pid, &status, WNOHANG) == m->pid) {
-          spdlog::info("cluster: {} stopped ({})", m->name,
-                       WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : "signal " + std::to_string(WTERMSIG(status)));
-          break;
-        }
-        if (Clock::now() > deadline) {
-          spdlog::warn("cluster: {} did not stop within {} ms: killed", m->name, grace);
-          ::kill(m->pid, SIGKILL);
-          ::waitpid(m->pid, nullptr, 0);
-          break;
-        }
-        std::this_thread::sleep_for(milliseconds(20));
-      }
-      m->pid = 0;
-    }
+    for (Member* m : group) AwaitStop(*m, deadline, grace);
   }
 }
 

@@ -93,6 +93,8 @@ class Supervisor {
   void StopAll();
   // SIGTERM, then SIGKILL past the deadline; waits for it.
   void StopMember(Member& m, uint32_t grace_ms);
+  // Waits for `m`, signalled, to exit; SIGKILL past `deadline` (grace_ms names it in the log).
+  void AwaitStop(Member& m, std::chrono::steady_clock::time_point deadline, uint32_t grace_ms);
   void Publish();
   Member Tier2Member(uint32_t i) const;
   uint32_t Tier2Count() const;

@@ -397,12 +397,11 @@ Status Pipeline::AdvanceMove(MoveTurn turn, BatchQueue* queue) {
 
 void Pipeline::AddMoveRemovals(const Batch& b, const std::vector<Classification>& classes,
                                google::protobuf::RepeatedPtrField<pb::Tier2Removal>* removals) const {
-  if (move_ == nullptr || !move_->flipped() || move_->done()) return;
+  if (move_ == nullptr) return;
   for (size_t i = 0; i < b.records.size(); ++i) {
     const Classification c = classes[i];
     if (c != Classification::kFastPath && c != Classification::kTier2 && c != Classification::kEmpty) continue;
-    if (move_->before().ShardOf(b.cell[i]) == move_->after().ShardOf(b.cell[i])) continue;
-    // Removed on both maps' shards (RemovalShards); stored too on the new one, where it stays.
+    if (!move_->ClearsOldShard(b.cell[i])) continue;
     pb::Tier2Removal* r = removals->Add();
     r->set_url(b.records[i].url);
     r->set_cell(b.cell[i]);

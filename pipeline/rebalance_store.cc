@@ -186,7 +186,7 @@ Status StoreMove::Finish(ShardSet* shards, uint64_t sequence) {
   return Status::Ok();
 }
 
-Status StoreMove::DrawCopyList(uint64_t sequence) {
+Status StoreMove::DrawList(uint64_t sequence, bool by_destination) {
   list_.clear();
   RETURN_IF_ERROR(ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
     if (cell >= before_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
@@ -194,20 +194,32 @@ Status StoreMove::DrawCopyList(uint64_t sequence) {
     if (from != to) list_.push_back({from, to, std::string(url)});
     return Status::Ok();
   }));
-  std::sort(list_.begin(), list_.end(), [](const Entry& a, const Entry& b) {
-    return a.to != b.to ? a.to < b.to : a.url < b.url;
+  // The steps take the list in runs of one shard: the copy's by destination, the drop's by source.
+  std::sort(list_.begin(), list_.end(), [by_destination](const Entry& a, const Entry& b) {
+    const uint32_t x = by_destination ? a.to : a.from, y = by_destination ? b.to : b.from;
+    return x != y ? x < y : a.url < b.url;
   });
   listed_ = true;
   next_ = 0;
   listed_at_ = sequence;
-  copy_start_ = std::chrono::steady_clock::now();
-  copied_bytes_ = 0;
   return Status::Ok();
+}
+
+void StoreMove::EndListIfDone(Phase next) {
+  if (next_ < list_.size()) return;
+  phase_ = next;
+  list_.clear();
+  list_.shrink_to_fit();
+  listed_ = false;
 }
 
 // Step 2: the next destination's next pages, read from their source shards (one call each).
 Status StoreMove::CopyStep(ShardSet* shards, uint64_t sequence) {
-  if (!listed_) RETURN_IF_ERROR(DrawCopyList(sequence));
+  if (!listed_) {
+    RETURN_IF_ERROR(DrawList(sequence, /*by_destination=*/true));
+    copy_start_ = std::chrono::steady_clock::now();
+    copied_bytes_ = 0;
+  }
   const bool recheck = sequence != listed_at_;
   std::map<uint32_t, std::vector<std::string>> by_source;
   size_t taken = 0;
@@ -257,12 +269,7 @@ Status StoreMove::CopyStep(ShardSet* shards, uint64_t sequence) {
     j_.set_bytes_moved(j_.bytes_moved() + bytes);
     RETURN_IF_ERROR(Durable());
   }
-  if (next_ >= list_.size()) {
-    phase_ = Phase::kFlip;
-    list_.clear();
-    list_.shrink_to_fit();
-    listed_ = false;
-  }
+  EndListIfDone(Phase::kFlip);
   return Status::Ok();
 }
 
@@ -283,26 +290,9 @@ Status StoreMove::Flip() {
   return Durable();
 }
 
-Status StoreMove::DrawDropList(uint64_t sequence) {
-  list_.clear();
-  RETURN_IF_ERROR(ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
-    if (cell >= before_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
-    const uint32_t from = before_.ShardOf(cell), to = after_.ShardOf(cell);
-    if (from != to) list_.push_back({from, to, std::string(url)});
-    return Status::Ok();
-  }));
-  std::sort(list_.begin(), list_.end(), [](const Entry& a, const Entry& b) {
-    return a.from != b.from ? a.from < b.from : a.url < b.url;
-  });
-  listed_ = true;
-  next_ = 0;
-  listed_at_ = sequence;
-  return Status::Ok();
-}
-
 // Step 4: the sources drop what left them.
 Status StoreMove::DropStep(ShardSet* shards, uint64_t sequence) {
-  if (!listed_) RETURN_IF_ERROR(DrawDropList(sequence));
+  if (!listed_) RETURN_IF_ERROR(DrawList(sequence, /*by_destination=*/false));
   const bool recheck = sequence != listed_at_;
   std::vector<std::string> urls;
   uint32_t from = 0;
@@ -327,12 +317,7 @@ Status StoreMove::DropStep(ShardSet* shards, uint64_t sequence) {
     counts_.pages_dropped += urls.size();
     RETURN_IF_ERROR(Durable());
   }
-  if (next_ >= list_.size()) {
-    phase_ = Phase::kEnd;
-    list_.clear();
-    list_.shrink_to_fit();
-    listed_ = false;
-  }
+  EndListIfDone(Phase::kEnd);
   return Status::Ok();
 }
 

@@ -79,6 +79,29 @@ std::map<uint32_t, std::set<std::string>> ShardContents(const std::string& dir) 
   return out;
 }
 
+// A store opened read-only (the default configuration, `threshold`) with the move its journal
+// records: the journal and both maps. Fails the test when there is none.
+struct OpenedMove {
+  pb::NeardupConfig config = DefaultConfig();
+  OpenedStore store;
+  pb::MoveJournal journal;
+  std::optional<partitioner::PartitionMap> before, after;
+};
+void OpenMove(const std::string& dir, double threshold, OpenedMove* out) {
+  StoreLayout layout{dir};
+  SignerOptions signer;
+  auto opened = OpenStoreReadOnly(layout, {}, &out->config, &threshold, &signer);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  out->store = std::move(*opened);
+  auto journal = ReadMoveJournal(*out->store.groups);
+  ASSERT_TRUE(journal.ok()) << journal.status().ToString();
+  out->journal = *journal;
+  auto maps = LoadMoveMaps(layout, out->journal);
+  ASSERT_TRUE(maps.ok()) << maps.status().ToString();
+  out->before = std::move(maps->first);
+  out->after = std::move(maps->second);
+}
+
 // Deletes the group store's meta row `row` (as if the store had never written it).
 void DeleteMetaRow(const std::string& dir, const char* row) {
   tier1::GroupStore::Options go;
@@ -369,19 +392,12 @@ TEST_F(RebalanceStoreTest, APageChangedAfterTheFlipIsNotMetInItsOldVersion) {
   std::map<uint32_t, uint64_t> to_pages, from_pages;
   std::vector<std::pair<std::string, uint32_t>> moved;  // (URL, cell)
   {
-    pb::NeardupConfig c = config;
-    double threshold = 0.9;
-    SignerOptions so;
-    auto opened = OpenStoreReadOnly(layout, {}, &c, &threshold, &so);
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    auto journal = ReadMoveJournal(*opened->groups);
-    ASSERT_TRUE(journal.ok());
-    auto maps = LoadMoveMaps(layout, *journal);
-    ASSERT_TRUE(maps.ok());
-    before = maps->first;
-    after = maps->second;
-    ASSERT_TRUE(opened->groups->rows()
-                    .ScanFamily(opened->groups->page_family(),
+    OpenedMove m;
+    ASSERT_NO_FATAL_FAILURE(OpenMove(stores[1], 0.9, &m));
+    before = m.before;
+    after = m.after;
+    ASSERT_TRUE(m.store.groups->rows()
+                    .ScanFamily(m.store.groups->page_family(),
                                 [&](std::string_view url, std::string_view, std::string_view v) {
                                   pb::Tier1Page page;
                                   page.ParseFromArray(v.data(), static_cast<int>(v.size()));
@@ -556,28 +572,20 @@ TEST_F(RebalanceStoreTest, ABatchComparedWhileAMoveIsHalfDoneFindsEveryExactPair
     uint64_t calls = 0;
     s.on_step = [&](uint64_t) { return ++calls < stop; };
     if (RebalanceStore(s).ok()) break;
-    StoreLayout layout{dir};
-    pb::NeardupConfig config = DefaultConfig();
-    double threshold = t;
-    SignerOptions signer;
-    auto opened = OpenStoreReadOnly(layout, {}, &config, &threshold, &signer);
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    auto journal = ReadMoveJournal(*opened->groups);
-    ASSERT_TRUE(journal.ok());
-    auto maps = LoadMoveMaps(layout, *journal);
-    ASSERT_TRUE(maps.ok()) << maps.status().ToString();
-    const auto& [before, after] = *maps;
+    OpenedMove mv;
+    ASSERT_NO_FATAL_FAILURE(OpenMove(dir, t, &mv));
+    const partitioner::PartitionMap &before = *mv.before, &after = *mv.after;
     ShardSetOptions so;
-    so.layout = layout;
-    so.config = config;
+    so.layout = StoreLayout{dir};
+    so.config = mv.config;
     so.shards = std::max(before.shards(), after.shards());  // a new shard's directory may not exist yet
     auto shards = OpenLocalShardSet(so);
     ASSERT_TRUE(shards.ok()) << shards.status().ToString();
 
     // Brute force over every resident page (read from whichever shard holds it).
     std::vector<pb::PageSignature> resident;
-    ASSERT_TRUE(opened->groups->rows()
-                    .ScanFamily(opened->groups->page_family(),
+    ASSERT_TRUE(mv.store.groups->rows()
+                    .ScanFamily(mv.store.groups->page_family(),
                                 [&](std::string_view url, std::string_view, std::string_view v) {
                                   pb::Tier1Page p;
                                   p.ParseFromArray(v.data(), static_cast<int>(v.size()));
@@ -597,7 +605,7 @@ TEST_F(RebalanceStoreTest, ABatchComparedWhileAMoveIsHalfDoneFindsEveryExactPair
     }
     ASSERT_GT(exact.size(), probes.size());  // every probe has its original, and some a family
 
-    const bool flipped = journal->state() == pb::MoveJournal::DROP;
+    const bool flipped = mv.journal.state() == pb::MoveJournal::DROP;
     flipped_stops += flipped;
     auto found = [&](const partitioner::PartitionMap& map) {
       std::set<std::pair<uint32_t, std::string>> pairs;

@@ -16,8 +16,8 @@
 //     on its shard under the other map as well: the source stays complete and current, so the old
 //     map is exact until the flip, and a destination has every page of its new cells by then;
 //   - a removal goes to the page's shard under both maps, until the move ends; and from the flip
-//     on, a page stored in a moved cell is removed from its old shard as well (the caller adds the
-//     removal): a shard compares a page routed to it for one of its cells against everything it
+//     on, a page stored in a moved cell is removed from its old shard as well (ClearsOldShard: the
+//     caller adds the removal): a shard compares a page routed to it for one of its cells against everything it
 //     holds, and the moved-out pages it keeps until the drop must be current;
 //   - Tier 2 compares route on the served map, and Tier 1 reads a signature from the shard it
 //     gives: its shards hold every page, in its current version. A batch routed before the flip
@@ -83,6 +83,12 @@ class StoreMove {
   // returns how many of out[0..1] are set.
   int StoreShards(uint32_t cell, uint32_t out[2]) const;
   int RemovalShards(uint32_t cell, uint32_t out[2]) const;
+  // Whether a page a batch stores in `cell` is also to be removed from its old shard (from the
+  // flip to the end, for a cell that changed shard): the caller adds a removal of it in `cell`,
+  // which RemovalShards sends to both shards (the new one keeps it: stored wins).
+  bool ClearsOldShard(uint32_t cell) const {
+    return flipped() && !done() && before_.ShardOf(cell) != after_.ShardOf(cell);
+  }
 
   // Whether the copy's rate cap lets the next step run now; else *wait_seconds says how long to
   // wait. Always true outside the copy.
@@ -110,14 +116,17 @@ class StoreMove {
   StoreMove(const StoreLayout& layout, tier1::GroupStore* groups, StoreMoveOptions o, pb::MoveJournal j,
             partitioner::PartitionMap before, partitioner::PartitionMap after);
   Status Durable();                 // a step taken: counted, on_step asked
-  Status DrawCopyList(uint64_t sequence);
+  enum class Phase { kCopy, kFlip, kRename, kDrop, kEnd, kDone };
+  // The phase's pages: those Tier 1 places in cells that change shard, in runs of one destination
+  // (the copy) or one source (the drop).
+  Status DrawList(uint64_t sequence, bool by_destination);
+  // Once the steps took the whole list: on to `next`.
+  void EndListIfDone(Phase next);
   Status CopyStep(ShardSet* shards, uint64_t sequence);
   Status Flip();
-  Status DrawDropList(uint64_t sequence);
   Status DropStep(ShardSet* shards, uint64_t sequence);
   Status End();
 
-  enum class Phase { kCopy, kFlip, kRename, kDrop, kEnd, kDone };
   struct Entry {
     uint32_t from, to;
     std::string url;

@@ -154,6 +154,23 @@ class ServiceTest : public BinaryTest {
     Write("t1.textproto", "tier1_server { linger_ms: 3000 max_batch_delay_ms: 600000 tier2_deadline_ms: 2000 "
                           "retry_min_ms: 100 retry_max_ms: 500 }\n");
   }
+  // The crawl's first 500 lines and the rest, written as first.jsonl and second.jsonl.
+  std::pair<std::string, std::string> WriteCrawlHalves() {
+    std::istringstream lines(Read(crawl_));
+    std::string first, second, line;
+    for (int n = 0; std::getline(lines, line); ++n) (n < 500 ? first : second) += line + "\n";
+    Write("first.jsonl", first);
+    Write("second.jsonl", second);
+    return {first, second};
+  }
+  // The API's URL that `cluster up` printed (empty when it printed none).
+  static std::string ApiOf(const Outcome& up) {
+    const size_t at = up.out.find("http://");
+    if (at == std::string::npos) return "";
+    std::string server = up.out.substr(at);
+    while (!server.empty() && server.back() == '\n') server.pop_back();
+    return server;
+  }
   std::vector<std::string> Tier1Args(const std::string& tier2) {
     return {"tier1-server", "--config", Path("t1.textproto"), "--listen", "127.0.0.1:0", "--store", Path("cl"),
             "--map", Path("local/map.pb"), "--batch", "100", "--tier2", tier2};
@@ -297,12 +314,7 @@ TEST_F(ServiceTest, AddingAndDrainingATier2ServerWhileIngestRuns) {
   const std::string api = Start("tier1", Tier1Args(join(t2, 4)));
   ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
   const std::string server = "http://127.0.0.1:" + api;
-  // The crawl in two halves.
-  std::istringstream lines(Read(crawl_));
-  std::string first, second, line;
-  for (int n = 0; std::getline(lines, line); ++n) (n < 500 ? first : second) += line + "\n";
-  Write("first.jsonl", first);
-  Write("second.jsonl", second);
+  WriteCrawlHalves();
   ASSERT_EQ(Neardup("ingest --server " + server + " --input " + Path("first.jsonl")).code, 0);
   auto client = cluster::HttpClient::Create(server);
   ASSERT_TRUE(client.ok());
@@ -446,11 +458,8 @@ TEST_F(ServiceTest, ATier2KilledDuringIngestLeavesPagesPendingAndCostsNothing) {
   auto client = cluster::HttpClient::Create(server);
   ASSERT_TRUE(client.ok());
   // Half the crawl, settled; then Tier 2 server b dies and the other half comes.
-  std::istringstream all(Read(crawl_));
-  std::string first, second, line;
-  for (int i = 0; std::getline(all, line); ++i) (i < 500 ? first : second) += line + "\n";
-  Write("first.jsonl", first);
-  Write("second.jsonl", second);
+  const std::string second = WriteCrawlHalves().second;
+  std::string line;
   ASSERT_EQ(Neardup("ingest --server " + server + " --input " + Path("first.jsonl")).code, 0);
   ASSERT_TRUE(WaitSettled(**client, 60));
   EXPECT_EQ(Signal("tier2-b", SIGKILL), -1);
@@ -531,10 +540,8 @@ TEST_F(ServiceTest, ClusterUpSupervisesAndClusterDownStops) {
                              "tier2 { batch_pages: 100 }\n");
   Outcome up = Neardup("cluster up --config " + Path("cluster.textproto"));
   ASSERT_EQ(up.code, 0) << up.err << Read(Path("cl/logs/supervisor.log"));
-  const size_t at = up.out.find("http://");
-  ASSERT_NE(at, std::string::npos) << up.out;
-  std::string server = up.out.substr(at);
-  while (!server.empty() && server.back() == '\n') server.pop_back();
+  const std::string server = ApiOf(up);
+  ASSERT_FALSE(server.empty()) << up.out;
   auto client = cluster::HttpClient::Create(server);
   ASSERT_TRUE(client.ok());
   ASSERT_EQ(Neardup("ingest --server " + server + " --input " + crawl_).code, 0);
@@ -572,15 +579,11 @@ TEST_F(ServiceTest, ClusterScaleAddsAndDrainsATier2ServerWhileIngestRuns) {
   const std::string config = Path("cluster.textproto");
   Outcome up = Neardup("cluster up --config " + config);
   ASSERT_EQ(up.code, 0) << up.err << Read(Path("cl/logs/supervisor.log"));
-  std::string server = up.out.substr(up.out.find("http://"));
-  while (!server.empty() && server.back() == '\n') server.pop_back();
+  std::string server = ApiOf(up);
+  ASSERT_FALSE(server.empty()) << up.out;
   auto client = cluster::HttpClient::Create(server);
   ASSERT_TRUE(client.ok());
-  std::istringstream lines(Read(crawl_));
-  std::string first, second, line;
-  for (int n = 0; std::getline(lines, line); ++n) (n < 500 ? first : second) += line + "\n";
-  Write("first.jsonl", first);
-  Write("second.jsonl", second);
+  WriteCrawlHalves();
   ASSERT_EQ(Neardup("ingest --server " + server + " --input " + Path("first.jsonl")).code, 0);
   ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("cl/logs/tier1.log"));
   // Resident pages summed over the shards /metrics names (each page on one shard).
@@ -638,8 +641,7 @@ TEST_F(ServiceTest, ClusterScaleAddsAndDrainsATier2ServerWhileIngestRuns) {
   // Up again: the same servers on the same addresses (the store refuses others), the same answers.
   up = Neardup("cluster up --config " + config);
   ASSERT_EQ(up.code, 0) << up.err << Read(Path("cl/logs/supervisor.log")) << Read(Path("cl/logs/tier1.log"));
-  server = up.out.substr(up.out.find("http://"));
-  while (!server.empty() && server.back() == '\n') server.pop_back();
+  server = ApiOf(up);
   client = cluster::HttpClient::Create(server);
   ASSERT_TRUE(client.ok());
   EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
