@@ -14,6 +14,12 @@ namespace neardup::partitioner {
 PartitionMap::PartitionMap(pb::PartitionMap proto) : proto_(std::move(proto)) {
   nodes_.reserve(static_cast<size_t>(proto_.slice_size()));
   for (const auto& sl : proto_.slice()) nodes_.push_back(Node{{sl.bounds().begin(), sl.bounds().end()}, sl.first_child()});
+  if (proto_.leaf_cell_size() > 0) {
+    leaf_cell_.assign(proto_.leaf_cell().begin(), proto_.leaf_cell().end());
+  } else {
+    leaf_cell_.resize(static_cast<size_t>(proto_.cell_shard_size()));
+    for (size_t i = 0; i < leaf_cell_.size(); ++i) leaf_cell_[i] = static_cast<uint32_t>(i);
+  }
 }
 
 StatusOr<PartitionMap> PartitionMap::FromProto(pb::PartitionMap p) {
@@ -37,6 +43,21 @@ StatusOr<PartitionMap> PartitionMap::FromProto(pb::PartitionMap p) {
   }
   // Walk the tree from the root: every node and every cell reached exactly once, depth == dims.
   std::vector<int> node_depth(static_cast<size_t>(p.slice_size()), -1);
+  if (p.leaf_cell_size() != 0 && p.leaf_cell_size() != p.cell_shard_size()) {
+    return InvalidArgument("partition map: leaf_cell has " + std::to_string(p.leaf_cell_size()) + " entries for " +
+                           std::to_string(p.cell_shard_size()) + " cells");
+  }
+  {
+    std::vector<bool> numbered(static_cast<size_t>(p.leaf_cell_size()), false);
+    for (int i = 0; i < p.leaf_cell_size(); ++i) {
+      const uint32_t c = p.leaf_cell(i);
+      if (c >= numbered.size() || numbered[c]) {
+        return InvalidArgument("partition map: leaf_cell[" + std::to_string(i) + "] = " + std::to_string(c) +
+                               " is not a cell, or numbers a cell twice");
+      }
+      numbered[c] = true;
+    }
+  }
   std::vector<bool> cell_seen(static_cast<size_t>(p.cell_shard_size()), false);
   node_depth[0] = 0;
   std::vector<int> stack{0};
@@ -61,7 +82,7 @@ StatusOr<PartitionMap> PartitionMap::FromProto(pb::PartitionMap p) {
     }
     for (uint64_t c = first; c < first + count; ++c) {
       if (last) {
-        if (cell_seen[c]) return InvalidArgument("partition map: cell " + std::to_string(c) + " is reached twice");
+        if (cell_seen[c]) return InvalidArgument("partition map: leaf " + std::to_string(c) + " is reached twice");
         cell_seen[c] = true;
         ++cells_seen;
       } else {
@@ -130,7 +151,7 @@ uint32_t PartitionMap::Home(std::span<const uint32_t> v) const {
   const Node* node = &nodes_[0];
   for (uint32_t d = 0;; ++d) {
     const uint32_t child = node->first_child + IntervalOf(*node, v[d]);
-    if (d + 1 == dims()) return child;
+    if (d + 1 == dims()) return leaf_cell_[child];
     node = &nodes_[child];
   }
 }
@@ -194,7 +215,7 @@ void PartitionMap::ForEachRoutedCell(std::span<const uint32_t> v, Emit&& emit) c
         terms = f.terms + static_cast<double>(gap) - c * static_cast<double>(y);
         if (terms - rest[f.depth + 1] > allowance) continue;
       }
-      if (last) emit(node.first_child + j);
+      if (last) emit(leaf_cell_[node.first_child + j]);
       else stack.push_back({node.first_child + j, f.depth + 1, dist, terms});
     }
   }
@@ -219,6 +240,122 @@ void PartitionMap::RouteShards(std::span<const uint32_t> v, std::vector<uint32_t
   for (size_t w = 0; w < bits.size(); ++w) {
     for (uint64_t b = bits[w]; b != 0; b &= b - 1) shards->push_back(static_cast<uint32_t>(w * 64 + std::countr_zero(b)));
   }
+}
+
+namespace {
+
+uint32_t CellOfLeaf(const pb::PartitionMap& p, uint32_t leaf) {
+  return p.leaf_cell_size() > 0 ? p.leaf_cell(static_cast<int>(leaf)) : leaf;
+}
+
+// The nodes of the last depth (whose intervals are leaves) of a valid map, by first leaf.
+std::vector<uint32_t> LastDepthNodes(const pb::PartitionMap& p) {
+  std::vector<uint32_t> depth(static_cast<size_t>(p.slice_size()), 0);
+  std::vector<uint32_t> last;
+  std::vector<uint32_t> queue{0};
+  for (size_t i = 0; i < queue.size(); ++i) {
+    const uint32_t n = queue[i];
+    const auto& sl = p.slice(static_cast<int>(n));
+    if (depth[n] + 1 == p.dims()) {
+      last.push_back(n);
+      continue;
+    }
+    for (uint32_t j = 0; j <= static_cast<uint32_t>(sl.bounds_size()); ++j) {
+      depth[sl.first_child() + j] = depth[n] + 1;
+      queue.push_back(sl.first_child() + j);
+    }
+  }
+  std::sort(last.begin(), last.end(), [&p](uint32_t a, uint32_t b) {
+    return p.slice(static_cast<int>(a)).first_child() < p.slice(static_cast<int>(b)).first_child();
+  });
+  return last;
+}
+
+}  // namespace
+
+StatusOr<PartitionMap> SplitCells(const PartitionMap& map, std::span<const CellCut> cuts) {
+  const pb::PartitionMap& p = map.proto();
+  const uint32_t cells = map.cells();
+  std::vector<uint32_t> leaf_of(cells);
+  for (uint32_t leaf = 0; leaf < cells; ++leaf) leaf_of[CellOfLeaf(p, leaf)] = leaf;
+  std::vector<std::vector<uint64_t>> leaf_cuts(cells);
+  for (const CellCut& cut : cuts) {
+    if (cut.cell >= cells) {
+      return InvalidArgument("split: cell " + std::to_string(cut.cell) + " is not one of the map's " + std::to_string(cells));
+    }
+    std::vector<uint64_t>& at = leaf_cuts[leaf_of[cut.cell]];
+    if (!at.empty()) return InvalidArgument("split: cell " + std::to_string(cut.cell) + " is cut twice");
+    at = cut.at;
+    std::sort(at.begin(), at.end());
+    at.erase(std::unique(at.begin(), at.end()), at.end());
+  }
+  pb::PartitionMap q = p;
+  q.clear_leaf_cell();
+  uint32_t next_leaf = 0, next_cell = cells;
+  for (const uint32_t n : LastDepthNodes(p)) {
+    const auto& old = p.slice(static_cast<int>(n));
+    auto* sl = q.mutable_slice(static_cast<int>(n));
+    sl->clear_bounds();
+    sl->set_first_child(next_leaf);
+    for (uint32_t j = 0; j <= static_cast<uint32_t>(old.bounds_size()); ++j) {
+      const uint32_t leaf = old.first_child() + j, cell = CellOfLeaf(p, leaf);
+      const uint64_t lo = j == 0 ? 0 : old.bounds(static_cast<int>(j) - 1);
+      const uint64_t hi = j == static_cast<uint32_t>(old.bounds_size()) ? ~uint64_t{0} : old.bounds(static_cast<int>(j));
+      if (j > 0) sl->add_bounds(lo);
+      q.add_leaf_cell(cell);
+      ++next_leaf;
+      for (const uint64_t v : leaf_cuts[leaf]) {
+        if (v <= lo || v >= hi) {
+          return InvalidArgument("split: cut " + std::to_string(v) + " of cell " + std::to_string(cell) +
+                                 " is not inside its last interval [" + std::to_string(lo) + ", " +
+                                 (hi == ~uint64_t{0} ? std::string("inf") : std::to_string(hi)) + ")");
+        }
+        sl->add_bounds(v);
+        q.add_leaf_cell(next_cell++);
+        q.add_cell_shard(map.ShardOf(cell));
+        if (q.cell_weight_size() > 0) q.add_cell_weight(0);
+        ++next_leaf;
+      }
+    }
+  }
+  return PartitionMap::FromProto(std::move(q));
+}
+
+StatusOr<std::vector<uint32_t>> CellParents(const PartitionMap& finer, const PartitionMap& coarser) {
+  const pb::PartitionMap& f = finer.proto();
+  const pb::PartitionMap& c = coarser.proto();
+  auto differ = [](const std::string& what) {
+    return InvalidArgument("the new map does not refine the old one: " + what);
+  };
+  if (f.dims() != c.dims() || f.slice_size() != c.slice_size()) return differ("another tree");
+  if (finer.cells() < coarser.cells()) return differ("fewer cells");
+  const std::vector<uint32_t> last = LastDepthNodes(c);
+  std::vector<bool> is_last(static_cast<size_t>(c.slice_size()), false);
+  for (const uint32_t n : last) is_last[n] = true;
+  std::vector<uint32_t> parent(finer.cells(), 0);
+  for (int n = 0; n < c.slice_size(); ++n) {
+    const auto& fs = f.slice(n);
+    const auto& cs = c.slice(n);
+    if (!is_last[static_cast<size_t>(n)]) {
+      if (fs.first_child() != cs.first_child() ||
+          !std::equal(fs.bounds().begin(), fs.bounds().end(), cs.bounds().begin(), cs.bounds().end())) {
+        return differ("slice " + std::to_string(n) + " differs");
+      }
+      continue;
+    }
+    if (!std::includes(fs.bounds().begin(), fs.bounds().end(), cs.bounds().begin(), cs.bounds().end())) {
+      return differ("slice " + std::to_string(n) + " lost a bound");
+    }
+    for (uint32_t j = 0; j <= static_cast<uint32_t>(fs.bounds_size()); ++j) {
+      const uint64_t lo = j == 0 ? 0 : fs.bounds(static_cast<int>(j) - 1);
+      const uint32_t k = static_cast<uint32_t>(std::upper_bound(cs.bounds().begin(), cs.bounds().end(), lo) - cs.bounds().begin());
+      parent[CellOfLeaf(f, fs.first_child() + j)] = CellOfLeaf(c, cs.first_child() + k);
+    }
+  }
+  for (uint32_t cell = 0; cell < coarser.cells(); ++cell) {
+    if (parent[cell] != cell) return differ("cell " + std::to_string(cell) + " is numbered otherwise");
+  }
+  return parent;
 }
 
 }  // namespace neardup::partitioner

@@ -82,6 +82,27 @@ class PartitionMap {
 
   pb::PartitionMap proto_;
   std::vector<Node> nodes_;
+  std::vector<uint32_t> leaf_cell_;  // the proto's leaf_cell, or the identity
 };
+
+// Cuts for one cell: values of the last dimension strictly inside its interval there.
+struct CellCut {
+  uint32_t cell;
+  std::vector<uint64_t> at;
+};
+
+// The map with each cut cell split along the last dimension at the cut values (a rebalance's
+// re-slicing, partitioner/rebalance.h). A split cell keeps its number, shard and weight for its
+// lowest part; every other part is a new cell, numbered from map.cells() up in the order of the
+// tree's leaves, on the split cell's shard with weight 0. Every other cell keeps its number, its
+// box and its shard, so no page outside the cut cells changes cell. Generation unchanged.
+// InvalidArgument for a cell that is not the map's or is cut twice, or a cut outside its interval.
+StatusOr<PartitionMap> SplitCells(const PartitionMap& map, std::span<const CellCut> cuts);
+
+// For a map made from `coarser` by SplitCells and shard changes (the same tree, each last-depth
+// slice holding the coarser's bounds and maybe more): the coarser cell that holds each of
+// `finer`'s cells (the identity when nothing was split). InvalidArgument when `finer` does not
+// refine `coarser` so, or numbers one of coarser's cells otherwise than its own lowest part.
+StatusOr<std::vector<uint32_t>> CellParents(const PartitionMap& finer, const PartitionMap& coarser);
 
 }  // namespace neardup::partitioner

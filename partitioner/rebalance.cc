@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <set>
 
 #include "partitioner/map_builder.h"
 
@@ -166,6 +168,28 @@ StatusOr<RebalanceResult> ReassignCells(const PartitionMap& old_map, const std::
     load[to] += w[c];
     forced += w[c];
   }
+  // Growing: the new shards are filled largest cell first, each cell staying where it is while
+  // its shard has room (the mean times target_imbalance), else going to the least-loaded shard,
+  // within the budget. (The local search below, alone, spends its budget on cells it moves twice.)
+  if (shards > old_map.shards()) {
+    const double cap = total / shards * std::max(1.0, o.target_imbalance);
+    std::vector<uint32_t> order;
+    for (uint32_t c = 0; c < cells; ++c) {
+      if (w[c] > 0) order.push_back(c);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return w[a] > w[b]; });
+    std::vector<double> placed(shards, 0.0);
+    for (uint32_t c : order) {
+      const uint32_t least = static_cast<uint32_t>(std::min_element(placed.begin(), placed.end()) - placed.begin());
+      uint32_t to = shard_of[c];
+      if (placed[to] + w[c] > cap && placed[least] + w[c] < placed[to] + w[c] && forced + w[c] <= o.max_move * total) {
+        to = least;
+        forced += w[c];
+      }
+      placed[to] += w[c];
+      shard_of[c] = to;
+    }
+  }
   RefineAssignment(w, &shard_of, shards,
                    {.move_budget = std::max(0.0, o.max_move * total - forced),
                     .target_imbalance = o.target_imbalance,
@@ -186,6 +210,118 @@ StatusOr<RebalanceResult> ReassignCells(const PartitionMap& old_map, const std::
   r.moved_share = total > 0 ? moved / total : 0;
   std::stable_sort(r.moves.begin(), r.moves.end(), [](const CellMove& a, const CellMove& b) { return a.pages > b.pages; });
   return r;
+}
+
+namespace {
+
+// The cut that halves a cell's sample pages by their last length (at the median, or above the
+// least value when more than half share it); nullopt when they all share one value.
+std::optional<uint64_t> MedianCut(std::vector<uint64_t> values) {
+  if (values.size() < 2) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  uint64_t m = values[values.size() / 2];
+  if (m == values.front()) {
+    auto above = std::upper_bound(values.begin(), values.end(), values.front());
+    if (above == values.end()) return std::nullopt;
+    m = *above;
+  }
+  return m;
+}
+
+}  // namespace
+
+StatusOr<RebalanceResult> ReassignOrSplitCells(const PartitionMap& old_map, const LengthSample& sample, uint32_t shards,
+                                               const RebalanceOptions& o, uint32_t max_cells) {
+  if (sample.dims() != old_map.dims()) {
+    return InvalidArgument("the map has " + std::to_string(old_map.dims()) + " dimensions, the sample " +
+                           std::to_string(sample.dims()));
+  }
+  if (sample.size() == 0) return FailedPrecondition("cannot rebalance from an empty sample");
+  const auto feature = old_map.proto().feature();
+  const uint32_t last = old_map.dims() - 1;
+  std::vector<uint32_t> home(sample.size());
+  auto weigh = [&](const PartitionMap& m) {
+    std::vector<double> w(m.cells(), 0.0);
+    for (size_t i = 0; i < sample.size(); ++i) {
+      home[i] = m.Home(sample.Vector(i, feature));
+      w[home[i]] += 1;
+    }
+    return w;
+  };
+  ASSIGN_OR_RETURN(RebalanceResult best, ReassignCells(old_map, weigh(old_map), shards, o));
+  if (best.imbalance_after <= o.target_imbalance || shards == 0) return best;
+  const uint32_t per_shard = std::max(1u, old_map.proto().cells_per_shard());
+  const uint32_t grain = shards * per_shard;
+  if (max_cells == 0) max_cells = 2 * grain;
+
+  // Cuts by cell of the old map; the split map is rebuilt from the old one after each cut.
+  std::map<uint32_t, std::vector<uint64_t>> cuts, best_cuts;
+  auto split = [&](const std::map<uint32_t, std::vector<uint64_t>>& at) -> StatusOr<PartitionMap> {
+    std::vector<CellCut> list;
+    for (const auto& [cell, values] : at) list.push_back({cell, values});
+    return SplitCells(old_map, list);
+  };
+  PartitionMap refined = old_map;
+  std::vector<double> w = weigh(refined);
+  while (refined.cells() < max_cells) {
+    // The heaviest cell that can be cut.
+    std::vector<std::vector<uint64_t>> values(refined.cells());
+    for (size_t i = 0; i < sample.size(); ++i) values[home[i]].push_back(sample.Vector(i, feature)[last]);
+    std::vector<uint32_t> order(refined.cells());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return w[a] > w[b]; });
+    std::optional<uint64_t> cut;
+    uint32_t cell = 0;
+    for (uint32_t c : order) {
+      if ((cut = MedianCut(std::move(values[c])))) {
+        cell = c;
+        break;
+      }
+    }
+    if (!cut) break;
+    ASSIGN_OR_RETURN(const std::vector<uint32_t> parent, CellParents(refined, old_map));
+    cuts[parent[cell]].push_back(*cut);
+    ASSIGN_OR_RETURN(refined, split(cuts));
+    w = weigh(refined);
+    if (refined.cells() < grain) continue;
+    ASSIGN_OR_RETURN(RebalanceResult r, ReassignCells(refined, w, shards, o));
+    if (r.imbalance_after < best.imbalance_after - 1e-12) {
+      best = std::move(r);
+      best_cuts = cuts;
+    }
+    if (best.imbalance_after <= o.target_imbalance) break;
+  }
+  if (best_cuts.empty()) return best;
+
+  // Cuts whose parts all ended on one shard move nothing a whole cell would not: drop them when
+  // the assignment without them is as balanced.
+  {
+    ASSIGN_OR_RETURN(const std::vector<uint32_t> parent, CellParents(best.map, old_map));
+    std::map<uint32_t, std::set<uint32_t>> shards_of;
+    for (uint32_t c = 0; c < best.map.cells(); ++c) shards_of[parent[c]].insert(best.map.ShardOf(c));
+    std::map<uint32_t, std::vector<uint64_t>> kept;
+    for (const auto& [cell, values] : best_cuts) {
+      if (shards_of[cell].size() > 1) kept[cell] = values;
+    }
+    if (kept.size() < best_cuts.size()) {
+      ASSIGN_OR_RETURN(PartitionMap pruned, split(kept));
+      ASSIGN_OR_RETURN(RebalanceResult r, ReassignCells(pruned, weigh(pruned), shards, o));
+      if (r.imbalance_after <= best.imbalance_after + 1e-12) {
+        best = std::move(r);
+        best_cuts = std::move(kept);
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(const std::vector<uint32_t> parent, CellParents(best.map, old_map));
+  best.resliced = !best_cuts.empty();
+  best.cells_split = static_cast<uint32_t>(best_cuts.size());
+  best.imbalance_before = Imbalance(Loads(weigh(old_map), [&] {
+    std::vector<uint32_t> s(old_map.cells());
+    for (uint32_t c = 0; c < old_map.cells(); ++c) s[c] = old_map.ShardOf(c);
+    return s;
+  }(), old_map.shards()));
+  for (CellMove& m : best.moves) m.from_cell = parent[m.to_cell];
+  return best;
 }
 
 }  // namespace neardup::partitioner

@@ -37,6 +37,7 @@ struct CellMove {
 struct RebalanceResult {
   PartitionMap map;                   // the new map (generation + 1)
   bool resliced = false;
+  uint32_t cells_split = 0;           // ReassignOrSplitCells: cells of the old map split
   double imbalance_before = 0;        // the fresh sample under the old map
   double imbalance_after = 0;         // the fresh sample under the new map
   double moved_share = 0;             // share of sample pages whose shard changes
@@ -51,7 +52,9 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
 // fewer: the shards from `shards` up are drained), keeping every cell's boundaries, so that no
 // page changes cell and a store moves whole cells only. `cell_weight` is the load of each cell
 // (e.g. its resident pages, or a sample's). Cells of drained shards go first, heaviest first, to
-// the least-loaded remaining shard (they move whatever the budget); then RefineAssignment with
+// the least-loaded remaining shard (they move whatever the budget); growing, the new shards are
+// filled first, largest cell first, each staying on its shard while that has room (the mean times
+// target_imbalance) and going to the least-loaded one otherwise, within max_move; then RefineAssignment with
 // moves and swaps while the imbalance is above target_imbalance and the weight moved stays within
 // max_move of the total. The result's map has generation + 1, `shards` shards and cell_weight as
 // its weights; moves are per cell (from_cell == to_cell), imbalances and moved_share by weight.
@@ -59,5 +62,18 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
 // negative entry, or max_move outside [0, 1].
 StatusOr<RebalanceResult> ReassignCells(const PartitionMap& old_map, const std::vector<double>& cell_weight,
                                         uint32_t shards, const RebalanceOptions& options);
+
+// ReassignCells first, with the weights of `sample` (pages' vectors of the map's feature); when
+// that leaves the imbalance above target_imbalance, re-slices: splits the heaviest cell that can be
+// split in two at the median of its sample pages' last length (SplitCells: every other cell keeps
+// its number and box, so only pages of split cells change cell), until the map has as many cells
+// per shard as it was built with, then one cell at a time with ReassignCells after each split,
+// while the imbalance is above target, up to `max_cells` cells (0: twice the map's cells per shard
+// times `shards`). Keeps the split map only if it is better balanced, and drops the cuts of cells
+// whose parts all ended on one shard when that costs no balance. Moves name the old map's cell
+// (from_cell) and the new map's (to_cell). Errors: ReassignCells', InvalidArgument for a sample of
+// other dimensions, FailedPrecondition for an empty one.
+StatusOr<RebalanceResult> ReassignOrSplitCells(const PartitionMap& old_map, const LengthSample& sample, uint32_t shards,
+                                               const RebalanceOptions& options, uint32_t max_cells = 0);
 
 }  // namespace neardup::partitioner

@@ -146,3 +146,127 @@ TEST(ReassignCells, RefusesBadArguments) {
 
 }  // namespace
 }  // namespace neardup::partitioner
+
+namespace neardup::partitioner {
+namespace {
+
+MapBuildOptions Coarse(uint32_t shards) {
+  MapBuildOptions o = Options();
+  o.shards = shards;
+  o.cells_per_shard = 2;
+  return o;
+}
+
+TEST(SplitCells, KeepsEveryOtherCellsNumberAndTheSplitCellsLowestPart) {
+  const LengthSample s = Sample(20000, 300, 5);
+  auto map = BuildPartitionMap(s, Coarse(4));
+  ASSERT_TRUE(map.ok()) << map.status().message();
+  const uint32_t cell = map->Home(s.Vector(0, map->proto().feature()));
+  // A cut inside the cell's last interval: the median of its pages' last length.
+  std::vector<uint64_t> last;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (map->Home(s.Vector(i, map->proto().feature())) == cell) last.push_back(s.Vector(i, map->proto().feature())[2]);
+  }
+  std::sort(last.begin(), last.end());
+  const uint64_t cut = last[last.size() / 2];
+  ASSERT_GT(cut, last.front());
+  const std::vector<CellCut> cuts{{cell, {cut}}};
+  auto split = SplitCells(*map, cuts);
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  ASSERT_EQ(split->cells(), map->cells() + 1);
+  EXPECT_EQ(split->ShardOf(map->cells()), map->ShardOf(cell));
+  size_t moved = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto v = s.Vector(i, map->proto().feature());
+    const uint32_t before = map->Home(v), after = split->Home(v);
+    if (before != cell) {
+      EXPECT_EQ(after, before) << "page " << i << " left an uncut cell";
+    } else if (v[2] < cut) {
+      EXPECT_EQ(after, cell);
+    } else {
+      EXPECT_EQ(after, map->cells());
+      ++moved;
+    }
+  }
+  EXPECT_GT(moved, 0u);
+  // The split map survives its own encoding, and names its parents.
+  auto again = PartitionMap::FromProto(split->proto());
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  auto parent = CellParents(*split, *map);
+  ASSERT_TRUE(parent.ok()) << parent.status().message();
+  for (uint32_t c = 0; c < map->cells(); ++c) EXPECT_EQ((*parent)[c], c);
+  EXPECT_EQ((*parent)[map->cells()], cell);
+  // Exact routing still finds the home cell of every page it is asked about.
+  std::vector<uint32_t> routed;
+  for (size_t i = 0; i < 200; ++i) {
+    const auto v = s.Vector(i, map->proto().feature());
+    split->RouteCells(v, &routed);
+    EXPECT_TRUE(std::binary_search(routed.begin(), routed.end(), split->Home(v)));
+  }
+}
+
+TEST(SplitCells, RefusesCutsOutsideTheCellAndMapsThatDoNotRefine) {
+  auto map = BuildPartitionMap(Sample(20000, 300, 5), Coarse(4));
+  ASSERT_TRUE(map.ok());
+  const std::vector<CellCut> outside{{0, {0}}};
+  EXPECT_EQ(SplitCells(*map, outside).status().code(), StatusCode::kInvalidArgument);
+  const std::vector<CellCut> unknown{{map->cells(), {10}}};
+  EXPECT_EQ(SplitCells(*map, unknown).status().code(), StatusCode::kInvalidArgument);
+  auto other = BuildPartitionMap(Sample(20000, 500, 6), Coarse(4));
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(CellParents(*other, *map).status().code(), StatusCode::kInvalidArgument);
+  // A leaf_cell that numbers a cell twice is refused, naming the field.
+  pb::PartitionMap p = map->proto();
+  for (uint32_t c = 0; c < map->cells(); ++c) p.add_leaf_cell(0);
+  auto bad = PartitionMap::FromProto(p);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("leaf_cell"), std::string::npos);
+}
+
+TEST(ReassignOrSplitCells, SplitsCellsWhenWholeCellsCannotFillTheNewShards) {
+  // A map of 64 cells (the least a map has) grown to 48 shards: whole cells cannot balance them.
+  const LengthSample s = Sample(30000, 300, 7);
+  auto map = BuildPartitionMap(s, Coarse(4));
+  ASSERT_TRUE(map.ok());
+  const RebalanceOptions o{.max_move = 1, .target_imbalance = 1.10};
+  ASSERT_EQ(map->cells(), 64u);
+  auto whole = ReassignCells(*map, CellWeights(*map, s), 48, o);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_GT(whole->imbalance_after, 1.2);
+  auto r = ReassignOrSplitCells(*map, s, 48, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->resliced);
+  EXPECT_GT(r->cells_split, 0u);
+  EXPECT_LE(r->imbalance_after, 1.10 + 1e-9);
+  EXPECT_EQ(r->map.shards(), 48u);
+  EXPECT_LE(r->map.cells(), 2u * 48 * 2);
+  EXPECT_NEAR(EvaluateMap(r->map, s).imbalance, r->imbalance_after, 1e-9);
+  auto parent = CellParents(r->map, *map);
+  ASSERT_TRUE(parent.ok()) << parent.status().message();
+  double moved = 0;
+  for (const CellMove& m : r->moves) {
+    EXPECT_EQ(m.from_cell, (*parent)[m.to_cell]);
+    EXPECT_EQ(m.from_shard, map->ShardOf(m.from_cell));
+    EXPECT_EQ(m.to_shard, r->map.ShardOf(m.to_cell));
+    moved += m.pages;
+  }
+  EXPECT_NEAR(moved / static_cast<double>(s.size()), r->moved_share, 1e-12);
+  // Every page stays in its old cell or in a part of it.
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto v = s.Vector(i, map->proto().feature());
+    EXPECT_EQ((*parent)[r->map.Home(v)], map->Home(v));
+  }
+}
+
+TEST(ReassignOrSplitCells, WholeCellsThatReachTheTargetSplitNothing) {
+  const LengthSample s = Sample(30000, 300, 7);
+  auto map = BuildPartitionMap(s, Options());
+  ASSERT_TRUE(map.ok());
+  auto r = ReassignOrSplitCells(*map, s, 17, {.max_move = 0.5, .target_imbalance = 1.15});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->resliced);
+  EXPECT_EQ(r->map.cells(), map->cells());
+}
+
+}  // namespace
+}  // namespace neardup::partitioner
