@@ -171,6 +171,7 @@ struct RebalanceArgs {
   bool sample_rate_given = false, target_given = false;
   double max_mb_per_s = 0;
   bool defer = false;
+  bool no_reslice = false;
   double min_batch_share = 0;
   // The cluster form: a running Tier 1 server's admin endpoint.
   std::string server, token_file;
@@ -190,6 +191,7 @@ int RunStoreRebalance(const RebalanceArgs& a) {
   o.dry_run = a.dry_run;
   o.max_mb_per_s = a.max_mb_per_s;
   o.defer_move = a.defer;
+  o.reslice = !a.no_reslice;
   if (a.sample_rate_given) o.sample_rate = a.sample_rate;
   if (a.target_given) o.target_imbalance = a.target;
   // Crash tests: NEARDUP_REBALANCE_KILL_AT=K kills this process (SIGKILL) after the move's K-th
@@ -220,8 +222,17 @@ int RunStoreRebalance(const RebalanceArgs& a) {
     std::printf("resident pages %llu (sampled %llu, rate %.4f); shards %u -> %u\n", (unsigned long long)r->resident_pages,
                 (unsigned long long)r->sampled_pages, r->sample_rate, r->shards_before, r->shards_after);
     std::printf("imbalance before %.4f  pages per shard: %s\n", r->imbalance_before, list(r->shard_pages_before).c_str());
+    if (r->cells_split > 0) {
+      std::printf("whole cells could not reach %.2f: %u cells split (their pages are relabelled before they move)\n",
+                  o.target_imbalance, r->cells_split);
+    }
     for (const auto& m : r->moves) {
-      std::printf("move cell %u: shard %u -> %u, %.0f pages\n", m.from_cell, m.from_shard, m.to_shard, m.pages);
+      if (m.to_cell == m.from_cell) {
+        std::printf("move cell %u: shard %u -> %u, %.0f pages\n", m.from_cell, m.from_shard, m.to_shard, m.pages);
+      } else {
+        std::printf("move cell %u (split from cell %u): shard %u -> %u, %.0f pages\n", m.to_cell, m.from_cell,
+                    m.from_shard, m.to_shard, m.pages);
+      }
     }
     std::printf("cells moving %zu, pages %llu (estimated from the sample %.0f)%s\n", r->moves.size(),
                 (unsigned long long)r->planned_pages, r->estimated_pages,
@@ -247,6 +258,7 @@ int RunRebalance(const RebalanceArgs& a) {
                               .min_batch_share = a.min_batch_share, .dry_run = a.dry_run});
   }
   if (!a.tier2.empty()) return FailByCode(InvalidArgument("rebalance: --tier2 needs --server"));
+  if (a.no_reslice && a.store.empty()) return FailByCode(InvalidArgument("rebalance: --no-reslice needs --store"));
   if (a.min_batch_share > 0) return FailByCode(InvalidArgument("rebalance: --min-batch-share needs --server (a run takes pipeline.move_min_batch_share)"));
   if (a.defer && a.store.empty()) return FailByCode(InvalidArgument("rebalance: --defer needs --store"));
   if (a.defer && a.max_mb_per_s > 0) {
@@ -384,6 +396,7 @@ void RegisterPartition(CLI::App& app, int* exit_code) {
   reb->add_option("--sample-rate", r->sample_rate, "share of the input's URLs (--store: resident pages, 0.05) sampled")
       ->capture_default_str()->each([r](const std::string&) { r->sample_rate_given = true; });
   reb->add_option("--max-move", r->max_move, "share of pages cell reassignment may move")->capture_default_str();
+  reb->add_flag("--no-reslice", r->no_reslice, "--store: move whole cells only, even when they cannot reach the target");
   reb->add_option("--target-imbalance", r->target, "re-slice (--store: stop moving) when reassignment reaches this "
                                                    "(--store: 1.05)")
       ->capture_default_str()->each([r](const std::string&) { r->target_given = true; });

@@ -569,7 +569,8 @@ void Tier1Service::WaitReadable(uint64_t have, Clock::time_point until) {
 void Tier1Service::Opened(const View& view) {
   std::unique_lock lock(view_mu_);
   view_ = view;
-  map_generation_ = view.map->proto().generation();
+  // The version the store serves: a move's old map until its flip.
+  map_generation_ = (view.move != nullptr && !view.move->flipped() ? view.move->before() : *view.map).proto().generation();
   threshold_ = view.threshold;
   signatures_ = std::make_unique<pipeline::ShardSetSignatures>(*view.map, *view.shards, view.move);
   std::lock_guard sl(stats_mu_);

@@ -386,7 +386,10 @@ Status Pipeline::AdvanceMove(MoveTurn turn, BatchQueue* queue) {
   uint32_t taken = 0;
   do {
     const auto t0 = SteadyClock::now();
+    const uint64_t relabelled = move_->counts().pages_relabelled;
     RETURN_IF_ERROR(move_->Step(shards_.get(), progress_.batches_committed()));
+    // Records the step changed beside Tier 1 are read again.
+    if (move_->counts().pages_relabelled != relabelled) RETURN_IF_ERROR(tier1_->ForgetCachedRecords());
     ++taken;
     // Idle time is the move's; a step taken while batches wait is charged to its credit.
     if (turn == MoveTurn::kCredit) move_credit_ -= Since(t0);
@@ -422,7 +425,9 @@ void Pipeline::RouteForMove(Batch& b) const {
 Status Pipeline::EndMove() {
   if (move_->done()) return Status::Ok();
   RETURN_IF_ERROR(FinishShardWrites());
+  const uint64_t relabelled = move_->counts().pages_relabelled;
   RETURN_IF_ERROR(move_->Finish(shards_.get(), progress_.batches_committed()));
+  if (move_->counts().pages_relabelled != relabelled) RETURN_IF_ERROR(tier1_->ForgetCachedRecords());
   return MoveEnded();
 }
 

@@ -354,8 +354,9 @@ class Pipeline {
   std::string dir_;
   StoreLayout layout_;
   bool temporary_ = false;
-  // The map the run opened with: the served one's cells (a move keeps them), routing when no
-  // move runs. During a move, move_ says which shard holds a cell (HomeShard).
+  // The map whose cells pages are placed in: the served one, or while a move is open its new map
+  // (whose cells are the old map's, or refine them); routing when no move runs. During a move,
+  // move_ says which shard holds a cell (HomeShard).
   std::optional<partitioner::PartitionMap> map_;
   std::unique_ptr<StoreMove> move_;  // the store's move, while and after it runs in this run
   bool move_ended_here_ = false;     // this run ended it: the drained shards go once the set closes

@@ -97,6 +97,9 @@ Status Pipeline::Setup() {
       return move.status();
     }
     ASSIGN_OR_RETURN(map_, LoadServedMap(layout_, params_));
+    // While a move is open, pages are placed in the new map's cells (which are the old map's, or
+    // refine them): StoreMove says which shard holds each.
+    if (move_ != nullptr) map_ = move_->after();
     if (!o_.map.empty()) {
       ASSIGN_OR_RETURN(partitioner::PartitionMap given, partitioner::PartitionMap::Load(o_.map));
       if (MapDigest(given) != params_.map_digest()) {
@@ -151,7 +154,7 @@ Status Pipeline::Setup() {
   sum_.shard_compare_seconds.assign(P, 0);
   sum_.shard_store_seconds.assign(P, 0);
   sum_.cells = map_->cells();
-  sum_.map_version = map_->proto().generation();
+  sum_.map_version = params_.map_generation();
   source_ = std::make_unique<ShardSignatures>(*map_, *shards_, move_.get());
   tier1_ = std::make_unique<Tier1>(store_, source_.get(), Tier1OptionsFromConfig(config_.tier1(), threshold_));
   return Resume();

@@ -92,10 +92,12 @@ ShardSetOptions ShardOptionsFor(const StoreLayout& layout, pb::NeardupConfig con
 }  // namespace
 
 StoreMove::StoreMove(const StoreLayout& layout, tier1::GroupStore* groups, StoreMoveOptions o, pb::MoveJournal j,
-                     partitioner::PartitionMap before, partitioner::PartitionMap after)
+                     partitioner::PartitionMap before, partitioner::PartitionMap after, std::vector<uint32_t> parent)
     : layout_(layout), groups_(groups), o_(std::move(o)), j_(std::move(j)), before_(std::move(before)),
-      after_(std::move(after)) {
+      after_(std::move(after)), parent_(std::move(parent)), split_(before_.cells(), false) {
   if (o_.step_pages == 0) o_.step_pages = 10000;
+  for (uint32_t c = before_.cells(); c < after_.cells(); ++c) split_[parent_[c]] = true;
+  if (after_.cells() > before_.cells()) phase_ = Phase::kRelabel;
   if (j_.state() == pb::MoveJournal::DROP) {
     phase_ = Phase::kRename;
     flipped_.store(true, std::memory_order_release);
@@ -109,11 +111,10 @@ StatusOr<std::unique_ptr<StoreMove>> StoreMove::Open(const StoreLayout& layout, 
     return Corruption("group store: a move journal in an unknown state");
   }
   ASSIGN_OR_RETURN(auto maps, LoadMoveMaps(layout, j));
-  if (maps.first.cells() != maps.second.cells()) {
-    return Corruption(fmt::format("move journal: its maps have {} and {} cells", maps.first.cells(), maps.second.cells()));
-  }
+  auto parent = partitioner::CellParents(maps.second, maps.first);
+  if (!parent.ok()) return Corruption("move journal: " + parent.status().message());
   return std::unique_ptr<StoreMove>(new StoreMove(layout, groups, std::move(options), std::move(j),
-                                                  std::move(maps.first), std::move(maps.second)));
+                                                  std::move(maps.first), std::move(maps.second), std::move(*parent)));
 }
 
 int StoreMove::StoreShards(uint32_t cell, uint32_t out[2]) const {
@@ -126,7 +127,7 @@ int StoreMove::StoreShards(uint32_t cell, uint32_t out[2]) const {
 int StoreMove::RemovalShards(uint32_t cell, uint32_t out[2]) const {
   out[0] = ServedShard(cell);
   if (done()) return 1;
-  out[1] = (flipped() ? before_ : after_).ShardOf(cell);
+  out[1] = flipped() ? OldShard(cell) : after_.ShardOf(cell);
   return out[1] == out[0] ? 1 : 2;
 }
 
@@ -155,6 +156,7 @@ Status StoreMove::Step(ShardSet* shards, uint64_t sequence) {
   const auto t0 = std::chrono::steady_clock::now();
   Status s;
   switch (phase_) {
+    case Phase::kRelabel: s = RelabelStep(shards); break;
     case Phase::kCopy: s = CopyStep(shards, sequence); break;
     case Phase::kFlip: s = Flip(); break;
     case Phase::kRename:
@@ -188,9 +190,14 @@ Status StoreMove::Finish(ShardSet* shards, uint64_t sequence) {
 
 Status StoreMove::DrawList(uint64_t sequence, bool by_destination) {
   list_.clear();
+  const bool relabel = phase_ == Phase::kRelabel;
   RETURN_IF_ERROR(ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
-    if (cell >= before_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
-    const uint32_t from = before_.ShardOf(cell), to = after_.ShardOf(cell);
+    if (cell >= after_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
+    if (relabel) {
+      if (cell < before_.cells() && split_[cell]) list_.push_back({OldShard(cell), cell, std::string(url)});
+      return Status::Ok();
+    }
+    const uint32_t from = OldShard(cell), to = after_.ShardOf(cell);
     if (from != to) list_.push_back({from, to, std::string(url)});
     return Status::Ok();
   }));
@@ -211,6 +218,58 @@ void StoreMove::EndListIfDone(Phase next) {
   list_.clear();
   list_.shrink_to_fit();
   listed_ = false;
+}
+
+// Step 1b, when cells were split: the next source's pages in split cells get the part their
+// signature falls in, in one Tier 1 commit. A page a batch stored since the list was drawn has its
+// part already (the batch placed it on the new map); one read again gets the same part.
+Status StoreMove::RelabelStep(ShardSet* shards) {
+  if (!listed_) RETURN_IF_ERROR(DrawList(0, /*by_destination=*/false));
+  std::vector<std::string> urls;
+  std::vector<uint32_t> cells;
+  uint32_t from = 0;
+  while (next_ < list_.size() && urls.size() < o_.step_pages) {
+    const Entry& e = list_[next_];
+    if (!urls.empty() && e.from != from) break;
+    ++next_;
+    from = e.from;
+    urls.push_back(e.url);
+    cells.push_back(e.to);  // the relabel's entries name the split cell
+  }
+  if (!urls.empty()) {
+    std::vector<std::optional<pb::PageSignature>> got;
+    RETURN_IF_ERROR(shards->GetMany(from, urls, &got));
+    tier1::GroupStore::Txn txn(groups_);
+    uint64_t changed = 0;
+    const bool counts = after_.proto().feature() == pb::PartitionMap::SHINGLE_COUNTS;
+    for (size_t i = 0; i < urls.size(); ++i) {
+      ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(urls[i]));
+      // A batch since the list was drawn placed the page in the new map's cells itself.
+      if (p == nullptr || !p->has_signature() || p->home_cell() != cells[i]) continue;
+      if (!got[i].has_value()) {
+        return FailedPrecondition(fmt::format("move: page {} is not on its shard {}", urls[i], from));
+      }
+      const auto& v = counts ? got[i]->shingle_vector() : got[i]->length_vector();
+      if (static_cast<uint32_t>(v.size()) != after_.dims()) {
+        return Corruption(fmt::format("move: the signature of {} has {} lengths, the map {}", urls[i], v.size(), after_.dims()));
+      }
+      const uint32_t part = after_.Home(std::span<const uint32_t>(v.data(), v.size()));
+      if (part == p->home_cell()) continue;
+      if (parent_[part] != p->home_cell()) {
+        return Corruption(fmt::format("move: page {} of cell {} falls in cell {} of the new map", urls[i], p->home_cell(), part));
+      }
+      ASSIGN_OR_RETURN(pb::Tier1Page* m, txn.MutablePage(urls[i]));
+      m->set_home_cell(part);
+      ++changed;
+    }
+    if (changed > 0) {
+      RETURN_IF_ERROR(txn.Commit());
+      counts_.pages_relabelled += changed;
+    }
+    RETURN_IF_ERROR(Durable());
+  }
+  EndListIfDone(Phase::kCopy);
+  return Status::Ok();
 }
 
 // Step 2: the next destination's next pages, read from their source shards (one call each).
@@ -235,7 +294,7 @@ Status StoreMove::CopyStep(ShardSet* shards, uint64_t sequence) {
       Status got = groups_->GetPage(e.url, &p);
       if (got.code() == StatusCode::kNotFound) continue;
       RETURN_IF_ERROR(got);
-      if (!p.has_signature() || p.home_cell() >= before_.cells() || before_.ShardOf(p.home_cell()) != e.from ||
+      if (!p.has_signature() || p.home_cell() >= after_.cells() || OldShard(p.home_cell()) != e.from ||
           after_.ShardOf(p.home_cell()) != e.to) {
         continue;
       }
@@ -355,6 +414,35 @@ StatusOr<std::unique_ptr<ShardSet>> OpenShards(const ShardSetOpener& open, const
   return set;
 }
 
+// The length vectors of the resident pages whose URL hash is at most `cut`, read from their
+// shards under `map`. FailedPrecondition for a page its shard does not hold.
+StatusOr<partitioner::LengthSample> SampleVectors(const tier1::GroupStore& groups, const partitioner::PartitionMap& map,
+                                                  const ShardSet& shards, uint64_t cut) {
+  std::vector<std::vector<std::string>> urls(map.shards());
+  RETURN_IF_ERROR(ForEachResident(groups, [&](std::string_view url, uint32_t cell) -> Status {
+    if (cell < map.cells() && UrlHash(url) <= cut) urls[map.ShardOf(cell)].emplace_back(url);
+    return Status::Ok();
+  }));
+  partitioner::LengthSample sample(map.dims());
+  std::vector<std::optional<pb::PageSignature>> got;
+  for (uint32_t m = 0; m < map.shards(); ++m) {
+    for (size_t at = 0; at < urls[m].size(); at += 10000) {
+      const std::span<const std::string> chunk(urls[m].data() + at, std::min<size_t>(10000, urls[m].size() - at));
+      RETURN_IF_ERROR(shards.GetMany(m, chunk, &got));
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        if (!got[i].has_value()) return FailedPrecondition(fmt::format("rebalance: page {} is not on its shard {}", chunk[i], m));
+        const auto& w = got[i]->length_vector();
+        const auto& c = got[i]->shingle_vector();
+        if (static_cast<uint32_t>(w.size()) != map.dims() || static_cast<uint32_t>(c.size()) != map.dims()) {
+          return Corruption(fmt::format("rebalance: the signature of {} has {} lengths, the map {}", chunk[i], c.size(), map.dims()));
+        }
+        sample.Add(std::span<const uint32_t>(w.data(), w.size()), std::span<const uint32_t>(c.data(), c.size()));
+      }
+    }
+  }
+  return sample;
+}
+
 }  // namespace
 
 StatusOr<uint64_t> CommittedBatches(const tier1::GroupStore& groups) {
@@ -450,6 +538,7 @@ Status FinishMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb
     if (report != nullptr) {
       report->steps += move->counts().steps;
       report->pages_moved += move->counts().pages_moved;
+      report->pages_relabelled += move->counts().pages_relabelled;
       report->bytes_moved += move->counts().bytes_moved;
       report->throttled_seconds += move->counts().throttled_seconds;
     }
@@ -569,9 +658,44 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
       ++sampled;
     }
   }
-  ASSIGN_OR_RETURN(partitioner::RebalanceResult plan,
-                   partitioner::ReassignCells(map, sample_w, shards_after,
-                                              {.max_move = o.max_move, .target_imbalance = o.target_imbalance}));
+  const partitioner::RebalanceOptions ro{.max_move = o.max_move, .target_imbalance = o.target_imbalance};
+  ASSIGN_OR_RETURN(partitioner::RebalanceResult plan, partitioner::ReassignCells(map, sample_w, shards_after, ro));
+  // The shards, opened once (new ones created) for the move, or before it to read the sample's
+  // signatures for re-slicing (read-only on a dry run).
+  const uint32_t count = std::max(map.shards(), shards_after);
+  std::unique_ptr<ShardSet> shards;
+  auto open_shards = [&]() -> Status {
+    if (shards != nullptr) return Status::Ok();
+    ShardSetOptions so = ShardOptionsFor(layout, config, o.dry_run ? map.shards() : count);
+    so.read_only = o.dry_run;
+    ASSIGN_OR_RETURN(shards, OpenShards(o.open_shards, so));
+    return Status::Ok();
+  };
+  // Pages per cell of the plan's map: exact for whole cells, a split cell's by its sample share.
+  std::vector<double> plan_pages(cell_pages.begin(), cell_pages.end());
+  if (o.reslice && plan.imbalance_after > o.target_imbalance) {
+    RETURN_IF_ERROR(open_shards());
+    ASSIGN_OR_RETURN(partitioner::LengthSample vectors, SampleVectors(*groups, map, *shards, cut));
+    ASSIGN_OR_RETURN(partitioner::RebalanceResult split,
+                     partitioner::ReassignOrSplitCells(map, vectors, shards_after, ro));
+    if (split.resliced && split.imbalance_after < plan.imbalance_after) {
+      ASSIGN_OR_RETURN(const std::vector<uint32_t> parent, partitioner::CellParents(split.map, map));
+      std::vector<double> part_w(split.map.cells(), 0.0), parent_w(map.cells(), 0.0);
+      for (size_t i = 0; i < vectors.size(); ++i) {
+        const uint32_t c = split.map.Home(vectors.Vector(i, map.proto().feature()));
+        part_w[c] += 1;
+        parent_w[parent[c]] += 1;
+      }
+      plan_pages.assign(split.map.cells(), 0.0);
+      for (uint32_t c = 0; c < split.map.cells(); ++c) {
+        const uint32_t up = parent[c];
+        plan_pages[c] = parent_w[up] > 0 ? static_cast<double>(cell_pages[up]) * part_w[c] / parent_w[up]
+                        : c == up ? static_cast<double>(cell_pages[up]) : 0.0;
+      }
+      report.cells_split = split.cells_split;
+      plan = std::move(split);
+    }
+  }
   report.generation_before = map.proto().generation();
   report.shards_before = map.shards();
   report.shards_after = shards_after;
@@ -580,16 +704,18 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
   report.sample_rate = rate;
   report.shard_pages_before.assign(map.shards(), 0);
   report.shard_pages_after.assign(shards_after, 0);
-  for (uint32_t c = 0; c < map.cells(); ++c) {
-    report.shard_pages_before[map.ShardOf(c)] += cell_pages[c];
-    report.shard_pages_after[plan.map.ShardOf(c)] += cell_pages[c];
+  for (uint32_t c = 0; c < map.cells(); ++c) report.shard_pages_before[map.ShardOf(c)] += cell_pages[c];
+  {
+    std::vector<double> after(shards_after, 0.0);
+    for (uint32_t c = 0; c < plan.map.cells(); ++c) after[plan.map.ShardOf(c)] += plan_pages[c];
+    for (uint32_t m = 0; m < shards_after; ++m) report.shard_pages_after[m] = static_cast<uint64_t>(std::llround(after[m]));
   }
   report.imbalance_before = ImbalanceOf(report.shard_pages_before);
   report.imbalance_after = ImbalanceOf(report.shard_pages_after);
   for (partitioner::CellMove m : plan.moves) {
     report.estimated_pages += m.pages / rate;
-    m.pages = static_cast<double>(cell_pages[m.from_cell]);
-    report.planned_pages += cell_pages[m.from_cell];
+    m.pages = plan_pages[m.to_cell];
+    report.planned_pages += static_cast<uint64_t>(std::llround(m.pages));
     report.moves.push_back(m);
   }
   std::stable_sort(report.moves.begin(), report.moves.end(),
@@ -597,16 +723,20 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
   // Cells the sample missed: whole-cell reassignment moved them by weight 0, i.e. not at all,
   // unless their shard is drained (then they are in plan.moves already).
   if (o.dry_run || plan.moves.empty()) {
+    if (shards != nullptr && !o.dry_run) {
+      // Opened to read the sample: the shards it created for nothing go.
+      shards.reset();
+      for (uint32_t added = map.shards(); added < count; ++added) fs::remove_all(layout.shard(added), ec);
+    }
     report.generation_after = report.generation_before;
     if (!o.dry_run) report.shards_after = report.shards_before;
     report.seconds = seconds();
     return report;
   }
 
-  // The shards, opened once for the move (new ones created). Every shard must hold every batch
-  // Tier 1 committed: else a batch's pages are not where Tier 1 says.
-  const uint32_t count = std::max(map.shards(), shards_after);
-  ASSIGN_OR_RETURN(std::unique_ptr<ShardSet> shards, OpenShards(o.open_shards, ShardOptionsFor(layout, config, count)));
+  // Every shard must hold every batch Tier 1 committed: else a batch's pages are not where Tier 1
+  // says.
+  RETURN_IF_ERROR(open_shards());
   for (uint32_t m = 0; m < map.shards() && sequence > 0; ++m) {
     ASSIGN_OR_RETURN(uint64_t seq, shards->CommittedBatch(m));
     if (seq < sequence) {
@@ -656,6 +786,7 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
       FinishMove(layout, groups, config, o.open_shards, std::move(shards), &finished, &moved, o.on_step, o.max_mb_per_s));
   report.generation_after = j.generation_after();
   report.pages_moved = moved.pages_moved;
+  report.pages_relabelled = moved.pages_relabelled;
   report.bytes_moved = moved.bytes_moved;
   report.planned_bytes = moved.bytes_moved;
   report.steps += moved.steps;
@@ -672,7 +803,8 @@ std::string RebalanceReportJson(const StoreRebalanceReport& r) {
                   ",\"shards_after\":" + std::to_string(r.shards_after);
   AppendJsonField(&j, "imbalance_before", r.imbalance_before);
   AppendJsonField(&j, "imbalance_after", r.imbalance_after);
-  j += ",\"cells_moved\":" + std::to_string(r.moves.size()) + ",\"pages_moved\":" + std::to_string(r.pages_moved) +
+  j += ",\"cells_moved\":" + std::to_string(r.moves.size()) + ",\"cells_split\":" + std::to_string(r.cells_split) +
+       ",\"pages_relabelled\":" + std::to_string(r.pages_relabelled) + ",\"pages_moved\":" + std::to_string(r.pages_moved) +
        ",\"bytes_moved\":" + std::to_string(r.bytes_moved) + ",\"pages_planned\":" + std::to_string(r.planned_pages);
   AppendJsonField(&j, "pages_estimated", r.estimated_pages);
   AppendJsonField(&j, "seconds", r.seconds);

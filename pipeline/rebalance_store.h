@@ -5,7 +5,11 @@
 // The plan: every resident page's cell comes from Tier 1's page records (home_cell); a sample of
 // them (by URL hash) weighs the cells, and partitioner::ReassignCells gives cells to the new
 // shard count (drained shards first, then moves and swaps within max_move). Cells keep their
-// boundaries, so no page changes cell and Tier 1's records stay as they are. The move:
+// boundaries, so no page changes cell and Tier 1's records stay as they are. Only when that
+// cannot reach target_imbalance (cells too coarse for the shards, as after growing far), the
+// sampled pages' signatures are read and partitioner::ReassignOrSplitCells splits the heaviest
+// cells (every other cell keeps its number); the move then first relabels the split cells' pages
+// in Tier 1 (pipeline/store_move.h). The move:
 //   1. the new map is written beside the old one (DIR/map-next.pb; the old one is kept as
 //      DIR/map-prev.pb until the move ends) and the journal (meta row "move", pb::MoveJournal,
 //      state COPY) is committed;
@@ -49,6 +53,9 @@ struct StoreRebalanceOptions {
   // pages are sampled (all of a smaller store).
   double sample_rate = 0.05;
   bool dry_run = false;           // plan and report only
+  // When whole cells cannot reach target_imbalance: split cells (partitioner::ReassignOrSplitCells,
+  // from the sampled pages' signatures), relabel their pages in Tier 1 and move the parts.
+  bool reslice = true;
   // The copy and the drop write at most this many signature megabytes per second (0: as fast as
   // the shards take them), so that a store that serves meanwhile keeps its shards' time.
   double max_mb_per_s = 0;
@@ -84,11 +91,13 @@ struct StoreRebalanceReport {
   double throttled_seconds = 0;   // of those, waited to keep under max_mb_per_s
   bool dry_run = false;
   bool deferred = false;          // defer_move: the journal is written, no page moved yet
+  uint32_t cells_split = 0;       // cells split because whole cells could not reach the target
+  uint64_t pages_relabelled = 0;  // Tier 1 records given a split cell's part by this process
 };
 
 // The report as one JSON object (no newline): map_version_before/after, shards_before/after,
-// imbalance_before/after, cells_moved, pages_moved, bytes_moved, pages_planned, pages_estimated,
-// seconds, throttled_seconds, steps, dry_run, resumed.
+// imbalance_before/after, cells_moved, cells_split, pages_moved, bytes_moved, pages_planned,
+// pages_estimated, pages_relabelled, seconds, throttled_seconds, steps, dry_run, resumed.
 std::string RebalanceReportJson(const StoreRebalanceReport& r);
 
 // Plans and (unless dry_run) applies a rebalance to the store in options.dir, finishing an

@@ -165,6 +165,103 @@ TEST_F(RebalanceStoreTest, AddingAShardMovesWholeCellsAndCheckIsClean) {
   EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
 }
 
+// Grown from 3 to 24 shards, the map's 64 cells cannot balance them whole: cells are split, their
+// pages relabelled in Tier 1 and the parts moved; every page ends on the shard the new map gives
+// the cell its signature falls in.
+TEST_F(RebalanceStoreTest, GrowingFarSplitsCellsAndCheckIsClean) {
+  const std::string dir = CopyOfBase("split");
+  StoreRebalanceOptions o = Options(dir, 24);
+  o.max_move = 1;
+  o.dry_run = true;
+  o.reslice = false;
+  auto whole = RebalanceStore(o);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(whole->cells_split, 0u);
+  EXPECT_FALSE(fs::exists(StoreLayout{dir}.shard(3))) << "a dry run creates no shard";
+  o.reslice = true;
+  auto planned = RebalanceStore(o);
+  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+  EXPECT_GT(planned->cells_split, 0u);
+  EXPECT_LT(planned->imbalance_after, whole->imbalance_after);
+  EXPECT_FALSE(fs::exists(StoreLayout{dir}.shard(3)));
+  o.dry_run = false;
+  auto r = RebalanceStore(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->cells_split, planned->cells_split);
+  EXPECT_GT(r->pages_relabelled, 0u);
+  EXPECT_GT(r->pages_moved, 0u);
+  EXPECT_EQ(r->shards_after, 24u);
+  auto p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
+  EXPECT_LT(p->imbalance, whole->imbalance_after);
+  // Tier 1 places every page in the cell its signature falls in under the new map.
+  OpenedMove none;
+  StoreLayout layout{dir};
+  SignerOptions signer;
+  double threshold = 0.9;
+  auto opened = OpenStoreReadOnly(layout, {}, &none.config, &threshold, &signer);
+  ASSERT_TRUE(opened.ok());
+  EXPECT_GT(opened->map->cells(), 64u);
+  ShardSetOptions so;
+  so.layout = layout;
+  so.config = none.config;
+  so.shards = opened->map->shards();
+  so.read_only = true;
+  auto shards = OpenLocalShardSet(so);
+  ASSERT_TRUE(shards.ok());
+  uint64_t checked = 0;
+  ASSERT_TRUE(opened->groups->rows()
+                  .ScanFamily(opened->groups->page_family(),
+                              [&](std::string_view url, std::string_view, std::string_view v) {
+                                pb::Tier1Page page;
+                                EXPECT_TRUE(page.ParseFromArray(v.data(), static_cast<int>(v.size())));
+                                if (!page.has_signature()) return true;
+                                auto sig = (*shards)->Get(opened->map->ShardOf(page.home_cell()), std::string(url));
+                                EXPECT_TRUE(sig.ok()) << url;
+                                if (!sig.ok()) return true;
+                                const auto& vec = sig->shingle_vector();
+                                EXPECT_EQ(opened->map->Home(std::span<const uint32_t>(vec.data(), vec.size())),
+                                          page.home_cell())
+                                    << url;
+                                ++checked;
+                                return true;
+                              })
+                  .ok());
+  EXPECT_EQ(checked, p->pages);
+}
+
+// A split move stopped after any of its steps (the relabel's among them) is finished by the next
+// rebalance with the shard contents of an uninterrupted one.
+TEST_F(RebalanceStoreTest, ASplitMoveStoppedAfterAnyStepIsFinishedWithTheSameShards) {
+  const std::string whole = CopyOfBase("splitwhole");
+  uint64_t steps = 0;
+  StoreRebalanceOptions o = Options(whole, 24);
+  o.max_move = 1;
+  o.on_step = [&](uint64_t) { return ++steps, true; };
+  auto done = RebalanceStore(o);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  ASSERT_GT(done->cells_split, 0u);
+  const auto expected = ShardContents(whole);
+  ASSERT_GE(steps, 5u);
+  for (uint64_t stop : std::set<uint64_t>{1, 2, 3, (steps + 1) / 2, steps - 1}) {
+    SCOPED_TRACE("stopped after step " + std::to_string(stop));
+    const std::string dir = CopyOfBase("splitstop" + std::to_string(stop));
+    uint64_t calls = 0;
+    StoreRebalanceOptions s = Options(dir, 24);
+    s.max_move = 1;
+    s.on_step = [&](uint64_t) { return ++calls < stop; };
+    EXPECT_FALSE(RebalanceStore(s).ok());
+    auto resumed = RebalanceStore(Options(dir, 0));
+    ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+    EXPECT_TRUE(resumed->resumed);
+    EXPECT_EQ(ShardContents(dir), expected);
+    auto p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
+  }
+}
+
 TEST_F(RebalanceStoreTest, CheckFindsAPageOnTheWrongShard) {
   const std::string dir = CopyOfBase("wrong");
   // Stop a move after its first copy: the destination holds pages its cells do not give it yet.
@@ -291,19 +388,25 @@ TEST_F(RebalanceStoreTest, ARunDecidesBatchesWhileItMovesPagesAndMissesNothing) 
   };
   const auto [plain, plain_sum] = two_halves("plain", [](const std::string&) {}, 0, 0.5);
   EXPECT_FALSE(plain_sum.finished_move);
-  for (const auto& [mb_per_s, batch_share] : {std::pair{0.2, 0.5}, std::pair{0.0, 1.0}}) {
+  struct Case {
+    double mb_per_s, batch_share;
+    uint32_t shards;  // 24: whole cells cannot balance them, cells are split
+  };
+  for (const auto& [mb_per_s, batch_share, shards] : {Case{0.2, 0.5, 4}, Case{0.0, 1.0, 4}, Case{0.0, 1.0, 24}}) {
     // batches' share 1: one step a batch (PipelineOptions::move_steps_per_batch).
-    SCOPED_TRACE(fmt::format("copy at {} MB/s, batches' share {}", mb_per_s, batch_share));
+    SCOPED_TRACE(fmt::format("copy at {} MB/s, batches' share {}, {} shards", mb_per_s, batch_share, shards));
     uint64_t pages_planned = 0;
-    const std::string name = fmt::format("moved-{}-{}", mb_per_s, batch_share);
+    const std::string name = fmt::format("moved-{}-{}-{}", mb_per_s, batch_share, shards);
     const auto [moved, moved_sum] = two_halves(name, [&](const std::string& store) {
-      StoreRebalanceOptions o = Options(store, 4);
+      StoreRebalanceOptions o = Options(store, shards);
+      o.max_move = 1;
       o.defer_move = true;
       auto r = RebalanceStore(o);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       EXPECT_TRUE(r->deferred);
       EXPECT_EQ(r->pages_moved, 0u);
       pages_planned = r->planned_pages;
+      EXPECT_EQ(r->cells_split > 0, shards == 24);
       // Nothing moved yet: the store still serves the old map.
       auto p = CheckPlacement(StoreLayout{store}, DefaultConfig());
       ASSERT_TRUE(p.ok());
@@ -311,7 +414,7 @@ TEST_F(RebalanceStoreTest, ARunDecidesBatchesWhileItMovesPagesAndMissesNothing) 
     }, mb_per_s, batch_share);
     ASSERT_GT(pages_planned, 50u);
     EXPECT_TRUE(moved_sum.finished_move);
-    EXPECT_EQ(moved_sum.shards, 4u);
+    EXPECT_EQ(moved_sum.shards, shards);
     // Planned from the first half; the copy takes the pages its cells hold when it starts (the
     // batches before it added some; those after it write both shards themselves).
     EXPECT_GT(moved_sum.move_pages, pages_planned / 2);

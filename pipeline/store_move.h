@@ -3,7 +3,13 @@
 // deciding batches between two steps. Implemented in rebalance_store.cc, beside the plan, with
 // which it shares the journal's and the maps' files.
 //
-// The steps: the copy (each destination shard stages, publishes and commits the signatures of
+// The new map's cells are the old map's, or refine them (partitioner::SplitCells: a split cell
+// keeps its number for its lowest part, its other parts are new cells). Cells are the new map's
+// throughout: a part's old shard is its parent cell's (OldShard).
+//
+// The steps: the relabel, when cells were split (pages Tier 1 places in a split cell get the
+// part their signature, read from its shard, falls in: one Tier 1 commit per step_pages; a batch
+// places the pages it stores in the new map's cells itself), the copy (each destination shard stages, publishes and commits the signatures of
 // pages in the cells it takes, read from their source shard, up to step_pages at a time), the flip
 // (one Tier 1 commit: the store's parameters name the new map, the journal says DROP), the
 // rename (map-next.pb becomes map.pb), the drop (each source removes what left it, step_pages at
@@ -76,9 +82,12 @@ class StoreMove {
   bool flipped() const { return flipped_.load(std::memory_order_acquire); }
   bool done() const { return done_.load(std::memory_order_acquire); }
 
+  // The shard that holds `cell`'s pages under the old map: its parent cell's. `cell` must be one
+  // of the new map's cells (so must every cell below).
+  uint32_t OldShard(uint32_t cell) const { return before_.ShardOf(parent_[cell]); }
   // The shard that holds every page of `cell` now: the old map's until the flip, the new one's
-  // from then on. `cell` must be one of the maps' cells.
-  uint32_t ServedShard(uint32_t cell) const { return (flipped() ? after_ : before_).ShardOf(cell); }
+  // from then on.
+  uint32_t ServedShard(uint32_t cell) const { return flipped() ? after_.ShardOf(cell) : OldShard(cell); }
   // Where a batch stores a home page of `cell` (out[0] is ServedShard), and removes one from;
   // returns how many of out[0..1] are set.
   int StoreShards(uint32_t cell, uint32_t out[2]) const;
@@ -86,9 +95,7 @@ class StoreMove {
   // Whether a page a batch stores in `cell` is also to be removed from its old shard (from the
   // flip to the end, for a cell that changed shard): the caller adds a removal of it in `cell`,
   // which RemovalShards sends to both shards (the new one keeps it: stored wins).
-  bool ClearsOldShard(uint32_t cell) const {
-    return flipped() && !done() && before_.ShardOf(cell) != after_.ShardOf(cell);
-  }
+  bool ClearsOldShard(uint32_t cell) const { return flipped() && !done() && OldShard(cell) != after_.ShardOf(cell); }
 
   // Whether the copy's rate cap lets the next step run now; else *wait_seconds says how long to
   // wait. Always true outside the copy.
@@ -106,6 +113,7 @@ class StoreMove {
   struct Counts {
     uint64_t pages_moved = 0, bytes_moved = 0;  // signatures copied by this object
     uint64_t pages_dropped = 0;
+    uint64_t pages_relabelled = 0;              // Tier 1 records given a split cell's part
     uint64_t steps = 0;
     double seconds = 0;                         // in Step
     double throttled_seconds = 0;               // Finish's waits for the rate cap
@@ -114,12 +122,13 @@ class StoreMove {
 
  private:
   StoreMove(const StoreLayout& layout, tier1::GroupStore* groups, StoreMoveOptions o, pb::MoveJournal j,
-            partitioner::PartitionMap before, partitioner::PartitionMap after);
+            partitioner::PartitionMap before, partitioner::PartitionMap after, std::vector<uint32_t> parent);
   Status Durable();                 // a step taken: counted, on_step asked
-  enum class Phase { kCopy, kFlip, kRename, kDrop, kEnd, kDone };
+  enum class Phase { kRelabel, kCopy, kFlip, kRename, kDrop, kEnd, kDone };
   // The phase's pages: those Tier 1 places in cells that change shard, in runs of one destination
-  // (the copy) or one source (the drop).
+  // (the copy) or one source (the drop); the relabel's: those in split cells, by source.
   Status DrawList(uint64_t sequence, bool by_destination);
+  Status RelabelStep(ShardSet* shards);
   // Once the steps took the whole list: on to `next`.
   void EndListIfDone(Phase next);
   Status CopyStep(ShardSet* shards, uint64_t sequence);
@@ -137,6 +146,8 @@ class StoreMove {
   StoreMoveOptions o_;
   pb::MoveJournal j_;
   partitioner::PartitionMap before_, after_;
+  std::vector<uint32_t> parent_;    // the old map's cell holding each new one (CellParents)
+  std::vector<bool> split_;         // old cells split into parts
   Phase phase_ = Phase::kCopy;
   std::atomic<bool> flipped_{false}, done_{false};
   // The current phase's pages, drawn from Tier 1 at its first step, in (shard, URL) order, and how

@@ -378,7 +378,11 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     const PageUpdate& u = batch[i];
     ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn.MutablePage(u.url));
     const bool rank_changed = rec->popularity() != u.popularity || rec->market() != u.market;
-    if (rec->has_signature() && rec->home_cell() != u.home_cell) {
+    // A fast-path page is stored again, in its cell: it leaves the old one. An unchanged page is
+    // not stored again, so it is not removed either; its cell changes only when a move split the
+    // cell it was in, whose parts stay on that shard until the move copies them
+    // (pipeline/store_move.h).
+    if (classes[i] == Classification::kFastPath && rec->has_signature() && rec->home_cell() != u.home_cell) {
       outcome->tier2_removals.emplace_back(u.url, rec->home_cell());
     }
     const bool content_changed = rec->content_digest() != u.signature->content_digest();

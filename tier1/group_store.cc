@@ -600,6 +600,8 @@ void GroupStore::Txn::Discard() {
   pages_.clear();
   groups_.clear();
   member_lists_.clear();
+  for (PackedMap* m : {&packed_pages_, &packed_groups_, &packed_members_}) m->clear();
+  packed_bytes_ = 0;
   ClearPending();
 }
 

@@ -147,7 +147,8 @@ class GroupStore::Txn {
   // as long as every write to the store goes through this Txn (Tier 1's single writer).
   // IoError on failure (nothing written; the Txn is then cleared entirely).
   Status Commit(bool durable = true, bool keep_cache = false);
-  // Forgets every change and every cached record.
+  // Forgets every change and every cached record (packed ones too): the next reads see the store
+  // as it is, with what other writers changed in it.
   void Discard();
   // Shrinks the read cache Commit(keep_cache) leaves to at most `keep` decoded records, those
   // used least recently leaving first: by the Commit they were last read or changed before, all

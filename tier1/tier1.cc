@@ -95,6 +95,12 @@ std::string Tier1::TodoBytes() {
   return todo.SerializeAsString();
 }
 
+Status Tier1::ForgetCachedRecords() {
+  if (!txn_.empty()) return FailedPrecondition("tier 1: records are cached with uncommitted changes");
+  txn_.Discard();
+  return Status::Ok();
+}
+
 Status Tier1::CommitWithTodo(bool durable, bool keep_cache) {
   RETURN_IF_ERROR(LoadTodo());
   std::string todo = TodoBytes();

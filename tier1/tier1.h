@@ -233,6 +233,11 @@ class Tier1 {
   // keeps the id). NotFound for an unknown group.
   Status Repair(uint64_t group, RepairReport* report);
 
+  // Drops the records kept between batches (the working set's read cache), for a caller that
+  // changed page records beside Tier 1 (a move relabelling pages' cells, pipeline/store_move.h).
+  // FailedPrecondition while changes are uncommitted.
+  Status ForgetCachedRecords();
+
   // URLs accepted but not yet decided (the pipeline's in-flight batch).
   void SetPending(UrlSet urls) { pending_ = std::move(urls); }
 
