@@ -18,6 +18,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/rebalance_store.h"
 #include "pipeline/shard_set.h"
+#include "pipeline/store_move.h"
 #include "pipeline/store.h"
 #include "tier1/tier1.h"
 
@@ -33,15 +34,18 @@ int Fail(const Status& s, int code = 1) {
 // map and the shards it reads.
 class StoreSignatures : public tier1::SignatureSource {
  public:
-  StoreSignatures(partitioner::PartitionMap map, std::unique_ptr<pipeline::ShardSet> shards)
-      : map_(std::move(map)), shards_(std::move(shards)), read_(map_, *shards_) {}
+  // `move`: the store's unfinished move, if any (its new map is then `map`).
+  StoreSignatures(partitioner::PartitionMap map, std::unique_ptr<pipeline::ShardSet> shards,
+                  std::unique_ptr<pipeline::StoreMove> move)
+      : map_(std::move(map)), shards_(std::move(shards)), move_(std::move(move)), read_(map_, *shards_, move_.get()) {}
   StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t cell) override { return read_.Fetch(url, cell); }
   const pipeline::ShardSet& shards() const { return *shards_; }
-  uint32_t shard_count() const { return map_.shards(); }
+  uint32_t shard_count() const { return static_cast<uint32_t>(shards_->size()); }
 
  private:
   partitioner::PartitionMap map_;
   std::unique_ptr<pipeline::ShardSet> shards_;
+  std::unique_ptr<pipeline::StoreMove> move_;
   pipeline::ShardSetSignatures read_;
 };
 
@@ -58,13 +62,22 @@ StatusOr<ReadOnlyStore> OpenStoreForQueries(const std::string& dir, ResolvedOpti
   ASSIGN_OR_RETURN(pipeline::OpenedStore opened,
                    pipeline::OpenStoreReadOnly(so.layout, opts->given, &opts->config, &opts->threshold, &opts->signer));
   so.config = opts->config;
-  so.shards = opened.map->shards();
+  // A move left unfinished: its shards hold the pages where it says (a split's pages may be in
+  // cells of its new map already).
+  std::unique_ptr<pipeline::StoreMove> move;
+  if (auto m = pipeline::StoreMove::Open(so.layout, opened.groups.get(), {}); m.ok()) {
+    move = std::move(*m);
+  } else if (m.status().code() != StatusCode::kNotFound) {
+    return m.status();
+  }
+  so.shards = move != nullptr ? move->shard_count() : opened.map->shards();
   so.read_only = true;
   ASSIGN_OR_RETURN(std::unique_ptr<pipeline::ShardSet> shards, pipeline::OpenLocalShardSet(so));
   ReadOnlyStore out;
   out.map_version = opened.map->proto().generation();
   out.groups = std::move(opened.groups);
-  out.signatures = std::make_unique<StoreSignatures>(std::move(*opened.map), std::move(shards));
+  partitioner::PartitionMap map = move != nullptr ? move->after() : std::move(*opened.map);
+  out.signatures = std::make_unique<StoreSignatures>(std::move(map), std::move(shards), std::move(move));
   return out;
 }
 

@@ -8,6 +8,8 @@
 # crawl (REP, RER) and with the reference's, and neardup check must be clean. Last, adding a
 # ninth shard by rebalancing against rebuilding A+B from scratch with 9 shards. D10 is the move to
 # 10 shards deferred (rebalance --store --defer): C's run moves the pages between its batches.
+# R48 grows the store to 48 shards, past what the map's whole cells can balance: cells are split
+# (the whole-cell plan, a dry run with --no-reslice, is printed beside it).
 # Usage: experiments/rebalance.sh [RECORDS]   (default 200000)
 source "$(dirname "$0")/common.sh"
 n=${1:-200000}
@@ -31,7 +33,8 @@ t1=$(now)
 say "build A+B into 8 shards: $(secs "$t0" "$t1") s"
 "$BIN" check --store "$work/S8" --log-level warn | grep -E "^imbalance" | sed 's/^/check S8: /' | tee -a "$out"
 
-for spec in "R8:8:0.2" "R10:10:0.4" "R9:9:0.3"; do
+say "whole cells only, to 48 shards (dry run): $("$BIN" rebalance --store "$work/S8" --shards 48 --max-move 1 --no-reslice --dry-run --log-level warn | tail -1)"
+for spec in "R8:8:0.2" "R10:10:0.4" "R9:9:0.3" "R48:48:1"; do
   IFS=: read -r name shards move <<< "$spec"
   cp -r "$work/S8" "$work/$name"
   t0=$(now)
@@ -42,7 +45,8 @@ for spec in "R8:8:0.2" "R10:10:0.4" "R9:9:0.3"; do
 import json, sys
 j = json.loads(sys.argv[1])
 per_m = j["seconds"] / j["pages_moved"] * 1e6 if j["pages_moved"] else 0
-print(f"  imbalance {j['imbalance_before']:.3f} -> {j['imbalance_after']:.3f}; pages moved {j['pages_moved']} "
+print(f"  imbalance {j['imbalance_before']:.3f} -> {j['imbalance_after']:.3f}; cells split {j['cells_split']}, "
+      f"pages relabelled {j['pages_relabelled']}; pages moved {j['pages_moved']} "
       f"(plan estimate {j['pages_estimated']:.0f}, {100 * (j['pages_moved'] / j['pages_estimated'] - 1):+.1f}%), "
       f"{j['bytes_moved'] / 1048576:.1f} MiB, {per_m:.1f} s per million pages moved")
 PY
@@ -57,7 +61,7 @@ say "rebuild A+B from scratch with 9 shards: $(secs "$t0" "$t1") s (against the 
 cp -r "$work/S8" "$work/U8"
 cp -r "$work/S8" "$work/D10"
 say "D10: $("$BIN" rebalance --store "$work/D10" --shards 10 --max-move 0.4 --defer --log-level warn | tail -1)"
-for name in U8 R8 R10 D10; do
+for name in U8 R8 R10 D10 R48; do
   "$BIN" run --input "$work/C.jsonl" --store "$work/$name" --out "$work/$name-groups.jsonl" --log-level warn \
     | grep -E "^map |^records" | sed "s/^/$name after C: /" | tee -a "$out"
   if "$BIN" check --store "$work/$name" --log-level warn > "$work/$name-check.txt"; then
@@ -67,7 +71,7 @@ for name in U8 R8 R10 D10; do
   fi
 done
 "$BIN" baseline --input "$work/crawl.jsonl" --threshold 0.9 --groups "$work/baseline.jsonl" --log-level warn > /dev/null
-for name in U8 R8 R10 D10; do
+for name in U8 R8 R10 D10 R48; do
   say "$name vs exact baseline: $("$BIN" accuracy --groups "$work/$name-groups.jsonl" --baseline "$work/baseline.jsonl")"
   if cmp -s "$work/U8-groups.jsonl" "$work/$name-groups.jsonl"; then
     say "$name groups: identical to the unbalanced store's"
