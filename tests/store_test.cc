@@ -234,5 +234,40 @@ TEST_F(StoreTest, TheLastBatchsStatusLinesAreWrittenAgainAfterACrash) {
   EXPECT_TRUE(Read(Path("cut.status")) == Read(Path("whole.status"))) << "the status lines differ";
 }
 
+// A store whose move to 24 shards splits cells, killed mid-way (after its journal, or after the
+// relabel's first step: some pages' records name a part of a split cell), answers status queries
+// as before the move, and so does it once the next rebalance has finished the move.
+TEST_F(StoreTest, StatusAnswersAsBeforeWhileASplitMoveIsUnfinished) {
+  ASSERT_EQ(Neardup("gen-crawl --pages 600 --seed 43 --out " + Path("crawl.jsonl")).code, 0);
+  const std::string store = Path("store");
+  Outcome r = Neardup("--log-level warn run --input " + Path("crawl.jsonl") + " --store " + store +
+                      " --batch 100 --out " + Path("groups.jsonl"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string urls;
+  for (const auto& [url, g] : Groups(Path("groups.jsonl"))) urls += " --url '" + url + "'";
+  r = Neardup("--log-level warn status --store " + store + urls);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto expected = Answers(r.out);
+  ASSERT_GT(expected.size(), 500u);
+  for (const char* at : {"1", "2"}) {
+    SCOPED_TRACE(std::string("killed after step ") + at);
+    ::setenv("NEARDUP_REBALANCE_KILL_AT", at, 1);
+    r = Neardup("--log-level warn rebalance --store " + store + " --shards 24 --max-move 1");
+    ::unsetenv("NEARDUP_REBALANCE_KILL_AT");
+    ASSERT_NE(r.code, 0) << "the move was to be killed";
+    r = Neardup("--log-level warn status --store " + store + urls);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(Answers(r.out), expected);
+  }
+  r = Neardup("--log-level warn rebalance --store " + store);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("finished an interrupted move"));
+  r = Neardup("--log-level warn status --store " + store + urls);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Answers(r.out), expected);
+  r = Neardup("check --store " + store);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
 }  // namespace
 }  // namespace neardup
