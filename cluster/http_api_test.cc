@@ -558,8 +558,9 @@ namespace {
 
 // POST /v1/admin/rebalance on a service whose shards are in this process: 3 -> 5 shards between
 // two halves of the crawl (the second sent while the move runs, its copy capped so that the
-// second half is decided while pages move), then back to 4; every page ends answered as the
-// embedded run on the same batches answers it, and on the shard the map gives it.
+// second half is decided while pages move), then to 24 (more than whole cells can balance: cells
+// are split), then back to 4; every page ends answered as the embedded run on the same batches
+// answers it, and on the shard the map gives it.
 TEST_F(HttpApiTest, RebalanceDecidesIngestWhileItMovesPages) {
   StartService([](pb::Tier1ServerConfig* c) {
     c->set_linger_ms(3000);  // full batches of 100, as the embedded run's
@@ -593,10 +594,16 @@ TEST_F(HttpApiTest, RebalanceDecidesIngestWhileItMovesPages) {
   EXPECT_EQ(state.find("\"pages_moved\":0,"), std::string::npos) << state;
   EXPECT_NE(state.find("\"records_decided_while_moving\":500,"), std::string::npos) << state;
   ASSERT_TRUE(Settled());
+  rebalance(R"({"shards":24,"max_move":1})");
+  state = AwaitRebalance();
+  EXPECT_NE(state.find("\"state\":\"done\""), std::string::npos) << state;
+  EXPECT_NE(state.find("\"shards_after\":24"), std::string::npos) << state;
+  EXPECT_NE(state.find("\"cells_split\":"), std::string::npos) << state;
+  EXPECT_EQ(state.find("\"cells_split\":0,"), std::string::npos) << state;
   rebalance(R"({"shards":4})");
   state = AwaitRebalance();
   EXPECT_NE(state.find("\"state\":\"done\""), std::string::npos) << state;
-  EXPECT_NE(state.find("\"map_version_after\":3"), std::string::npos) << state;
+  EXPECT_NE(state.find("\"map_version_after\":4"), std::string::npos) << state;
 
   // Every page as the embedded run answers it.
   int pages = 0, differ = 0;
@@ -621,7 +628,7 @@ TEST_F(HttpApiTest, RebalanceDecidesIngestWhileItMovesPages) {
   ASSERT_TRUE(placed.ok()) << placed.status().ToString();
   EXPECT_EQ(placed->violation_count, 0u);
   EXPECT_EQ(placed->shard_pages.size(), 4u);
-  EXPECT_EQ(placed->map_generation, 3u);
+  EXPECT_EQ(placed->map_generation, 4u);
 }
 
 
