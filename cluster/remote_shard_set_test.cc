@@ -88,6 +88,8 @@ TEST(RemoteShardSet, GetManyAnswersAsTheLocalShardsInOneCall) {
   ASSERT_TRUE(pipeline::RunPipeline(o).ok());
   pipeline::ShardSetOptions options;
   options.config = o.config;
+  // The store's parameters: its shards are cut for its threshold.
+  options.config.mutable_tier2()->set_min_threshold(o.threshold);
   options.shards = 3;
   auto set = OpenRemoteShardSet(remote, options);
   ASSERT_TRUE(set.ok()) << set.status().ToString();

@@ -119,6 +119,7 @@ Status Pipeline::Setup() {
       return InvalidArgument(fmt::format("pipeline: threshold {} is outside the shards' range [tier2.min_threshold {}, 1]",
                                          threshold_, config_.tier2().min_threshold()));
     }
+    config_.mutable_tier2()->set_min_threshold(params_.min_threshold());
     RETURN_IF_ERROR(OpenMap());
     // The first commit: the map file (atomically), then the parameters naming it. A crash in
     // between leaves a map with no parameters, which the next start checks or rebuilds.

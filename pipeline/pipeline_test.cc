@@ -95,6 +95,32 @@ TEST(PipelineSeam, SuppliedShardSetTakesEveryTier2StepAndGivesTheSameGroups) {
   EXPECT_GT(counts.get.load(), 0u);  // Tier 1's signatures come from the set too
 }
 
+// A store is only ever asked for its own threshold, so its shards' prefix index is cut for it,
+// not for the lower tier2.min_threshold: at 0.9 a page holds about half the postings it holds at
+// 0.8, the store records the cut, and the groups are those the exact baseline gives either way.
+TEST(PipelineStore, ShardsAreCutForTheStoresThreshold) {
+  test::TempDir dir;
+  PipelineOptions at09 = SampleRun(dir, "t09");
+  PipelineOptions at08 = SampleRun(dir, "t08");
+  at08.threshold = 0.8;
+  ASSERT_DOUBLE_EQ(at09.config.tier2().min_threshold(), 0.8);
+  auto a = RunPipeline(at09);
+  auto b = RunPipeline(at08);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const double per_page_09 = static_cast<double>(a->shard_postings) / static_cast<double>(a->shard_pages);
+  const double per_page_08 = static_cast<double>(b->shard_postings) / static_cast<double>(b->shard_pages);
+  EXPECT_LT(per_page_09, 0.65 * per_page_08) << per_page_09 << " against " << per_page_08;
+  tier1::GroupStore::Options go;
+  go.path = StoreLayout{at09.store}.tier1();
+  go.read_only = true;
+  auto gs = tier1::GroupStore::Open(go);
+  ASSERT_TRUE(gs.ok());
+  auto params = ReadStoreParams(**gs);
+  ASSERT_TRUE(params.ok());
+  EXPECT_DOUBLE_EQ(params->min_threshold(), 0.9);
+}
+
 TEST(PipelineSeam, ShardSetOfTheWrongSizeIsRefused) {
   test::TempDir dir;
   PipelineOptions o = SampleRun(dir, "wrong");

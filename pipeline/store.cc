@@ -2,6 +2,7 @@
 
 #include "pipeline/rebalance_store.h"
 
+#include <algorithm>
 #include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -34,7 +35,8 @@ pb::StoreParams ParamsFromConfig(const pb::NeardupConfig& config, double thresho
   p.set_routing(config.pipeline().routing());
   p.set_rho(config.pipeline().rho());
   p.set_shards(config.pipeline().shards());
-  p.set_min_threshold(config.tier2().min_threshold());
+  // The store is only ever asked for its own threshold: its shards' index is cut for it.
+  p.set_min_threshold(std::max(config.tier2().min_threshold(), threshold));
   p.set_prefix_overlap(config.tier2().prefix_overlap());
   return p;
 }
@@ -56,7 +58,10 @@ Status CheckGivenParams(const pb::StoreParams& stored, const pb::StoreParams& re
   // rho matters only to rho routing.
   if (stored.routing() == "rho") RETURN_IF_ERROR(check("rho", stored.rho(), requested.rho()));
   RETURN_IF_ERROR(check("shards", stored.shards(), requested.shards()));
-  RETURN_IF_ERROR(check("min_threshold", stored.min_threshold(), requested.min_threshold()));
+  // An index cut for a lower threshold answers every higher one.
+  if (stored.min_threshold() > requested.min_threshold()) {
+    RETURN_IF_ERROR(check("min_threshold", stored.min_threshold(), requested.min_threshold()));
+  }
   RETURN_IF_ERROR(check("prefix_overlap", stored.prefix_overlap(), requested.prefix_overlap()));
   return Status::Ok();
 }
