@@ -91,7 +91,10 @@ inline bool LengthVectorsAllow(std::span<const A> a, uint32_t size_a, std::span<
 // to b. In bitmap(A) xor bitmap(B) every set bit needs at least one token of the symmetric
 // difference, so popcount(xor) <= |A xor B| = |A| + |B| - 2 |A & B|, and a pair whose xor has
 // more bits than |A| + |B| - 2 MinOverlap cannot reach t. Exact: it never drops a pair >= t.
-inline constexpr size_t kBitmapWords = 4;
+// 128 bits: 16 B a resident page; they tell pages of up to about 400 tokens apart at t = 0.9
+// (longer ones differ in more bits than there are), and the count, positional and length bounds
+// before it leave little for it to drop on longer ones.
+inline constexpr size_t kBitmapWords = 2;
 inline constexpr uint32_t kBitmapBits = kBitmapWords * 64;
 using ParityBitmap = std::array<uint64_t, kBitmapWords>;
 
