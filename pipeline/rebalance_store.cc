@@ -669,6 +669,21 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
     ShardSetOptions so = ShardOptionsFor(layout, config, o.dry_run ? map.shards() : count);
     so.read_only = o.dry_run;
     ASSIGN_OR_RETURN(shards, OpenShards(o.open_shards, so));
+    // Every shard must hold every batch Tier 1 committed: else a batch's pages are not where
+    // Tier 1 says.
+    for (uint32_t m = 0; m < map.shards() && sequence > 0; ++m) {
+      ASSIGN_OR_RETURN(uint64_t seq, shards->CommittedBatch(m));
+      if (seq < sequence) {
+        shards.reset();
+        if (!o.dry_run) {
+          for (uint32_t added = map.shards(); added < count; ++added) fs::remove_all(layout.shard(added), ec);
+        }
+        return FailedPrecondition(fmt::format(
+            "store {}: shard {} has batch {} of {}: the last run was interrupted before its shards committed; run "
+            "its input again (neardup run) first",
+            o.dir, m, seq, sequence));
+      }
+    }
     return Status::Ok();
   };
   // Pages per cell of the plan's map: exact for whole cells, a split cell's by its sample share.
@@ -734,20 +749,7 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
     return report;
   }
 
-  // Every shard must hold every batch Tier 1 committed: else a batch's pages are not where Tier 1
-  // says.
   RETURN_IF_ERROR(open_shards());
-  for (uint32_t m = 0; m < map.shards() && sequence > 0; ++m) {
-    ASSIGN_OR_RETURN(uint64_t seq, shards->CommittedBatch(m));
-    if (seq < sequence) {
-      shards.reset();
-      for (uint32_t added = map.shards(); added < count; ++added) fs::remove_all(layout.shard(added), ec);
-      return FailedPrecondition(fmt::format(
-          "store {}: shard {} has batch {} of {}: the last run was interrupted before its shards committed; run its "
-          "input again (neardup run) first",
-          o.dir, m, seq, sequence));
-    }
-  }
 
   // Step 1: both maps beside each other, then the journal.
   partitioner::PartitionMap next = plan.map;
