@@ -54,9 +54,9 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
 // (e.g. its resident pages, or a sample's). Cells of drained shards go first, heaviest first, to
 // the least-loaded remaining shard (they move whatever the budget); growing, the new shards are
 // filled first, largest cell first, each staying on its shard while that has room (the mean times
-// target_imbalance) and going to the least-loaded one otherwise, within max_move; then RefineAssignment with
-// moves and swaps while the imbalance is above target_imbalance and the weight moved stays within
-// max_move of the total. The result's map has generation + 1, `shards` shards and cell_weight as
+// target_imbalance) and going to the least-loaded one otherwise, within max_move; then
+// RefineAssignment with moves and swaps while the imbalance is above target_imbalance and the
+// weight moved stays within max_move of the total. The result's map has generation + 1, `shards` shards and cell_weight as
 // its weights; moves are per cell (from_cell == to_cell), imbalances and moved_share by weight.
 // InvalidArgument for shards == 0, a cell_weight of another size than the map's cells or with a
 // negative entry, or max_move outside [0, 1].

@@ -9,8 +9,9 @@
 //
 // The steps: the relabel, when cells were split (pages Tier 1 places in a split cell get the
 // part their signature, read from its shard, falls in: one Tier 1 commit per step_pages; a batch
-// places the pages it stores in the new map's cells itself), the copy (each destination shard stages, publishes and commits the signatures of
-// pages in the cells it takes, read from their source shard, up to step_pages at a time), the flip
+// places the pages it stores in the new map's cells itself), the copy (each destination shard
+// stages, publishes and commits the signatures of pages in the cells it takes, read from their
+// source shard, up to step_pages at a time), the flip
 // (one Tier 1 commit: the store's parameters name the new map, the journal says DROP), the
 // rename (map-next.pb becomes map.pb), the drop (each source removes what left it, step_pages at
 // a time), and the end (the journal and map-prev.pb go; drained shards' directories too, unless
@@ -71,7 +72,8 @@ struct StoreMoveOptions {
 class StoreMove {
  public:
   // The move the store's journal records, at the step it reached. NotFound when it records none;
-  // Corruption for an unreadable journal or a missing map.
+  // Corruption for an unreadable journal, a missing map, or a new map that does not refine the
+  // old one (partitioner::CellParents).
   static StatusOr<std::unique_ptr<StoreMove>> Open(const StoreLayout& layout, tier1::GroupStore* groups,
                                                    StoreMoveOptions options);
 
