@@ -250,6 +250,7 @@ StatusOr<RebalanceResult> ReassignOrSplitCells(const PartitionMap& old_map, cons
   };
   ASSIGN_OR_RETURN(RebalanceResult best, ReassignCells(old_map, weigh(old_map), shards, o));
   if (best.imbalance_after <= o.target_imbalance || shards == 0) return best;
+  const double imbalance_before = best.imbalance_before;  // the sample under the old map
   const uint32_t per_shard = std::max(1u, old_map.proto().cells_per_shard());
   const uint32_t grain = shards * per_shard;
   if (max_cells == 0) max_cells = 2 * grain;
@@ -315,11 +316,7 @@ StatusOr<RebalanceResult> ReassignOrSplitCells(const PartitionMap& old_map, cons
   ASSIGN_OR_RETURN(const std::vector<uint32_t> parent, CellParents(best.map, old_map));
   best.resliced = !best_cuts.empty();
   best.cells_split = static_cast<uint32_t>(best_cuts.size());
-  best.imbalance_before = Imbalance(Loads(weigh(old_map), [&] {
-    std::vector<uint32_t> s(old_map.cells());
-    for (uint32_t c = 0; c < old_map.cells(); ++c) s[c] = old_map.ShardOf(c);
-    return s;
-  }(), old_map.shards()));
+  best.imbalance_before = imbalance_before;
   for (CellMove& m : best.moves) m.from_cell = parent[m.to_cell];
   return best;
 }

@@ -128,6 +128,30 @@ class RebalanceStoreTest : public ::testing::Test {
     fs::copy(base_, to, fs::copy_options::recursive);
     return to;
   }
+  // For each step in `stops`: a copy of the base store whose move (to `shards`, within
+  // `max_move`) is stopped after that step, then finished by a plain rebalance, ends with the
+  // shard contents `expected` and a clean check.
+  static void ExpectStoppedMovesFinish(const std::string& name, uint32_t shards, double max_move,
+                                       const std::set<uint64_t>& stops,
+                                       const std::map<uint32_t, std::set<std::string>>& expected) {
+    for (uint64_t stop : stops) {
+      SCOPED_TRACE("stopped after step " + std::to_string(stop));
+      const std::string dir = CopyOfBase(name + std::to_string(stop));
+      uint64_t calls = 0;
+      StoreRebalanceOptions s = Options(dir, shards);
+      s.max_move = max_move;
+      s.on_step = [&](uint64_t) { return ++calls < stop; };
+      EXPECT_FALSE(RebalanceStore(s).ok());
+      // The next rebalance finishes the move it finds, whatever its own plan would be.
+      auto resumed = RebalanceStore(Options(dir, 0));
+      ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+      EXPECT_TRUE(resumed->resumed);
+      EXPECT_EQ(ShardContents(dir), expected);
+      auto p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
+      ASSERT_TRUE(p.ok());
+      EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
+    }
+  }
   static test::TempDir* dir_;
   static std::string base_;
 };
@@ -244,22 +268,7 @@ TEST_F(RebalanceStoreTest, ASplitMoveStoppedAfterAnyStepIsFinishedWithTheSameSha
   ASSERT_GT(done->cells_split, 0u);
   const auto expected = ShardContents(whole);
   ASSERT_GE(steps, 5u);
-  for (uint64_t stop : std::set<uint64_t>{1, 2, 3, (steps + 1) / 2, steps - 1}) {
-    SCOPED_TRACE("stopped after step " + std::to_string(stop));
-    const std::string dir = CopyOfBase("splitstop" + std::to_string(stop));
-    uint64_t calls = 0;
-    StoreRebalanceOptions s = Options(dir, 24);
-    s.max_move = 1;
-    s.on_step = [&](uint64_t) { return ++calls < stop; };
-    EXPECT_FALSE(RebalanceStore(s).ok());
-    auto resumed = RebalanceStore(Options(dir, 0));
-    ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
-    EXPECT_TRUE(resumed->resumed);
-    EXPECT_EQ(ShardContents(dir), expected);
-    auto p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
-    ASSERT_TRUE(p.ok());
-    EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
-  }
+  ExpectStoppedMovesFinish("splitstop", 24, 1, {1, 2, 3, (steps + 1) / 2, steps - 1}, expected);
 }
 
 TEST_F(RebalanceStoreTest, CheckFindsAPageOnTheWrongShard) {
@@ -311,23 +320,7 @@ TEST_F(RebalanceStoreTest, AMoveStoppedAfterAnyStepIsFinishedWithTheSameShards) 
   ASSERT_GE(steps, 5u);
   // After the journal, the first copy, the middle step, and the last two (drops); every step is
   // killed for real, at random, by tests/rebalance_crash_test.cc.
-  for (uint64_t stop : std::set<uint64_t>{1, 2, (steps + 1) / 2, steps - 1, steps}) {
-    SCOPED_TRACE("stopped after step " + std::to_string(stop));
-    const std::string dir = CopyOfBase("stop" + std::to_string(stop));
-    uint64_t calls = 0;
-    StoreRebalanceOptions s = Options(dir, 4);
-    s.on_step = [&](uint64_t) { return ++calls < stop; };
-    auto first = RebalanceStore(s);
-    EXPECT_FALSE(first.ok());
-    // The next rebalance finishes the move it finds, whatever its own plan would be.
-    auto resumed = RebalanceStore(Options(dir, 0));
-    ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
-    EXPECT_TRUE(resumed->resumed);
-    EXPECT_EQ(ShardContents(dir), expected);
-    auto p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
-    ASSERT_TRUE(p.ok());
-    EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
-  }
+  ExpectStoppedMovesFinish("stop", 4, o.max_move, {1, 2, (steps + 1) / 2, steps - 1, steps}, expected);
 }
 
 TEST_F(RebalanceStoreTest, ARunFinishesAnInterruptedMoveFirst) {

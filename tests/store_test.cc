@@ -59,16 +59,21 @@ class StoreTest : public BinaryTest {
     }
     return out;
   }
+  // A 600-page generated crawl (seed `seed`, in crawl.jsonl) run into the store `store` in batches
+  // of 100, its groups in groups.jsonl; `options` adds run options.
+  Outcome RunGeneratedCrawl(int seed, const std::string& options = "") const {
+    EXPECT_EQ(Neardup("gen-crawl --pages 600 --seed " + std::to_string(seed) + " --out " + Path("crawl.jsonl")).code, 0);
+    return Neardup("--log-level warn run --input " + Path("crawl.jsonl") + " --store " + Path("store") + options +
+                   " --batch 100 --out " + Path("groups.jsonl"));
+  }
 };
 
 // A store built at threshold 0.8 answers every later command at 0.8: `status` gives each page the
 // status, group and winner the run's --out gave it, without changing one byte of the store; a
 // threshold, a configuration file or a map that disagree are refused, naming the parameter.
 TEST_F(StoreTest, TheStoresParametersRuleAndStatusChangesNoFile) {
-  ASSERT_EQ(Neardup("gen-crawl --pages 600 --seed 41 --out " + Path("crawl.jsonl")).code, 0);
   const std::string store = Path("store");
-  Outcome r = Neardup("--log-level warn run --input " + Path("crawl.jsonl") + " --store " + store +
-                      " --threshold 0.8 --batch 100 --out " + Path("groups.jsonl"));
+  Outcome r = RunGeneratedCrawl(41, " --threshold 0.8");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto groups = Groups(Path("groups.jsonl"));
   ASSERT_GT(groups.size(), 500u);
@@ -238,10 +243,8 @@ TEST_F(StoreTest, TheLastBatchsStatusLinesAreWrittenAgainAfterACrash) {
 // relabel's first step: some pages' records name a part of a split cell), answers status queries
 // as before the move, and so does it once the next rebalance has finished the move.
 TEST_F(StoreTest, StatusAnswersAsBeforeWhileASplitMoveIsUnfinished) {
-  ASSERT_EQ(Neardup("gen-crawl --pages 600 --seed 43 --out " + Path("crawl.jsonl")).code, 0);
   const std::string store = Path("store");
-  Outcome r = Neardup("--log-level warn run --input " + Path("crawl.jsonl") + " --store " + store +
-                      " --batch 100 --out " + Path("groups.jsonl"));
+  Outcome r = RunGeneratedCrawl(43);
   ASSERT_EQ(r.code, 0) << r.err;
   std::string urls;
   for (const auto& [url, g] : Groups(Path("groups.jsonl"))) urls += " --url '" + url + "'";
