@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <utility>
 
@@ -84,12 +85,14 @@ std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, 
   // once counts once, in the smallest of its occurrences' dimensions (what sorting (hash,
   // dimension) pairs and keeping the first of each hash gives). Only the 8-byte hashes are
   // sorted: every occurrence is first counted (the length vector), and the repeated shingles,
-  // which are few, are then corrected with a second pass over the words.
+  // which are few, are then corrected with a second pass over the shingles in word order (kept
+  // unsorted, so that the pass does not hash the k-grams again).
   const size_t n = word_hashes.size();
-  thread_local std::vector<uint64_t> hashes, scratch;
+  thread_local std::vector<uint64_t> hashes, scratch, unsorted;
   hashes.resize(n);  // exactly one shingle a word; written in place, no growth checks
   size_t next = 0;
   ForEachShingle(word_hashes, k, [&](uint64_t h, uint64_t) { hashes[next++] = h; });
+  unsorted.assign(hashes.begin(), hashes.end());
   SortByLeadingBits(&hashes, 64, [](uint64_t h) { return h; }, &scratch);
   const int dims = static_cast<int>(length_vector.size());
   per_dim->assign(length_vector.begin(), length_vector.end());  // every occurrence, as LengthVector counts
@@ -107,14 +110,30 @@ std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, 
   if (!repeated.empty()) {
     thread_local std::vector<uint32_t> smallest;
     smallest.assign(repeated.size(), UINT32_MAX);
-    ForEachShingle(word_hashes, k, [&](uint64_t h, uint64_t first) {
-      const auto it = std::lower_bound(repeated.begin(), repeated.end(), h);
-      if (it == repeated.end() || *it != h) return;
-      const uint32_t d = SubDictionary(first, dims);
+    // The repeated hashes in an open-addressed table (a hash is uniform: its low bits place it),
+    // at most half full: a shingle's lookup is about one probe of a table that stays in cache.
+    const size_t cap = std::bit_ceil(std::max<size_t>(16, repeated.size() * 2));
+    const size_t mask = cap - 1;
+    thread_local std::vector<uint64_t> slot_hash;
+    thread_local std::vector<uint32_t> slot_index;
+    slot_hash.assign(cap, 0);
+    slot_index.assign(cap, UINT32_MAX);
+    for (size_t j = 0; j < repeated.size(); ++j) {
+      size_t pos = repeated[j] & mask;
+      while (slot_index[pos] != UINT32_MAX) pos = (pos + 1) & mask;
+      slot_hash[pos] = repeated[j];
+      slot_index[pos] = static_cast<uint32_t>(j);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t h = unsorted[i];
+      size_t pos = h & mask;
+      while (slot_index[pos] != UINT32_MAX && slot_hash[pos] != h) pos = (pos + 1) & mask;
+      if (slot_index[pos] == UINT32_MAX) continue;
+      const uint32_t d = SubDictionary(word_hashes[i], dims);  // the k-gram's first word
       --(*per_dim)[d];
-      uint32_t& m = smallest[static_cast<size_t>(it - repeated.begin())];
+      uint32_t& m = smallest[slot_index[pos]];
       m = std::min(m, d);
-    });
+    }
     for (uint32_t d : smallest) ++(*per_dim)[d];
   }
   return out;

@@ -458,6 +458,8 @@ Status RowStore::Impl::Open() {
   o.block_cache = cache.get();
   o.filter_policy = filter.get();
   o.write_buffer_size = options.write_buffer_bytes;
+  o.max_file_size = options.table_file_bytes;
+  o.max_open_files = options.open_tables;
   if (options.read_only) {
     o.create_if_missing = false;
     read_only_env = std::make_unique<ReadOnlyEnv>(Env());
