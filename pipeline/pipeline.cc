@@ -224,6 +224,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
         }
         b.signatures.emplace_back();
       }
+      std::string().swap(r.body);  // signed: the tiers need only its signature (and the memory back)
       b.records.push_back(std::move(r));
       ++next_record;
       // The redo batch ends where the committed records end; the others hold batch_pages records.

@@ -562,27 +562,37 @@ TEST_F(RunTest, ResultsDoNotDependOnTheTier1CacheSize) {
   const int pages = kSlow ? 8000 : 20000;
   const std::string crawl = Path("crawl.jsonl");
   ASSERT_EQ(Neardup("gen-crawl --pages " + std::to_string(pages) + " --seed 35 --out " + crawl).code, 0);
-  const std::string tiny = Path("tiny-cache.textproto");
-  std::ofstream(tiny) << "tier1 { cache_records: 16 }\n";
-  std::string out[2], status[2], summary[2];
-  for (int k = 0; k < 2; ++k) {
+  // The default; 16 decoded records; 16 decoded records with the rest packed (1 MiB: some are
+  // dropped from it too).
+  const std::string configs[3] = {"", "tier1 { cache_records: 16 }\n",
+                                  "tier1 { cache_records: 16 packed_cache_mib: 1 }\n"};
+  std::string out[3], status[3], summary[3], lookups[3];
+  for (int k = 0; k < 3; ++k) {
     const std::string store = Path("store" + std::to_string(k));
+    const std::string config = Path("cache" + std::to_string(k) + ".textproto");
+    std::ofstream(config) << configs[k];
     out[k] = Path("groups" + std::to_string(k) + ".jsonl");
     status[k] = Path("status" + std::to_string(k) + ".jsonl");
     const Outcome r = Neardup("--log-level warn run --input " + crawl + " --store " + store + " --out " + out[k] +
-                              " --status-out " + status[k] + " --threshold 0.8" +
-                              (k == 1 ? " --config " + tiny : std::string()));
+                              " --status-out " + status[k] + " --threshold 0.8 --config " + config);
     ASSERT_EQ(r.code, 0) << r.err;
     const size_t v = r.out.find("verification");
     ASSERT_NE(v, std::string::npos) << r.out;
     summary[k] = r.out.substr(v, r.out.find('\n', v) - v);
+    const size_t l = r.out.find("tier 1 lookups");
+    ASSERT_NE(l, std::string::npos) << r.out;
+    lookups[k] = r.out.substr(l, r.out.find('\n', l) - l);
+    std::printf("[ run      ] %s%s\n[ run      ] %s\n", configs[k].empty() ? "default\n" : configs[k].c_str(),
+                summary[k].c_str(), lookups[k].c_str());
   }
-  std::printf("[ run      ] default cache: %s\n[ run      ] 16 records:    %s\n", summary[0].c_str(),
-              summary[1].c_str());
-  EXPECT_EQ(summary[0], summary[1]);
   EXPECT_THAT(summary[0], ::testing::Not(HasSubstr(" 0 repairs"))) << "the crawl should need repairs";
-  EXPECT_TRUE(Read(out[0]) == Read(out[1])) << "the groups differ";
-  EXPECT_TRUE(Read(status[0]) == Read(status[1])) << "the status lines differ";
+  // The packed tier was used: some lookups were answered from packed records.
+  EXPECT_THAT(lookups[2], ::testing::Not(HasSubstr("(0 packed)"))) << lookups[2];
+  for (int k = 1; k < 3; ++k) {
+    EXPECT_EQ(summary[0], summary[k]) << configs[k];
+    EXPECT_TRUE(Read(out[0]) == Read(out[k])) << "the groups differ: " << configs[k];
+    EXPECT_TRUE(Read(status[0]) == Read(status[k])) << "the status lines differ: " << configs[k];
+  }
 }
 
 TEST_F(RunTest, ReadmeMainJob) {
