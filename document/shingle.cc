@@ -84,9 +84,10 @@ std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, 
   // A unique shingle counts in the dimension of its first word; a shingle that occurs more than
   // once counts once, in the smallest of its occurrences' dimensions (what sorting (hash,
   // dimension) pairs and keeping the first of each hash gives). Only the 8-byte hashes are
-  // sorted: every occurrence is first counted (the length vector), and the repeated shingles,
-  // which are few, are then corrected with a second pass over the shingles in word order (kept
-  // unsorted, so that the pass does not hash the k-grams again).
+  // sorted: every occurrence is first counted (the length vector), and the repeated shingles
+  // (few in most text, many in documentation's repeated navigation and code) are then corrected
+  // with a second pass over the shingles in word order (kept unsorted, so that the pass does not
+  // hash the k-grams again).
   const size_t n = word_hashes.size();
   thread_local std::vector<uint64_t> hashes, scratch, unsorted;
   hashes.resize(n);  // exactly one shingle a word; written in place, no growth checks
