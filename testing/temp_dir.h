@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <string>
@@ -25,6 +26,9 @@ class TempDir {
     std::string name = "neardup-test-" + std::to_string(::getpid()) + "-";
     if (info != nullptr) name += std::string(info->test_suite_name()) + "." + info->name() + "-";
     name += std::to_string(counter_++);
+    // A parameterised test's names hold '/' ("Prefix/Suite.Test/0"): one directory, not nested
+    // ones that the destructor would remove only the innermost of.
+    std::replace(name.begin(), name.end(), '/', '_');
     path_ = std::filesystem::temp_directory_path() / name;
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
