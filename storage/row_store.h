@@ -66,8 +66,8 @@ struct RowStoreOptions {
   uint64_t write_buffer_bytes = 64ull << 20;
   // Size of each table file LevelDB writes, and how many tables it keeps open (their index and
   // Bloom filter blocks in memory). A read of a table that is not open first reads its footer,
-  // index and filter again, so every table a store has should fit: at 10M crawled pages Tier 1's
-  // store is about 3.4 GB, 1,700 tables of LevelDB's default 2 MiB, past its default 1,000.
+  // index and filter again, so every table a store has should fit: Tier 1's store at 10M crawled
+  // pages (about 3.4 GB) is about 200 tables.
   uint64_t table_file_bytes = 16ull << 20;
   int open_tables = 2000;
   // Snappy-compress table blocks: less disk, more CPU (every compaction compresses, every block
