@@ -350,11 +350,14 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
   if (move_ended_here_ && !o_.open_shards) RETURN_IF_ERROR(RemoveDrainedShards(layout_, params_.shards()));
   owned_store_.reset();
   store_ = nullptr;
-  if (temporary_) {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   return sum_;
+}
+
+Pipeline::TemporaryDir::~TemporaryDir() {
+  if (path.empty()) return;
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec) spdlog::warn("pipeline: could not remove the run's temporary store {}: {}", path, ec.message());
 }
 
 }  // namespace internal

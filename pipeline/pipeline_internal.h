@@ -341,6 +341,12 @@ class Pipeline {
   Status RecordInputConsumed();
 
   const PipelineOptions& o_;
+  // A run without --store works in a directory of its own, removed with the run whether it ends
+  // or fails: declared before everything that holds the directory open, so destroyed after it.
+  struct TemporaryDir {
+    std::string path;  // empty: nothing to remove
+    ~TemporaryDir();
+  } temporary_dir_;
   // What the run computes with: the options', or the store's own parameters when it has them.
   pb::NeardupConfig config_;
   double threshold_ = 0;
@@ -353,7 +359,6 @@ class Pipeline {
   bool resuming_ = false;      // the input is the store's interrupted one, continued
   std::string dir_;
   StoreLayout layout_;
-  bool temporary_ = false;
   // The map whose cells pages are placed in: the served one, or while a move is open its new map
   // (whose cells are the old map's, or refine them); routing when no move runs. During a move,
   // move_ says which shard holds a cell (HomeShard).

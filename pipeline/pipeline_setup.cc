@@ -47,7 +47,7 @@ Status Pipeline::Setup() {
   if (dir_.empty()) {
     dir_ = (fs::temp_directory_path() / fmt::format("neardup-run-{}-{}", getpid(),
                                                      SteadyClock::now().time_since_epoch().count())).string();
-    temporary_ = true;
+    temporary_dir_.path = dir_;
   }
   layout_.dir = dir_;
   std::error_code ec;

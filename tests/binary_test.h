@@ -53,12 +53,13 @@ class BinaryTest : public ::testing::Test {
   }
   static std::string Read(const std::string& path) { return test::ReadFile(path); }
   // Runs `neardup <args>` through the shell; stdout and stderr are captured.
-  // Runs the binary; safe from several threads at once (each call its own output files).
-  Outcome Neardup(const std::string& args) const {
+  // Runs the binary; safe from several threads at once (each call its own output files). `env`:
+  // VAR=value assignments for the child, as the shell takes them.
+  Outcome Neardup(const std::string& args, const std::string& env = "") const {
     static std::atomic<int> calls{0};
     const std::string n = std::to_string(calls++);
     const std::string out = Path("stdout-" + n + ".txt"), err = Path("stderr-" + n + ".txt");
-    const std::string cmd = std::string(NEARDUP_BIN) + " " + args + " >" + out + " 2>" + err;
+    const std::string cmd = (env.empty() ? "" : env + " ") + std::string(NEARDUP_BIN) + " " + args + " >" + out + " 2>" + err;
     const int rc = std::system(cmd.c_str());
     return Outcome{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, Read(out), Read(err)};
   }

@@ -529,11 +529,14 @@ TEST_F(RunTest, BadUsageIsRefused) {
   EXPECT_THAT(r.out, HasSubstr("200 skipped"));
   EXPECT_THAT(r.out, HasSubstr("recorded as consumed"));
 
-  // A threshold the shards cannot answer (tier2.min_threshold is 0.8 by default).
-  r = Neardup("run --input " + Path("one.jsonl") + " --threshold 0.7");
+  // A threshold the shards cannot answer (tier2.min_threshold is 0.8 by default). Refused after
+  // the run made its temporary store, which goes with it all the same (it did not).
+  fs::create_directories(Path("tmp"));
+  r = Neardup("run --input " + Path("one.jsonl") + " --threshold 0.7", "TMPDIR=" + Path("tmp"));
   EXPECT_NE(r.code, 0);
   EXPECT_THAT(r.err, HasSubstr("threshold 0.7"));
   EXPECT_THAT(r.err, HasSubstr("min_threshold"));
+  EXPECT_TRUE(fs::is_empty(Path("tmp"))) << "a refused run left its temporary store";
   r = Neardup("run --input " + Path("one.jsonl") + " --threshold 0.79 --store " + Path("low"));
   EXPECT_NE(r.code, 0);
   EXPECT_THAT(r.err, HasSubstr("min_threshold 0.8"));
