@@ -304,7 +304,7 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
 
   RETURN_IF_ERROR(rows.ScanFamily(store_->group_family(), [&](std::string_view, std::string_view, std::string_view v) {
     pb::Tier1Group g;
-    if (g.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+    if (tier1::GroupStore::DecodeGroup(v, &g)) {
       ++sum_.groups;
       if (g.members() >= 2) ++sum_.multi_groups;
       sum_.pages += g.members();

@@ -89,7 +89,7 @@ Status CheckStore(const GroupStore& store, CheckReport* report, SignatureSource*
   RETURN_IF_ERROR(rows.ScanFamily(store.group_family(), [&](std::string_view row, std::string_view, std::string_view v) {
     const uint64_t g = GroupStore::GroupFromKey(row);
     pb::Tier1Group rec;
-    if (!rec.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+    if (!GroupStore::DecodeGroup(v, &rec)) {
       c.Violation("group " + std::to_string(g) + ": unreadable record");
       return true;
     }

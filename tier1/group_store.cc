@@ -115,7 +115,32 @@ Status GroupStore::GetPage(std::string_view url, pb::Tier1Page* out) const {
 Status GroupStore::GetGroup(uint64_t group, pb::Tier1Group* out) const {
   std::string bytes;
   RETURN_IF_ERROR(rows_->Get(group_, GroupKey(group), "", &bytes));
-  return ParseRecord(bytes, out, "group", std::to_string(group));
+  if (!DecodeGroup(bytes, out)) return Corruption("group store: unreadable group record for " + std::to_string(group));
+  return Status::Ok();
+}
+
+void GroupStore::EncodeGroup(pb::Tier1Group* rec, std::string* bytes) {
+  // The kept set holds the winner once, first, as a rule: no more than one entry is emptied.
+  std::string* winner_entry = nullptr;
+  for (std::string& k : *rec->mutable_kept()) {
+    if (!rec->winner().empty() && k == rec->winner()) {
+      winner_entry = &k;
+      break;
+    }
+  }
+  std::string url;
+  if (winner_entry != nullptr) winner_entry->swap(url);
+  bytes->clear();
+  rec->AppendToString(bytes);
+  if (winner_entry != nullptr) winner_entry->swap(url);
+}
+
+bool GroupStore::DecodeGroup(std::string_view bytes, pb::Tier1Group* rec) {
+  if (!rec->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return false;
+  for (std::string& k : *rec->mutable_kept()) {
+    if (k.empty()) k = rec->winner();
+  }
+  return true;
 }
 
 Status GroupStore::Members(uint64_t group, std::vector<std::string>* out) const {
@@ -260,7 +285,9 @@ StatusOr<GroupStore::Txn::GroupSlot*> GroupStore::Txn::LoadGroup(uint64_t group)
                : reserved ? NotFound("")
                           : store_->rows_->Get(store_->group_, GroupKey(group), "", &bytes);
     if (s.ok()) {
-      RETURN_IF_ERROR(ParseRecord(bytes, &slot.rec, "group", std::to_string(group)));
+      if (!DecodeGroup(bytes, &slot.rec)) {
+        return Corruption("group store: unreadable group record for " + std::to_string(group));
+      }
       slot.exists = true;
     } else if (s.code() != StatusCode::kNotFound) {
       return s;
@@ -399,11 +426,11 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
     batch_.Put(store_->page_, e->first, "", bytes);
   }
   for (uint64_t g : dirty_groups_) {
-    const GroupSlot& slot = groups_[g];
+    GroupSlot& slot = groups_[g];
     if (slot.deleted) {
       batch_.Delete(store_->group_, GroupKey(g), "");
     } else {
-      slot.rec.SerializeToString(&bytes);
+      EncodeGroup(&slot.rec, &bytes);
       batch_.Put(store_->group_, GroupKey(g), "", bytes);
     }
   }
@@ -564,16 +591,17 @@ Status GroupStore::Txn::Evict(size_t keep, size_t packed_bytes) {
     }
     return true;
   });
-  std::erase_if(groups_, [&](const auto& e) {
-    if (age(e.second.used) <= oldest) return false;
-    if (pack && e.second.exists) {
-      bytes.clear();
-      bytes.reserve(e.second.rec.ByteSizeLong());
-      e.second.rec.AppendToString(&bytes);
-      Pack(&packed_groups_, e.first, std::move(bytes), e.second.used);
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    if (age(it->second.used) <= oldest) {
+      ++it;
+      continue;
     }
-    return true;
-  });
+    if (pack && it->second.exists) {
+      EncodeGroup(&it->second.rec, &bytes);  // packed as stored: the winner's URL once
+      Pack(&packed_groups_, it->first, std::move(bytes), it->second.used);
+    }
+    it = groups_.erase(it);
+  }
   std::erase_if(member_lists_, [&](const auto& e) {
     if (age(e.second.used) <= oldest) return false;
     if (pack) {

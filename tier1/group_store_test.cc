@@ -2,6 +2,7 @@
 // failure, group ids that never repeat.
 #include "tier1/group_store.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <leveldb/env.h>
 #include <leveldb/helpers/memenv.h>
@@ -437,6 +438,63 @@ TEST_F(GroupStoreTest, DeleteGroupCommitsADelete) {
   EXPECT_EQ(store->GetGroup(g5, &g).code(), StatusCode::kNotFound);
   ASSERT_TRUE(store->GetGroup(g6, &g).ok());
   EXPECT_EQ(g.winner(), "http://a.com/");
+  ExpectConsistent(*store);
+}
+
+// The winner's entry of a kept set is stored empty, so that a group's record holds its winner's
+// URL once; every way of reading the record gives the URL back, and a record written with the URL
+// (as stores from before hold them) reads the same.
+TEST_F(GroupStoreTest, KeptWinnerIsStoredOnce) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::string a = "http://a.com/some/long/path", b = "http://b.com/other";
+  uint64_t g = 0;
+  {
+    GroupStore::Txn txn(store.get());
+    g = txn.NewGroupId();
+    for (const std::string& url : {a, b}) {
+      AddPage(txn, g, url);
+      (*txn.MutablePage(url))->set_has_signature(true);
+      (*txn.MutablePage(url))->set_kept(true);
+    }
+    pb::Tier1Group* rec = *txn.MutableGroup(g);
+    rec->set_kept_set(true);
+    rec->add_kept(a);
+    rec->add_kept(b);
+    ASSERT_TRUE(txn.Commit().ok());
+  }
+  std::string raw;
+  ASSERT_TRUE(store->rows().Get(store->group_family(), GroupStore::GroupKey(g), "", &raw).ok());
+  size_t copies = 0;
+  for (size_t at = raw.find(a); at != std::string::npos; at = raw.find(a, at + 1)) ++copies;
+  EXPECT_EQ(copies, 1u) << "the winner's URL is stored once";
+  auto expect_kept = [&](const pb::Tier1Group& rec, const std::string& how) {
+    EXPECT_EQ(rec.winner(), a) << how;
+    EXPECT_THAT(rec.kept(), ::testing::ElementsAre(a, b)) << how;
+  };
+  pb::Tier1Group got;
+  ASSERT_TRUE(store->GetGroup(g, &got).ok());
+  expect_kept(got, "GetGroup");
+  {
+    GroupStore::Txn txn(store.get());
+    auto rec = txn.FindGroup(g);
+    ASSERT_TRUE(rec.ok() && *rec != nullptr);
+    expect_kept(**rec, "a Txn's read");
+  }
+  ExpectConsistent(*store);
+
+  // The record as stores from before wrote it: the winner's URL in full, twice.
+  pb::Tier1Group old;
+  old.set_winner(a);
+  old.set_members(2);
+  old.set_kept_set(true);
+  old.add_kept(a);
+  old.add_kept(b);
+  RowBatch batch;
+  batch.Put(store->group_family(), GroupStore::GroupKey(g), "", old.SerializeAsString());
+  ASSERT_TRUE(store->rows().Write(batch).ok());
+  ASSERT_TRUE(store->GetGroup(g, &got).ok());
+  expect_kept(got, "a record from before");
   ExpectConsistent(*store);
 }
 
