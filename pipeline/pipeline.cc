@@ -286,6 +286,7 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
   sum_.peak_rss_bytes = PeakRssBytes();
   sum_.tier1_page_reads = tier1_->page_reads();
   sum_.tier1_group_reads = tier1_->group_reads();
+  sum_.tier1_tables = store_->rows().table_stats();
   if (!o_.groups_out.empty()) {
     const auto t0 = SteadyClock::now();
     RETURN_IF_ERROR(WriteGroups());
@@ -397,6 +398,15 @@ std::string FormatSummary(const PipelineSummary& s) {
                    s.verifications > 0 ? 100.0 * static_cast<double>(s.rejections) / static_cast<double>(s.verifications) : 0.0,
                    s.repairs, s.repair_splits);
   o += fmt::format("store              {} pages in {} groups, {} with 2+ members\n", s.pages, s.groups, s.multi_groups);
+  if (s.tier1_tables.written_bytes > 0) {
+    const auto gb = [](uint64_t b) { return static_cast<double>(b) / 1e9; };
+    o += fmt::format("tier 1 tables      {:.2f} GB held; LevelDB wrote {:.2f} GB of tables in this run ({:.1f}x what it "
+                     "holds: flushes and compactions) and read {:.2f} GB to compact\n",
+                     gb(s.tier1_tables.held_bytes), gb(s.tier1_tables.written_bytes),
+                     static_cast<double>(s.tier1_tables.written_bytes) /
+                         static_cast<double>(std::max<uint64_t>(s.tier1_tables.held_bytes, 1)),
+                     gb(s.tier1_tables.compaction_read_bytes));
+  }
   o += fmt::format("kept sets          {} groups, {} content pages kept in them, {} groups of 2+ members without one "
                    "(over tier1.kept_max_members); {} decisions, {} comparisons, {} signatures fetched, {} member "
                    "scans, {} recomputed whole\n",

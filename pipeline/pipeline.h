@@ -179,6 +179,8 @@ struct PipelineSummary {
   // from the store's memory. Reads growing with the store mean tier1.cache_records is too small
   // for the working set.
   tier1::GroupStore::Txn::ReadStats tier1_page_reads, tier1_group_reads;
+  // The group store's LevelDB tables since the store was opened by this run (RowStore::TableStats).
+  RowStore::TableStats tier1_tables;
   uint64_t peak_rss_bytes = 0;
   double pages_per_second() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }
   // The paper's Fig. 8: share of changed pages Tier 1 resolved without Tier 2.

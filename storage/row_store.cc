@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cassert>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <condition_variable>
 #include <deque>
@@ -23,6 +24,7 @@
 #include <mutex>
 #include <set>
 #include <shared_mutex>
+#include <sstream>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -391,6 +393,7 @@ class RowStore::Impl {
   void ReturnBatch(std::unique_ptr<leveldb::WriteBatch> wb);
   StatusOr<uint64_t> PurgeExpired();
   uint64_t DiskBytes() const;
+  RowStore::TableStats Tables() const;
 
   const RowStoreOptions options;
   const Clock* const clock;
@@ -896,6 +899,29 @@ uint64_t RowStore::Impl::DiskBytes() const {
   return total;
 }
 
+RowStore::TableStats RowStore::Impl::Tables() const {
+  // LevelDB prints, after a three-line header, one row a level that has tables or compactions:
+  // "level files size(MB) time(sec) read(MB) write(MB)".
+  TableStats t;
+  std::string text;
+  if (!db->GetProperty("leveldb.stats", &text)) return t;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    int level = 0, files = 0;
+    double size_mb = 0, seconds = 0, read_mb = 0, write_mb = 0;
+    if (std::sscanf(line.c_str(), "%d %d %lf %lf %lf %lf", &level, &files, &size_mb, &seconds, &read_mb, &write_mb) !=
+        6) {
+      continue;  // the header
+    }
+    constexpr double kMiB = 1048576.0;
+    t.held_bytes += static_cast<uint64_t>(size_mb * kMiB);
+    t.compaction_read_bytes += static_cast<uint64_t>(read_mb * kMiB);
+    t.written_bytes += static_cast<uint64_t>(write_mb * kMiB);
+  }
+  return t;
+}
+
 // ---- RowStore ----
 
 RowStore::RowStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -1036,6 +1062,8 @@ StatusOr<int64_t> RowSnapshot::Counter(std::string_view name) const {
 }
 
 uint64_t RowStore::DiskBytes() const { return impl_->DiskBytes(); }
+
+RowStore::TableStats RowStore::table_stats() const { return impl_->Tables(); }
 
 const RowStoreOptions& RowStore::options() const { return impl_->options; }
 

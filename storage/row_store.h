@@ -206,6 +206,15 @@ class RowStore {
 
   // Bytes LevelDB keeps on disk for the store (sum of its files).
   uint64_t DiskBytes() const;
+  // LevelDB's table traffic since the store was opened, from its "leveldb.stats" (whole MiB):
+  // tables held now, tables written (memtable flushes and compactions), and tables read by
+  // compactions. written / held is the store's write amplification: with keys spread over the
+  // whole key space, every level a byte passes through rewrites it with about ten times its size
+  // of the next level's tables.
+  struct TableStats {
+    uint64_t held_bytes = 0, written_bytes = 0, compaction_read_bytes = 0;
+  };
+  TableStats table_stats() const;
   const RowStoreOptions& options() const;
 
  private:

@@ -328,6 +328,42 @@ TEST_F(RowStoreTest, CompressionIsAnOptionAndMixedTablesRead) {
   EXPECT_LT(bytes[1] * 2, bytes[0]) << "compressed " << bytes[1] << " B, plain " << bytes[0] << " B";
 }
 
+// table_stats: what LevelDB holds, wrote and read to compact, counted from the store's opening.
+TEST_F(RowStoreTest, TableStatsCountWhatLevelDbWrote) {
+  RowStoreOptions o = Options();
+  o.write_buffer_bytes = 256 << 10;  // small: many flushes, and compactions behind them
+  o.compress = false;                // the tables' sizes are the rows'
+  auto store = OpenStore(o);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->table_stats().written_bytes, 0u) << "nothing written yet";
+  constexpr int kRows = 40000;
+  auto fill = [&](char c) {
+    RowBatch b;
+    for (int i = 0; i < kRows; ++i) {
+      const int k = static_cast<int>((static_cast<int64_t>(i) * 7919) % kRows);  // all over the key space
+      b.Put(store->family("page"), "http://a.example/" + std::to_string(k), "", std::string(250, c));
+      if (b.operations() == 1000) {
+        ASSERT_TRUE(store->Write(b).ok());
+        b.Clear();
+      }
+    }
+    ASSERT_TRUE(store->Write(b).ok());
+  };
+  fill('a');
+  fill('b');  // the same rows again: compactions drop the first versions
+  const RowStore::TableStats t = store->table_stats();
+  const uint64_t data = uint64_t{kRows} * 250;  // one version of every row's value
+  EXPECT_GE(t.held_bytes, data / 2) << "whole MiB; some rows may still be in the memtable";
+  EXPECT_LE(t.held_bytes, 4 * data);
+  EXPECT_GE(t.written_bytes, data) << "the first versions at least were flushed";
+  EXPECT_GT(t.written_bytes, t.held_bytes) << "rewritten by compactions";
+  EXPECT_GT(t.compaction_read_bytes, 0u);
+  store.reset();
+  store = OpenStore(o);
+  ASSERT_NE(store, nullptr);
+  EXPECT_GE(store->table_stats().held_bytes, data / 2) << "held counts the tables there are";
+}
+
 TEST_F(RowStoreTest, ArbitraryRowBytesAndRowPrefixes) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
