@@ -9,8 +9,8 @@ namespace neardup::test {
 namespace {
 
 // A TempDir is one directory right under the temporary directory, and nothing of it is left once
-// it is destroyed: also in a parameterised test, whose names hold '/' (it used to leave a
-// directory named after the instantiation's prefix behind for every such test).
+// it is destroyed: also in a parameterised test, whose names hold '/' (nested directories would
+// leave one named after the instantiation's prefix behind).
 void ExpectOneDirectoryThatLeavesNothing() {
   std::filesystem::path path;
   {

@@ -530,7 +530,7 @@ TEST_F(RunTest, BadUsageIsRefused) {
   EXPECT_THAT(r.out, HasSubstr("recorded as consumed"));
 
   // A threshold the shards cannot answer (tier2.min_threshold is 0.8 by default). Refused after
-  // the run made its temporary store, which goes with it all the same (it did not).
+  // the run made its temporary store, which goes with it all the same.
   fs::create_directories(Path("tmp"));
   r = Neardup("run --input " + Path("one.jsonl") + " --threshold 0.7", "TMPDIR=" + Path("tmp"));
   EXPECT_NE(r.code, 0);

@@ -23,6 +23,14 @@ Status ParseRecord(const std::string& bytes, Msg* out, std::string_view what, st
   return Status::Ok();
 }
 
+// GroupStore::DecodeGroup, with the error every reader of the group store gives.
+Status ParseGroup(std::string_view bytes, pb::Tier1Group* out, uint64_t group) {
+  if (!GroupStore::DecodeGroup(bytes, out)) {
+    return Corruption("group store: unreadable group record for " + std::to_string(group));
+  }
+  return Status::Ok();
+}
+
 // *out = the sorted list `base` with a Txn's changes to it (column -> present?) applied.
 void ApplyChanges(const std::vector<std::string>& base, const std::map<std::string, bool, std::less<>>& changes,
                   std::vector<std::string>* out) {
@@ -115,8 +123,7 @@ Status GroupStore::GetPage(std::string_view url, pb::Tier1Page* out) const {
 Status GroupStore::GetGroup(uint64_t group, pb::Tier1Group* out) const {
   std::string bytes;
   RETURN_IF_ERROR(rows_->Get(group_, GroupKey(group), "", &bytes));
-  if (!DecodeGroup(bytes, out)) return Corruption("group store: unreadable group record for " + std::to_string(group));
-  return Status::Ok();
+  return ParseGroup(bytes, out, group);
 }
 
 void GroupStore::EncodeGroup(pb::Tier1Group* rec, std::string* bytes) {
@@ -285,9 +292,7 @@ StatusOr<GroupStore::Txn::GroupSlot*> GroupStore::Txn::LoadGroup(uint64_t group)
                : reserved ? NotFound("")
                           : store_->rows_->Get(store_->group_, GroupKey(group), "", &bytes);
     if (s.ok()) {
-      if (!DecodeGroup(bytes, &slot.rec)) {
-        return Corruption("group store: unreadable group record for " + std::to_string(group));
-      }
+      RETURN_IF_ERROR(ParseGroup(bytes, &slot.rec, group));
       slot.exists = true;
     } else if (s.code() != StatusCode::kNotFound) {
       return s;

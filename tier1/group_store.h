@@ -77,7 +77,7 @@ class GroupStore {
   // A group record as the store keeps it: an entry of `kept` equal to the winner is written empty
   // (most groups are one page, whose URL the record would hold twice). EncodeGroup serializes
   // *rec (restored before it returns) into *bytes; DecodeGroup parses bytes written either way
-  // (stores from before wrote the URL) and gives the entry its URL back: false when they do not
+  // (with the URL in full, too) and gives the entry its URL back: false when they do not
   // parse. Every reader of the group family goes through DecodeGroup.
   static void EncodeGroup(pb::Tier1Group* rec, std::string* bytes);
   static bool DecodeGroup(std::string_view bytes, pb::Tier1Group* rec);
