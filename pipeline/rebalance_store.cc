@@ -577,8 +577,7 @@ Status CheckRebalanceOptions(const StoreRebalanceOptions& o) {
 StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
   RETURN_IF_ERROR(CheckRebalanceOptions(o));
   StoreLayout layout{o.dir};
-  std::error_code ec;
-  if (!fs::exists(layout.tier1() + "/CURRENT", ec)) {
+  if (!RowStore::Exists(layout.tier1())) {
     return NotFound("no store in " + o.dir + " (expected its group store in " + layout.tier1() + ")");
   }
   tier1::GroupStore::Options go;
