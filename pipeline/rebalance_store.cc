@@ -577,7 +577,8 @@ Status CheckRebalanceOptions(const StoreRebalanceOptions& o) {
 StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
   RETURN_IF_ERROR(CheckRebalanceOptions(o));
   StoreLayout layout{o.dir};
-  if (!RowStore::Exists(layout.tier1())) {
+  std::error_code ec;
+  if (!fs::exists(layout.tier1() + "/CURRENT", ec)) {
     return NotFound("no store in " + o.dir + " (expected its group store in " + layout.tier1() + ")");
   }
   tier1::GroupStore::Options go;

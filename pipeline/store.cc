@@ -124,7 +124,8 @@ Status WriteStoreParams(tier1::GroupStore* store, const pb::StoreParams& p) {
 
 StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenParams& given, pb::NeardupConfig* config,
                                         double* threshold, SignerOptions* signer) {
-  if (!RowStore::Exists(layout.tier1())) {
+  std::error_code ec;
+  if (!std::filesystem::exists(layout.tier1() + "/CURRENT", ec)) {
     return NotFound("no store in " + layout.dir + " (expected its group store in " + layout.tier1() + ")");
   }
   OpenedStore out;

@@ -40,24 +40,12 @@ namespace {
 constexpr size_t kMaxFamilies = 250;
 constexpr char kFamiliesKey = '\xFE';
 constexpr char kCounterPrefix = '\xFF';
-// In each partition of a partitioned store: the sequence number of the last journaled batch it has.
-constexpr char kJournalSeqKey = '\xFD';
-constexpr int kMaxPartitions = 64;
-// A partitioned store's journal is emptied (every partition fsync'ed first) once it holds this much.
-constexpr uint64_t kJournalCheckpointBytes = 64ull << 20;
 constexpr char kTagPlain = 0;
 constexpr char kTagExpiring = 1;
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 constexpr size_t kPurgeDeletesPerBatch = 10'000;
 constexpr size_t kEmptyWriteBatchBytes = 12;  // leveldb::WriteBatch's header: sequence and count
 constexpr size_t kPurgeVisitsPerBatch = 100'000;  // bounds how long one purge step blocks writers
-
-// A partitioned store's database p.
-std::string PartitionDir(const std::string& path, size_t p) {
-  char name[32];
-  std::snprintf(name, sizeof name, "/partition-%02zu", p);
-  return path + name;
-}
 
 leveldb::Slice ToSlice(std::string_view s) { return leveldb::Slice(s.data(), s.size()); }
 std::string_view ToView(const leveldb::Slice& s) { return std::string_view(s.data(), s.size()); }
@@ -167,9 +155,6 @@ Status ValidateOptions(const RowStoreOptions& o) {
   for (const std::string& f : o.families) {
     if (f.empty()) return InvalidArgument("RowStore " + o.path + ": empty family name");
     if (!seen.insert(f).second) return InvalidArgument("RowStore " + o.path + ": duplicate family \"" + f + "\"");
-  }
-  if (o.partitions < 1 || o.partitions > kMaxPartitions) {
-    return InvalidArgument("RowStore " + o.path + ": partitions " + std::to_string(o.partitions) + ", not in 1..64");
   }
   return Status::Ok();
 }
@@ -326,81 +311,30 @@ void RowBatch::Clear() {
 
 namespace {
 
-// One operation of a write batch; its slices point into the batch (or the journal) it came from.
-struct KeyOp {
-  leveldb::Slice key, value;
-  bool is_delete;
-};
-
-// Reads `in` back into *ops (cleared first) in key order; operations on one key keep their order,
-// so applying them in this order leaves the store as applying `in` would. LevelDB inserts each
+// Copies `in` into *out (cleared first) with its operations in key order; operations on one key
+// keep their order, so applying *out leaves the store as applying `in` would. LevelDB inserts each
 // operation into its memtable, a skip list searched from the top: in key order each search walks
 // the nodes the previous one just visited (in cache) for most of its way down, where random order
 // misses the cache at nearly every node (a 3000-key batch into a 64 MiB memtable: about 30% less
 // time). Corruption when `in` cannot be read back.
-Status SortedOps(const leveldb::WriteBatch& in, std::vector<KeyOp>* ops) {
+Status CopyInKeyOrder(const leveldb::WriteBatch& in, leveldb::WriteBatch* out) {
+  struct Op {
+    leveldb::Slice key, value;
+    bool is_delete;
+  };
   struct Collect : leveldb::WriteBatch::Handler {
-    std::vector<KeyOp>* ops;
-    void Put(const leveldb::Slice& key, const leveldb::Slice& value) override { ops->push_back({key, value, false}); }
-    void Delete(const leveldb::Slice& key) override { ops->push_back({key, {}, true}); }
+    std::vector<Op> ops;
+    void Put(const leveldb::Slice& key, const leveldb::Slice& value) override { ops.push_back({key, value, false}); }
+    void Delete(const leveldb::Slice& key) override { ops.push_back({key, {}, true}); }
   } collect;
-  collect.ops = ops;
-  ops->clear();
+  out->Clear();
   RETURN_IF_ERROR(FromLevelDb(in.Iterate(&collect), "read back", "a write batch"));
-  std::stable_sort(ops->begin(), ops->end(), [](const KeyOp& a, const KeyOp& b) { return a.key.compare(b.key) < 0; });
+  std::stable_sort(collect.ops.begin(), collect.ops.end(), [](const Op& a, const Op& b) { return a.key.compare(b.key) < 0; });
+  for (const Op& op : collect.ops) {
+    if (op.is_delete) out->Delete(op.key);
+    else out->Put(op.key, op.value);
+  }
   return Status::Ok();
-}
-
-// A journal record: 8-byte big-endian sequence number, 4-byte big-endian body length, the body (per
-// operation: 0 put / 1 delete, varint32 key length, key, and for a put varint32 value length and
-// value), then an 8-byte big-endian hash of all that.
-constexpr size_t kJournalHeaderBytes = 12;
-constexpr size_t kJournalHashBytes = 8;
-
-void AppendJournalRecord(std::string* out, uint64_t seq, const std::vector<KeyOp>& ops) {
-  const size_t start = out->size();
-  AppendBigEndian(out, seq, 8);
-  AppendBigEndian(out, 0, 4);
-  for (const KeyOp& op : ops) {
-    out->push_back(op.is_delete ? 1 : 0);
-    PutVarint32(out, static_cast<uint32_t>(op.key.size()));
-    out->append(op.key.data(), op.key.size());
-    if (op.is_delete) continue;
-    PutVarint32(out, static_cast<uint32_t>(op.value.size()));
-    out->append(op.value.data(), op.value.size());
-  }
-  const uint64_t body = out->size() - start - kJournalHeaderBytes;
-  for (int i = 0; i < 4; ++i) (*out)[start + 8 + i] = static_cast<char>(body >> (8 * (3 - i)));
-  AppendBigEndian(out, UrlHash(std::string_view(out->data() + start, out->size() - start)), 8);
-}
-
-// The next whole record of *in (consumed): false at the end or at a torn or damaged record.
-bool ReadJournalRecord(std::string_view* in, uint64_t* seq, std::vector<KeyOp>* ops) {
-  if (in->size() < kJournalHeaderBytes + kJournalHashBytes) return false;
-  const uint64_t body = ReadBigEndian(in->data() + 8, 4);
-  if (in->size() - kJournalHeaderBytes - kJournalHashBytes < body) return false;
-  const std::string_view record = in->substr(0, kJournalHeaderBytes + body);
-  if (UrlHash(record) != ReadBigEndian(in->data() + record.size(), 8)) return false;
-  *seq = ReadBigEndian(in->data(), 8);
-  ops->clear();
-  std::string_view b = record.substr(kJournalHeaderBytes);
-  while (!b.empty()) {
-    const bool is_delete = b[0] != 0;
-    b.remove_prefix(1);
-    uint32_t klen = 0, vlen = 0;
-    if (!GetVarint32(&b, &klen) || klen > b.size()) return false;
-    const leveldb::Slice key(b.data(), klen);
-    b.remove_prefix(klen);
-    leveldb::Slice value;
-    if (!is_delete) {
-      if (!GetVarint32(&b, &vlen) || vlen > b.size()) return false;
-      value = leveldb::Slice(b.data(), vlen);
-      b.remove_prefix(vlen);
-    }
-    ops->push_back({key, value, is_delete});
-  }
-  in->remove_prefix(record.size() + kJournalHashBytes);
-  return true;
 }
 
 }  // namespace
@@ -425,18 +359,13 @@ class RowStore::Impl {
 
   Status Open();
   Status CheckFamily(uint8_t family) const;
-  // A snapshot of each partition, taken between two writes (RowSnapshot's).
-  struct Snapshots {
-    std::vector<const leveldb::Snapshot*> parts;
-  };
   // snapshot: read at it (no waiting for writes: NewSnapshot did); null: the current state.
   Status Get(uint8_t family, std::string_view row, std::string_view column, std::string* value,
-             const Snapshots* snapshot = nullptr) const;
-  // Calls fn(key, data) for every live cell whose key starts with prefix, in key order, until fn
-  // returns false. whole_row: prefix is one row's (one partition holds it); else a family's.
+             const leveldb::Snapshot* snapshot = nullptr) const;
+  // Calls fn(key, data) for every live cell whose key starts with prefix, until fn returns false.
   template <typename Fn>
   Status ScanPrefix(std::string_view prefix, bool whole_row, bool fill_cache, Fn&& fn,
-                    const Snapshots* snapshot = nullptr) const;
+                    const leveldb::Snapshot* snapshot = nullptr) const;
   // RowBatch's operations into *wb; the hashes of their row prefixes into *rows (async_writes).
   Status Encode(const RowBatch& batch, leveldb::WriteBatch* wb, std::vector<uint64_t>* rows) const;
   StatusOr<bool> PutIfAbsent(uint8_t family, std::string_view row, std::string_view column, std::string_view value,
@@ -444,13 +373,10 @@ class RowStore::Impl {
   Status Sync();
   // *flushed: the lazy counters' flush before it (their values at the snapshot need it). With
   // `capture` (lazy_counters), no flush: those counters' values go to *captured instead.
-  const Snapshots* NewSnapshot(Status* flushed, const std::vector<std::string>* capture = nullptr,
-                               std::map<std::string, int64_t, std::less<>>* captured = nullptr) const;
-  void ReleaseSnapshot(const Snapshots* s) const {
-    for (size_t p = 0; p < dbs.size(); ++p) dbs[p]->ReleaseSnapshot(s->parts[p]);
-    delete s;
-  }
-  StatusOr<int64_t> CounterAt(std::string_view name, const Snapshots* snapshot) const;
+  const leveldb::Snapshot* NewSnapshot(Status* flushed, const std::vector<std::string>* capture = nullptr,
+                                       std::map<std::string, int64_t, std::less<>>* captured = nullptr) const;
+  void ReleaseSnapshot(const leveldb::Snapshot* s) const { db->ReleaseSnapshot(s); }
+  StatusOr<int64_t> CounterAt(std::string_view name, const leveldb::Snapshot* snapshot) const;
   void ScanCounters(std::string_view prefix, const std::function<bool(std::string_view, int64_t)>& fn) const;
   int64_t Counter(std::string_view name) const;
   // Adds the counter deltas to wb and commits it; updates the in-memory counters on success only.
@@ -468,7 +394,6 @@ class RowStore::Impl {
   StatusOr<uint64_t> PurgeExpired();
   uint64_t DiskBytes() const;
   RowStore::TableStats Tables() const;
-  int partitions() const { return static_cast<int>(dbs.size()); }
 
   const RowStoreOptions options;
   const Clock* const clock;
@@ -477,39 +402,17 @@ class RowStore::Impl {
  private:
   Status SyncFamilies();
   Status LoadCounters();
-  // The partition holding a key: a cell's by its (family, row) prefix; counters, the family list:
-  // partition 0.
-  size_t PartitionOf(std::string_view key) const;
-  std::string PartitionPath(size_t p) const;
-  std::string JournalPath() const { return options.path + "/journal"; }
-  // How many partitions the store at options.path has (options.partitions for a new one).
-  int ExistingPartitions() const;
-  // Applies a batch (in key order) to the partitions it changes, through the journal when they are
-  // several; `sync`: durable, and with it every write before it. The applying context only: the
-  // writer thread, or a caller holding write_mu_ with no write in flight.
-  Status ApplyWrite(const leveldb::WriteBatch& wb, bool sync);
-  // A write to partition p alone; a durable one with every write before it (SyncEarlierWrites).
-  Status WriteOne(size_t p, leveldb::WriteBatch* wb, bool sync) const;
-  // Fsyncs each partition but `except` that has writes no fsync covered.
-  Status SyncEarlierWrites(size_t except) const;
-  // Fsyncs every partition and empties the journal (applying context, or Open).
-  Status Checkpoint();
-  // Open of a partitioned store: each journaled batch to the partitions that lack it.
-  Status Replay();
   // options.lazy_counters: writes the counters changed since the last flush, in one batch
   // (fsync'ed when `sync`). write_mu_ held by the caller.
   Status FlushCountersLocked(bool sync) const;
-  // Deletes partition p's expired cells from *resume on, at most one WriteBatch's worth; *resume is
-  // cleared at the end.
-  Status PurgeStep(size_t p, int64_t now, std::string* resume, uint64_t* deleted);
+  // Deletes expired cells from *resume on, at most one WriteBatch's worth; *resume is cleared at the end.
+  Status PurgeStep(int64_t now, std::string* resume, uint64_t* deleted);
   leveldb::WriteOptions WriteOptions() const {
     leveldb::WriteOptions wo;
     wo.sync = options.sync;
     return wo;
   }
   leveldb::Env* Env() const { return options.env ? options.env : pread_env.get(); }
-  // Where the journal is read and written: under the read-only Env when read-only.
-  leveldb::Env* JournalEnv() const { return read_only_env ? read_only_env.get() : Env(); }
 
   std::unique_ptr<leveldb::Cache> cache;
   std::unique_ptr<const leveldb::FilterPolicy> filter;
@@ -517,22 +420,7 @@ class RowStore::Impl {
   const std::unique_ptr<PreadTablesEnv> pread_env = std::make_unique<PreadTablesEnv>();
   std::unique_ptr<ReadOnlyEnv> read_only_env;  // options.read_only: over Env()
   std::unique_ptr<SyncLogsOnCloseEnv> sync_logs_env;  // writable stores: over Env()
-  // One database a partition (one for the single-database layout). Declared after cache and
-  // filter: closed before they are freed.
-  std::vector<std::unique_ptr<leveldb::DB>> dbs;
-  size_t partition_count_ = 1;  // dbs.size() once open
-  // Partitioned stores. Held shared while family scans create their iterators (one a partition),
-  // exclusively while a batch is written to several partitions: each scan sees a batch whole.
-  mutable std::shared_mutex views_mu_;
-  // The applying context's (see ApplyWrite): the journal, open to append; its bytes since the last
-  // checkpoint; the next batch's sequence number; which partitions have writes no fsync covered
-  // yet (mutable: FlushCountersLocked, const for NewSnapshot, writes through WriteOne).
-  std::unique_ptr<leveldb::WritableFile> journal_;
-  uint64_t journal_bytes_ = 0;
-  uint64_t next_seq_ = 1;
-  mutable std::vector<char> unsynced_;
-  std::vector<KeyOp> ops_;
-  std::string journal_buf_;
+  std::unique_ptr<leveldb::DB> db;  // declared after cache and filter: closed before they are freed
 
   // The writer thread (options.async_writes) and the writes it has been handed, in order; the
   // front one is being applied.
@@ -548,9 +436,9 @@ class RowStore::Impl {
   mutable std::condition_variable async_cv_;
   std::deque<PendingWrite> async_queue_;  // push_back keeps references to the others valid
   std::vector<std::unique_ptr<leveldb::WriteBatch>> spare_batches_;  // under async_mu_
-  // The batch being written, a batch a partition, in key order (SortedOps); kept for their buffers'
-  // capacity. Used by the applying context alone (see ApplyWrite).
-  std::vector<leveldb::WriteBatch> sorted_;
+  // The batch being written, in key order (CopyInKeyOrder); kept for its buffer's capacity. Used by
+  // the writer thread alone (async_writes), else by Commit under write_mu_.
+  leveldb::WriteBatch sorted_;
   bool async_stop_ = false;
   Status async_error_;  // sticky
   std::thread async_writer_;
@@ -567,16 +455,14 @@ Status RowStore::Impl::Open() {
   for (size_t i = 0; i < options.families.size(); ++i) {
     family_ids.emplace(options.families[i], static_cast<uint8_t>(i + 1));
   }
-  const int partitions = ExistingPartitions();
-  partition_count_ = static_cast<size_t>(partitions);
   leveldb::Options o;
   o.create_if_missing = true;
   o.compression = options.compress ? leveldb::kSnappyCompression : leveldb::kNoCompression;
   o.block_cache = cache.get();
   o.filter_policy = filter.get();
-  o.write_buffer_size = std::max<uint64_t>(options.write_buffer_bytes / partitions, 64 << 10);
+  o.write_buffer_size = options.write_buffer_bytes;
   o.max_file_size = options.table_file_bytes;
-  o.max_open_files = std::max(options.open_tables / partitions, 100);
+  o.max_open_files = options.open_tables;
   if (options.read_only) {
     o.create_if_missing = false;
     read_only_env = std::make_unique<ReadOnlyEnv>(Env());
@@ -584,18 +470,11 @@ Status RowStore::Impl::Open() {
   } else {
     sync_logs_env = std::make_unique<SyncLogsOnCloseEnv>(Env());
     o.env = sync_logs_env.get();
-    if (partitions > 1) (void)Env()->CreateDir(options.path);  // LevelDB creates only the last level
   }
-  for (int p = 0; p < partitions; ++p) {
-    leveldb::DB* raw = nullptr;
-    const std::string path = PartitionPath(static_cast<size_t>(p));
-    RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(o, path, &raw), "open", path));
-    dbs.emplace_back(raw);
-  }
-  sorted_.resize(dbs.size());
-  unsynced_.assign(dbs.size(), 0);
+  leveldb::DB* raw = nullptr;
+  RETURN_IF_ERROR(FromLevelDb(leveldb::DB::Open(o, options.path, &raw), "open", options.path));
+  db.reset(raw);
   RETURN_IF_ERROR(SyncFamilies());
-  if (dbs.size() > 1) RETURN_IF_ERROR(Replay());
   RETURN_IF_ERROR(LoadCounters());
   if (options.async_writes) {
     async_writer_ = std::thread([this] {
@@ -615,156 +494,10 @@ RowStore::Impl::~Impl() {
     async_cv_.notify_all();
     async_writer_.join();  // after the write in flight, if any
   }
-  if (!dbs.empty() && !dirty_counters_.empty()) {
+  if (db != nullptr && !dirty_counters_.empty()) {
     std::lock_guard write_lock(write_mu_);
     (void)FlushCountersLocked(/*sync=*/false);  // closing: as a write of the store's own
   }
-}
-
-int RowStore::Impl::ExistingPartitions() const {
-  leveldb::Env* env = Env();
-  if (env->FileExists(options.path + "/CURRENT")) return 1;
-  int found = 0;
-  while (found < kMaxPartitions && env->FileExists(PartitionDir(options.path, static_cast<size_t>(found)) + "/CURRENT")) {
-    ++found;
-  }
-  // Without its journal (written once every partition was), a store's creation was cut short.
-  if (found > 0 && env->FileExists(JournalPath())) return found;
-  return std::max(found, options.partitions);
-}
-
-std::string RowStore::Impl::PartitionPath(size_t p) const {
-  return partition_count_ == 1 ? options.path : PartitionDir(options.path, p);
-}
-
-size_t RowStore::Impl::PartitionOf(std::string_view key) const {
-  if (dbs.size() == 1 || key.empty() || static_cast<uint8_t>(key[0]) > kMaxFamilies) return 0;
-  std::string_view rest = key.substr(1);
-  uint32_t len = 0;
-  if (!GetVarint32(&rest, &len) || len > rest.size()) return 0;
-  const size_t prefix = key.size() - rest.size() + len;
-  return UrlHash(key.substr(0, prefix)) % dbs.size();
-}
-
-Status RowStore::Impl::SyncEarlierWrites(size_t except) const {
-  for (size_t q = 0; q < dbs.size(); ++q) {
-    if (q == except || !unsynced_[q]) continue;
-    leveldb::WriteOptions wo;
-    wo.sync = true;
-    leveldb::WriteBatch empty;  // an empty record in the log, and the log fsync'ed
-    RETURN_IF_ERROR(FromLevelDb(dbs[q]->Write(wo, &empty), "sync", PartitionPath(q)));
-    unsynced_[q] = 0;
-  }
-  return Status::Ok();
-}
-
-Status RowStore::Impl::WriteOne(size_t p, leveldb::WriteBatch* wb, bool sync) const {
-  if (sync) RETURN_IF_ERROR(SyncEarlierWrites(p));
-  leveldb::WriteOptions wo;
-  wo.sync = sync;
-  RETURN_IF_ERROR(FromLevelDb(dbs[p]->Write(wo, wb), "write", PartitionPath(p)));
-  unsynced_[p] = !sync;
-  return Status::Ok();
-}
-
-Status RowStore::Impl::ApplyWrite(const leveldb::WriteBatch& wb, bool sync) {
-  RETURN_IF_ERROR(SortedOps(wb, &ops_));
-  size_t touched = 0, last = 0;
-  for (leveldb::WriteBatch& b : sorted_) b.Clear();
-  for (const KeyOp& op : ops_) {
-    const size_t p = PartitionOf(ToView(op.key));
-    leveldb::WriteBatch& b = sorted_[p];
-    if (b.ApproximateSize() <= kEmptyWriteBatchBytes) ++touched;
-    last = p;
-    if (op.is_delete) b.Delete(op.key);
-    else b.Put(op.key, op.value);
-  }
-  if (touched <= 1) return WriteOne(last, &sorted_[last], sync);
-  // Several partitions: journaled first, so that a crash leaves the batch whole or absent.
-  const uint64_t seq = next_seq_++;
-  journal_buf_.clear();
-  AppendJournalRecord(&journal_buf_, seq, ops_);
-  RETURN_IF_ERROR(FromLevelDb(journal_->Append(journal_buf_), "append to", JournalPath()));
-  RETURN_IF_ERROR(FromLevelDb(journal_->Flush(), "append to", JournalPath()));
-  journal_bytes_ += journal_buf_.size();
-  // Durable whether asked or not, and every write before it with it: a partition that kept its
-  // part through a crash must find the others' in the journal. The partitions' writes need no
-  // fsync (the journal replays them).
-  RETURN_IF_ERROR(SyncEarlierWrites(dbs.size()));
-  RETURN_IF_ERROR(FromLevelDb(journal_->Sync(), "sync", JournalPath()));
-  std::string seq_value;
-  PutBigEndian64(&seq_value, static_cast<int64_t>(seq));
-  {
-    std::unique_lock views(views_mu_);
-    for (size_t p = 0; p < sorted_.size(); ++p) {
-      if (sorted_[p].ApproximateSize() <= kEmptyWriteBatchBytes) continue;
-      sorted_[p].Put(leveldb::Slice(&kJournalSeqKey, 1), seq_value);
-      RETURN_IF_ERROR(FromLevelDb(dbs[p]->Write(leveldb::WriteOptions(), &sorted_[p]), "write", PartitionPath(p)));
-    }
-  }
-  if (journal_bytes_ >= kJournalCheckpointBytes) return Checkpoint();
-  return Status::Ok();
-}
-
-Status RowStore::Impl::Checkpoint() {
-  leveldb::WriteOptions wo;
-  wo.sync = true;
-  for (size_t p = 0; p < dbs.size(); ++p) {
-    leveldb::WriteBatch empty;  // an empty record in the log, and the log fsync'ed
-    RETURN_IF_ERROR(FromLevelDb(dbs[p]->Write(wo, &empty), "sync", PartitionPath(p)));
-    unsynced_[p] = 0;
-  }
-  if (dbs.size() == 1) return Status::Ok();
-  // Every journaled batch is in its partitions, durably: the journal starts again, empty.
-  journal_.reset();
-  leveldb::WritableFile* f = nullptr;
-  RETURN_IF_ERROR(FromLevelDb(Env()->NewWritableFile(JournalPath(), &f), "create", JournalPath()));
-  journal_.reset(f);
-  journal_bytes_ = 0;
-  return Status::Ok();
-}
-
-Status RowStore::Impl::Replay() {
-  std::vector<uint64_t> applied(dbs.size(), 0);
-  for (size_t p = 0; p < dbs.size(); ++p) {
-    std::string raw;
-    const leveldb::Status s = dbs[p]->Get(leveldb::ReadOptions(), leveldb::Slice(&kJournalSeqKey, 1), &raw);
-    if (s.ok() && raw.size() == 8) {
-      applied[p] = static_cast<uint64_t>(GetBigEndian64(raw));
-    } else if (s.ok() || !s.IsNotFound()) {
-      return s.ok() ? Corruption("RowStore " + PartitionPath(p) + ": malformed journal sequence number")
-                    : FromLevelDb(s, "read journal sequence number of", PartitionPath(p));
-    }
-    next_seq_ = std::max(next_seq_, applied[p] + 1);
-  }
-  std::string journal;
-  const leveldb::Status read = leveldb::ReadFileToString(JournalEnv(), JournalPath(), &journal);
-  if (!read.ok() && !read.IsNotFound() && JournalEnv()->FileExists(JournalPath())) {
-    return FromLevelDb(read, "read", JournalPath());
-  }
-  std::string_view in = journal;
-  uint64_t seq = 0, last = 0;
-  std::string seq_value;
-  while (ReadJournalRecord(&in, &seq, &ops_) && seq > last) {  // stops at a torn tail
-    last = seq;
-    next_seq_ = std::max(next_seq_, seq + 1);
-    for (leveldb::WriteBatch& b : sorted_) b.Clear();
-    for (const KeyOp& op : ops_) {
-      const size_t p = PartitionOf(ToView(op.key));
-      if (applied[p] >= seq) continue;
-      if (op.is_delete) sorted_[p].Delete(op.key);
-      else sorted_[p].Put(op.key, op.value);
-    }
-    seq_value.clear();
-    PutBigEndian64(&seq_value, static_cast<int64_t>(seq));
-    for (size_t p = 0; p < dbs.size(); ++p) {
-      if (sorted_[p].ApproximateSize() <= kEmptyWriteBatchBytes) continue;
-      sorted_[p].Put(leveldb::Slice(&kJournalSeqKey, 1), seq_value);
-      RETURN_IF_ERROR(FromLevelDb(dbs[p]->Write(leveldb::WriteOptions(), &sorted_[p]), "replay into", PartitionPath(p)));
-    }
-  }
-  if (options.read_only) return Status::Ok();  // replayed into memory (ReadOnlyEnv) only
-  return Checkpoint();  // also writes the journal of a new store: its layout is complete
 }
 
 Status RowStore::Impl::FlushCountersLocked(bool sync) const {
@@ -782,7 +515,9 @@ Status RowStore::Impl::FlushCountersLocked(bool sync) const {
       wb.Put(key, value);
     }
   }
-  RETURN_IF_ERROR(WriteOne(0, &wb, sync));
+  leveldb::WriteOptions wo;
+  wo.sync = sync;
+  RETURN_IF_ERROR(FromLevelDb(db->Write(wo, &wb), "write counters of", options.path));
   dirty_counters_.clear();
   return Status::Ok();
 }
@@ -797,7 +532,8 @@ void RowStore::Impl::WriterLoop() {
     if (async_error_.ok()) {  // after a failed write, the later ones are dropped
       lock.unlock();
       // Not under write_mu_: Commit holds it while it waits for room in the queue.
-      s = ApplyWrite(*w.batch, w.options.sync);
+      s = CopyInKeyOrder(*w.batch, &sorted_);
+      if (s.ok()) s = FromLevelDb(db->Write(w.options, &sorted_), "write", options.path);
       lock.lock();
     }
     if (!s.ok() && async_error_.ok()) async_error_ = s;
@@ -834,7 +570,7 @@ Status RowStore::Impl::SyncFamilies() {
   const leveldb::Slice key(&kFamiliesKey, 1);
   std::string raw;
   std::vector<std::string> stored;
-  const leveldb::Status s = dbs[0]->Get(leveldb::ReadOptions(), key, &raw);
+  const leveldb::Status s = db->Get(leveldb::ReadOptions(), key, &raw);
   if (s.ok()) {
     if (!DecodeFamilies(raw, &stored)) return Corruption("RowStore " + options.path + ": unreadable family list");
   } else if (!s.IsNotFound()) {
@@ -846,15 +582,12 @@ Status RowStore::Impl::SyncFamilies() {
                               ", which are not a prefix of the requested " + JoinNames(wanted));
   }
   if (stored.size() == wanted.size()) return Status::Ok();
-  if (options.read_only) return Status::Ok();  // a read-only open of a store with more families reads on
-  leveldb::WriteBatch wb;
-  wb.Put(key, EncodeFamilies(wanted));
-  return WriteOne(0, &wb, options.sync);
+  return FromLevelDb(db->Put(WriteOptions(), key, EncodeFamilies(wanted)), "write family list of", options.path);
 }
 
 Status RowStore::Impl::LoadCounters() {
   const leveldb::Slice prefix(&kCounterPrefix, 1);
-  std::unique_ptr<leveldb::Iterator> it(dbs[0]->NewIterator(leveldb::ReadOptions()));
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     const std::string_view name = ToView(it->key()).substr(1);
     if (it->value().size() != 8) {
@@ -874,18 +607,17 @@ Status RowStore::Impl::CheckFamily(uint8_t family) const {
 }
 
 Status RowStore::Impl::Get(uint8_t family, std::string_view row, std::string_view column, std::string* value,
-                           const Snapshots* snapshot) const {
+                           const leveldb::Snapshot* snapshot) const {
   RETURN_IF_ERROR(CheckFamily(family));
   thread_local std::string key;
   thread_local std::string raw;
   key.clear();
   AppendRowPrefix(&key, family, row);
   if (snapshot == nullptr) RETURN_IF_ERROR(WaitForRow(key));
-  const size_t p = PartitionOf(key);
   key.append(column);
   leveldb::ReadOptions ro;
-  ro.snapshot = snapshot == nullptr ? nullptr : snapshot->parts[p];
-  const leveldb::Status s = dbs[p]->Get(ro, key, &raw);
+  ro.snapshot = snapshot;
+  const leveldb::Status s = db->Get(ro, key, &raw);
   // Short message: NotFound is a hot path and stays within the small-string buffer.
   if (s.IsNotFound()) return NotFound("no such cell");
   RETURN_IF_ERROR(FromLevelDb(s, "get from", options.path));
@@ -899,41 +631,24 @@ Status RowStore::Impl::Get(uint8_t family, std::string_view row, std::string_vie
 
 template <typename Fn>
 Status RowStore::Impl::ScanPrefix(std::string_view prefix, bool whole_row, bool fill_cache, Fn&& fn,
-                                  const Snapshots* snapshot) const {
+                                  const leveldb::Snapshot* snapshot) const {
   if (snapshot == nullptr) RETURN_IF_ERROR(whole_row ? WaitForRow(prefix) : Barrier());
   leveldb::ReadOptions ro;
   ro.fill_cache = fill_cache;
-  // One iterator a partition the prefix can be in, merged by key (a key is in one partition).
-  std::vector<std::unique_ptr<leveldb::Iterator>> its;
-  {
-    std::shared_lock views(views_mu_, std::defer_lock);
-    if (snapshot == nullptr && !whole_row && dbs.size() > 1) views.lock();  // between two writes
-    for (size_t p = 0; p < dbs.size(); ++p) {
-      if (whole_row && p != PartitionOf(prefix)) continue;
-      ro.snapshot = snapshot == nullptr ? nullptr : snapshot->parts[p];
-      its.emplace_back(dbs[p]->NewIterator(ro));
-    }
-  }
+  ro.snapshot = snapshot;
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
   const int64_t now = clock->NowMillis();
-  const leveldb::Slice want = ToSlice(prefix);
-  for (auto& it : its) it->Seek(want);
-  for (;;) {
-    leveldb::Iterator* next = nullptr;
-    for (auto& it : its) {
-      if (!it->Valid() || !it->key().starts_with(want)) continue;
-      if (next == nullptr || it->key().compare(next->key()) < 0) next = it.get();
-    }
-    if (next == nullptr) break;
+  const leveldb::Slice p = ToSlice(prefix);
+  for (it->Seek(p); it->Valid() && it->key().starts_with(p); it->Next()) {
     int64_t expiry = 0;
     std::string_view data;
-    if (!DecodeValue(ToView(next->value()), &expiry, &data)) {
+    if (!DecodeValue(ToView(it->value()), &expiry, &data)) {
       return Corruption("RowStore " + options.path + ": malformed cell value");
     }
-    if (now < expiry && !fn(ToView(next->key()), data)) return Status::Ok();
-    next->Next();
+    if (now >= expiry) continue;
+    if (!fn(ToView(it->key()), data)) return Status::Ok();
   }
-  for (auto& it : its) RETURN_IF_ERROR(FromLevelDb(it->status(), "scan", options.path));
-  return Status::Ok();
+  return FromLevelDb(it->status(), "scan", options.path);
 }
 
 int64_t RowStore::Impl::Counter(std::string_view name) const {
@@ -1000,7 +715,8 @@ Status RowStore::Impl::CommitLocked(std::unique_ptr<leveldb::WriteBatch> wb, std
     async_queue_.push_back(PendingWrite{std::move(wb), wo, std::move(rows)});
     async_cv_.notify_all();
   } else {
-    Status s = ApplyWrite(*wb, wo.sync);
+    Status s = CopyInKeyOrder(*wb, &sorted_);
+    if (s.ok()) s = FromLevelDb(db->Write(wo, &sorted_), "write", options.path);
     ReturnBatch(std::move(wb));
     RETURN_IF_ERROR(s);
   }
@@ -1075,16 +791,15 @@ StatusOr<bool> RowStore::Impl::PutIfAbsent(uint8_t family, std::string_view row,
 Status RowStore::Impl::Sync() {
   std::lock_guard write_lock(write_mu_);
   RETURN_IF_ERROR(Barrier());
-  if (dbs.size() == 1 && !dirty_counters_.empty()) {
-    return FlushCountersLocked(/*sync=*/true);  // the flush is the fsync'ed write
-  }
-  RETURN_IF_ERROR(FlushCountersLocked(/*sync=*/false));
-  return Checkpoint();  // every partition fsync'ed
+  if (!dirty_counters_.empty()) return FlushCountersLocked(/*sync=*/true);  // the flush is the fsync'ed write
+  leveldb::WriteOptions wo;
+  wo.sync = true;
+  leveldb::WriteBatch empty;  // an empty record in the log, and the log fsync'ed
+  return FromLevelDb(db->Write(wo, &empty), "sync", options.path);
 }
 
-const RowStore::Impl::Snapshots* RowStore::Impl::NewSnapshot(
-    Status* flushed, const std::vector<std::string>* capture,
-    std::map<std::string, int64_t, std::less<>>* captured) const {
+const leveldb::Snapshot* RowStore::Impl::NewSnapshot(Status* flushed, const std::vector<std::string>* capture,
+                                                     std::map<std::string, int64_t, std::less<>>* captured) const {
   // Under write_mu_ with nothing in flight: the snapshot holds every write handed over before it,
   // as the in-memory counters count them.
   std::lock_guard write_lock(write_mu_);
@@ -1098,18 +813,16 @@ const RowStore::Impl::Snapshots* RowStore::Impl::NewSnapshot(
   } else {
     *flushed = FlushCountersLocked(/*sync=*/false);
   }
-  auto* s = new Snapshots;
-  for (const auto& db : dbs) s->parts.push_back(db->GetSnapshot());
-  return s;
+  return db->GetSnapshot();
 }
 
-StatusOr<int64_t> RowStore::Impl::CounterAt(std::string_view name, const Snapshots* snapshot) const {
+StatusOr<int64_t> RowStore::Impl::CounterAt(std::string_view name, const leveldb::Snapshot* snapshot) const {
   std::string key(1, kCounterPrefix);
   key.append(name);
   leveldb::ReadOptions ro;
-  ro.snapshot = snapshot->parts[0];
+  ro.snapshot = snapshot;
   std::string raw;
-  const leveldb::Status s = dbs[0]->Get(ro, key, &raw);
+  const leveldb::Status s = db->Get(ro, key, &raw);
   if (s.IsNotFound()) return int64_t{0};
   RETURN_IF_ERROR(FromLevelDb(s, "read counter of", options.path));
   if (raw.size() != 8) {
@@ -1127,14 +840,14 @@ void RowStore::Impl::ScanCounters(std::string_view prefix,
   }
 }
 
-Status RowStore::Impl::PurgeStep(size_t p, int64_t now, std::string* resume, uint64_t* deleted) {
+Status RowStore::Impl::PurgeStep(int64_t now, std::string* resume, uint64_t* deleted) {
   // Holding write_mu_ (with no write in flight) keeps the iterator's view current, so a cell
   // rewritten since it expired is never deleted.
   std::lock_guard write_lock(write_mu_);
   RETURN_IF_ERROR(Barrier());
   leveldb::ReadOptions ro;
   ro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> it(dbs[p]->NewIterator(ro));
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
   leveldb::WriteBatch wb;
   size_t deletes = 0;
   size_t visits = 0;
@@ -1158,9 +871,9 @@ Status RowStore::Impl::PurgeStep(size_t p, int64_t now, std::string* resume, uin
       ++deletes;
     }
   }
-  RETURN_IF_ERROR(FromLevelDb(it->status(), "scan", PartitionPath(p)));
+  RETURN_IF_ERROR(FromLevelDb(it->status(), "scan", options.path));
   if (deletes == 0) return Status::Ok();
-  RETURN_IF_ERROR(WriteOne(p, &wb, options.sync));
+  RETURN_IF_ERROR(FromLevelDb(db->Write(WriteOptions(), &wb), "write", options.path));
   *deleted += deletes;
   return Status::Ok();
 }
@@ -1168,27 +881,21 @@ Status RowStore::Impl::PurgeStep(size_t p, int64_t now, std::string* resume, uin
 StatusOr<uint64_t> RowStore::Impl::PurgeExpired() {
   const int64_t now = clock->NowMillis();
   uint64_t deleted = 0;
-  for (size_t p = 0; p < dbs.size(); ++p) {
-    std::string resume(1, '\x01');  // the first family's first key
-    while (!resume.empty()) RETURN_IF_ERROR(PurgeStep(p, now, &resume, &deleted));
-  }
+  std::string resume(1, '\x01');  // the first family's first key
+  while (!resume.empty()) RETURN_IF_ERROR(PurgeStep(now, &resume, &deleted));
   return deleted;
 }
 
 uint64_t RowStore::Impl::DiskBytes() const {
   // Through the Env rather than std::filesystem, so an injected (e.g. in-memory) Env is measured too.
+  std::vector<std::string> children;
+  if (!Env()->GetChildren(options.path, &children).ok()) return 0;
   uint64_t total = 0;
-  for (size_t p = 0; p < dbs.size(); ++p) {
-    std::vector<std::string> children;
-    if (!Env()->GetChildren(PartitionPath(p), &children).ok()) continue;
-    for (const std::string& child : children) {
-      if (child == "." || child == "..") continue;
-      uint64_t size = 0;
-      if (Env()->GetFileSize(PartitionPath(p) + "/" + child, &size).ok()) total += size;
-    }
+  for (const std::string& child : children) {
+    if (child == "." || child == "..") continue;
+    uint64_t size = 0;
+    if (Env()->GetFileSize(options.path + "/" + child, &size).ok()) total += size;
   }
-  uint64_t journal = 0;
-  if (dbs.size() > 1 && Env()->GetFileSize(JournalPath(), &journal).ok()) total += journal;
   return total;
 }
 
@@ -1196,23 +903,21 @@ RowStore::TableStats RowStore::Impl::Tables() const {
   // LevelDB prints, after a three-line header, one row a level that has tables or compactions:
   // "level files size(MB) time(sec) read(MB) write(MB)".
   TableStats t;
-  for (const auto& db : dbs) {
-    std::string text;
-    if (!db->GetProperty("leveldb.stats", &text)) continue;
-    std::istringstream lines(text);
-    std::string line;
-    while (std::getline(lines, line)) {
-      int level = 0, files = 0;
-      double size_mb = 0, seconds = 0, read_mb = 0, write_mb = 0;
-      if (std::sscanf(line.c_str(), "%d %d %lf %lf %lf %lf", &level, &files, &size_mb, &seconds, &read_mb, &write_mb) !=
-          6) {
-        continue;  // the header
-      }
-      constexpr double kMiB = 1048576.0;
-      t.held_bytes += static_cast<uint64_t>(size_mb * kMiB);
-      t.compaction_read_bytes += static_cast<uint64_t>(read_mb * kMiB);
-      t.written_bytes += static_cast<uint64_t>(write_mb * kMiB);
+  std::string text;
+  if (!db->GetProperty("leveldb.stats", &text)) return t;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    int level = 0, files = 0;
+    double size_mb = 0, seconds = 0, read_mb = 0, write_mb = 0;
+    if (std::sscanf(line.c_str(), "%d %d %lf %lf %lf %lf", &level, &files, &size_mb, &seconds, &read_mb, &write_mb) !=
+        6) {
+      continue;  // the header
     }
+    constexpr double kMiB = 1048576.0;
+    t.held_bytes += static_cast<uint64_t>(size_mb * kMiB);
+    t.compaction_read_bytes += static_cast<uint64_t>(read_mb * kMiB);
+    t.written_bytes += static_cast<uint64_t>(write_mb * kMiB);
   }
   return t;
 }
@@ -1302,7 +1007,7 @@ Status RowStore::Sync() {
 std::unique_ptr<RowSnapshot> RowStore::NewSnapshot(const std::vector<std::string>& counters) const {
   Status flushed;
   std::map<std::string, int64_t, std::less<>> captured;
-  const Impl::Snapshots* s = impl_->NewSnapshot(&flushed, &counters, &captured);
+  const leveldb::Snapshot* s = impl_->NewSnapshot(&flushed, &counters, &captured);
   std::unique_ptr<RowSnapshot> snap(new RowSnapshot(impl_.get(), s, std::move(flushed)));
   snap->captured_ = impl_->options.lazy_counters;
   snap->counters_ = std::move(captured);
@@ -1311,7 +1016,7 @@ std::unique_ptr<RowSnapshot> RowStore::NewSnapshot(const std::vector<std::string
 
 std::unique_ptr<RowSnapshot> RowStore::NewSnapshot() const {
   Status flushed;
-  const Impl::Snapshots* s = impl_->NewSnapshot(&flushed);
+  const leveldb::Snapshot* s = impl_->NewSnapshot(&flushed);
   return std::unique_ptr<RowSnapshot>(new RowSnapshot(impl_.get(), s, std::move(flushed)));
 }
 
@@ -1322,14 +1027,15 @@ void RowStore::ScanCounters(std::string_view prefix,
 
 // ---- RowSnapshot ----
 
-// snapshot_ is the Impl's Snapshots (RowStore::Impl is visible to RowSnapshot alone).
-#define AS_SNAPSHOTS(p) static_cast<const RowStore::Impl::Snapshots*>(p)
+namespace {
+const leveldb::Snapshot* AsSnapshot(const void* p) { return static_cast<const leveldb::Snapshot*>(p); }
+}  // namespace
 
-RowSnapshot::~RowSnapshot() { impl_->ReleaseSnapshot(AS_SNAPSHOTS(snapshot_)); }
+RowSnapshot::~RowSnapshot() { impl_->ReleaseSnapshot(AsSnapshot(snapshot_)); }
 
 Status RowSnapshot::Get(RowStore::Family family, std::string_view row, std::string_view column,
                         std::string* value) const {
-  return impl_->Get(family, row, column, value, AS_SNAPSHOTS(snapshot_));
+  return impl_->Get(family, row, column, value, AsSnapshot(snapshot_));
 }
 
 Status RowSnapshot::ScanRow(RowStore::Family family, std::string_view row,
@@ -1340,7 +1046,7 @@ Status RowSnapshot::ScanRow(RowStore::Family family, std::string_view row,
   return impl_->ScanPrefix(
       prefix, /*whole_row=*/true, /*fill_cache=*/true,
       [&](std::string_view key, std::string_view data) { return fn(key.substr(prefix.size()), data); },
-      AS_SNAPSHOTS(snapshot_));
+      AsSnapshot(snapshot_));
 }
 
 StatusOr<int64_t> RowSnapshot::Counter(std::string_view name) const {
@@ -1352,22 +1058,13 @@ StatusOr<int64_t> RowSnapshot::Counter(std::string_view name) const {
     return it->second;
   }
   RETURN_IF_ERROR(counters_flushed_);
-  return impl_->CounterAt(name, AS_SNAPSHOTS(snapshot_));
+  return impl_->CounterAt(name, AsSnapshot(snapshot_));
 }
 
 uint64_t RowStore::DiskBytes() const { return impl_->DiskBytes(); }
 
-int RowStore::partitions() const { return impl_->partitions(); }
-
-bool RowStore::Exists(const std::string& path) {
-  leveldb::Env* env = leveldb::Env::Default();
-  return env->FileExists(path + "/CURRENT") || env->FileExists(path + "/journal");
-}
-
 RowStore::TableStats RowStore::table_stats() const { return impl_->Tables(); }
 
 const RowStoreOptions& RowStore::options() const { return impl_->options; }
-
-#undef AS_SNAPSHOTS
 
 }  // namespace neardup

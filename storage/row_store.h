@@ -24,23 +24,6 @@
 // the cell's bytes. Counters live under family id 0xFF; the family names under 0xFE, and a store
 // opened with a different family list is refused (families may only be appended).
 //
-// Partitions (RowStoreOptions::partitions > 1): the rows are spread by a hash of (family, row)
-// over that many LevelDB databases, path/partition-NN, each holding its rows as above (counters and
-// family names in partition 0). LevelDB's levels have fixed sizes (10 MB, then x10 each), and
-// with keys spread over the whole key space each level a byte passes through rewrites it with
-// about ten times its size; a database a tenth the size has one level fewer, so a large store
-// rewrites each byte about ten times less often. A write that changes one partition is that
-// partition's atomic LevelDB write. One that changes several is first appended to the store's
-// journal (path/journal: sequence number, the batch, a checksum) and fsync'ed (so it is durable
-// even when it does not ask to be), then written to each partition with its sequence number,
-// unsynced; a checkpoint (every 64 MiB of journal, each Sync and each open) fsyncs every partition
-// and empties the journal. Opening replays each journaled batch to the partitions that lack it,
-// so a crash leaves every batch whole or absent, as in one database; but of the writes no fsync
-// covered, the ones a machine crash keeps can differ from one partition to the next (one database
-// keeps a prefix of them). A read sees a batch whole: family scans and snapshots take their
-// partitions' views between two writes; a read of one row reads one partition. An existing store
-// keeps the layout it was created with.
-//
 // Expired cells read as absent (Get returns NotFound, scans skip them); PurgeExpired() deletes them.
 //
 // Conditional write (Bigtable's check-and-mutate, Scylla's INSERT ... IF NOT EXISTS): PutIfAbsent
@@ -108,9 +91,6 @@ struct RowStoreOptions {
   bool lazy_counters = false;
   const Clock* clock = nullptr;       // null = SystemClock()
   leveldb::Env* env = nullptr;        // null = LevelDB's default Env (tests inject a memory or faulty one)
-  // LevelDB databases the rows are spread over (see Partitions above), 1..64; used when the store
-  // is created. write_buffer_bytes and open_tables are shared among them; the block cache is one.
-  int partitions = 1;
   // Reads only: the store must exist, its files stay byte for byte as they are (LevelDB's own
   // writes at open go to memory: storage/read_only_env.h), and Write and PurgeExpired return
   // FailedPrecondition. For the crawler's status queries against a stopped run's store.
@@ -156,14 +136,11 @@ class RowStore {
  public:
   using Family = uint8_t;
 
-  // Opens or creates the store (replaying its journal: see Partitions). Errors: InvalidArgument for
-  // bad options (empty path, no families, more than 250, duplicate or empty names, partitions out
-  // of 1..64); FailedPrecondition when the stored family list is not
+  // Opens or creates the store. Errors: InvalidArgument for bad options (empty path, no families,
+  // more than 250, duplicate or empty names); FailedPrecondition when the stored family list is not
   // a prefix of options.families (names both lists); Corruption for an unreadable meta record;
   // IoError when LevelDB cannot open the directory (e.g. another process holds it).
   static StatusOr<std::unique_ptr<RowStore>> Open(const RowStoreOptions& options);
-  // Whether `path` holds a store (of either layout), on the default Env.
-  static bool Exists(const std::string& path);
   ~RowStore();
   RowStore(const RowStore&) = delete;
   RowStore& operator=(const RowStore&) = delete;
@@ -227,13 +204,11 @@ class RowStore {
   // Deletes every expired cell. Returns how many were deleted, or the LevelDB error.
   StatusOr<uint64_t> PurgeExpired();
 
-  // Bytes the store keeps on disk (its LevelDB files and journal).
+  // Bytes LevelDB keeps on disk for the store (sum of its files).
   uint64_t DiskBytes() const;
-  // The LevelDB databases it is spread over (1 for the single-database layout).
-  int partitions() const;
   // LevelDB's table traffic since the store was opened, from its "leveldb.stats" (whole MiB):
   // tables held now, tables written (memtable flushes and compactions), and tables read by
-  // compactions, summed over the partitions. written / held is the store's write amplification: with keys spread over the
+  // compactions. written / held is the store's write amplification: with keys spread over the
   // whole key space, every level a byte passes through rewrites it with about ten times its size
   // of the next level's tables.
   struct TableStats {
@@ -269,7 +244,7 @@ class RowSnapshot {
   RowSnapshot(const RowStore::Impl* impl, const void* snapshot, Status counters_flushed)
       : impl_(impl), snapshot_(snapshot), counters_flushed_(std::move(counters_flushed)) {}
   const RowStore::Impl* impl_;
-  const void* snapshot_;  // the Impl's snapshot of each partition, owned (released by the Impl)
+  const void* snapshot_;  // a leveldb::Snapshot
   Status counters_flushed_;  // lazy_counters: the flush before the snapshot (Counter returns its error)
   bool captured_ = false;    // lazy_counters without a flush: only these counters can be read
   std::map<std::string, int64_t, std::less<>> counters_;

@@ -6,7 +6,6 @@
 #include <leveldb/helpers/memenv.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -15,7 +14,6 @@
 #include <map>
 #include <optional>
 #include <random>
-#include <set>
 #include <thread>
 #include <utility>
 
@@ -27,14 +25,12 @@ namespace {
 namespace fs = std::filesystem;
 using Cells = std::vector<std::pair<std::string, std::string>>;
 
-// Every test runs on both layouts: one LevelDB database, and rows spread over four (partitions).
-class RowStoreTest : public ::testing::TestWithParam<int> {
+class RowStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = info->name();
-    std::replace(name.begin(), name.end(), '/', '_');
-    dir_ = fs::path(::testing::TempDir()) / ("row_store_test_" + std::to_string(getpid()) + "_" + name);
+    dir_ = fs::path(::testing::TempDir()) /
+           ("row_store_test_" + std::to_string(getpid()) + "_" + info->name());
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -47,7 +43,6 @@ class RowStoreTest : public ::testing::TestWithParam<int> {
     o.sync = false;
     o.clock = &clock_;
     o.env = mem_env_.get();
-    o.partitions = GetParam();
     return o;
   }
   std::unique_ptr<RowStore> OpenStore(const RowStoreOptions& o) {
@@ -96,21 +91,20 @@ class RowStoreTest : public ::testing::TestWithParam<int> {
   FaultyEnv faulty_env_{mem_env_.get()};
 };
 
-// Every file under a directory, by its path in it, with its bytes and modification time.
+// Every file of a directory, by name, with its bytes and modification time.
 std::map<std::string, std::pair<std::string, fs::file_time_type>> Snapshot(const fs::path& dir) {
   std::map<std::string, std::pair<std::string, fs::file_time_type>> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_directory()) continue;
+  for (const auto& e : fs::directory_iterator(dir)) {
     std::ifstream in(e.path(), std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    out[fs::relative(e.path(), dir).string()] = {bytes, fs::last_write_time(e.path())};
+    out[e.path().filename().string()] = {bytes, fs::last_write_time(e.path())};
   }
   return out;
 }
 
 // A read-only open reads what was written, the unflushed log included, refuses writes, and leaves
 // every file as it was (LevelDB's own open writes a table, a MANIFEST, CURRENT and LOG).
-TEST_P(RowStoreTest, ReadOnlyOpenLeavesEveryFileAsItWas) {
+TEST_F(RowStoreTest, ReadOnlyOpenLeavesEveryFileAsItWas) {
   RowStoreOptions o = Options();
   o.env = nullptr;  // on disk
   {
@@ -146,7 +140,7 @@ TEST_P(RowStoreTest, ReadOnlyOpenLeavesEveryFileAsItWas) {
   EXPECT_FALSE(fs::exists(dir_ / "absent"));
 }
 
-TEST_P(RowStoreTest, PutGetDelete) {
+TEST_F(RowStoreTest, PutGetDelete) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
   const RowStore::Family page = store->family("page");
@@ -184,7 +178,7 @@ TEST_P(RowStoreTest, PutGetDelete) {
 // it does: many keys in scrambled order, each put, deleted and put again several times within the
 // batch, with counters among them, end as their last operation says, written directly or by the
 // writer thread.
-TEST_P(RowStoreTest, ABatchEndsAsItsLastOperationOnEachKeySays) {
+TEST_F(RowStoreTest, ABatchEndsAsItsLastOperationOnEachKeySays) {
   for (bool async : {false, true}) {
     SCOPED_TRACE(async ? "async writes" : "direct writes");
     auto store = OpenStoreWriting(async);
@@ -224,7 +218,7 @@ TEST_P(RowStoreTest, ABatchEndsAsItsLastOperationOnEachKeySays) {
 
 // Each write's LevelDB batch is reused by a later one (its buffer keeps its size): a write must
 // carry nothing of the one before it. Here a later write's earlier cell would undo a Delete.
-TEST_P(RowStoreTest, AReusedWriteBufferCarriesNothingOfTheWriteBefore) {
+TEST_F(RowStoreTest, AReusedWriteBufferCarriesNothingOfTheWriteBefore) {
   for (bool async_writes : {false, true}) {
     SCOPED_TRACE(async_writes ? "async" : "sync");
     auto store = OpenStoreWriting(async_writes);
@@ -258,7 +252,7 @@ TEST_P(RowStoreTest, AReusedWriteBufferCarriesNothingOfTheWriteBefore) {
 
 // Over the default Env the tables are read with pread, never mapped into the process: mapped
 // table pages would stay in its resident set as the store grows.
-TEST_P(RowStoreTest, TablesAreReadWithoutMappingThem) {
+TEST_F(RowStoreTest, TablesAreReadWithoutMappingThem) {
   fs::create_directories(dir_);
   RowStoreOptions o = Options();
   o.env = nullptr;  // the default Env, on disk
@@ -289,14 +283,14 @@ TEST_P(RowStoreTest, TablesAreReadWithoutMappingThem) {
   for (std::string line; std::getline(maps, line);) {
     if (line.find(o.path) != std::string::npos) ++mapped;
   }
-  for (const auto& f : fs::recursive_directory_iterator(o.path)) tables += f.path().extension() == ".ldb";
+  for (const auto& f : fs::directory_iterator(o.path)) tables += f.path().extension() == ".ldb";
   EXPECT_GT(tables, 0);
   EXPECT_EQ(mapped, 0) << "a table of " << o.path << " is mapped";
 }
 
 // compress = true snappy-compresses the tables (smaller on disk for repetitive values); a store
 // reopened with the other setting reads the tables written with the first.
-TEST_P(RowStoreTest, CompressionIsAnOptionAndMixedTablesRead) {
+TEST_F(RowStoreTest, CompressionIsAnOptionAndMixedTablesRead) {
   auto fill = [&](RowStore& store, int from, int to) {
     RowBatch b;
     for (int i = from; i < to; ++i) {
@@ -319,7 +313,6 @@ TEST_P(RowStoreTest, CompressionIsAnOptionAndMixedTablesRead) {
     auto store = OpenStore(o);
     ASSERT_NE(store, nullptr);
     fill(*store, 0, 20000);
-    ASSERT_TRUE(store->Sync().ok());  // a partitioned store's journal emptied: the tables alone
     bytes[compress] = store->DiskBytes();
     store.reset();
     o.compress = !compress;  // reopened the other way: old tables still read, new ones follow o
@@ -336,7 +329,7 @@ TEST_P(RowStoreTest, CompressionIsAnOptionAndMixedTablesRead) {
 }
 
 // table_stats: what LevelDB holds, wrote and read to compact, counted from the store's opening.
-TEST_P(RowStoreTest, TableStatsCountWhatLevelDbWrote) {
+TEST_F(RowStoreTest, TableStatsCountWhatLevelDbWrote) {
   RowStoreOptions o = Options();
   // On disk: LevelDB's compaction thread outlives the store, and the in-memory Env is the
   // fixture's (freed before the thread is done with it, as far as ThreadSanitizer can see).
@@ -375,7 +368,7 @@ TEST_P(RowStoreTest, TableStatsCountWhatLevelDbWrote) {
   EXPECT_GE(store->table_stats().held_bytes, data / 2) << "held counts the tables there are";
 }
 
-TEST_P(RowStoreTest, ArbitraryRowBytesAndRowPrefixes) {
+TEST_F(RowStoreTest, ArbitraryRowBytesAndRowPrefixes) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
   const RowStore::Family page = store->family("page");
@@ -405,7 +398,7 @@ TEST_P(RowStoreTest, ArbitraryRowBytesAndRowPrefixes) {
   EXPECT_EQ(store->Get(page, "a\0", "", &v).code(), StatusCode::kNotFound);  // C string "a" != row "a\0"
 }
 
-TEST_P(RowStoreTest, ScanRowInColumnOrderAndStopsEarly) {
+TEST_F(RowStoreTest, ScanRowInColumnOrderAndStopsEarly) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
   const RowStore::Family member = store->family("member");
@@ -425,7 +418,7 @@ TEST_P(RowStoreTest, ScanRowInColumnOrderAndStopsEarly) {
             StatusCode::kInvalidArgument);
 }
 
-TEST_P(RowStoreTest, ScanFamilyInOrderAndIsolated) {
+TEST_F(RowStoreTest, ScanFamilyInOrderAndIsolated) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
   const RowStore::Family page = store->family("page");
@@ -450,7 +443,7 @@ TEST_P(RowStoreTest, ScanFamilyInOrderAndIsolated) {
   EXPECT_EQ(calls, 2);
 }
 
-TEST_P(RowStoreTest, TtlWithManualClock) {
+TEST_F(RowStoreTest, TtlWithManualClock) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
   const RowStore::Family page = store->family("page");
@@ -488,7 +481,7 @@ TEST_P(RowStoreTest, TtlWithManualClock) {
   EXPECT_EQ(*store->PurgeExpired(), 0u);
 }
 
-TEST_P(RowStoreTest, PurgeSpansSeveralBatchesAndFamilies) {
+TEST_F(RowStoreTest, PurgeSpansSeveralBatchesAndFamilies) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
   RowBatch b;
@@ -504,7 +497,7 @@ TEST_P(RowStoreTest, PurgeSpansSeveralBatchesAndFamilies) {
   EXPECT_EQ(ScanFamily(*store, store->family("meta")), (std::vector<std::string>{"keep|=v"}));
 }
 
-TEST_P(RowStoreTest, CountersPersistAndMoveWithTheirBatch) {
+TEST_F(RowStoreTest, CountersPersistAndMoveWithTheirBatch) {
   RowStoreOptions o = Options();
   o.env = nullptr;  // on disk, synced
   o.sync = true;
@@ -533,7 +526,7 @@ TEST_P(RowStoreTest, CountersPersistAndMoveWithTheirBatch) {
 }
 
 
-TEST_P(RowStoreTest, FailedWriteAppliesNothing) {
+TEST_F(RowStoreTest, FailedWriteAppliesNothing) {
   RowStoreOptions o = FaultyOptions(/*async_writes=*/false);
   FaultyEnv& env = faulty_env_;
   {
@@ -574,7 +567,7 @@ TEST_P(RowStoreTest, FailedWriteAppliesNothing) {
 // With async_writes a Write returns before LevelDB has the batch, yet every read sees it (reads
 // wait for the write in flight), WaitForWrites tells when it is in, and a write that fails is
 // reported by the next call and every call after it.
-TEST_P(RowStoreTest, AsyncWritesAreReadBackAndTheirFailureSticks) {
+TEST_F(RowStoreTest, AsyncWritesAreReadBackAndTheirFailureSticks) {
   RowStoreOptions o = FaultyOptions(/*async_writes=*/true);
   FaultyEnv& env = faulty_env_;
   {
@@ -619,7 +612,7 @@ TEST_P(RowStoreTest, AsyncWritesAreReadBackAndTheirFailureSticks) {
 // first write's sync is held and a second is queued behind it, a read of another row returns at
 // once, and reads of their rows (a cell of the first's, the second's row scanned) return the new
 // values once the sync is let go.
-TEST_P(RowStoreTest, AsyncWriteHoldsBackOnlyReadsOfItsRows) {
+TEST_F(RowStoreTest, AsyncWriteHoldsBackOnlyReadsOfItsRows) {
   RowStoreOptions o = FaultyOptions(/*async_writes=*/true);
   FaultyEnv& env = faulty_env_;
   auto store = OpenStore(o);
@@ -671,7 +664,7 @@ TEST_P(RowStoreTest, AsyncWriteHoldsBackOnlyReadsOfItsRows) {
   ASSERT_TRUE(store->WaitForWrites().ok());
 }
 
-TEST_P(RowStoreTest, ReopenWithAppendedFamilies) {
+TEST_F(RowStoreTest, ReopenWithAppendedFamilies) {
   {
     auto store = OpenStore();
     ASSERT_NE(store, nullptr);
@@ -692,7 +685,7 @@ TEST_P(RowStoreTest, ReopenWithAppendedFamilies) {
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
 }
 
-TEST_P(RowStoreTest, ReopenWithDifferentFamiliesRefused) {
+TEST_F(RowStoreTest, ReopenWithDifferentFamiliesRefused) {
   ASSERT_NE(OpenStore(), nullptr);
   for (std::vector<std::string> families : std::vector<std::vector<std::string>>{
            {"page", "meta", "member"}, {"page", "member"}, {"other"}, {"member", "page", "meta", "x"}}) {
@@ -706,7 +699,7 @@ TEST_P(RowStoreTest, ReopenWithDifferentFamiliesRefused) {
   EXPECT_NE(OpenStore(), nullptr);  // the refused opens changed nothing
 }
 
-TEST_P(RowStoreTest, UnreadableMetaRecordsAreCorruption) {
+TEST_F(RowStoreTest, UnreadableMetaRecordsAreCorruption) {
   int n = 0;
   for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
            {"\xFE", "\x05pa"}, {"\xFF" "count", "abc"}}) {
@@ -724,12 +717,10 @@ TEST_P(RowStoreTest, UnreadableMetaRecordsAreCorruption) {
   }
 }
 
-TEST_P(RowStoreTest, BadOptionsRefused) {
+TEST_F(RowStoreTest, BadOptionsRefused) {
   RowStoreOptions on_disk = Options();
   on_disk.env = nullptr;
-  std::vector<RowStoreOptions> bad(7, on_disk);
-  bad[5].partitions = 0;
-  bad[6].partitions = 65;
+  std::vector<RowStoreOptions> bad(5, on_disk);
   bad[0].path.clear();
   bad[1].families.clear();
   bad[2].families.clear();
@@ -749,7 +740,7 @@ TEST_P(RowStoreTest, BadOptionsRefused) {
   EXPECT_EQ(store->family("f249"), 250);
 }
 
-TEST_P(RowStoreTest, BadFamilyIdsRefused) {
+TEST_F(RowStoreTest, BadFamilyIdsRefused) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
   std::string v;
@@ -764,7 +755,7 @@ TEST_P(RowStoreTest, BadFamilyIdsRefused) {
   EXPECT_EQ(store->Counter("n"), 0);
 }
 
-TEST_P(RowStoreTest, SecondOpenWhileOpenIsIoError) {
+TEST_F(RowStoreTest, SecondOpenWhileOpenIsIoError) {
   RowStoreOptions o = Options();
   o.env = nullptr;  // the memory Env does not lock
   auto store = OpenStore(o);
@@ -776,7 +767,7 @@ TEST_P(RowStoreTest, SecondOpenWhileOpenIsIoError) {
   EXPECT_NE(OpenStore(o), nullptr);
 }
 
-TEST_P(RowStoreTest, ConcurrentReadersSeeWholeBatches) {
+TEST_F(RowStoreTest, ConcurrentReadersSeeWholeBatches) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
   const RowStore::Family page = store->family("page");
@@ -828,7 +819,7 @@ TEST_P(RowStoreTest, ConcurrentReadersSeeWholeBatches) {
 
 // PutIfAbsent sets an absent (or expired) cell with its batch, and otherwise changes nothing and
 // returns what is there.
-TEST_P(RowStoreTest, PutIfAbsentSetsOnceAndReturnsWhatIsThere) {
+TEST_F(RowStoreTest, PutIfAbsentSetsOnceAndReturnsWhatIsThere) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
   const RowStore::Family page = store->family("page");
@@ -873,7 +864,7 @@ TEST_P(RowStoreTest, PutIfAbsentSetsOnceAndReturnsWhatIsThere) {
 
 // Many threads race for the same cells (directly and through the writer thread): each cell is set
 // once, every thread reads back the winner's value, and only the winner's batch is applied.
-TEST_P(RowStoreTest, PutIfAbsentUnderConcurrentWritersHasOneWinnerPerCell) {
+TEST_F(RowStoreTest, PutIfAbsentUnderConcurrentWritersHasOneWinnerPerCell) {
   for (const bool async_writes : {false, true}) {
     SCOPED_TRACE(async_writes ? "async writes" : "direct writes");
     auto store = OpenStoreWriting(async_writes);
@@ -920,7 +911,7 @@ TEST_P(RowStoreTest, PutIfAbsentUnderConcurrentWritersHasOneWinnerPerCell) {
 // Writes that were not fsync'ed become durable with the next Sync, across LevelDB's memtable
 // switches (a small write buffer makes many), and a crash that drops what no Sync covered loses
 // none of them; a conditional write comes back whole or not at all.
-TEST_P(RowStoreTest, SyncMakesEveryEarlierWriteDurableAcrossLogSwitches) {
+TEST_F(RowStoreTest, SyncMakesEveryEarlierWriteDurableAcrossLogSwitches) {
   RowStoreOptions o = FaultyOptions(/*async_writes=*/false);
   o.sync = false;
   o.write_buffer_bytes = 64 << 10;
@@ -971,66 +962,11 @@ TEST_P(RowStoreTest, SyncMakesEveryEarlierWriteDurableAcrossLogSwitches) {
   }
 }
 
-// A crash that loses every write no fsync covered keeps each acknowledged batch, and leaves every
-// batch whole or absent: a partitioned store's batches reach its partitions unsynced, and its
-// journal gives them back, to a read-only open (in memory, its files left as they are) as to a
-// writable one. The store keeps its layout when reopened with other options.
-TEST_P(RowStoreTest, ACrashLeavesEveryBatchWholeAndKeepsTheAcknowledgedOnes) {
-  std::mt19937_64 rng(11);
-  for (const bool async_writes : {false, true}) {
-    for (int round = 0; round < 3; ++round) {
-      SCOPED_TRACE(testing::Message() << "async " << async_writes << " round " << round);
-      RowStoreOptions o = FaultyOptions(async_writes);
-      o.path = (dir_ / (std::to_string(async_writes) + "-" + std::to_string(round))).string();
-      o.write_buffer_bytes = 64 << 10;  // memtable switches and flushes during the run
-      faulty_env_.Recover();
-      auto store = OpenStore(o);
-      ASSERT_NE(store, nullptr);
-      EXPECT_EQ(store->partitions(), GetParam());
-      const RowStore::Family page = store->family("page");
-      const RowStore::Family member = store->family("member");
-      constexpr int kRows = 40;  // each batch rewrites them all: spread over every partition
-      int acknowledged = 0;
-      faulty_env_.CrashAfterAppends(200 + static_cast<int64_t>(rng() % 600));
-      for (int i = 1; i <= 400; ++i) {
-        RowBatch b;
-        for (int r = 0; r < kRows; ++r) {
-          b.Put(r % 2 ? page : member, "row" + std::to_string(r), "", std::to_string(i) + std::string(100, 'x'));
-        }
-        b.AddCounter("batches", 1);
-        if (!store->Write(b).ok() || !store->WaitForWrites().ok()) break;
-        acknowledged = i;
-      }
-      store.reset();
-      faulty_env_.DropUnsyncedData(&rng);
-      faulty_env_.Recover();
-      for (const bool read_only : {true, false}) {
-        RowStoreOptions reopen = o;
-        reopen.read_only = read_only;
-        reopen.partitions = 1;  // an existing store keeps its layout
-        store = OpenStore(reopen);
-        ASSERT_NE(store, nullptr);
-        EXPECT_EQ(store->partitions(), GetParam());
-        std::set<int> batches;
-        for (int r = 0; r < kRows; ++r) {
-          std::string v;
-          ASSERT_TRUE(store->Get(r % 2 ? page : member, "row" + std::to_string(r), "", &v).ok()) << r;
-          batches.insert(std::stoi(v));
-        }
-        ASSERT_EQ(batches.size(), 1u) << "rows of different batches: one was torn";
-        EXPECT_GE(*batches.begin(), acknowledged) << "an acknowledged batch was lost";
-        EXPECT_EQ(store->Counter("batches"), *batches.begin()) << "the counter moves with its batch";
-        store.reset();
-      }
-    }
-  }
-}
-
 // A snapshot reads rows and counters of one moment while writes go on: each batch below moves a
 // cell into a row and adds one to the counter, so at every snapshot the row's cells equal it.
 // Lazy counters: kept in memory by each write and written by Sync (its fsync'ed write) or at
 // close; a crash keeps the counters of the last flush while cells written since may survive.
-TEST_P(RowStoreTest, LazyCountersAreWrittenBySyncAndAtClose) {
+TEST_F(RowStoreTest, LazyCountersAreWrittenBySyncAndAtClose) {
   RowStoreOptions o = Options();
   o.env = &faulty_env_;
   o.sync = true;  // every cell write fsync'ed: only the counters lag
@@ -1072,7 +1008,7 @@ TEST_P(RowStoreTest, LazyCountersAreWrittenBySyncAndAtClose) {
   EXPECT_EQ(store->Counter("pages"), 7);
 }
 
-TEST_P(RowStoreTest, SnapshotsSeeRowsAndCountersOfOneMoment) {
+TEST_F(RowStoreTest, SnapshotsSeeRowsAndCountersOfOneMoment) {
   for (const bool lazy : {false, true}) {
     SCOPED_TRACE(lazy ? "lazy counters" : "counters with their writes");
     RowStoreOptions o = Options();
@@ -1140,7 +1076,7 @@ void RowStoreTest::SnapshotsSeeRowsAndCountersOfOneMoment(const RowStoreOptions&
   }
 }
 
-TEST_P(RowStoreTest, ScanCountersByPrefixInNameOrder) {
+TEST_F(RowStoreTest, ScanCountersByPrefixInNameOrder) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
   RowBatch b;
@@ -1159,11 +1095,6 @@ TEST_P(RowStoreTest, ScanCountersByPrefixInNameOrder) {
   store->ScanCounters("dc/", [&](std::string_view, int64_t) { return ++calls < 2; });
   EXPECT_EQ(calls, 2);
 }
-
-INSTANTIATE_TEST_SUITE_P(Layouts, RowStoreTest, ::testing::Values(1, 4),
-                         [](const ::testing::TestParamInfo<int>& p) {
-                           return p.param == 1 ? std::string("OneDatabase") : "Partitions" + std::to_string(p.param);
-                         });
 
 }  // namespace
 }  // namespace neardup

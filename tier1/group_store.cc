@@ -70,7 +70,6 @@ StatusOr<std::unique_ptr<GroupStore>> GroupStore::Open(const Options& options) {
   o.sync = options.sync;
   o.cache_bytes = options.cache_bytes;
   o.compress = options.compress;
-  o.partitions = options.partitions;
   o.async_writes = options.async_writes;
   o.clock = options.clock;
   o.env = options.env;

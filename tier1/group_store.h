@@ -44,8 +44,6 @@ class GroupStore {
     bool sync = ConfigDefaults().tier1().sync();
     uint64_t cache_bytes = uint64_t{ConfigDefaults().tier1().cache_mib()} << 20;
     bool compress = ConfigDefaults().tier1().compress();  // RowStoreOptions::compress (config tier1.compress)
-    // RowStoreOptions::partitions, for a new store (config tier1.store_partitions).
-    int partitions = 1;
     // RowStoreOptions::async_writes: Txn::Commit returns once its write is handed over; rows()
     // WaitForWrites() tells when it is durable.
     bool async_writes = false;
