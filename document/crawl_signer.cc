@@ -90,6 +90,7 @@ Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, co
     }
     for (size_t k = 0; k < got && result.ok(); ++k) result = sink(round[k], features[k]);
     if (!options.progress_label.empty()) progress.Update(reader->stats().records, reader->stats().bytes);
+    if (result.ok() && options.done && options.done()) break;
     cur = 1 - cur;
     got = next_got;
   }

@@ -36,6 +36,9 @@ struct CrawlSignerOptions {
   // It returns true to read on (it may first wait for more), false to end the input there; an
   // error stops reading and is returned.
   std::function<StatusOr<bool>()> idle;
+  // Optional: called after each round of records has reached the sink; true ends the input there
+  // (records read ahead are dropped unsigned, and the reader's stats count them as consumed).
+  std::function<bool()> done;
 };
 
 // For a redirect or gone record the features are empty (no words). `record` and `features` may be

@@ -32,6 +32,12 @@ StatusOr<CrawlSample> SampleCrawl(const std::string& input, const CrawlSampleOpt
     return InSample(r.url, rate) && (!also || also(r));
   };
   CrawlSample out;
+  if (options.max_pages > 0) {
+    signer.done = [&] {
+      out.whole_input = pages.size() < options.max_pages;
+      return !out.whole_input;
+    };
+  }
   RETURN_IF_ERROR(SignCrawl(input, signer, [&](CrawlRecord& rec, PageFeatures& f) {
     auto [it, inserted] = index.try_emplace(rec.url, pages.size());
     if (inserted) {

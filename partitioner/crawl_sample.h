@@ -4,6 +4,11 @@
 // sampled in every run and in every crawl that contains them. Resident means the last record of
 // each URL: a recrawl replaces the earlier version, a page that turned into a redirect leaves.
 //
+// With max_pages, reading stops once that many URLs are sampled: the sample then describes the
+// input's first part (whole_input false, bytes_read how much), which is as good as the whole for
+// a length distribution unless the crawl is ordered by length, and a large input is not read
+// through twice before its first batch.
+//
 // Errors: as SignCrawl (IoError for an unreadable input, ...); InvalidArgument for a sample rate
 // outside (0, 1].
 #pragma once
@@ -19,12 +24,16 @@ namespace neardup::partitioner {
 struct CrawlSampleOptions {
   CrawlSignerOptions signer;   // signer.signer.dims decides the sample's dimensions
   double sample_rate = 1.0;
+  uint64_t max_pages = 0;      // stop reading once this many URLs are sampled; 0: read it all
 };
 
 struct CrawlSample {
   LengthSample sample{1};
   std::vector<std::string> urls;   // urls[i] is the page of sample row i
-  CrawlReaderStats reader;
+  CrawlReaderStats reader;         // reader.bytes: the input bytes read (all of them when whole_input)
+  // false: reading stopped once max_pages were sampled (the round of records that reached it is
+  // kept whole, so the sample may hold a few thousand more).
+  bool whole_input = true;
 };
 
 StatusOr<CrawlSample> SampleCrawl(const std::string& input, const CrawlSampleOptions& options);

@@ -197,7 +197,13 @@ Status Pipeline::OpenMap() {
   so.signer.reader.quiet_bad_lines = true;  // the run reports them, once
   so.signer.threads = o_.threads;
   so.sample_rate = pc.map_sample_rate();
+  so.max_pages = pc.map_sample_max_pages();
   ASSIGN_OR_RETURN(partitioner::CrawlSample sample, partitioner::SampleCrawl(o_.input, so));
+  // The share of the input the sample stands for (the part read when it stopped early).
+  const double input_share =
+      sample.whole_input || input_size_ == 0
+          ? 1.0
+          : std::clamp(static_cast<double>(sample.reader.bytes) / static_cast<double>(input_size_), 1e-9, 1.0);
   partitioner::MapBuildOptions mo;
   mo.dims = static_cast<uint32_t>(signer_.dims);
   mo.shards = pc.shards();
@@ -227,9 +233,11 @@ Status Pipeline::OpenMap() {
     const uint32_t shard = map_->ShardOf(map_->Home(sample.sample.Vector(i, map_->proto().feature())));
     expected_postings_[shard] += tier2::PrefixLength(sample.sample.shingle_count(i), min_t, overlap);
   }
-  for (uint64_t& p : expected_postings_) p = static_cast<uint64_t>(static_cast<double>(p) / so.sample_rate);
-  spdlog::info("pipeline: partition map from {} sampled pages: {} cells on {} shards", sample.sample.size(),
-               map_->cells(), map_->shards());
+  for (uint64_t& p : expected_postings_) {
+    p = static_cast<uint64_t>(static_cast<double>(p) / so.sample_rate / input_share);
+  }
+  spdlog::info("pipeline: partition map from {} sampled pages (of {:.1f}% of the input): {} cells on {} shards",
+               sample.sample.size(), 100 * input_share, map_->cells(), map_->shards());
   return Status::Ok();
 }
 

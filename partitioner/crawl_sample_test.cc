@@ -1,0 +1,72 @@
+#include "partitioner/crawl_sample.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace neardup::partitioner {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CrawlSampleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (fs::path(::testing::TempDir()) / ("crawl_sample_test_" + std::to_string(getpid()) + ".jsonl")).string();
+    std::ofstream out(path_);
+    for (int i = 0; i < kPages; ++i) {
+      out << R"({"url":"http://s.example/p)" << i << R"(","text":"page )" << i << " of the sample test "
+          << std::string(static_cast<size_t>(1 + i % 7), 'w') << " words here\"}\n";
+    }
+  }
+  void TearDown() override { fs::remove(path_); }
+  CrawlSample Sample(double rate, uint64_t max_pages) {
+    CrawlSampleOptions o;
+    o.sample_rate = rate;
+    o.max_pages = max_pages;
+    o.signer.threads = 2;
+    StatusOr<CrawlSample> s = SampleCrawl(path_, o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : CrawlSample();
+  }
+
+  static constexpr int kPages = 20000;
+  std::string path_;
+};
+
+TEST_F(CrawlSampleTest, SamplesTheSameUrlsOverTheWholeInput) {
+  const CrawlSample all = Sample(1.0, 0);
+  EXPECT_TRUE(all.whole_input);
+  EXPECT_EQ(all.sample.size(), static_cast<size_t>(kPages));
+  EXPECT_EQ(all.reader.bytes, fs::file_size(path_));
+  const CrawlSample tenth = Sample(0.1, 0);
+  EXPECT_TRUE(tenth.whole_input);
+  size_t in = 0;
+  for (int i = 0; i < kPages; ++i) in += InSample("http://s.example/p" + std::to_string(i), 0.1);
+  EXPECT_EQ(tenth.urls.size(), in);
+  for (const std::string& url : tenth.urls) EXPECT_TRUE(InSample(url, 0.1)) << url;
+  EXPECT_GT(in, static_cast<size_t>(kPages / 20));
+  EXPECT_LT(in, static_cast<size_t>(kPages / 5));
+}
+
+// max_pages: reading stops after the round of records that reached it, and the sample says how
+// much of the input it read.
+TEST_F(CrawlSampleTest, MaxPagesStopsReadingEarly) {
+  const CrawlSample first = Sample(1.0, 5000);
+  EXPECT_FALSE(first.whole_input);
+  EXPECT_GE(first.sample.size(), 5000u);
+  EXPECT_LT(first.sample.size(), static_cast<size_t>(kPages));
+  EXPECT_LT(first.reader.bytes, fs::file_size(path_));
+  // Its pages are the input's first ones.
+  for (size_t i = 0; i < first.urls.size(); ++i) EXPECT_EQ(first.urls[i], "http://s.example/p" + std::to_string(i));
+  // A cap the input never reaches reads it all.
+  const CrawlSample all = Sample(1.0, kPages + 1);
+  EXPECT_TRUE(all.whole_input);
+  EXPECT_EQ(all.sample.size(), static_cast<size_t>(kPages));
+}
+
+}  // namespace
+}  // namespace neardup::partitioner
