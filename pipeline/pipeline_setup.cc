@@ -10,6 +10,7 @@ tier1::GroupStore::Options GroupStoreOptionsFor(const StoreLayout& layout, const
   go.sync = config.tier1().sync();
   go.cache_bytes = static_cast<uint64_t>(config.tier1().cache_mib()) << 20;
   go.compress = config.tier1().compress();
+  go.write_buffer_bytes = uint64_t{config.tier1().write_buffer_mib()} << 20;
   // Tier 1's commit is inserted and synced by the store's writer thread while the tiers' thread
   // goes on with the batch's status queries (which see it); the status lines and the shards'
   // writes wait for it.

@@ -121,6 +121,20 @@ TEST(PipelineStore, ShardsAreCutForTheStoresThreshold) {
   EXPECT_DOUBLE_EQ(params->min_threshold(), 0.9);
 }
 
+// The group store's options follow the configuration's tier1 section.
+TEST(PipelineStore, GroupStoreOptionsFollowTheConfiguration) {
+  pb::NeardupConfig config = DefaultConfig();
+  config.mutable_tier1()->set_write_buffer_mib(128);
+  config.mutable_tier1()->set_cache_mib(48);
+  config.mutable_tier1()->set_compress(true);
+  const tier1::GroupStore::Options go = GroupStoreOptionsFor(StoreLayout{"/data/s"}, config);
+  EXPECT_EQ(go.path, "/data/s/tier1");
+  EXPECT_EQ(go.write_buffer_bytes, uint64_t{128} << 20);
+  EXPECT_EQ(go.cache_bytes, uint64_t{48} << 20);
+  EXPECT_TRUE(go.compress);
+  EXPECT_TRUE(go.async_writes);
+}
+
 TEST(PipelineSeam, ShardSetOfTheWrongSizeIsRefused) {
   test::TempDir dir;
   PipelineOptions o = SampleRun(dir, "wrong");

@@ -586,6 +586,7 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
   go.sync = o.config.tier1().sync();
   go.cache_bytes = static_cast<uint64_t>(o.config.tier1().cache_mib()) << 20;
   go.compress = o.config.tier1().compress();
+  go.write_buffer_bytes = uint64_t{o.config.tier1().write_buffer_mib()} << 20;
   go.read_only = o.dry_run;
   ASSIGN_OR_RETURN(std::unique_ptr<tier1::GroupStore> groups, tier1::GroupStore::Open(go));
   return RebalanceOpenStore(groups.get(), o);

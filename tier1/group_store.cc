@@ -70,6 +70,7 @@ StatusOr<std::unique_ptr<GroupStore>> GroupStore::Open(const Options& options) {
   o.sync = options.sync;
   o.cache_bytes = options.cache_bytes;
   o.compress = options.compress;
+  o.write_buffer_bytes = options.write_buffer_bytes;
   o.async_writes = options.async_writes;
   o.clock = options.clock;
   o.env = options.env;

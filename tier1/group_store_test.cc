@@ -58,6 +58,21 @@ class GroupStoreTest : public ::testing::Test {
   FaultyEnv env_{mem_.get()};
 };
 
+// The store's LevelDB options come from GroupStore::Options.
+TEST_F(GroupStoreTest, LevelDbOptionsReachTheRowStore) {
+  GroupStore::Options o;
+  o.path = "/group_store_options";
+  o.env = &env_;
+  o.write_buffer_bytes = 3 << 20;
+  o.cache_bytes = 5 << 20;
+  o.compress = true;
+  auto s = GroupStore::Open(o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)->rows().options().write_buffer_bytes, uint64_t{3} << 20);
+  EXPECT_EQ((*s)->rows().options().cache_bytes, uint64_t{5} << 20);
+  EXPECT_TRUE((*s)->rows().options().compress);
+}
+
 TEST_F(GroupStoreTest, UncommittedTxnChangesNothing) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
