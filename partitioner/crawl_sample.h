@@ -5,9 +5,9 @@
 // each URL: a recrawl replaces the earlier version, a page that turned into a redirect leaves.
 //
 // With max_pages, reading stops once that many URLs are sampled: the sample then describes the
-// input's first part (whole_input false, bytes_read how much), which is as good as the whole for
-// a length distribution unless the crawl is ordered by length, and a large input is not read
-// through twice before its first batch.
+// input's first part (whole_input false; reader.bytes says how much of it), which stands for the
+// whole unless the crawl's order follows its pages' lengths, and a large input is not read through
+// twice before its first batch.
 //
 // Errors: as SignCrawl (IoError for an unreadable input, ...); InvalidArgument for a sample rate
 // outside (0, 1].
