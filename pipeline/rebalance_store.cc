@@ -15,6 +15,7 @@
 #include "common/json_write.h"
 #include "common/url_hash_map.h"
 #include "partitioner/map_builder.h"
+#include "pipeline/pipeline.h"
 #include "storage/file_env.h"
 
 namespace neardup::pipeline {
@@ -581,12 +582,8 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
   if (!fs::exists(layout.tier1() + "/CURRENT", ec)) {
     return NotFound("no store in " + o.dir + " (expected its group store in " + layout.tier1() + ")");
   }
-  tier1::GroupStore::Options go;
-  go.path = layout.tier1();
-  go.sync = o.config.tier1().sync();
-  go.cache_bytes = static_cast<uint64_t>(o.config.tier1().cache_mib()) << 20;
-  go.compress = o.config.tier1().compress();
-  go.write_buffer_bytes = uint64_t{o.config.tier1().write_buffer_mib()} << 20;
+  tier1::GroupStore::Options go = GroupStoreOptionsFor(layout, o.config);
+  go.async_writes = false;  // each step of the move is committed before the next reads
   go.read_only = o.dry_run;
   ASSIGN_OR_RETURN(std::unique_ptr<tier1::GroupStore> groups, tier1::GroupStore::Open(go));
   return RebalanceOpenStore(groups.get(), o);

@@ -61,8 +61,8 @@ struct RowStoreOptions {
   std::vector<std::string> families;  // 1..250 distinct non-empty names; their order fixes their ids
   bool sync = true;                   // fsync every Write
   uint64_t cache_bytes = 32ull << 20; // LevelDB block cache
-  // LevelDB memtable. Larger means fewer, bigger level-0 tables and less compaction (about a
-  // third as much for Tier 1's store with 64 MiB as with 16, at 1M crawled pages).
+  // LevelDB memtable. Larger means fewer, bigger level-0 tables and less compaction (Tier 1's
+  // store takes it from tier1.write_buffer_mib).
   uint64_t write_buffer_bytes = 64ull << 20;
   // Size of each table file LevelDB writes, and how many tables it keeps open (their index and
   // Bloom filter blocks in memory). A read of a table that is not open first reads its footer,
