@@ -68,7 +68,7 @@ TEST(Config, Tier1AndPipelineDefaults) {
   EXPECT_EQ(t1.repair_max_members(), 5000u);
   EXPECT_TRUE(t1.fast_path());
   EXPECT_TRUE(t1.sync());
-  EXPECT_EQ(t1.write_buffer_mib(), 64u);
+  EXPECT_EQ(t1.write_buffer_mib(), 0u);  // sized from the store the run expects
   EXPECT_EQ(t1.cache_mib(), 32u);
   EXPECT_FALSE(t1.compress());
   const pb::PipelineConfig& p = c->pipeline();
@@ -225,7 +225,7 @@ TEST(Config, PipelineRangesNameTheFieldAndItsPosition) {
   EXPECT_FALSE(ParseConfig("pipeline { rho: 10.5 }", "p").ok());
   EXPECT_FALSE(ParseConfig("pipeline { map_sample_rate: 0 }", "p").ok());
   EXPECT_FALSE(ParseConfig("pipeline { map_sample_rate: 1.01 }", "p").ok());
-  EXPECT_FALSE(ParseConfig("tier1 { write_buffer_mib: 0 }", "p").ok());
+  EXPECT_TRUE(ParseConfig("tier1 { write_buffer_mib: 0 }", "p").ok());
   EXPECT_FALSE(ParseConfig("tier1 { write_buffer_mib: 1025 }", "p").ok());
   c = ParseConfig("pipeline { cells_per_shard: 65 }", "p");
   ASSERT_FALSE(c.ok());

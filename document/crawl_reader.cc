@@ -268,6 +268,34 @@ std::unique_ptr<CrawlReader> CrawlReader::FromStream(std::FILE* stream, CrawlRea
   return std::unique_ptr<CrawlReader>(new JsonlCrawlReader(std::move(lines), std::move(options)));
 }
 
+StatusOr<uint64_t> EstimateRecordCount(const std::string& path, CrawlReaderOptions options, uint64_t probe_bytes) {
+  // Records are passed over after their URL until the probe is read; the first past it is
+  // returned, and ends the probe.
+  const CrawlReader* probing = nullptr;
+  options.want_url = [&probing, probe_bytes](std::string_view) {
+    return probing != nullptr && probing->stats().bytes >= probe_bytes;
+  };
+  options.quiet_bad_lines = true;
+  options.readable = nullptr;
+  options.drop_read_pages = false;
+  ASSIGN_OR_RETURN(auto reader, CrawlReader::Open(path, std::move(options)));
+  probing = reader.get();
+  CrawlRecord r;
+  bool ended = true;
+  while (reader->Next(&r)) {
+    if (reader->stats().bytes >= probe_bytes) {
+      ended = false;
+      break;
+    }
+  }
+  RETURN_IF_ERROR(reader->status());
+  const CrawlReaderStats& st = reader->stats();
+  const uint64_t seen = st.records + st.passed_over;
+  const std::optional<uint64_t> total = reader->total_bytes();
+  if (ended || !total || st.bytes == 0) return seen;
+  return static_cast<uint64_t>(static_cast<double>(seen) * static_cast<double>(*total) / static_cast<double>(st.bytes));
+}
+
 std::string SummarizeReader(const CrawlReaderStats& s) {
   const char* unit = s.warc ? " WARC records, " : " lines, ";
   std::string out = std::to_string(s.records) + " records from " + std::to_string(s.lines) + unit +

@@ -125,6 +125,14 @@ bool IsAbsoluteHttpUrl(std::string_view url);
 // passed over by URL" when some were; for WARC input, the records skipped by kind).
 std::string SummarizeReader(const CrawlReaderStats& stats);
 
+// About how many records the crawl at `path` holds: the records (and lines passed over) in its
+// first `probe_bytes`, scaled by the file's size; exact when the file ends within them. Records
+// are only counted (each passed over after its URL), so a probe costs a few milliseconds. For
+// sizing what grows with the crawl before reading it (the group store's memtable). Errors: as
+// Open, and the reader's I/O error.
+StatusOr<uint64_t> EstimateRecordCount(const std::string& path, CrawlReaderOptions options,
+                                       uint64_t probe_bytes = 4ull << 20);
+
 class CrawlReader {
  public:
   // Opens `path` ("-" for standard input, read as JSON Lines): WARC when the path ends in .warc or

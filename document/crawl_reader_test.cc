@@ -290,6 +290,30 @@ TEST(CrawlReader, WantUrlPassesOverRefusedRecordsAfterReadingTheirUrl) {
   EXPECT_THAT(SummarizeReader(r.stats), HasSubstr("2 passed over by URL"));
 }
 
+// The estimate counts a probe's records (parsed or passed over) and scales them by the file's size;
+// a file that ends within the probe is counted exactly.
+TEST(CrawlReader, EstimateRecordCountScalesTheProbeByTheFileSize) {
+  test::TempDir dir;
+  const std::string path = dir.File("crawl.jsonl");
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    for (int i = 0; i < 2000; ++i) {
+      // Records of alternating lengths (70 and 130 bytes): the probe's mean is the file's.
+      const std::string text(i % 2 == 0 ? 20 : 80, 'x');
+      std::fprintf(f, "{\"url\":\"http://a.example/%04d\",\"text\":\"%s\"}\n", i, text.c_str());
+    }
+    std::fclose(f);
+  }
+  auto exact = EstimateRecordCount(path, {});
+  ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+  EXPECT_EQ(*exact, 2000u);  // the whole file is within the default probe
+  auto estimate = EstimateRecordCount(path, {}, /*probe_bytes=*/10000);
+  ASSERT_TRUE(estimate.ok()) << estimate.status().ToString();
+  EXPECT_NEAR(static_cast<double>(*estimate), 2000.0, 40.0);
+  EXPECT_FALSE(EstimateRecordCount(dir.File("missing.jsonl"), {}).ok());
+}
+
 TEST(CrawlReader, OpenMissingFileIsAnIoError) {
   auto r = CrawlReader::Open("/nonexistent/crawl.jsonl", {});
   ASSERT_FALSE(r.ok());

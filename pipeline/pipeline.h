@@ -107,7 +107,22 @@ struct PipelineOptions {
 };
 
 // How a run opens a store's group store (PipelineOptions::groups: a caller that opens it itself).
-tier1::GroupStore::Options GroupStoreOptionsFor(const StoreLayout& layout, const pb::NeardupConfig& config);
+// With tier1.write_buffer_mib 0 the memtable is sized for the store the run will hold: the tables
+// already in layout.tier1() and about kTier1BytesPerRecord for each of `expected_records` (the
+// input's, EstimateRecordCount), through AutoWriteBufferBytes.
+tier1::GroupStore::Options GroupStoreOptionsFor(const StoreLayout& layout, const pb::NeardupConfig& config,
+                                                uint64_t expected_records = 0);
+
+// The group store's table bytes a record adds, about (page, group and redirect records of generated
+// crawls: 273-290 B a record at 1M and 10M records).
+inline constexpr uint64_t kTier1BytesPerRecord = 300;
+// The memtable for a group store expected to hold `table_bytes`: a sixth of it, between 64 MiB and
+// 1 GiB. LevelDB's levels are fixed (10 MB, then 10x each), so a store many memtables large
+// rewrites each row once per level it crosses: at 10M records a 64 MiB memtable wrote 37x what
+// the store holds, a 512 MiB one 9x. The floor keeps small runs' memory as it was.
+uint64_t AutoWriteBufferBytes(uint64_t table_bytes);
+// Bytes of LevelDB tables (*.ldb, *.sst) in `dir`; 0 when it does not exist.
+uint64_t TableBytesIn(const std::string& dir);
 
 struct PipelineSummary {
   // Non-empty: the input is one the store consumed whole before (under this name); nothing was

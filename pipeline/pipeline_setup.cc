@@ -4,13 +4,33 @@
 
 namespace neardup::pipeline {
 
-tier1::GroupStore::Options GroupStoreOptionsFor(const StoreLayout& layout, const pb::NeardupConfig& config) {
+uint64_t AutoWriteBufferBytes(uint64_t table_bytes) {
+  return std::clamp<uint64_t>(table_bytes / 6, uint64_t{64} << 20, uint64_t{1} << 30);
+}
+
+uint64_t TableBytesIn(const std::string& dir) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string ext = it->path().extension().string();
+    if (ext != ".ldb" && ext != ".sst") continue;
+    std::error_code size_ec;
+    const uint64_t size = it->file_size(size_ec);
+    if (!size_ec) bytes += size;
+  }
+  return bytes;
+}
+
+tier1::GroupStore::Options GroupStoreOptionsFor(const StoreLayout& layout, const pb::NeardupConfig& config,
+                                                uint64_t expected_records) {
   tier1::GroupStore::Options go;
   go.path = layout.tier1();
   go.sync = config.tier1().sync();
   go.cache_bytes = static_cast<uint64_t>(config.tier1().cache_mib()) << 20;
   go.compress = config.tier1().compress();
-  go.write_buffer_bytes = uint64_t{config.tier1().write_buffer_mib()} << 20;
+  const uint32_t mib = config.tier1().write_buffer_mib();
+  go.write_buffer_bytes = mib > 0 ? uint64_t{mib} << 20
+                                  : AutoWriteBufferBytes(TableBytesIn(go.path) + expected_records * kTier1BytesPerRecord);
   // Tier 1's commit is inserted and synced by the store's writer thread while the tiers' thread
   // goes on with the batch's status queries (which see it); the status lines and the shards'
   // writes wait for it.
@@ -55,12 +75,21 @@ Status Pipeline::Setup() {
   fs::create_directories(dir_, ec);
   if (ec) return IoError("pipeline: cannot create store directory " + dir_ + ": " + ec.message());
 
-  const GroupStore::Options go = GroupStoreOptionsFor(layout_, config_);
+  uint64_t expected_records = 0;
+  if (o_.groups == nullptr && config_.tier1().write_buffer_mib() == 0) {
+    ASSIGN_OR_RETURN(expected_records, EstimateRecordCount(o_.input, o_.reader));
+    if (o_.max_records > 0) expected_records = std::min(expected_records, o_.max_records);
+  }
+  const GroupStore::Options go = GroupStoreOptionsFor(layout_, config_, expected_records);
   if (o_.groups != nullptr) {
     store_ = o_.groups;
   } else {
     ASSIGN_OR_RETURN(owned_store_, GroupStore::Open(go));
     store_ = owned_store_.get();
+    if (config_.tier1().write_buffer_mib() == 0) {
+      spdlog::info("pipeline: group store memtable {} MiB (for about {} records to read; tier1.write_buffer_mib 0)",
+                   go.write_buffer_bytes >> 20, expected_records);
+    }
   }
   std::string bytes;
   Status s = store_->rows().Get(store_->meta_family(), "progress", "", &bytes);

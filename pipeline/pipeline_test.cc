@@ -135,6 +135,37 @@ TEST(PipelineStore, GroupStoreOptionsFollowTheConfiguration) {
   EXPECT_TRUE(go.async_writes);
 }
 
+// tier1.write_buffer_mib 0 sizes the memtable for the store a run expects: a sixth of the tables
+// already there and of the records to come, never under 64 MiB nor over 1 GiB.
+TEST(PipelineStore, WriteBufferFollowsTheExpectedStore) {
+  EXPECT_EQ(AutoWriteBufferBytes(0), uint64_t{64} << 20);
+  EXPECT_EQ(AutoWriteBufferBytes(uint64_t{600} << 20), uint64_t{100} << 20);
+  EXPECT_EQ(AutoWriteBufferBytes(uint64_t{1} << 40), uint64_t{1} << 30);
+
+  test::TempDir dir;
+  const StoreLayout layout{dir.path().string()};
+  pb::NeardupConfig config = DefaultConfig();
+  ASSERT_EQ(config.tier1().write_buffer_mib(), 0u);
+  // 1M records of about 300 B: 300 MB, a sixth under the floor.
+  EXPECT_EQ(GroupStoreOptionsFor(layout, config, 1'000'000).write_buffer_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(GroupStoreOptionsFor(layout, config, 10'000'000).write_buffer_bytes,
+            10'000'000 * kTier1BytesPerRecord / 6);
+  // A store that holds 1.2 GB of tables already (a sparse file: its size is what counts); the
+  // other files of its directory are not tables.
+  std::filesystem::create_directories(layout.tier1());
+  for (const char* name : {"/000007.ldb", "/000009.log"}) std::ofstream(layout.tier1() + name).put('x');
+  std::filesystem::resize_file(layout.tier1() + "/000007.ldb", 1'200'000'000);
+  std::filesystem::resize_file(layout.tier1() + "/000009.log", 500'000'000);
+  EXPECT_EQ(TableBytesIn(layout.tier1()), 1'200'000'000u);
+  EXPECT_EQ(GroupStoreOptionsFor(layout, config).write_buffer_bytes, uint64_t{200'000'000});
+  EXPECT_EQ(GroupStoreOptionsFor(layout, config, 2'000'000).write_buffer_bytes,
+            (1'200'000'000 + 2'000'000 * kTier1BytesPerRecord) / 6);
+  EXPECT_EQ(TableBytesIn(dir.File("none")), 0u);
+  // An explicit size is taken as it is.
+  config.mutable_tier1()->set_write_buffer_mib(32);
+  EXPECT_EQ(GroupStoreOptionsFor(layout, config, 10'000'000).write_buffer_bytes, uint64_t{32} << 20);
+}
+
 TEST(PipelineSeam, ShardSetOfTheWrongSizeIsRefused) {
   test::TempDir dir;
   PipelineOptions o = SampleRun(dir, "wrong");

@@ -44,8 +44,9 @@ class GroupStore {
     bool sync = ConfigDefaults().tier1().sync();
     uint64_t cache_bytes = uint64_t{ConfigDefaults().tier1().cache_mib()} << 20;
     bool compress = ConfigDefaults().tier1().compress();  // RowStoreOptions::compress (config tier1.compress)
-    // RowStoreOptions::write_buffer_bytes (config tier1.write_buffer_mib).
-    uint64_t write_buffer_bytes = uint64_t{ConfigDefaults().tier1().write_buffer_mib()} << 20;
+    // RowStoreOptions::write_buffer_bytes (pipeline::GroupStoreOptionsFor sets it from config
+    // tier1.write_buffer_mib, or for the store a run expects).
+    uint64_t write_buffer_bytes = uint64_t{64} << 20;
     // RowStoreOptions::async_writes: Txn::Commit returns once its write is handed over; rows()
     // WaitForWrites() tells when it is durable.
     bool async_writes = false;
