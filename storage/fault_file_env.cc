@@ -10,6 +10,7 @@ class FaultFileEnv::FaultFile final : public File {
  public:
   FaultFile(FaultFileEnv* env, std::unique_ptr<File> base) : File(base->path()), env_(env), base_(std::move(base)) {}
 
+  void WillNeed(uint64_t offset, uint64_t length) const override { base_->WillNeed(offset, length); }
   Status ReadAt(uint64_t offset, std::span<const iovec> parts, size_t* read) const override {
     return base_->ReadAt(offset, parts, read);
   }

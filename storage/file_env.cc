@@ -55,6 +55,10 @@ class PosixFile final : public File {
     return Status::Ok();
   }
 
+  void WillNeed(uint64_t offset, uint64_t length) const override {
+    (void)::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_WILLNEED);
+  }
+
   Status WriteAt(uint64_t offset, std::string_view data) override {
     for (size_t done = 0; done < data.size();) {
       const ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));

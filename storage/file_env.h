@@ -41,6 +41,9 @@ class File {
   // Sets the file's size to `size` bytes.
   virtual Status Truncate(uint64_t size) = 0;
   virtual StatusOr<uint64_t> Size() const = 0;
+  // A hint: `length` bytes from `offset` will be read soon (posix_fadvise WILLNEED: the kernel
+  // starts reading what the page cache lacks and returns). Never fails; the default ignores it.
+  virtual void WillNeed(uint64_t /*offset*/, uint64_t /*length*/) const {}
   const std::string& path() const { return path_; }
 
  protected:

@@ -24,6 +24,7 @@ ShardOptions ShardOptionsFromConfig(const pb::NeardupConfig& config, const std::
   o.sync = t.sync();
   o.order_sample_pages = t.order_sample_pages();
   o.frequent_min_pages = t.frequent_min_pages();
+  o.read_ahead = t.read_ahead();
   return o;
 }
 

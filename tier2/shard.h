@@ -70,6 +70,9 @@ struct ShardOptions {
   // 0 keeps plain hash order.
   uint64_t order_sample_pages = ConfigDefaults().tier2().order_sample_pages();
   uint32_t frequent_min_pages = ConfigDefaults().tier2().frequent_min_pages();
+  // CompareBatch hints the reads of its verifications to the log before making them
+  // (SignatureLog::WillNeed).
+  bool read_ahead = ConfigDefaults().tier2().read_ahead();
   // The signature log is compacted when its dead bytes exceed both its live bytes and this.
   uint64_t log_compact_min_bytes = 64ull << 20;
   // Open for reading only (Get, CompareBatch, Stats): the store must exist and its files stay as

@@ -68,8 +68,8 @@ Status Shard::Impl::PlanBatch(std::span<const ShardPage> batch, Plan* plan) cons
   return Status::Ok();
 }
 
-Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, double t, Scratch* s,
-                                  std::vector<ResidentMatch>* out) const {
+void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, double t, Scratch* s,
+                                     std::vector<uint32_t>* verify) const {
   const auto xs = Shingles(x);
   const uint32_t n = static_cast<uint32_t>(xs.size());
   const uint32_t c = options_.prefix_overlap;
@@ -103,9 +103,8 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
     }
     i = j;
   }
-  Status st;
+  verify->clear();
   for (const auto& [slot, cnt] : s->hits) {
-    if (!st.ok()) break;
     ++s->stats.candidates;
     // Positional bound in key space (prefix_filter.h): the probe's prefix tokens whose key is
     // below the candidate's cut lie in both prefixes, so at most cnt of them are shared; every
@@ -123,9 +122,17 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
       continue;
     }
     if (!BitmapsAllow(s->bitmap.data(), n, &bits_[size_t{slot} * kBitmapWords], size_[slot], t)) continue;
+    verify->push_back(slot);
+  }
+}
+
+Status Shard::Impl::VerifyResident(uint32_t page, const pb::PageSignature& x, double t, std::span<const uint32_t> verify,
+                                   Scratch* s, std::vector<ResidentMatch>* out) const {
+  const auto xs = Shingles(x);
+  const uint32_t n = static_cast<uint32_t>(xs.size());
+  for (uint32_t slot : verify) {
     ++s->stats.verifications;
-    st = ReadSignature(slot, &s->value, &s->other);
-    if (!st.ok()) continue;
+    RETURN_IF_ERROR(ReadSignature(slot, &s->value, &s->other));
     s->stats.fetched_bytes += s->value.size();
     if (s->other.url() == x.url()) continue;  // the previous version of this very page
     const auto ys = Shingles(s->other);
@@ -136,7 +143,7 @@ Status Shard::Impl::ProbeResident(uint32_t page, const pb::PageSignature& x, dou
                                    static_cast<double>(o) / static_cast<double>(n + ys.size() - o)});
     }
   }
-  return st;
+  return Status::Ok();
 }
 
 void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live, double t,
@@ -236,11 +243,28 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
   std::vector<std::unique_ptr<Scratch>> scratch = TakeScratch(workers);
   std::vector<std::vector<ResidentMatch>> found(workers);
   std::vector<Status> errors(workers);
+  std::vector<std::vector<uint32_t>> verify(plan.live.size());
+  ParallelFor(workers, plan.live.size(), [&](int w, size_t i) {
+    const uint32_t page = plan.live[i];
+    if (batch[page].join_only) return;
+    ResidentCandidates(*batch[page].signature, threshold, scratch[w].get(), &verify[i]);
+  });
+  if (options_.read_ahead) {
+    // Past the page cache, each verification waits for its read: hinted all at once, the batch's
+    // reads reach the disk together.
+    std::vector<SignatureLog::Ref> refs;
+    for (const auto& v : verify) {
+      for (uint32_t slot : v) {
+        if (HasLocation(slot)) refs.push_back(Location(slot));
+      }
+    }
+    log_->WillNeed(refs);
+  }
   ParallelFor(workers, plan.live.size(), [&](int w, size_t i) {
     if (!errors[w].ok()) return;
     const uint32_t page = plan.live[i];
     if (batch[page].join_only) return;
-    errors[w] = ProbeResident(page, *batch[page].signature, threshold, scratch[w].get(), &found[w]);
+    errors[w] = VerifyResident(page, *batch[page].signature, threshold, verify[i], scratch[w].get(), &found[w]);
   });
   for (int w = 0; w < workers; ++w) {
     if (!errors[w].ok()) {

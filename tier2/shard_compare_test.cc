@@ -15,6 +15,17 @@ TEST(ShardExactness, MixedSizesAllThresholds) {
   }
 }
 
+// The verification reads are hinted to the log or not: the answer is exact either way.
+TEST(ShardExactness, WithAndWithoutReadAhead) {
+  for (bool read_ahead : {true, false}) {
+    TempDir dir;
+    ShardOptions o = Options(dir.str(), 0.5);
+    o.read_ahead = read_ahead;
+    auto all = Corpus(4, 600, {20, 80, 300}, 6, "http://r/");
+    CheckExactSplit(o, all, 450, kThresholds);
+  }
+}
+
 TEST(ShardExactness, EqualLengthPages) {
   TempDir dir;
   auto all = Corpus(2, 500, {100}, 5, "http://e/");

@@ -162,8 +162,12 @@ class Shard::Impl {
   // in *record when given. Called by the writer (no lock: it alone changes the maps) and by Get
   // (loc_mu_ shared).
   Status LookupSlot(std::string_view url, UrlSlots::Found* found, std::string* record = nullptr) const;
-  Status ProbeResident(uint32_t page, const pb::PageSignature& x, double t, Scratch* s,
-                       std::vector<ResidentMatch>* out) const;
+  // A page against the resident pages, in two steps: the candidates past every filter that needs
+  // no signature (the slots to verify, in *verify), then their verification by merge (matches
+  // appended to *out). Between them CompareBatch hints the whole batch's reads to the log.
+  void ResidentCandidates(const pb::PageSignature& x, double t, Scratch* s, std::vector<uint32_t>* verify) const;
+  Status VerifyResident(uint32_t page, const pb::PageSignature& x, double t, std::span<const uint32_t> verify,
+                        Scratch* s, std::vector<ResidentMatch>* out) const;
   void JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live, double t,
                  CompareResult* out) const;
   // Rebuilds the index and page tables from the resident pages' signatures in the log (restart,

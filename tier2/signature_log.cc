@@ -125,6 +125,25 @@ Status SignatureLog::Read(Ref ref, std::string* payload) const {
   return Status::Ok();
 }
 
+void SignatureLog::WillNeed(std::span<const Ref> refs) const {
+  if (refs.empty()) return;
+  std::vector<Ref> sorted(refs.begin(), refs.end());
+  std::sort(sorted.begin(), sorted.end(), [](const Ref& a, const Ref& b) { return a.offset < b.offset; });
+  // Records within a page of each other share a hint (the kernel reads whole pages anyway).
+  constexpr uint64_t kJoin = 4096;
+  uint64_t from = sorted[0].offset, to = from + sorted[0].bytes();
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    if (sorted[i].offset <= to + kJoin) {
+      to = std::max(to, sorted[i].offset + sorted[i].bytes());
+      continue;
+    }
+    file_->WillNeed(from, to - from);
+    from = sorted[i].offset;
+    to = from + sorted[i].bytes();
+  }
+  file_->WillNeed(from, to - from);
+}
+
 Status SignatureLog::Scan(const std::function<Status(Ref, std::string_view)>& visit) const {
   const uint64_t end = end_.load(std::memory_order_acquire);
   std::string buf;

@@ -87,6 +87,10 @@ class SignatureLog {
   // Reads the payload of the record at `ref` into *payload. Corruption when the header or the
   // checksum does not match (the message gives the offset); IoError when the read fails.
   Status Read(Ref ref, std::string* payload) const;
+  // Hints that the records at `refs` will be Read soon (File::WillNeed): the reads of those not
+  // in the page cache then go to the disk together instead of one after the other. Records close
+  // together are hinted as one range. Never fails; refs need not be sorted.
+  void WillNeed(std::span<const Ref> refs) const;
   // Calls visit(ref, payload) for every record below end(), in order, reading the file
   // sequentially a few MB at a time; the payload is valid during the call only. Returns the first
   // error visit returns (and stops there); Corruption as Read gives it for a damaged record (its

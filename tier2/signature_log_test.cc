@@ -41,6 +41,74 @@ TEST_F(SignatureLogTest, AppendsAndReadsBack) {
   ASSERT_TRUE((*log)->Sync().ok());
 }
 
+// The default file system, with each File's WillNeed hints recorded.
+class HintRecordingEnv final : public FileEnv {
+ public:
+  struct Hint {
+    uint64_t offset, length;
+    bool operator==(const Hint&) const = default;
+  };
+  std::vector<Hint> hints;
+
+  StatusOr<std::unique_ptr<File>> OpenFile(const std::string& path, FileMode mode) override {
+    ASSIGN_OR_RETURN(auto f, base_->OpenFile(path, mode));
+    return std::unique_ptr<File>(new Recording(std::move(f), &hints));
+  }
+  Status Rename(const std::string& from, const std::string& to) override { return base_->Rename(from, to); }
+  Status Remove(const std::string& path) override { return base_->Remove(path); }
+  Status CreateDirs(const std::string& dir) override { return base_->CreateDirs(dir); }
+  Status SyncDir(const std::string& dir) override { return base_->SyncDir(dir); }
+  Status ListDir(const std::string& dir, std::vector<std::string>* names) override { return base_->ListDir(dir, names); }
+  bool Exists(const std::string& path) override { return base_->Exists(path); }
+  StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path, bool shared) override {
+    return base_->LockFile(path, shared);
+  }
+
+ private:
+  class Recording final : public File {
+   public:
+    Recording(std::unique_ptr<File> f, std::vector<Hint>* hints) : File(f->path()), f_(std::move(f)), hints_(hints) {}
+    Status ReadAt(uint64_t offset, std::span<const iovec> parts, size_t* read) const override {
+      return f_->ReadAt(offset, parts, read);
+    }
+    Status WriteAt(uint64_t offset, std::string_view data) override { return f_->WriteAt(offset, data); }
+    Status Sync() override { return f_->Sync(); }
+    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
+    StatusOr<uint64_t> Size() const override { return f_->Size(); }
+    void WillNeed(uint64_t offset, uint64_t length) const override {
+      hints_->push_back({offset, length});
+      f_->WillNeed(offset, length);
+    }
+
+   private:
+    std::unique_ptr<File> f_;
+    std::vector<Hint>* hints_;
+  };
+  FileEnv* base_ = FileEnv::Default();
+};
+
+// WillNeed hints records in offset order; records within a page of each other share one range.
+TEST_F(SignatureLogTest, WillNeedHintsTheRecordsAsFewRanges) {
+  HintRecordingEnv env;
+  auto log = SignatureLog::Open(&env, path_, 0);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  const std::string big(100000, 'x');
+  std::vector<std::string_view> payloads = {"alpha", "beta", big, "gamma"};
+  std::vector<SignatureLog::Ref> refs;
+  ASSERT_TRUE((*log)->Append(payloads, &refs).ok());
+  (*log)->WillNeed({});
+  EXPECT_TRUE(env.hints.empty());
+  const std::vector<SignatureLog::Ref> wanted = {refs[3], refs[1], refs[0]};
+  (*log)->WillNeed(wanted);
+  const std::vector<HintRecordingEnv::Hint> want = {{0, refs[1].offset + refs[1].bytes()},
+                                                    {refs[3].offset, refs[3].bytes()}};
+  EXPECT_EQ(env.hints, want);
+  // The records read back as they were: a hint changes nothing.
+  std::string got;
+  ASSERT_TRUE((*log)->Read(refs[3], &got).ok());
+  EXPECT_EQ(got, "gamma");
+}
+
 TEST_F(SignatureLogTest, ReopenCutsWhatWasNotCommitted) {
   std::vector<SignatureLog::Ref> first, second;
   uint64_t committed = 0;
