@@ -338,9 +338,12 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
     sum_.imbalance_drift = sum_.shard_imbalance - sum_.planned_imbalance;
     sum_.rebalance_imbalance = config_.pipeline().rebalance_imbalance();
     if (sum_.shard_imbalance > sum_.rebalance_imbalance) {
+      // A temporary store goes with the run: a store kept with --store is what a rebalance takes.
       spdlog::warn("pipeline: shard imbalance {:.3f} is past {:.2f} (pipeline.rebalance_imbalance): a rebalance would "
-                   "help (neardup rebalance --store {})",
-                   sum_.shard_imbalance, sum_.rebalance_imbalance, dir_);
+                   "help ({})",
+                   sum_.shard_imbalance, sum_.rebalance_imbalance,
+                   temporary_dir_.path.empty() ? "neardup rebalance --store " + dir_
+                                               : std::string("of a store kept with --store: this run's is removed"));
     }
   }
   CloseFeed();

@@ -69,6 +69,9 @@ Status Pipeline::Setup() {
     dir_ = (fs::temp_directory_path() / fmt::format("neardup-run-{}-{}", getpid(),
                                                      SteadyClock::now().time_since_epoch().count())).string();
     temporary_dir_.path = dir_;
+    // Nothing resumes a store removed with its run: its batches need not be durable.
+    config_.mutable_tier1()->set_sync(false);
+    config_.mutable_tier2()->set_sync(false);
   }
   layout_.dir = dir_;
   std::error_code ec;

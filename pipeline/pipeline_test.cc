@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <fstream>
@@ -164,6 +166,33 @@ TEST(PipelineStore, WriteBufferFollowsTheExpectedStore) {
   // An explicit size is taken as it is.
   config.mutable_tier1()->set_write_buffer_mib(32);
   EXPECT_EQ(GroupStoreOptionsFor(layout, config, 10'000'000).write_buffer_bytes, uint64_t{32} << 20);
+}
+
+// Past pipeline.rebalance_imbalance the run suggests a rebalance of its store; a run without
+// --store names none, its store being removed with it.
+TEST(PipelineStore, RebalanceHintNamesOnlyAStoreThatIsKept) {
+  std::ostringstream captured;
+  auto logger = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(captured));
+  logger->set_level(spdlog::level::warn);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  test::TempDir dir;
+  PipelineOptions kept = SampleRun(dir, "kept");
+  kept.config.mutable_pipeline()->set_rebalance_imbalance(1.0);
+  PipelineOptions temporary = kept;
+  temporary.store.clear();
+  auto a = RunPipeline(kept);
+  const std::string kept_log = captured.str();
+  captured.str("");
+  auto b = RunPipeline(temporary);
+  const std::string temporary_log = captured.str();
+  spdlog::set_default_logger(previous);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_GT(a->shard_imbalance, 1.0);
+  EXPECT_NE(kept_log.find("neardup rebalance --store " + kept.store), std::string::npos) << kept_log;
+  EXPECT_EQ(temporary_log.find("neardup rebalance --store"), std::string::npos) << temporary_log;
+  EXPECT_NE(temporary_log.find("a store kept with --store: this run's is removed"), std::string::npos) << temporary_log;
 }
 
 TEST(PipelineSeam, ShardSetOfTheWrongSizeIsRefused) {
