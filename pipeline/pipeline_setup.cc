@@ -11,7 +11,7 @@ uint64_t AutoWriteBufferBytes(uint64_t table_bytes) {
 uint64_t TableBytesIn(const std::string& dir) {
   uint64_t bytes = 0;
   std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string ext = it->path().extension().string();
     if (ext != ".ldb" && ext != ".sst") continue;
     std::error_code size_ec;
