@@ -118,8 +118,8 @@ tier1::GroupStore::Options GroupStoreOptionsFor(const StoreLayout& layout, const
 inline constexpr uint64_t kTier1BytesPerRecord = 300;
 // The memtable for a group store expected to hold `table_bytes`: a sixth of it, between 64 MiB and
 // 1 GiB. LevelDB's levels are fixed (10 MB, then 10x each), so a store many memtables large
-// rewrites each row once per level it crosses: at 10M records a 64 MiB memtable wrote 37x what
-// the store holds, a 512 MiB one 9x. The floor keeps small runs' memory as it was.
+// rewrites each row once per level it crosses (experiments/README.md, Scale); the floor is the
+// memory a small run can spare.
 uint64_t AutoWriteBufferBytes(uint64_t table_bytes);
 // Bytes of LevelDB tables (*.ldb, *.sst) in `dir`; 0 when it does not exist.
 uint64_t TableBytesIn(const std::string& dir);
