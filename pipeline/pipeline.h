@@ -113,8 +113,8 @@ struct PipelineOptions {
 tier1::GroupStore::Options GroupStoreOptionsFor(const StoreLayout& layout, const pb::NeardupConfig& config,
                                                 uint64_t expected_records = 0);
 
-// The group store's table bytes a record adds, about (page, group and redirect records of generated
-// crawls: 273-290 B a record at 1M and 10M records).
+// The group store's table bytes a record adds, about (its page, group and redirect records, as
+// generated crawls make them).
 inline constexpr uint64_t kTier1BytesPerRecord = 300;
 // The memtable for a group store expected to hold `table_bytes`: a sixth of it, between 64 MiB and
 // 1 GiB. LevelDB's levels are fixed (10 MB, then 10x each), so a store many memtables large
