@@ -112,8 +112,10 @@ std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, 
     thread_local std::vector<uint32_t> smallest;
     smallest.assign(repeated.size(), UINT32_MAX);
     // The repeated hashes in an open-addressed table (a hash is uniform: its low bits place it),
-    // at most half full: a shingle's lookup is about one probe of a table that stays in cache.
-    const size_t cap = std::bit_ceil(std::max<size_t>(16, repeated.size() * 2));
+    // at most an eighth full: most shingles are not repeated, and a lookup that misses then ends
+    // at its first probe, mostly without a mispredicted branch, in a table that stays in cache.
+    const size_t cap = std::bit_ceil(std::max<size_t>(16, repeated.size() * 8));
+    const SubDictionaries sub(dims);
     const size_t mask = cap - 1;
     thread_local std::vector<uint64_t> slot_hash;
     thread_local std::vector<uint32_t> slot_index;
@@ -130,7 +132,7 @@ std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, 
       size_t pos = h & mask;
       while (slot_index[pos] != UINT32_MAX && slot_hash[pos] != h) pos = (pos + 1) & mask;
       if (slot_index[pos] == UINT32_MAX) continue;
-      const uint32_t d = SubDictionary(word_hashes[i], dims);  // the k-gram's first word
+      const uint32_t d = sub(word_hashes[i]);  // the k-gram's first word
       --(*per_dim)[d];
       uint32_t& m = smallest[slot_index[pos]];
       m = std::min(m, d);
@@ -142,7 +144,8 @@ std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, 
 
 std::vector<uint32_t> LengthVector(std::span<const uint64_t> word_hashes, int dims) {
   std::vector<uint32_t> v(static_cast<size_t>(dims), 0);
-  for (uint64_t w : word_hashes) ++v[SubDictionary(w, dims)];
+  const SubDictionaries sub(dims);
+  for (uint64_t w : word_hashes) ++v[sub(w)];
   return v;
 }
 

@@ -42,6 +42,21 @@ inline uint32_t SubDictionary(uint64_t word_hash, int dims) {
   return static_cast<uint32_t>(((word_hash >> 32) * 0x9E3779B1ull >> 32) % static_cast<uint64_t>(dims));
 }
 
+// SubDictionary for one dims, without a division per word (Lemire's fastmod: exact for every
+// 32-bit dividend), for the loops that place every word of a page.
+class SubDictionaries {
+ public:
+  explicit SubDictionaries(int dims) : dims_(static_cast<uint32_t>(dims)), m_(UINT64_MAX / dims_ + 1) {}
+  uint32_t operator()(uint64_t word_hash) const {
+    const uint32_t x = static_cast<uint32_t>((word_hash >> 32) * 0x9E3779B1ull >> 32);
+    return static_cast<uint32_t>((static_cast<unsigned __int128>(m_ * x) * dims_) >> 64);
+  }
+
+ private:
+  uint32_t dims_;
+  uint64_t m_;
+};
+
 // L(A_i): word occurrences per sub-dictionary (the paper's length vector), size dims.
 std::vector<uint32_t> LengthVector(std::span<const uint64_t> word_hashes, int dims);
 

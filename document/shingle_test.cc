@@ -118,6 +118,17 @@ TEST(Shingle, SubDictionariesAreRoughlyBalancedOverAVocabulary) {
   for (int c : count) EXPECT_NEAR(c, 10000, 500);
 }
 
+TEST(Shingle, SubDictionariesPlaceEveryWordAsSubDictionaryDoes) {
+  // The division-free form must give the documented mapping exactly, for every allowed dims.
+  std::vector<uint64_t> hashes = {0, 1, UINT64_MAX, 0xFFFFFFFF00000000ull, 0x00000000FFFFFFFFull};
+  for (uint32_t hi = 0; hi < 4096; ++hi) hashes.push_back((uint64_t{hi} * 0x10001ull << 32) | hi);
+  for (int i = 0; i < 20000; ++i) hashes.push_back(WordHash("word" + std::to_string(i)));
+  for (int dims = 1; dims <= 16; ++dims) {
+    const SubDictionaries sub(dims);
+    for (uint64_t h : hashes) ASSERT_EQ(sub(h), SubDictionary(h, dims)) << "dims " << dims << ", hash " << h;
+  }
+}
+
 TEST(Shingle, ShingleVectorSumsToSetSize) {
   std::vector<uint64_t> w;
   HashWords("lorem ipsum dolor sit amet consectetur adipiscing elit lorem ipsum dolor sit amet", &w);
