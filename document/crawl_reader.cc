@@ -179,6 +179,18 @@ class JsonlCrawlReader final : public CrawlReader {
 
 bool JsonlCrawlReader::PassOver() {
   if (!options_.want_url) return false;
+  // The layout FormatJsonLine and most crawlers write: the URL first, a string without escapes.
+  // Read where it lies, the rest of the line unread; any other line goes through the parser.
+  constexpr std::string_view kUrlFirst = "{\"url\":\"";
+  if (line_view_.starts_with(kUrlFirst)) {
+    const std::string_view rest = line_view_.substr(kUrlFirst.size());
+    const size_t end = rest.find_first_of("\"\\");
+    if (end != std::string_view::npos && rest[end] == '"') {
+      if (options_.want_url(rest.substr(0, end))) return false;
+      ++stats_.passed_over;
+      return true;
+    }
+  }
   thread_local simdjson::ondemand::parser parser;
   simdjson::ondemand::document doc;
   if (parser.iterate(line_view_.data(), line_view_.size(), line_view_.size() + kPadding).get(doc) != simdjson::SUCCESS) {

@@ -273,21 +273,24 @@ TEST(CrawlReader, WantUrlPassesOverRefusedRecordsAfterReadingTheirUrl) {
             "{\"text\":\"url last\",\"popularity\":1,\"url\":\"http:\\/\\/a.example\\/keep\\/3\"}\n"
             "{\"url\":\"http://a.example/drop/4\",\"text\":7}\n"          // bad, but passed over
             "{\"url\":\"http://a.example/keep/5\",\"text\":7}\n"          // bad and wanted: reported
-            "{\"url\":\"http://a.example/keep/6\",\"text\":\"trunc\n"   // no URL read: parsed, reported
-            "{\"url\":\"http://a.example/keep/7\",\"text\":\"caf\xE9\"}\n",  // invalid UTF-8: parsed, repaired
+            "{\"url\":\"http://a.example/keep/6\",\"text\":\"trunc\n"   // wanted: parsed, reported
+            "{\"url\":\"http://a.example/keep/7\",\"text\":\"caf\xE9\"}\n"  // invalid UTF-8: parsed, repaired
+            "{\"url\":\"http://a.example/drop/8\",\"text\":\"trunc\n"   // URL first: passed over unparsed
+            "{\"url\":\"http:\\/\\/a.example\\/drop\\/9\",\"text\":\"x\"}\n",  // escaped: parsed for its URL
             o);
   ASSERT_EQ(r.records.size(), 3u);
   EXPECT_EQ(r.records[0].url, "http://a.example/keep/1");
   EXPECT_EQ(r.records[1].url, "http://a.example/keep/3");  // unescaped, as the full parse gives it
   EXPECT_EQ(r.records[1].line, 3u);
   EXPECT_EQ(r.records[2].url, "http://a.example/keep/7");
-  EXPECT_EQ(r.stats.passed_over, 2u);
+  EXPECT_EQ(r.stats.passed_over, 4u);
   EXPECT_EQ(r.stats.records, 3u);
   ASSERT_EQ(r.bad.size(), 2u);
   EXPECT_EQ(r.bad[0].line, 5u);
   EXPECT_EQ(r.bad[1].line, 6u);
   EXPECT_THAT(asked, ::testing::Contains("http://a.example/keep/3"));
-  EXPECT_THAT(SummarizeReader(r.stats), HasSubstr("2 passed over by URL"));
+  EXPECT_THAT(asked, ::testing::Contains("http://a.example/drop/9"));  // unescaped
+  EXPECT_THAT(SummarizeReader(r.stats), HasSubstr("4 passed over by URL"));
 }
 
 // The estimate counts a probe's records (parsed or passed over) and scales them by the file's size;
