@@ -68,6 +68,8 @@ class PrefixIndex {
   bool Remove(uint32_t slot, uint32_t postings);
 
   bool IsLive(uint32_t slot) const { return slot < state_.size() && state_[slot] == kLive; }
+  // Every slot a posting names is below this (slots ever added, or purged since).
+  size_t slot_bound() const { return state_.size(); }
 
   // Calls f(slot) for every live slot with a posting in token's bucket and fingerprint.
   template <typename F>

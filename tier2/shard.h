@@ -73,6 +73,9 @@ struct ShardOptions {
   // CompareBatch hints the reads of its verifications to the log before making them
   // (SignatureLog::WillNeed).
   bool read_ahead = ConfigDefaults().tier2().read_ahead();
+  // A probe counts its postings per slot in an array of one counter a slot (4 bytes each, per
+  // CompareBatch worker) while the shard's slots number at most this; past it, it sorts them.
+  uint64_t dense_count_slots = uint64_t{1} << 20;
   // The signature log is compacted when its dead bytes exceed both its live bytes and this.
   uint64_t log_compact_min_bytes = 64ull << 20;
   // Open for reading only (Get, CompareBatch, Stats): the store must exist and its files stay as

@@ -86,22 +86,38 @@ void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, double t, Scrat
   s->touched.clear();
   index_.Collect(s->prefix, &s->touched);
   s->stats.postings_scanned += s->touched.size();
-  {
+  s->hits.clear();
+  auto keep = [&](uint32_t slot, uint32_t matches) {
+    if (matches >= need && index_.IsLive(slot) && size_[slot] >= sizes.lo && size_[slot] <= sizes.hi) {
+      s->hits.emplace_back(slot, matches);
+    }
+  };
+  const size_t bound = index_.slot_bound();
+  if (bound <= options_.dense_count_slots) {
+    // Counted in a per-slot array (it stays in cache at this size), a posting at a time; then the
+    // hits, few, sorted by slot as the sort below leaves them.
+    if (s->count.size() < bound) s->count.resize(bound, 0);
+    s->distinct.clear();
+    for (uint32_t slot : s->touched) {
+      if (s->count[slot]++ == 0) s->distinct.push_back(slot);
+    }
+    for (uint32_t slot : s->distinct) {
+      keep(slot, s->count[slot]);
+      s->count[slot] = 0;
+    }
+    std::sort(s->hits.begin(), s->hits.end());
+  } else {
     // Slots spread about evenly below the highest: their leading bits sort them in one pass.
     uint32_t highest = 0;
     for (uint32_t slot : s->touched) highest = std::max(highest, slot);
     SortByLeadingBits(&s->touched, std::max(1, static_cast<int>(std::bit_width(highest))), [](uint32_t slot) { return slot; },
                       &s->touched_scratch);
-  }
-  s->hits.clear();
-  for (size_t i = 0; i < s->touched.size();) {
-    size_t j = i + 1;
-    while (j < s->touched.size() && s->touched[j] == s->touched[i]) ++j;
-    const uint32_t slot = s->touched[i];
-    if (j - i >= need && index_.IsLive(slot) && size_[slot] >= sizes.lo && size_[slot] <= sizes.hi) {
-      s->hits.emplace_back(slot, static_cast<uint32_t>(j - i));
+    for (size_t i = 0; i < s->touched.size();) {
+      size_t j = i + 1;
+      while (j < s->touched.size() && s->touched[j] == s->touched[i]) ++j;
+      keep(s->touched[i], static_cast<uint32_t>(j - i));
+      i = j;
     }
-    i = j;
   }
   verify->clear();
   for (const auto& [slot, cnt] : s->hits) {

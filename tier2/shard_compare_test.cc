@@ -26,6 +26,17 @@ TEST(ShardExactness, WithAndWithoutReadAhead) {
   }
 }
 
+TEST(ShardExactness, CountingPerSlotOrBySorting) {
+  // The two ways a probe counts its postings per slot give the same candidates: both exact.
+  for (uint64_t dense : {uint64_t{0}, uint64_t{1} << 20}) {
+    TempDir dir;
+    ShardOptions o = Options(dir.str(), 0.5);
+    o.dense_count_slots = dense;
+    auto all = Corpus(4, 600, {20, 80, 300}, 6, "http://d/");
+    CheckExactSplit(o, all, 450, kThresholds);
+  }
+}
+
 TEST(ShardExactness, EqualLengthPages) {
   TempDir dir;
   auto all = Corpus(2, 500, {100}, 5, "http://e/");

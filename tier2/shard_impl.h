@@ -134,6 +134,8 @@ class Shard::Impl {
   struct Scratch {
     std::vector<uint32_t> touched;                     // matching postings' slots
     std::vector<uint32_t> touched_scratch;             // for sorting them
+    std::vector<uint32_t> count;                       // per slot, zero between probes (dense counting)
+    std::vector<uint32_t> distinct;                    // the slots counted, each once
     std::vector<std::pair<uint32_t, uint32_t>> hits;   // (slot, matches) past the count and size filters
     std::vector<uint64_t> prefix;  // the probe's prefix in token order
     std::vector<uint64_t> keys;    // and its keys
