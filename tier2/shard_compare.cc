@@ -168,17 +168,20 @@ void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<
   // every prefix, sorted by token; pages that share a token are candidate pairs.
   std::vector<std::pair<uint64_t, uint32_t>> entries;
   std::vector<uint64_t> prefix;
+  std::vector<std::vector<uint64_t>> keys(live.size());  // each prefix's keys, ascending
   for (uint32_t li = 0; li < live.size(); ++li) {
     const pb::PageSignature& x = *batch[live[li]].signature;
     order_.Prefix(Shingles(x), PrefixLength(static_cast<uint32_t>(x.shingles_size()), t, 1), &prefix);
     for (uint64_t h : prefix) entries.emplace_back(h, li);
+    keys[li].resize(prefix.size());
+    for (size_t k = 0; k < prefix.size(); ++k) keys[li][k] = order_.Key(prefix[k]);
+    std::sort(keys[li].begin(), keys[li].end());
   }
   std::vector<std::pair<uint64_t, uint32_t>> scratch;
   SortByLeadingBits(&entries, 64, [](const std::pair<uint64_t, uint32_t>& e) { return e.first; }, &scratch);
   // Runs of equal tokens are the pages sharing that token, in page order. Each page walks the
-  // runs of its own tokens for the later pages in them: a pair of near-duplicates shares dozens
-  // of prefix tokens, so it is met once per token, but kept once (seen[] holds the page that
-  // last kept each partner) and needs no sort to remove the repeats.
+  // runs of its own tokens for the later pages in them: a pair is met once per prefix token the
+  // two share.
   std::vector<uint32_t> run_start, runs_of_page_start(live.size() + 1, 0), runs_of_page(entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {
     if (i == 0 || entries[i].first != entries[i - 1].first) run_start.push_back(static_cast<uint32_t>(i));
@@ -192,21 +195,42 @@ void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<
       for (uint32_t e = run_start[r]; e < run_start[r + 1]; ++e) runs_of_page[fill[entries[e].second]++] = r;
     }
   }
+  // Each pair's shared prefix tokens are counted (count[] holds them for the page being walked,
+  // partners[] which pages it met), and the positional bound drops it before any other filter:
+  // with H the lower of the two prefixes' last keys, the shared tokens below H lie in both
+  // prefixes (counted), the others among the page's tokens from H on.
+  auto positional_allows = [&](uint32_t la, uint32_t lb, uint32_t shared, uint32_t na, uint32_t nb) {
+    if (keys[la].empty() || keys[lb].empty()) return true;
+    const uint64_t h = std::min(keys[la].back(), keys[lb].back());
+    const uint32_t need = MinOverlap(na, nb, t);
+    for (const auto& [l, n] : {std::pair{la, na}, std::pair{lb, nb}}) {
+      const size_t below = std::lower_bound(keys[l].begin(), keys[l].end(), h) - keys[l].begin();
+      if (shared + (n - below) < need) return false;
+    }
+    return true;
+  };
   std::vector<std::pair<uint32_t, uint32_t>> cand;
-  std::vector<uint32_t> seen(live.size(), 0);  // page + 1 that last kept this partner
+  std::vector<uint32_t> count(live.size(), 0), partners;
   for (uint32_t la = 0; la < live.size(); ++la) {
-    const SizeRange sizes = PartnerSizes(static_cast<uint32_t>(batch[live[la]].signature->shingles_size()), t);
+    const uint32_t na = static_cast<uint32_t>(batch[live[la]].signature->shingles_size());
+    const SizeRange sizes = PartnerSizes(na, t);
+    partners.clear();
     for (uint32_t k = runs_of_page_start[la]; k < runs_of_page_start[la + 1]; ++k) {
       const uint32_t r = runs_of_page[k];
       for (uint32_t e = run_start[r + 1]; e-- > run_start[r];) {
         const uint32_t lb = entries[e].second;
         if (lb <= la) break;  // a run is in page order: the rest come before la
-        if (seen[lb] == la + 1) continue;
-        seen[lb] = la + 1;
-        if (batch[live[la]].join_only && batch[live[lb]].join_only) continue;  // nobody asked
-        const uint32_t sb = static_cast<uint32_t>(batch[live[lb]].signature->shingles_size());
-        if (sb >= sizes.lo && sb <= sizes.hi) cand.emplace_back(la, lb);
+        if (count[lb]++ == 0) partners.push_back(lb);
       }
+    }
+    for (uint32_t lb : partners) {
+      const uint32_t shared = count[lb];
+      count[lb] = 0;
+      if (batch[live[la]].join_only && batch[live[lb]].join_only) continue;  // nobody asked
+      const uint32_t nb = static_cast<uint32_t>(batch[live[lb]].signature->shingles_size());
+      if (nb < sizes.lo || nb > sizes.hi) continue;
+      ++out->stats.batch_candidates;
+      if (positional_allows(la, lb, shared, na, nb)) cand.emplace_back(la, lb);
     }
   }
   // The resident probe's exact filters, on each pair before its merge: length vectors, then
@@ -221,7 +245,6 @@ void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<
   for (const auto& [la, lb] : cand) {
     const pb::PageSignature& x = *batch[live[la]].signature;
     const pb::PageSignature& y = *batch[live[lb]].signature;
-    ++out->stats.batch_candidates;
     const uint32_t nx = static_cast<uint32_t>(x.shingles_size()), ny = static_cast<uint32_t>(y.shingles_size());
     if (static_cast<size_t>(x.shingle_vector_size()) == d && static_cast<size_t>(y.shingle_vector_size()) == d &&
         !LengthVectorsAllow(std::span<const uint32_t>(x.shingle_vector().data(), d), nx,
