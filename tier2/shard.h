@@ -74,8 +74,9 @@ struct ShardOptions {
   // (SignatureLog::WillNeed).
   bool read_ahead = ConfigDefaults().tier2().read_ahead();
   // A probe counts its postings per slot in an array of one counter a slot (4 bytes each, per
-  // CompareBatch worker) while the shard's slots number at most this; past it, it sorts them.
-  uint64_t dense_count_slots = uint64_t{1} << 20;
+  // CompareBatch worker) while the shard's slots number at most this, so that the array stays in
+  // a core's cache; past it, it sorts them.
+  uint64_t dense_count_slots = uint64_t{1} << 16;
   // The signature log is compacted when its dead bytes exceed both its live bytes and this.
   uint64_t log_compact_min_bytes = 64ull << 20;
   // Open for reading only (Get, CompareBatch, Stats): the store must exist and its files stay as
@@ -129,7 +130,7 @@ struct CompareStats {
   uint64_t verifications = 0;     // of those, passed the length-vector filter: fetched and merged
   uint64_t resident_pairs = 0;
   uint64_t batch_candidates = 0;  // in-batch pairs that share a prefix token and pass the size filter
-  uint64_t batch_merged = 0;      // of those, passed the length-vector and bitmap filters: merged
+  uint64_t batch_merged = 0;      // of those, passed the positional, length-vector and bitmap filters: merged
   uint64_t batch_pairs = 0;
   uint64_t fetched_bytes = 0;     // signature bytes read from the log for verification
 };
