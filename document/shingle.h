@@ -37,9 +37,12 @@ std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, 
 
 // The sub-dictionary (0..dims-1) a word belongs to: a stable hash of the word, independent of
 // the shingle hashes.
+// Multiply-shift on the high half: stable across platforms and releases.
+inline uint32_t SubDictionaryMix(uint64_t word_hash) {
+  return static_cast<uint32_t>((word_hash >> 32) * 0x9E3779B1ull >> 32);
+}
 inline uint32_t SubDictionary(uint64_t word_hash, int dims) {
-  // Multiply-shift on the high half: stable across platforms and releases.
-  return static_cast<uint32_t>(((word_hash >> 32) * 0x9E3779B1ull >> 32) % static_cast<uint64_t>(dims));
+  return SubDictionaryMix(word_hash) % static_cast<uint32_t>(dims);
 }
 
 // SubDictionary for one dims, without a division per word (Lemire's fastmod: exact for every
@@ -48,8 +51,7 @@ class SubDictionaries {
  public:
   explicit SubDictionaries(int dims) : dims_(static_cast<uint32_t>(dims)), m_(UINT64_MAX / dims_ + 1) {}
   uint32_t operator()(uint64_t word_hash) const {
-    const uint32_t x = static_cast<uint32_t>((word_hash >> 32) * 0x9E3779B1ull >> 32);
-    return static_cast<uint32_t>((static_cast<unsigned __int128>(m_ * x) * dims_) >> 64);
+    return static_cast<uint32_t>((static_cast<unsigned __int128>(m_ * SubDictionaryMix(word_hash)) * dims_) >> 64);
   }
 
  private:

@@ -168,14 +168,18 @@ void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<
   // every prefix, sorted by token; pages that share a token are candidate pairs.
   std::vector<std::pair<uint64_t, uint32_t>> entries;
   std::vector<uint64_t> prefix;
-  std::vector<std::vector<uint64_t>> keys(live.size());  // each prefix's keys, ascending
+  // Each prefix's keys, ascending (Prefix gives its tokens in key order): page l's are
+  // keys[key_start[l] .. key_start[l + 1]).
+  std::vector<uint64_t> keys;
+  std::vector<uint32_t> key_start(live.size() + 1, 0);
   for (uint32_t li = 0; li < live.size(); ++li) {
     const pb::PageSignature& x = *batch[live[li]].signature;
     order_.Prefix(Shingles(x), PrefixLength(static_cast<uint32_t>(x.shingles_size()), t, 1), &prefix);
-    for (uint64_t h : prefix) entries.emplace_back(h, li);
-    keys[li].resize(prefix.size());
-    for (size_t k = 0; k < prefix.size(); ++k) keys[li][k] = order_.Key(prefix[k]);
-    std::sort(keys[li].begin(), keys[li].end());
+    for (uint64_t h : prefix) {
+      entries.emplace_back(h, li);
+      keys.push_back(order_.Key(h));
+    }
+    key_start[li + 1] = static_cast<uint32_t>(keys.size());
   }
   std::vector<std::pair<uint64_t, uint32_t>> scratch;
   SortByLeadingBits(&entries, 64, [](const std::pair<uint64_t, uint32_t>& e) { return e.first; }, &scratch);
@@ -200,11 +204,12 @@ void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<
   // with H the lower of the two prefixes' last keys, the shared tokens below H lie in both
   // prefixes (counted), the others among the page's tokens from H on.
   auto positional_allows = [&](uint32_t la, uint32_t lb, uint32_t shared, uint32_t na, uint32_t nb) {
-    if (keys[la].empty() || keys[lb].empty()) return true;
-    const uint64_t h = std::min(keys[la].back(), keys[lb].back());
+    if (key_start[la] == key_start[la + 1] || key_start[lb] == key_start[lb + 1]) return true;
+    const uint64_t h = std::min(keys[key_start[la + 1] - 1], keys[key_start[lb + 1] - 1]);
     const uint32_t need = MinOverlap(na, nb, t);
     for (const auto& [l, n] : {std::pair{la, na}, std::pair{lb, nb}}) {
-      const size_t below = std::lower_bound(keys[l].begin(), keys[l].end(), h) - keys[l].begin();
+      const auto first = keys.begin() + key_start[l], last = keys.begin() + key_start[l + 1];
+      const size_t below = static_cast<size_t>(std::lower_bound(first, last, h) - first);
       if (shared + (n - below) < need) return false;
     }
     return true;
