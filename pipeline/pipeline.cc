@@ -286,7 +286,6 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
   sum_.peak_rss_bytes = PeakRssBytes();
   sum_.tier1_page_reads = tier1_->page_reads();
   sum_.tier1_group_reads = tier1_->group_reads();
-  sum_.tier1_read_ahead = tier1_->read_ahead_stats();
   sum_.tier1_tables = store_->rows().table_stats();
   if (!o_.groups_out.empty()) {
     const auto t0 = SteadyClock::now();
@@ -421,12 +420,6 @@ std::string FormatSummary(const PipelineSummary& s) {
                    s.tier1_page_reads.hits, s.tier1_page_reads.unpacked, s.tier1_page_reads.reads,
                    s.tier1_page_reads.skipped, s.tier1_page_reads.indexed, s.tier1_group_reads.hits,
                    s.tier1_group_reads.unpacked, s.tier1_group_reads.reads);
-  if (s.tier1_read_ahead.started + s.tier1_read_ahead.skipped > 0) {
-    o += fmt::format("tier 1 read-ahead  {} records read ahead in {} of {} steps (the others' reads found the page "
-                     "cache)\n",
-                     s.tier1_read_ahead.reads, s.tier1_read_ahead.started,
-                     s.tier1_read_ahead.started + s.tier1_read_ahead.skipped);
-  }
   o += fmt::format("time               tier1 {:.2f} s, tier2 compare {:.2f} s, tier2 apply {:.2f} s, status {:.2f} s; "
                    "peak RSS {:.0f} MiB\n",
                    s.tier1_seconds, s.tier2_compare_seconds, s.tier2_apply_seconds, s.query_seconds,

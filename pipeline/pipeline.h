@@ -194,9 +194,6 @@ struct PipelineSummary {
   // from the store's memory. Reads growing with the store mean tier1.cache_records is too small
   // for the working set.
   tier1::GroupStore::Txn::ReadStats tier1_page_reads, tier1_group_reads;
-  // Tier 1's read-ahead (tier1.read_ahead_threads): records read ahead, and the steps that read
-  // ahead and that did not (their reads found the page cache).
-  ReadAhead::Stats tier1_read_ahead;
   // The group store's LevelDB tables since the store was opened by this run (RowStore::TableStats).
   RowStore::TableStats tier1_tables;
   uint64_t peak_rss_bytes = 0;

@@ -28,7 +28,6 @@ tier1::GroupStore::Options GroupStoreOptionsFor(const StoreLayout& layout, const
   go.sync = config.tier1().sync();
   go.cache_bytes = static_cast<uint64_t>(config.tier1().cache_mib()) << 20;
   go.compress = config.tier1().compress();
-  go.read_ahead_threads = static_cast<int>(config.tier1().read_ahead_threads());
   const uint32_t mib = config.tier1().write_buffer_mib();
   go.write_buffer_bytes = mib > 0 ? uint64_t{mib} << 20
                                   : AutoWriteBufferBytes(TableBytesIn(go.path) + expected_records * kTier1BytesPerRecord);

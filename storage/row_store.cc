@@ -362,8 +362,6 @@ class RowStore::Impl {
   // snapshot: read at it (no waiting for writes: NewSnapshot did); null: the current state.
   Status Get(uint8_t family, std::string_view row, std::string_view column, std::string* value,
              const leveldb::Snapshot* snapshot = nullptr) const;
-  // RowStore::Touch of the row whose key prefix is `prefix`.
-  Status Touch(std::string_view prefix, bool whole_row) const;
   // Calls fn(key, data) for every live cell whose key starts with prefix, until fn returns false.
   template <typename Fn>
   Status ScanPrefix(std::string_view prefix, bool whole_row, bool fill_cache, Fn&& fn,
@@ -629,24 +627,6 @@ Status RowStore::Impl::Get(uint8_t family, std::string_view row, std::string_vie
   if (clock->NowMillis() >= expiry) return NotFound("no such cell");
   value->assign(data);
   return Status::Ok();
-}
-
-Status RowStore::Impl::Touch(std::string_view prefix, bool whole_row) const {
-  leveldb::ReadOptions ro;
-  ro.fill_cache = false;
-  leveldb::Status s;
-  if (whole_row) {
-    std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
-    const leveldb::Slice p = ToSlice(prefix);
-    for (it->Seek(p); it->Valid() && it->key().starts_with(p); it->Next()) {
-    }
-    s = it->status();
-  } else {
-    std::string value;
-    s = db->Get(ro, ToSlice(prefix), &value);
-    if (s.IsNotFound()) return Status::Ok();
-  }
-  return FromLevelDb(s, "read ahead in", options.path);
 }
 
 template <typename Fn>
@@ -972,13 +952,6 @@ Status RowStore::ScanRow(Family family, std::string_view row,
   return impl_->ScanPrefix(prefix, /*whole_row=*/true, /*fill_cache=*/true, [&](std::string_view key, std::string_view data) {
     return fn(key.substr(prefix.size()), data);
   });
-}
-
-Status RowStore::Touch(Family family, std::string_view row, bool whole_row) const {
-  RETURN_IF_ERROR(impl_->CheckFamily(family));
-  std::string key;
-  AppendRowPrefix(&key, family, row);
-  return impl_->Touch(key, whole_row);
 }
 
 Status RowStore::ScanFamily(

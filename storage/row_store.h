@@ -155,11 +155,6 @@ class RowStore {
   // Calls fn(column, value) for every live cell of the row, in column order, until fn returns false.
   Status ScanRow(Family family, std::string_view row,
                  const std::function<bool(std::string_view column, std::string_view value)>& fn) const;
-  // Reads the cell (family, row, "") or, with whole_row, every cell of the row, and drops what it
-  // read: for read-ahead (storage/read_ahead.h), so that the table blocks a coming read needs are
-  // in the page cache. It neither waits for pending async writes nor fills the block cache.
-  // Errors as Get's (NotFound is none).
-  Status Touch(Family family, std::string_view row, bool whole_row) const;
   // Calls fn(row, column, value) for every live cell of the family, in (row, column) order, until
   // fn returns false.
   Status ScanFamily(Family family,

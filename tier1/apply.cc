@@ -304,16 +304,12 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
                              (batch[i].gone ? "gone but not classified kGone" : "classified kGone but not gone"));
     }
   }
-  std::vector<std::string_view> matched;
-  matched.reserve(matches.resident.size());
   for (const auto& r : matches.resident) {
     if (r.page >= n || classes[r.page] != Classification::kTier2) {
       return InvalidArgument("Tier 2 match for batch page " + std::to_string(r.page) + " that was not sent to Tier 2");
     }
     resident[r.page].emplace_back(r.url, r.similarity);
-    matched.push_back(r.url);
   }
-  txn_.ReadAheadGroupsOf(matched);  // the groups the batch's pages join
   for (const auto& m : matches.in_batch) {
     const auto compared = [&](uint32_t k) {
       return classes[k] == Classification::kTier2 || classes[k] == Classification::kFastPath;

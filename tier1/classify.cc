@@ -16,16 +16,6 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Classifica
                        std::vector<bool>* changed) {
   batch_signatures_.clear();
   RETURN_IF_ERROR(Flush());  // queries' changes first: Classify reads through the working set
-  {
-    // What Classify and then Apply read of the batch's own pages (and of redirect targets).
-    std::vector<std::string_view> urls;
-    urls.reserve(batch.size());
-    for (const PageUpdate& u : batch) {
-      urls.push_back(u.url);
-      if (!u.redirect_to.empty()) urls.push_back(u.redirect_to);
-    }
-    txn_.ReadAheadPages(urls);
-  }
   classes->assign(batch.size(), Classification::kTier2);
   if (changed != nullptr) changed->assign(batch.size(), false);
   std::unordered_map<std::string_view, size_t> last;

@@ -77,10 +77,6 @@ StatusOr<std::unique_ptr<GroupStore>> GroupStore::Open(const Options& options) {
   o.read_only = options.read_only;
   ASSIGN_OR_RETURN(std::unique_ptr<RowStore> rows, RowStore::Open(o));
   std::unique_ptr<GroupStore> store(new GroupStore(std::move(rows), options.url_hash));
-  if (options.read_ahead_threads > 0 && !options.read_only) {
-    store->read_ahead_ = std::make_unique<ReadAhead>(options.read_ahead_threads, "nd-t1-ahead",
-                                                     options.read_ahead_min_disk_bytes);
-  }
   RETURN_IF_ERROR(store->LoadRedirectTargets());
   RETURN_IF_ERROR(store->LoadKnownPages());
   return store;
@@ -172,67 +168,6 @@ GroupStore::Txn::PageEntry* GroupStore::Txn::Cached(uint64_t hash, std::string_v
   if (it == pages_.end()) return nullptr;
   memo = {hash, &*it};
   return &*it;
-}
-
-namespace {
-
-// A read made ahead (GroupStore::Txn::ReadAhead*): the page record of `url` (when not empty) and
-// the records of group `group` (when not 0), its member list with `members`, and its winner's
-// page record. Errors are dropped: the reader meets them again, or not.
-void ReadAheadOne(const GroupStore& store, std::string_view url, uint64_t group, bool members) {
-  const RowStore& rows = store.rows();
-  if (!url.empty()) (void)rows.Touch(store.page_family(), url, /*whole_row=*/false);
-  if (group == 0) return;
-  pb::Tier1Group g;
-  if (!store.GetGroup(group, &g).ok()) return;
-  if (members) (void)rows.Touch(store.member_family(), GroupStore::GroupKey(group), /*whole_row=*/true);
-  if (!g.winner().empty() && g.winner() != url) (void)rows.Touch(store.page_family(), g.winner(), /*whole_row=*/false);
-}
-
-}  // namespace
-
-void GroupStore::Txn::ReadAheadPages(std::span<const std::string_view> urls) {
-  if (store_->read_ahead_ == nullptr) return;
-  struct Read { std::string url; uint64_t group; };
-  std::vector<Read> reads;
-  for (std::string_view url : urls) {
-    const uint64_t h = store_->url_hash_(url);
-    uint64_t group = 0;
-    if (Cached(h, url) != nullptr || packed_pages_.count(h) > 0 || !store_->page_groups_.Find(h, &group)) continue;
-    if (group != 0 && (CachedGroup(group) != nullptr || packed_groups_.count(group) > 0)) group = 0;
-    reads.push_back({std::string(url), group});
-  }
-  const GroupStore* store = store_;
-  const size_t count = reads.size();  // (before the move below: arguments are evaluated in any order)
-  store_->read_ahead_->Start(count, [store, reads = std::move(reads)](size_t i) {
-    ReadAheadOne(*store, reads[i].url, reads[i].group, /*members=*/false);
-  });
-}
-
-void GroupStore::Txn::ReadAheadGroupsOf(std::span<const std::string_view> urls) {
-  if (store_->read_ahead_ == nullptr) return;
-  std::vector<uint64_t> reads;
-  std::unordered_set<uint64_t> seen;
-  for (std::string_view url : urls) {
-    const uint64_t h = store_->url_hash_(url);
-    uint64_t g = 0;
-    if (const PageEntry* e = Cached(h, url); e != nullptr) {
-      if (e->second.exists) g = ContentGroup(e->second.rec);
-    } else if (!store_->page_groups_.Find(h, &g)) {
-      continue;
-    }
-    if (g == 0 || Reserved(g) || CachedGroup(g) != nullptr || packed_groups_.count(g) > 0) continue;
-    if (seen.insert(g).second) reads.push_back(g);
-  }
-  const GroupStore* store = store_;
-  const size_t count = reads.size();
-  store_->read_ahead_->Start(count, [store, reads = std::move(reads)](size_t i) {
-    ReadAheadOne(*store, std::string_view(), reads[i], /*members=*/true);
-  });
-}
-
-ReadAhead::Stats GroupStore::Txn::read_ahead_stats() const {
-  return store_->read_ahead_ != nullptr ? store_->read_ahead_->stats() : ReadAhead::Stats();
 }
 
 GroupStore::Txn::GroupSlot* GroupStore::Txn::CachedGroup(uint64_t group) {

@@ -23,7 +23,6 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -34,7 +33,6 @@
 #include "common/status.h"
 #include "common/url_hash_map.h"
 #include "proto/tier1.pb.h"
-#include "storage/read_ahead.h"
 #include "storage/row_store.h"
 
 namespace neardup::tier1 {
@@ -59,12 +57,6 @@ class GroupStore {
     uint64_t (*url_hash)(std::string_view) = nullptr;
     // RowStoreOptions::read_only: the store must exist; its files stay as they are; commits fail.
     bool read_only = false;
-    // Threads that make a Txn's coming reads first while the store's reads reach the disk
-    // (Txn::ReadAheadPages/Groups, storage/read_ahead.h; config tier1.read_ahead_threads). 0: none.
-    int read_ahead_threads = 0;
-    // ReadAhead's threshold: the disk bytes Tier 1's reads and the helpers' read between two
-    // calls for the second to read ahead (tests set 0: always).
-    uint64_t read_ahead_min_disk_bytes = ReadAhead::kDefaultMinDiskBytes;
   };
   // Opens or creates the store (errors as RowStore::Open).
   static StatusOr<std::unique_ptr<GroupStore>> Open(const Options& options);
@@ -115,8 +107,6 @@ class GroupStore {
   // record, or by a Commit storing a new URL whose hash was taken): their records are read.
   std::unordered_set<uint64_t> colliding_;
   RowStore::Family page_, group_, member_, redirect_, meta_;
-  // Declared after rows_: its helpers stop before the store closes.
-  std::unique_ptr<ReadAhead> read_ahead_;
 };
 
 class GroupStore::Txn {
@@ -147,19 +137,6 @@ class GroupStore::Txn {
   // match always has one); a URL never recorded whose 64-bit hash equals a recorded one's (about
   // pages / 2^64) gets that page's group. Errors as FindPage.
   StatusOr<uint64_t> ContentGroupOf(std::string_view url);
-
-  // Has the store's read-ahead threads (Options::read_ahead_threads) make first the reads this
-  // Txn is about to make of records it does not hold, and returns at once; nothing when the store
-  // has none, or while its reads find the page cache (ReadAhead::Start). ReadAheadPages: each
-  // URL's page record and, for a page with content, its group's record and that group's
-  // winner's page record (what classifying a recrawled page reads). ReadAheadGroups: each group's
-  // record, member list and winner's page record (what joining a page to a matched group reads),
-  // for the content group of each URL given. The helpers read the store as committed and keep
-  // nothing: no answer depends on them. A call drops what the one before has not read yet.
-  void ReadAheadPages(std::span<const std::string_view> urls);
-  void ReadAheadGroupsOf(std::span<const std::string_view> urls);
-  // The store's read-ahead counts (zeros without read-ahead threads).
-  ReadAhead::Stats read_ahead_stats() const;
 
   // Members and the redirect index, as the store has them plus this Txn's changes, in URL order.
   // A group's committed member list is read once and kept with the read cache (Commit with

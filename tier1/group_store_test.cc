@@ -8,11 +8,9 @@
 #include <leveldb/helpers/memenv.h>
 
 #include <atomic>
-#include <chrono>
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "storage/fault_env.h"
@@ -73,56 +71,6 @@ TEST_F(GroupStoreTest, LevelDbOptionsReachTheRowStore) {
   EXPECT_EQ((*s)->rows().options().write_buffer_bytes, uint64_t{3} << 20);
   EXPECT_EQ((*s)->rows().options().cache_bytes, uint64_t{5} << 20);
   EXPECT_TRUE((*s)->rows().options().compress);
-}
-
-// The reads a Txn hands its store's read-ahead threads: records it does not hold, once each; the
-// answers stay what the store holds.
-TEST_F(GroupStoreTest, ReadAheadReadsWhatTheTxnDoesNotHold) {
-  GroupStore::Options o;
-  o.path = "/group_store_read_ahead";
-  o.sync = false;
-  o.env = &env_;
-  o.read_ahead_threads = 2;
-  o.read_ahead_min_disk_bytes = 0;  // a store in memory never reaches the disk
-  auto s = GroupStore::Open(o);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  GroupStore& store = **s;
-  {
-    GroupStore::Txn txn(&store);
-    const uint64_t g7 = txn.NewGroupId(), g8 = txn.NewGroupId(), g9 = txn.NewGroupId();
-    ASSERT_EQ(g7, 1u);
-    for (const auto& [gid, url] : std::vector<std::pair<uint64_t, std::string>>{
-             {g7, "http://a/1"}, {g7, "http://a/2"}, {g8, "http://b/1"}, {g9, "http://c/1"}}) {
-      AddPage(txn, gid, url);
-      auto page = txn.MutablePage(url);
-      ASSERT_TRUE(page.ok());
-      (*page)->set_has_signature(url != "http://c/1");  // c/1: a page without content
-    }
-    ASSERT_TRUE(txn.Commit().ok());
-  }
-  GroupStore::Txn txn(&store);
-  auto reads_become = [&](uint64_t n) {
-    for (int k = 0; k < 10000 && txn.read_ahead_stats().reads < n; ++k) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return txn.read_ahead_stats().reads;
-  };
-  ASSERT_TRUE(txn.FindPage("http://a/2").ok());  // held by the Txn from here on
-  // a/1 and c/1 are read ahead; a/2 is held, the other URLs were never stored.
-  const std::vector<std::string_view> pages = {"http://a/1", "http://a/2", "http://new/1", "http://new/2", "http://c/1"};
-  txn.ReadAheadPages(pages);
-  EXPECT_EQ(reads_become(2), 2u);
-  // Groups 1 (twice) and 2 of the pages with content; c/1 has none; group 1 is then held.
-  const std::vector<std::string_view> matched = {"http://a/1", "http://a/2", "http://b/1", "http://c/1", "http://new/1"};
-  txn.ReadAheadGroupsOf(matched);
-  EXPECT_EQ(reads_become(4), 4u);
-  ASSERT_TRUE(txn.FindGroup(1).ok());
-  txn.ReadAheadGroupsOf(matched);
-  EXPECT_EQ(reads_become(5), 5u);
-  EXPECT_EQ(txn.read_ahead_stats().started, 3u);
-  auto g1 = txn.FindGroup(1);
-  ASSERT_TRUE(g1.ok());
-  ASSERT_NE(*g1, nullptr);
-  EXPECT_EQ((*g1)->members(), 2u);
-  EXPECT_EQ((*g1)->winner(), "http://a/1");
 }
 
 TEST_F(GroupStoreTest, UncommittedTxnChangesNothing) {

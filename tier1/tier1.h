@@ -246,7 +246,6 @@ class Tier1 {
   // What the working set's lookups cost so far (its cache's hits against store reads).
   const GroupStore::Txn::ReadStats& page_reads() const { return txn_.page_reads(); }
   const GroupStore::Txn::ReadStats& group_reads() const { return txn_.group_reads(); }
-  ReadAhead::Stats read_ahead_stats() const { return txn_.read_ahead_stats(); }
 
  private:
   // Where they are: the group edits (LeaveGroup to RecomputeWinners) in apply.cc, Answer in
