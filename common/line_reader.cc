@@ -12,6 +12,11 @@ namespace {
 
 constexpr size_t kReadBuffer = 1 << 20;
 constexpr uint64_t kDropEvery = uint64_t{64} << 20;
+// Pages within this many bytes behind the read position stay: the reader's caller may not have
+// taken in its last lines yet (the pipeline hashes the input up to each batch's end through a
+// descriptor of its own, rounds of records behind the reader), and dropping them would make that
+// read go to the disk.
+constexpr uint64_t kDropLag = uint64_t{64} << 20;
 
 }  // namespace
 
@@ -75,11 +80,11 @@ bool LineReader::Next(std::string_view* line, bool* too_long) {
       buf_len_ = std::fread(buf_.get(), 1, want, file_);
       buf_pos_ = 0;
       read_pos_ += buf_len_;
-      if (options_.drop_read_pages && total_bytes_ && read_pos_ - dropped_to_ >= kDropEvery) {
+      if (options_.drop_read_pages && total_bytes_ && read_pos_ >= dropped_to_ + kDropEvery + kDropLag) {
         // Everything read is in buf_ or handed out already. The stream's own buffer may hold a
         // little past read_pos_; what the kernel drops is read again if needed, never lost.
-        (void)::posix_fadvise(fileno(file_), 0, static_cast<off_t>(read_pos_), POSIX_FADV_DONTNEED);
-        dropped_to_ = read_pos_;
+        dropped_to_ = read_pos_ - kDropLag;
+        (void)::posix_fadvise(fileno(file_), 0, static_cast<off_t>(dropped_to_), POSIX_FADV_DONTNEED);
       }
       if (buf_len_ == 0) {
         if (std::ferror(file_)) status_ = IoError(std::string("read error: ") + std::strerror(errno));

@@ -32,9 +32,9 @@ struct LineReaderOptions {
   // bytes, which must end at a line's end, and asks again when it gets there; with nothing more
   // readable, Next() returns false with paused() true, and may be called again later.
   std::function<uint64_t()> readable;
-  // Tells the kernel, every 64 MiB read, that the file's pages read so far are not needed again
-  // (posix_fadvise DONTNEED): for a long input read once, whose pages would otherwise push the
-  // store's hot pages out of the page cache. Only for a regular file.
+  // Tells the kernel, every 64 MiB read, that the file's pages read more than 64 MiB ago are not
+  // needed again (posix_fadvise DONTNEED): for a long input read once, whose pages would otherwise
+  // push the store's hot pages out of the page cache. Only for a regular file.
   bool drop_read_pages = false;
 };
 
