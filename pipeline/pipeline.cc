@@ -227,8 +227,8 @@ StatusOr<PipelineSummary> Pipeline::Run() {
       std::string().swap(r.body);  // signed: the tiers need only its signature (and the memory back)
       b.records.push_back(std::move(r));
       ++next_record;
-      // The redo batch ends where the committed records end; the others hold batch_pages records.
-      if ((b.redo && next_record == skip_) || (!b.redo && b.records.size() >= o_.batch_pages)) return hand_off();
+      // The redo batch ends where the committed records end; the others hold batch_pages_ records.
+      if ((b.redo && next_record == skip_) || (!b.redo && b.records.size() >= batch_pages_)) return hand_off();
       return Status::Ok();
     }, &reader_stats);
     // A stopped feed's partial batch stays in the input, uncommitted, for the next run.

@@ -77,7 +77,9 @@ struct PipelineOptions {
   SignerOptions signer;
   CrawlReaderOptions reader;
   int threads = 0;             // signing threads; 0 = one per core
-  uint32_t batch_pages = ConfigDefaults().tier2().batch_pages();  // B
+  // B: the most records a batch holds. A file of fewer than kMinBatchesPerFile such batches is
+  // cut into that many (SmallInputBatchPages).
+  uint32_t batch_pages = ConfigDefaults().tier2().batch_pages();
   uint64_t max_records = 0;    // stop after this many input records (0 = all); for tests and crash drills
   bool progress = true;
   // Store parameters given explicitly (a flag, or a field set in a configuration file), by name,
@@ -105,6 +107,17 @@ struct PipelineOptions {
   // move's steps where they put them.
   uint32_t move_steps_per_batch = 0;
 };
+
+// The batch size a run of a file of about `expected_records` records uses, given batch_pages:
+// batch_pages, or for a file of fewer than kMinBatchesPerFile batches of it, a kMinBatchesPerFile-th
+// of its records, never fewer than kMinSmallFileBatchPages (nor more than batch_pages); 0
+// records (an empty file, or one of no known size): batch_pages. The
+// tiers decide a batch once the reader has signed it whole, and after the reader's last batch
+// they still decide the batches queued behind it: a file of a few large batches spends a large
+// part of its run with one side idle.
+inline constexpr uint64_t kMinBatchesPerFile = 16;
+inline constexpr uint32_t kMinSmallFileBatchPages = 250;
+uint32_t SmallInputBatchPages(uint32_t batch_pages, uint64_t expected_records);
 
 // How a run opens a store's group store (PipelineOptions::groups: a caller that opens it itself).
 // With tier1.write_buffer_mib 0 the memtable is sized for the store the run will hold: the tables

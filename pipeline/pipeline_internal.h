@@ -375,6 +375,9 @@ class Pipeline {
   std::unique_ptr<ShardSignatures> source_;
   std::unique_ptr<Tier1> tier1_;
   pb::Tier1Progress progress_;
+  // The most records a batch holds in this run: o_.batch_pages, less for a small file
+  // (SmallInputBatchPages).
+  uint32_t batch_pages_ = 0;
   uint64_t skip_ = 0;          // records before this index are already committed
   uint64_t redo_from_ = 0;     // records [redo_from_, skip_) form the batch to redo (when redo_)
   bool redo_ = false;

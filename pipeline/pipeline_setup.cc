@@ -21,6 +21,12 @@ uint64_t TableBytesIn(const std::string& dir) {
   return bytes;
 }
 
+uint32_t SmallInputBatchPages(uint32_t batch_pages, uint64_t expected_records) {
+  if (expected_records == 0) return batch_pages;  // empty, or of no known size
+  const uint64_t share = std::max<uint64_t>(expected_records / kMinBatchesPerFile, kMinSmallFileBatchPages);
+  return static_cast<uint32_t>(std::min<uint64_t>(batch_pages, share));
+}
+
 tier1::GroupStore::Options GroupStoreOptionsFor(const StoreLayout& layout, const pb::NeardupConfig& config,
                                                 uint64_t expected_records) {
   tier1::GroupStore::Options go;
@@ -79,9 +85,18 @@ Status Pipeline::Setup() {
   if (ec) return IoError("pipeline: cannot create store directory " + dir_ + ": " + ec.message());
 
   uint64_t expected_records = 0;
-  if (o_.groups == nullptr && config_.tier1().write_buffer_mib() == 0) {
+  batch_pages_ = o_.batch_pages;
+  if (o_.feed == nullptr || (o_.groups == nullptr && config_.tier1().write_buffer_mib() == 0)) {
     ASSIGN_OR_RETURN(expected_records, EstimateRecordCount(o_.input, o_.reader));
     if (o_.max_records > 0) expected_records = std::min(expected_records, o_.max_records);
+  }
+  if (o_.feed == nullptr) {
+    // A file: known in size. (A feed's batches close by size and by time as its input comes.)
+    batch_pages_ = SmallInputBatchPages(o_.batch_pages, expected_records);
+    if (batch_pages_ < o_.batch_pages) {
+      spdlog::info("pipeline: batches of {} records (about {} records to read, in at least {} batches; batch_pages {})",
+                   batch_pages_, expected_records, kMinBatchesPerFile, o_.batch_pages);
+    }
   }
   const GroupStore::Options go = GroupStoreOptionsFor(layout_, config_, expected_records);
   if (o_.groups != nullptr) {

@@ -71,6 +71,18 @@ class ObservedShardSet : public ShardSet {
   uint64_t fail_batch_;
 };
 
+// A small file is cut into at least kMinBatchesPerFile batches, of no fewer than
+// kMinSmallFileBatchPages records, never more than batch_pages.
+TEST(SmallInputBatchPagesTest, ASmallFileIsCutIntoEnoughBatches) {
+  EXPECT_EQ(SmallInputBatchPages(2000, 1'000'000), 2000u);
+  EXPECT_EQ(SmallInputBatchPages(2000, 32'000), 2000u);
+  EXPECT_EQ(SmallInputBatchPages(2000, 31'999), 1999u);
+  EXPECT_EQ(SmallInputBatchPages(2000, 7'513), 469u);
+  EXPECT_EQ(SmallInputBatchPages(2000, 1'000), kMinSmallFileBatchPages);
+  EXPECT_EQ(SmallInputBatchPages(100, 1'000), 100u);
+  EXPECT_EQ(SmallInputBatchPages(2000, 0), 2000u);
+}
+
 TEST(PipelineSeam, SuppliedShardSetTakesEveryTier2StepAndGivesTheSameGroups) {
   test::TempDir dir;
   auto local = RunPipeline(SampleRun(dir, "local"));
