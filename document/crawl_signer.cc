@@ -1,5 +1,6 @@
 #include "document/crawl_signer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -42,9 +43,10 @@ Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, co
   std::vector<CrawlRecord> rounds[2] = {std::vector<CrawlRecord>(kRound), std::vector<CrawlRecord>(kRound)};
   std::vector<PageFeatures> features(kRound);
   std::vector<Status> errors(threads);
+  const size_t round_cap = options.round_records > 0 ? std::min(options.round_records, kRound) : kRound;
   auto read_round = [&](std::vector<CrawlRecord>& buf) {
     size_t got = 0, bytes = 0;
-    while (got < kRound && bytes < kRoundBytes && reader->Next(&buf[got])) {
+    while (got < round_cap && bytes < kRoundBytes && reader->Next(&buf[got])) {
       if (!options.keep || options.keep(buf[got])) bytes += buf[got++].body.size();
     }
     return got;

@@ -28,6 +28,10 @@ struct CrawlSignerOptions {
   SignerOptions signer;
   CrawlReaderOptions reader;
   int threads = 0;                  // 0 = one per core
+  // Records a round holds at most (0: 4096). While the workers sign a round, the calling thread
+  // reads the next: a reader that keeps few of the records it reads (a sample) overlaps its
+  // reading with their signing only in rounds of a few.
+  size_t round_records = 0;
   std::string progress_label;       // non-empty: log progress lines under this name
   // Optional: records for which this returns false are skipped before signing (e.g. sampling).
   std::function<bool(const CrawlRecord&)> keep;

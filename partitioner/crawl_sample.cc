@@ -25,6 +25,9 @@ StatusOr<CrawlSample> SampleCrawl(const std::string& input, const CrawlSampleOpt
   std::vector<std::string> urls;
   std::vector<Page> pages;
   CrawlSignerOptions signer = options.signer;
+  // Of the records read only the sampled ones are signed: in small rounds, signed while the
+  // reader goes on (in one round the whole input is read before the first is signed).
+  if (signer.round_records == 0) signer.round_records = 64;
   const double rate = options.sample_rate;
   // Most records are not in the sample: the reader passes over them after reading their URL.
   signer.reader.want_url = [rate](std::string_view url) { return InSample(url, rate); };

@@ -32,7 +32,7 @@ struct CrawlSample {
   std::vector<std::string> urls;   // urls[i] is the page of sample row i
   CrawlReaderStats reader;         // reader.bytes: the input bytes read (all of them when whole_input)
   // false: reading stopped once max_pages were sampled (the round of records that reached it is
-  // kept whole, so the sample may hold a few thousand more).
+  // kept whole, so the sample may hold a few more: up to signer.round_records, 64 by default).
   bool whole_input = true;
 };
 

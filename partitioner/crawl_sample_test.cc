@@ -23,11 +23,12 @@ class CrawlSampleTest : public ::testing::Test {
     }
   }
   void TearDown() override { fs::remove(path_); }
-  CrawlSample Sample(double rate, uint64_t max_pages) {
+  CrawlSample Sample(double rate, uint64_t max_pages, size_t round_records = 0) {
     CrawlSampleOptions o;
     o.sample_rate = rate;
     o.max_pages = max_pages;
     o.signer.threads = 2;
+    o.signer.round_records = round_records;
     StatusOr<CrawlSample> s = SampleCrawl(path_, o);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(s).value() : CrawlSample();
@@ -50,6 +51,20 @@ TEST_F(CrawlSampleTest, SamplesTheSameUrlsOverTheWholeInput) {
   for (const std::string& url : tenth.urls) EXPECT_TRUE(InSample(url, 0.1)) << url;
   EXPECT_GT(in, static_cast<size_t>(kPages / 20));
   EXPECT_LT(in, static_cast<size_t>(kPages / 5));
+}
+
+// Signing rounds of any size (the sample's own small ones by default) give the same sample.
+TEST_F(CrawlSampleTest, RoundsOfAnySizeGiveTheSameSample) {
+  const CrawlSample whole = Sample(0.1, 0, 4096);
+  for (size_t round : {size_t{0}, size_t{1}, size_t{7}}) {
+    const CrawlSample s = Sample(0.1, 0, round);
+    ASSERT_EQ(s.urls, whole.urls) << round;
+    ASSERT_EQ(s.sample.size(), whole.sample.size()) << round;
+    for (size_t i = 0; i < s.sample.size(); ++i) {
+      EXPECT_EQ(s.sample.shingle_count(i), whole.sample.shingle_count(i)) << round << " " << i;
+    }
+    EXPECT_EQ(s.reader.bytes, whole.reader.bytes) << round;
+  }
 }
 
 // max_pages: reading stops after the round of records that reached it, and the sample says how
