@@ -83,6 +83,37 @@ TEST(SmallInputBatchPagesTest, ASmallFileIsCutIntoEnoughBatches) {
   EXPECT_EQ(SmallInputBatchPages(2000, 0), 2000u);
 }
 
+// The pages of each group of a --out file, as sets of URLs (group numbers depend on the order
+// pages were decided in).
+std::set<std::set<std::string>> GroupsOf(const std::string& out_file) {
+  std::map<uint64_t, std::set<std::string>> by_group;
+  simdjson::dom::parser parser;
+  std::istringstream in(ReadFile(out_file));
+  for (std::string line; std::getline(in, line);) {
+    simdjson::dom::element e = parser.parse(line);
+    by_group[uint64_t(e["group"])].insert(std::string(std::string_view(e["url"])));
+  }
+  std::set<std::set<std::string>> groups;
+  for (auto& [id, urls] : by_group) groups.insert(std::move(urls));
+  return groups;
+}
+
+// The sample crawl's 1,000 records with batch_pages 2000 are cut into 4 batches of 250 (at least
+// 16 batches, of at least 250 records), and give the groups that batches of 100 give.
+TEST(PipelineBatches, ASmallFileIsReadInBatchesOfAtLeast250) {
+  test::TempDir dir;
+  PipelineOptions big = SampleRun(dir, "big");
+  big.batch_pages = 2000;
+  auto b = RunPipeline(big);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->batches, 4u);
+  auto s = RunPipeline(SampleRun(dir, "small"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->batches, 10u);
+  EXPECT_EQ(GroupsOf(big.groups_out), GroupsOf(SampleRun(dir, "small").groups_out));
+  EXPECT_EQ(b->groups, s->groups);
+}
+
 TEST(PipelineSeam, SuppliedShardSetTakesEveryTier2StepAndGivesTheSameGroups) {
   test::TempDir dir;
   auto local = RunPipeline(SampleRun(dir, "local"));
