@@ -84,9 +84,11 @@ Status Pipeline::Setup() {
   fs::create_directories(dir_, ec);
   if (ec) return IoError("pipeline: cannot create store directory " + dir_ + ": " + ec.message());
 
+  // The input's size decides a file's batches and (tier1.write_buffer_mib 0) the memtable.
   uint64_t expected_records = 0;
   batch_pages_ = o_.batch_pages;
-  if (o_.feed == nullptr || (o_.groups == nullptr && config_.tier1().write_buffer_mib() == 0)) {
+  const bool sizes_memtable = o_.groups == nullptr && config_.tier1().write_buffer_mib() == 0;
+  if (o_.feed == nullptr || sizes_memtable) {
     ASSIGN_OR_RETURN(expected_records, EstimateRecordCount(o_.input, o_.reader));
     if (o_.max_records > 0) expected_records = std::min(expected_records, o_.max_records);
   }

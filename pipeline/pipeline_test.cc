@@ -18,6 +18,7 @@
 
 #include "pipeline/pipeline_test_util.h"
 #include "pipeline/shard_set.h"
+#include "tests/groups_file.h"
 #include "tier1/tier1.h"
 
 namespace neardup::pipeline {
@@ -83,21 +84,6 @@ TEST(SmallInputBatchPagesTest, ASmallFileIsCutIntoEnoughBatches) {
   EXPECT_EQ(SmallInputBatchPages(2000, 0), 2000u);
 }
 
-// The pages of each group of a --out file, as sets of URLs (group numbers depend on the order
-// pages were decided in).
-std::set<std::set<std::string>> GroupsOf(const std::string& out_file) {
-  std::map<uint64_t, std::set<std::string>> by_group;
-  simdjson::dom::parser parser;
-  std::istringstream in(ReadFile(out_file));
-  for (std::string line; std::getline(in, line);) {
-    simdjson::dom::element e = parser.parse(line);
-    by_group[uint64_t(e["group"])].insert(std::string(std::string_view(e["url"])));
-  }
-  std::set<std::set<std::string>> groups;
-  for (auto& [id, urls] : by_group) groups.insert(std::move(urls));
-  return groups;
-}
-
 // The sample crawl's 1,000 records with batch_pages 2000 are cut into 4 batches of 250 (at least
 // 16 batches, of at least 250 records), and give the groups that batches of 100 give.
 TEST(PipelineBatches, ASmallFileIsReadInBatchesOfAtLeast250) {
@@ -110,7 +96,7 @@ TEST(PipelineBatches, ASmallFileIsReadInBatchesOfAtLeast250) {
   auto s = RunPipeline(SampleRun(dir, "small"));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->batches, 10u);
-  EXPECT_EQ(GroupsOf(big.groups_out), GroupsOf(SampleRun(dir, "small").groups_out));
+  EXPECT_EQ(Partition(Groups(big.groups_out)), Partition(Groups(SampleRun(dir, "small").groups_out)));
   EXPECT_EQ(b->groups, s->groups);
 }
 
