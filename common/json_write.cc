@@ -1,7 +1,7 @@
 #include "common/json_write.h"
 
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 
 #include "common/utf8.h"
 
@@ -14,6 +14,14 @@ void AppendJsonString(std::string* out, std::string_view s) {
   const size_t n = s.size();
   size_t i = 0;
   while (i < n) {
+    // A run of printable ASCII without a quote or backslash (most of a URL) goes in one append.
+    size_t j = i;
+    while (j < n && p[j] >= 0x20 && p[j] < 0x80 && p[j] != '"' && p[j] != '\\') ++j;
+    if (j > i) {
+      out->append(s.data() + i, j - i);
+      i = j;
+      continue;
+    }
     const unsigned char c = p[i];
     if (c < 0x80) {
       switch (c) {
@@ -44,9 +52,11 @@ void AppendJsonString(std::string* out, std::string_view s) {
 
 void AppendJsonNumber(std::string* out, double v) {
   if (!std::isfinite(v)) { out->append("null"); return; }
+  // printf's %.6g, without printf's parsing and locale (C++17: to_chars with a precision is
+  // specified as printf with that conversion in the C locale).
   char buf[32];
-  int n = std::snprintf(buf, sizeof buf, "%.6g", v);
-  out->append(buf, static_cast<size_t>(n));
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6);
+  out->append(buf, r.ptr);
 }
 
 void AppendJsonField(std::string* out, std::string_view key, double value) {

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+
 #include "common/json_write.h"
 
 namespace neardup {
@@ -58,6 +63,69 @@ TEST(JsonWrite, EscapesAndAlwaysProducesValidUtf8) {
   AppendJsonField(&out, "a", 0.5);
   AppendJsonField(&out, "b", 2);
   EXPECT_EQ(out, "{\"a\":0.5,\"b\":2");
+}
+
+
+// The escaping a byte at a time, as JSON's grammar says it: what the run-at-a-time copy must equal.
+std::string ReferenceJsonString(std::string_view s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t at = i;
+      if (DecodeUtf8(s, &i) == kInvalidCodePoint) out += "\xEF\xBF\xBD";
+      else out.append(s.substr(at, i - at));
+      continue;
+    }
+    ++i;
+    if (c == '"') out += "\\\"";
+    else if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out + "\"";
+}
+
+TEST(JsonWrite, StringsAreEscapedAsAByteAtATime) {
+  std::mt19937_64 rng(11);
+  const std::string alphabet = std::string("ab/:.?=&\"\\\n\r\t\x01\x1F\x7F ", 20) + "\xC3\xA9\xE6\x9D\xB1\xFF\x80";
+  for (int round = 0; round < 20000; ++round) {
+    std::string s;
+    const size_t n = rng() % 40;
+    for (size_t k = 0; k < n; ++k) s.push_back(alphabet[rng() % alphabet.size()]);
+    std::string out;
+    AppendJsonString(&out, s);
+    ASSERT_EQ(out, ReferenceJsonString(s)) << round;
+  }
+}
+
+TEST(JsonWrite, NumbersArePrintfsSixSignificantDigits) {
+  std::mt19937_64 rng(5);
+  std::vector<double> values = {0.0, -0.0, 1.0, 0.5, 0.1, 1e-7, 123456.5, 1234567.0, 1e21, -3.25e-300,
+                                std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::max()};
+  for (int k = 0; k < 100000; ++k) {
+    const double mantissa = std::uniform_real_distribution<double>(-1, 1)(rng);
+    values.push_back(std::ldexp(mantissa, static_cast<int>(rng() % 200) - 100));
+    values.push_back(static_cast<double>(rng() % 1000001) / 1000000.0);  // similarities
+  }
+  for (double v : values) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    std::string out;
+    AppendJsonNumber(&out, v);
+    ASSERT_EQ(out, buf) << v;
+  }
+  std::string out;
+  AppendJsonNumber(&out, std::nan(""));
+  EXPECT_EQ(out, "null");
 }
 
 }  // namespace
