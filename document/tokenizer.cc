@@ -75,7 +75,7 @@ inline uint32_t Fold(uint32_t cp) {
 // holds an A-Z. *separators: how many bytes after the run are ASCII separators other than an
 // apostrophe (bytes a word that has just ended can skip), as far as the last 16 looked at.
 template <bool kSimd>
-size_t AsciiRunEnd(std::string_view text, size_t i, bool* upper, size_t* separators) {
+[[gnu::always_inline]] inline size_t AsciiRunEnd(std::string_view text, size_t i, bool* upper, size_t* separators) {
   const size_t n = text.size();
   *upper = false;
   *separators = 0;
