@@ -17,8 +17,11 @@ TEST(SortByLeadingBits, SortsLikeStdSortAtEverySize) {
     for (size_t i = 0; i + 1 < n; i += 7) v[i + 1].first = v[i].first;  // equal keys, other tags
     auto want = v;
     std::sort(want.begin(), want.end());
-    SortByLeadingBits(&v, 64, [](const auto& p) { return p.first; }, &scratch);
-    EXPECT_EQ(v, want) << n << " elements";
+    for (bool fine : {false, true}) {
+      auto got = v;
+      SortByLeadingBits(&got, 64, [](const auto& p) { return p.first; }, &scratch, fine);
+      EXPECT_EQ(got, want) << n << " elements" << (fine ? ", fine ranges" : "");
+    }
   }
 }
 
@@ -31,8 +34,11 @@ TEST(SortByLeadingBits, NarrowAndSkewedKeys) {
     for (int i = 0; i < 20000; ++i) v.push_back((skewed ? uint64_t{3} : rng() % 256) << 32 | (rng() & 0xFFFFFFFF));
     auto want = v;
     std::sort(want.begin(), want.end());
-    SortByLeadingBits(&v, 40, [](uint64_t e) { return e; }, &scratch);
-    EXPECT_EQ(v, want) << (skewed ? "skewed" : "uniform");
+    for (bool fine : {false, true}) {
+      auto got = v;
+      SortByLeadingBits(&got, 40, [](uint64_t e) { return e; }, &scratch, fine);
+      EXPECT_EQ(got, want) << (skewed ? "skewed" : "uniform") << (fine ? ", fine ranges" : "");
+    }
   }
 }
 

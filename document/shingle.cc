@@ -94,7 +94,7 @@ std::vector<uint64_t> ShingleSetWithDims(std::span<const uint64_t> word_hashes, 
   size_t next = 0;
   ForEachShingle(word_hashes, k, [&](uint64_t h, uint64_t) { hashes[next++] = h; });
   unsorted.assign(hashes.begin(), hashes.end());
-  SortByLeadingBits(&hashes, 64, [](uint64_t h) { return h; }, &scratch);
+  SortByLeadingBits(&hashes, 64, [](uint64_t h) { return h; }, &scratch, /*fine=*/true);
   const int dims = static_cast<int>(length_vector.size());
   per_dim->assign(length_vector.begin(), length_vector.end());  // every occurrence, as LengthVector counts
   std::vector<uint64_t> out;
