@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "common/bucket_sort.h"
+
 namespace neardup::tier2 {
 
 TokenOrder TokenOrder::FromFrequent(std::span<const uint64_t> frequent) {
@@ -54,7 +56,10 @@ std::vector<uint64_t> FrequentTokens(std::span<const std::vector<uint64_t>> sets
   std::vector<uint64_t> all;
   all.reserve(total);
   for (const auto& s : sets) all.insert(all.end(), s.begin(), s.end());
-  std::sort(all.begin(), all.end());
+  // Shingle hashes are uniform: sorted by their top bits first (an order sample of 20,000 pages
+  // holds about ten million).
+  std::vector<uint64_t> scratch;
+  SortByLeadingBits(&all, 64, [](uint64_t h) { return h; }, &scratch);
   std::vector<uint64_t> out;
   for (size_t i = 0; i < all.size();) {
     size_t j = i + 1;
