@@ -8,24 +8,30 @@
 # The crawl is read as crawlers write it (default: the libstdc++ 11 and 12 manuals crawled into a
 # WARC by experiments/real_docs.sh, which makes it when missing); `neardup extract` gives the text
 # the tools without an HTML parser read. The exact baseline on that text is the truth.
-# Every tool is timed by /usr/bin/time (wall and CPU seconds, file loading included) and scored:
+# Every tool is timed by /usr/bin/time (wall and CPU seconds, file loading included) and scored.
+# A run of neardup or simhash-cpp takes under a second or two, where one run's wall time moves by
+# up to a tenth from run to run (and /usr/bin/time counts hundredths): each runs --repeat times
+# (default 5), alternating with the other, and its median run (by wall time) is the one reported;
+# datasketch, at about a minute, runs once.
 #   - neardup: pair recall = exact pairs whose two pages end in one group; precision = share of
 #     pages answered `duplicate` that are near-duplicates of the page named (drop precision);
 #   - the others: recall = exact pairs reported; precision = reported pairs that are exact pairs.
 # Prints a table with pages/s, CPU seconds per 1,000 pages and the ratios, and writes
 # experiments/results/peers.csv. Run it on a quiet machine: the ratios are what it measures.
-# Usage: experiments/peers.sh [--input crawl.(warc.gz|jsonl)] [--k K] [--shards P]
+# Usage: experiments/peers.sh [--input crawl.(warc.gz|jsonl)] [--k K] [--shards P] [--repeat N]
 source "$(dirname "$0")/common.sh"
 PEERS=${PEERS:-../shared/peers}
 input=""
 k=3
 shards=4
+repeat=5
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --input) input="$2"; shift 2 ;;
     --k) k="$2"; shift 2 ;;
     --shards) shards="$2"; shift 2 ;;
-    *) echo "usage: $0 [--input crawl.(warc.gz|jsonl)] [--k K] [--shards P]" >&2; exit 2 ;;
+    --repeat) repeat="$2"; shift 2 ;;
+    *) echo "usage: $0 [--input crawl.(warc.gz|jsonl)] [--k K] [--shards P] [--repeat N]" >&2; exit 2 ;;
   esac
 done
 [ -f "$PEERS/run_datasketch.py" ] && [ -x "$PEERS/simhash-cpp/run_simhash.sh" ] || {
@@ -48,8 +54,12 @@ timed() {
   /usr/bin/time -f "%e %U %S" -o "$work/$name.time" "$@" > "$work/$name.out" 2> "$work/$name.err" || {
     echo "peers: $name failed:" >&2; tail -20 "$work/$name.err" >&2; exit 1; }
 }
-timed neardup_text "$BIN" run --input "$text" --threshold "$t" --shards "$shards" --out "$work/neardup_text.jsonl" --log-level warn
-timed neardup_html "$BIN" run --input "$input" --threshold "$t" --shards "$shards" --out "$work/neardup_html.jsonl" --log-level warn
+# The median run of NAME (by wall time) becomes $work/NAME.time; the runs' walls go to NAME.walls.
+median_of() {
+  local name="$1"
+  sort -n -k1,1 "$work/$name.runs" | awk -v m=$(( (repeat + 1) / 2 )) 'NR == m' > "$work/$name.time"
+  cut -d' ' -f1 "$work/$name.runs" | sort -n | tr '\n' ' ' > "$work/$name.walls"
+}
 # Without SciPy (it cannot be installed beside Boost 1.81 here), the one function datasketch
 # imports from it comes from experiments/peers_shim (the same band parameters: 5 x 25 at 0.9).
 pypath=""
@@ -59,7 +69,16 @@ timed datasketch env PYTHONPATH="$pypath" /usr/bin/python3 "$PEERS/run_datasketc
 head -n 20 "$text" > "$work/warmup.jsonl"
 bash "$PEERS/simhash-cpp/run_simhash.sh" "$work/warmup.jsonl" "$work/warmup_pairs.jsonl" "$k" > /dev/null 2>&1 || {
   echo "peers: simhash-cpp does not build or run" >&2; exit 1; }
-timed simhash bash "$PEERS/simhash-cpp/run_simhash.sh" "$text" "$work/simhash_pairs.jsonl" "$k"
+for name in neardup_text neardup_html simhash; do : > "$work/$name.runs"; done
+for _ in $(seq 1 "$repeat"); do
+  timed neardup_text "$BIN" run --input "$text" --threshold "$t" --shards "$shards" --out "$work/neardup_text.jsonl" --log-level warn
+  cat "$work/neardup_text.time" >> "$work/neardup_text.runs"
+  timed simhash bash "$PEERS/simhash-cpp/run_simhash.sh" "$text" "$work/simhash_pairs.jsonl" "$k"
+  cat "$work/simhash.time" >> "$work/simhash.runs"
+  timed neardup_html "$BIN" run --input "$input" --threshold "$t" --shards "$shards" --out "$work/neardup_html.jsonl" --log-level warn
+  cat "$work/neardup_html.time" >> "$work/neardup_html.runs"
+done
+for name in neardup_text neardup_html simhash; do median_of "$name"; done
 "$BIN" accuracy --groups "$work/neardup_text.jsonl" --baseline "$work/baseline.jsonl" --pairs "$work/exact.jsonl" \
   --threshold "$t" > "$work/neardup_text.accuracy"
 "$BIN" accuracy --groups "$work/neardup_html.jsonl" --baseline "$work/baseline.jsonl" --pairs "$work/exact.jsonl" \
@@ -111,9 +130,19 @@ for name, label in (("datasketch", "datasketch MinHashLSH"), ("simhash", f"simha
     rows.append((name, label, wall, cpu, recall, precision, f"{n} pairs reported"))
 
 by = {r[0]: r for r in rows}
+
+def walls(name):
+    try:
+        return open(f"{work}/{name}.walls").read().split()
+    except FileNotFoundError:
+        return []
+
 print(f"{pages} pages, {len(exact)} exact pairs (Jaccard >= 0.9 of word 5-shingles)")
 print(f"{'tool':26} {'pages/s':>9} {'CPU s/1k pages':>15} {'recall':>7} {'precision':>9}  notes")
 for name, label, wall, cpu, recall, precision, note in rows:
+    runs = walls(name)
+    if len(runs) > 1:
+        note += f"; median of {len(runs)} runs of " + " ".join(runs) + " s"
     print(f"{label:26} {pages / wall:9.0f} {1000 * cpu / pages:15.3f} {recall:7.4f} {precision:9.4f}  {note}")
 nt, nh, ds, sh = by["neardup_text"], by["neardup_html"], by["datasketch"], by["simhash"]
 print(f"neardup (text) / datasketch: {ds[2] / nt[2]:.1f}x pages/s; / simhash-cpp: {sh[2] / nt[2]:.2f}x pages/s, "

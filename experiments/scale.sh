@@ -2,8 +2,10 @@
 # Cost per record as the collection grows: `neardup run` (embedded, default configuration) over
 # generated crawls of each size in turn (seed 1), one after the other in the same session: wall
 # seconds, records/s, CPU seconds, peak RSS (the process's, and its anonymous part sampled every
-# 2 s), the store's size on disk, and each size's time per record against the first size's, with
-# the run's whole summary.
+# 2 s), the store's size on disk, and the run's whole summary. The first size runs again after the
+# others: a machine's speed drifts over the long runs (a 1M run here took from 52 to 61 s within
+# an hour), so each larger size's time per record is given against the mean of the first size's
+# two runs, the one before it and the one after.
 #   bash experiments/scale.sh [--config c.textproto] [SIZE...]   (default 1000000 10000000)
 # At 10M records the crawl takes 30 GB and the store about 32 GB of $TMPDIR; each store is
 # removed after its run. Writes experiments/results/scale.txt (scale_NAME.txt with a --config
@@ -22,8 +24,11 @@ work="${TMPDIR:-/tmp}/neardup-scale"
 : > "$out"
 say() { echo "$*" | tee -a "$out"; }
 say "scale: neardup run ${config[*]} at ${sizes[*]} generated records, $(nproc) cores, $(date -u +%FT%TZ)"
-first_us=""
-for n in "${sizes[@]}"; do
+runs=("${sizes[@]}")
+[ ${#sizes[@]} -gt 1 ] && runs+=("${sizes[0]}")
+first_us=()
+declare -A size_us
+for n in "${runs[@]}"; do
   c=$(crawl "$n")
   rm -rf "$work" && mkdir -p "$work"
   /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$BIN" --log-level warn run "${config[@]}" --input "$c" --store "$work/store" \
@@ -42,11 +47,17 @@ for n in "${sizes[@]}"; do
   read -r wall user sys rss_kb < "$work/time"
   disk=$(du -sb "$work/store" | cut -f1)
   us=$(awk -v w="$wall" -v n="$n" 'BEGIN { printf "%.2f", w * 1e6 / n }')
-  [ -n "$first_us" ] || first_us=$us
+  if [ "$n" = "${sizes[0]}" ]; then first_us+=("$us"); else size_us[$n]=$us; fi
   say "$n records: $wall s wall ($(awk -v w="$wall" -v n="$n" 'BEGIN { printf "%.0f", n / w }') records/s," \
-    "$us us/record, $(awk -v a="$us" -v b="$first_us" 'BEGIN { printf "%.2f", a / b }')x the first size's)," \
-    "CPU $user s user + $sys s sys, peak RSS $((rss_kb / 1024)) MiB (anonymous $((anon / 1024)) MiB sampled)," \
-    "store $(awk -v d="$disk" 'BEGIN { printf "%.1f", d / 1e9 }') GB"
+    "$us us/record), CPU $user s user + $sys s sys, peak RSS $((rss_kb / 1024)) MiB (anonymous $((anon / 1024))" \
+    "MiB sampled), store $(awk -v d="$disk" 'BEGIN { printf "%.1f", d / 1e9 }') GB"
   sed 's/^/  /' "$work/summary.txt" | tee -a "$out"
   rm -rf "$work"
 done
+if [ ${#sizes[@]} -gt 1 ]; then
+  base=$(printf '%s\n' "${first_us[@]}" | awk '{ s += $1 } END { printf "%.2f", s / NR }')
+  say "time per record against ${sizes[0]} records (mean of its runs before and after: ${first_us[*]} us = $base us):"
+  for n in "${sizes[@]:1}"; do
+    say "  $n records: ${size_us[$n]} us = $(awk -v a="${size_us[$n]}" -v b="$base" 'BEGIN { printf "%.2f", a / b }')x"
+  done
+fi
