@@ -7,9 +7,9 @@
 //   SortByLeadingBits(&v, 64, [](const auto& p) { return p.first; }, &scratch);
 //
 // `fine`: about one element a range instead of four to eight. The insertion sorts (whose branches
-// mispredict) then have almost nothing to do, for a count array as long as the input: faster for
-// a small array (a page's shingles, hundreds to thousands: 10% faster signing on real pages),
-// not for one whose counts leave the cache.
+// mispredict) then have almost nothing to do, for a count array as long as the input: the choice
+// for a small array (a page's shingles, hundreds to thousands), not for one whose counts would
+// leave the cache.
 //
 // `key(e)` must fit in `key_bits` bits (1..64) and agree with operator<: a < b implies
 // key(a) <= key(b). A skewed key is still sorted right, only slower. `scratch` is reusable storage
