@@ -1,5 +1,6 @@
 #include "document/tokenizer.h"
 
+#include <algorithm>
 #include <array>
 
 // Inlined: a word is a few bytes, where the call into the shared library costs as much as the hash.
@@ -108,6 +109,68 @@ template <bool kSimd>
   return j;
 }
 
+#if defined(__SSE2__)
+// The 64 bytes at p as bit masks (bit k for p[k]): ASCII letters and digits, A-Z, and the bytes
+// the block scan leaves to the byte scan (an apostrophe, or a byte of a multi-byte character).
+struct AsciiBlock {
+  uint64_t word = 0, upper = 0, special = 0;
+};
+[[gnu::always_inline]] inline AsciiBlock ClassifyBlock(const char* p) {
+  AsciiBlock b;
+  for (int part = 0; part < 4; ++part) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * part));
+    auto in = [&](char lo, char hi) {  // signed compares: bytes >= 0x80 are in no range
+      return _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(static_cast<char>(lo - 1))),
+                           _mm_cmplt_epi8(v, _mm_set1_epi8(static_cast<char>(hi + 1))));
+    };
+    const __m128i up = in('A', 'Z');
+    const __m128i word = _mm_or_si128(_mm_or_si128(in('a', 'z'), up), in('0', '9'));
+    const __m128i special = _mm_or_si128(v, _mm_cmpeq_epi8(v, _mm_set1_epi8('\'')));  // sign bit: >= 0x80
+    const int shift = 16 * part;
+    b.word |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(word))) << shift;
+    b.upper |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(up))) << shift;
+    b.special |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(special))) << shift;
+  }
+  return b;
+}
+
+// Emits the words of text[*i, ...) that lie whole in 64-byte blocks of plain ASCII, a block at a
+// time, and advances *i past them and the separators between them. It stops (leaving *i there)
+// at a run of letters and digits that reaches a block's end or an apostrophe or a non-ASCII byte
+// (the word may go on past it), at such a byte, or within 64 bytes of the text's end; the byte
+// scan takes over from there.
+template <typename Emit>
+[[gnu::always_inline]] inline void EmitAsciiBlocks(std::string_view text, size_t* i, Emit& emit) {
+  while (*i + 64 <= text.size()) {
+    const char* p = text.data() + *i;
+    const AsciiBlock b = ClassifyBlock(p);
+    const int stop = b.special != 0 ? std::countr_zero(b.special) : 64;
+    uint64_t runs = stop == 64 ? b.word : b.word & ((uint64_t{1} << stop) - 1);
+    int done = stop;  // bytes of the block handled, unless a run reaches the stop
+    while (runs != 0) {
+      const int a = std::countr_zero(runs);
+      const uint64_t after = ~(b.word >> a);  // its bit 0 .. : ones where the run has ended
+      const int len = after != 0 ? std::countr_zero(after) : 64 - a;
+      if (a + len >= stop) {  // reaches the block's end or a special byte: the word may go on
+        done = a;
+        break;
+      }
+      const uint64_t run = ((uint64_t{1} << len) - 1) << a;  // len < 64 here
+      if ((b.upper & run) == 0) {
+        emit(std::string_view(p + a, static_cast<size_t>(len)));
+      } else {
+        char folded[64];
+        for (int k = 0; k < len; ++k) folded[k] = FoldAscii(p[a + k]);
+        emit(std::string_view(folded, static_cast<size_t>(len)));
+      }
+      runs &= ~run;
+    }
+    *i += static_cast<size_t>(done);
+    if (done < 64) break;
+  }
+}
+#endif
+
 // Walks `text` and calls emit(folded_word) for each word. `word` is scratch space. kSimd = false
 // scans runs a byte at a time (the reference the tests hold the SIMD scan to).
 template <bool kSimd = true, typename Emit>
@@ -115,7 +178,25 @@ void ForEachWord(std::string_view text, std::string& word, Emit&& emit) {
   word.clear();
   size_t i = 0;
   const size_t n = text.size();
+  // Where the block scan may start again. One that stops within its first 8 bytes leaves the next
+  // `backoff` bytes to the byte scan, twice as many each time it happens again (text in another
+  // script, or dense in apostrophes, would stop every block near its start); a scan that gets
+  // further starts the count again.
+  size_t blocks_from = 0, backoff = 64;
   while (i < n) {
+#if defined(__SSE2__)
+    if (kSimd && word.empty() && i >= blocks_from) {
+      const size_t from = i;
+      EmitAsciiBlocks(text, &i, emit);
+      if (i >= n) break;
+      if (i - from >= 8) {
+        backoff = 64;
+      } else {
+        blocks_from = i + backoff;
+        backoff = std::min<size_t>(backoff * 2, 4096);
+      }
+    }
+#endif
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c < 0x80) {
       if (kAsciiWord[c] != 0) {

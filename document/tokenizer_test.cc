@@ -63,10 +63,10 @@ TEST(Tokenizer, HashWordsAgreesWithTokenizeAndWordHash) {
   EXPECT_EQ(h[3], h[6]);  // "Fox" == "fox"
 }
 
-// The 16-byte scan of ASCII runs (with its fast paths for whole words and the separators after
-// them) against the byte-at-a-time scan, on random mixes of the cases that matter: runs shorter
-// and longer than 16 bytes, capitals, apostrophes, non-ASCII letters and separators, invalid
-// bytes, and runs ending at the text's end or a block's.
+// The 64-byte block scan and the 16-byte scan of ASCII runs (with its fast paths for whole words
+// and the separators after them) against the byte-at-a-time scan, on random mixes of the cases
+// that matter: runs shorter and longer than 16 and 64 bytes, capitals, apostrophes, non-ASCII
+// letters and separators, invalid bytes, and runs ending at the text's end or a block's.
 TEST(Tokenizer, SixteenByteScanAgreesWithBytewiseScan) {
   const std::vector<std::string> pieces = {
       "a", "z", "Q", "9", "abc", "Hello", "WORLD", "xYz", "0123456789", "abcdefghijklmnopqrstuvwxyz",
@@ -79,9 +79,9 @@ TEST(Tokenizer, SixteenByteScanAgreesWithBytewiseScan) {
     return static_cast<size_t>(state >> 33);
   };
   std::vector<uint64_t> hashes;
-  for (int round = 0; round < 3000; ++round) {
+  for (int round = 0; round < 20000; ++round) {
     std::string text;
-    const size_t parts = 1 + next() % 40;
+    const size_t parts = 1 + next() % (round % 2 == 0 ? 40 : 160);  // 64-byte blocks, several a text
     for (size_t k = 0; k < parts; ++k) text += pieces[next() % pieces.size()];
     const auto want = internal::TokenizeBytewise(text);
     ASSERT_EQ(Tokenize(text), want) << "text: " << text;
