@@ -13,7 +13,8 @@ namespace {
 
 constexpr size_t kRound = 4096;  // records signed in parallel per round, at most
 // Bodies a round holds, at most: raw HTML pages are tens of KB each, and a round of 4096 of them
-// would be read (decompressed, for a .warc.gz) before any is signed and held twice over.
+// would be read (decompressed, for a .warc.gz) before any is signed and held twice over. The
+// first round holds an eighth of it: it is read while no worker has anything to sign.
 constexpr size_t kRoundBytes = 8 << 20;
 constexpr size_t kChunk = 16;    // records a worker claims at a time
 
@@ -44,7 +45,7 @@ Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, co
   std::vector<PageFeatures> features(kRound);
   std::vector<Status> errors(threads);
   const size_t round_cap = options.round_records > 0 ? std::min(options.round_records, kRound) : kRound;
-  size_t round_bytes = kRoundBytes / 8;  // the first round: read alone, before any signing starts
+  size_t round_bytes = kRoundBytes / 8;  // the first round's
   auto read_round = [&](std::vector<CrawlRecord>& buf) {
     size_t got = 0, bytes = 0;
     const size_t cap_bytes = round_bytes;

@@ -35,7 +35,8 @@ std::vector<std::string> Tokenize(std::string_view text);
 uint64_t WordHash(std::string_view folded_word);
 
 namespace internal {
-// Tokenize without the 16-byte scan of ASCII runs: the reference its tests compare against.
+// Tokenize a byte at a time (without the 64-byte block scan of plain ASCII and the 16-byte scan of
+// ASCII runs): the reference its tests compare against.
 std::vector<std::string> TokenizeBytewise(std::string_view text);
 }  // namespace internal
 
