@@ -45,18 +45,15 @@ Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, co
   std::vector<PageFeatures> features(kRound);
   std::vector<Status> errors(threads);
   const size_t round_cap = options.round_records > 0 ? std::min(options.round_records, kRound) : kRound;
-  size_t round_bytes = kRoundBytes / 8;  // the first round's
-  auto read_round = [&](std::vector<CrawlRecord>& buf) {
+  auto read_round = [&](std::vector<CrawlRecord>& buf, size_t cap_bytes = kRoundBytes) {
     size_t got = 0, bytes = 0;
-    const size_t cap_bytes = round_bytes;
-    round_bytes = kRoundBytes;
     while (got < round_cap && bytes < cap_bytes && reader->Next(&buf[got])) {
       if (!options.keep || options.keep(buf[got])) bytes += buf[got++].body.size();
     }
     return got;
   };
   int cur = 0;
-  size_t got = read_round(rounds[cur]);
+  size_t got = read_round(rounds[cur], kRoundBytes / 8);
   Status result;
   while (result.ok()) {
     if (got == 0) {
