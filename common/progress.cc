@@ -3,6 +3,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <charconv>
 #include <fstream>
 #include <string>
 
@@ -50,6 +53,26 @@ uint64_t StatusField(const char* name) {
 
 uint64_t PeakRssBytes() { return StatusField("VmHWM:"); }
 uint64_t AnonRssBytes() { return StatusField("RssAnon:"); }
+
+uint64_t MemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  uint64_t bytes = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) : 0;
+  // cgroup v2: "0::/path" names the cgroup, whose memory.max is a byte count or "max".
+  std::ifstream cgroups("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cgroups, line)) {
+    if (line.compare(0, 3, "0::") != 0) continue;
+    std::ifstream max_file("/sys/fs/cgroup" + line.substr(3) + "/memory.max");
+    std::string limit;
+    uint64_t cap = 0;
+    if (max_file >> limit) {
+      const auto [end, ec] = std::from_chars(limit.data(), limit.data() + limit.size(), cap);
+      if (ec == std::errc() && end == limit.data() + limit.size() && (bytes == 0 || cap < bytes)) bytes = cap;
+    }
+  }
+  return bytes;
+}
 
 bool SetLogLevel(const std::string& name) {
   static bool init = [] {

@@ -38,6 +38,9 @@ uint64_t PeakRssBytes();
 // Anonymous resident memory (RssAnon): the heap, without file pages mapped from the page cache
 // (LevelDB maps its table files, and pages read through them count in VmRSS).
 uint64_t AnonRssBytes();
+// The memory this process may use: the machine's physical memory, or its cgroup's limit (cgroup
+// v2 memory.max) when that is lower; 0 if unknown.
+uint64_t MemoryBytes();
 
 // Sets spdlog's level from a name (trace, debug, info, warn, error, off); InvalidArgument-like
 // false if the name is unknown. Logs go to stderr.

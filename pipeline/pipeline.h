@@ -137,6 +137,22 @@ uint64_t AutoWriteBufferBytes(uint64_t table_bytes);
 // Bytes of LevelDB tables (*.ldb, *.sst) in `dir`; 0 when it does not exist.
 uint64_t TableBytesIn(const std::string& dir);
 
+// A store's bytes on disk a record adds, about (Tier 1's tables and the shards' signature logs, as
+// generated crawls make them: 3.1 KB a record at 10M records).
+inline constexpr uint64_t kStoreBytesPerRecord = 3200;
+// Tier 1's packed records (tier1.packed_cache_mib) a record needs, about: a page, a group and a
+// member list serialized, with their map entries.
+inline constexpr uint64_t kPackedBytesPerRecord = 450;
+// Tier 1's packed tier for a store expected to hold `store_bytes` on a machine whose process may
+// use `memory_bytes` (MemoryBytes()), with tier1.packed_cache_mib 0 and tier1.packed_cache_auto:
+// 0 while the store fits in that memory (its tables stay in the page cache, where a LevelDB read
+// takes microseconds); past it, where LevelDB's reads of Tier 1's records reach the disk, room for
+// every record of the store (store_bytes / kStoreBytesPerRecord of them, kPackedBytesPerRecord
+// each), up to a quarter of the memory. 0 when memory_bytes is 0 (unknown).
+uint64_t AutoPackedCacheBytes(uint64_t store_bytes, uint64_t memory_bytes);
+// Bytes of the files under `dir` (recursively); 0 when it does not exist.
+uint64_t FileBytesUnder(const std::string& dir);
+
 struct PipelineSummary {
   // Non-empty: the input is one the store consumed whole before (under this name); nothing was
   // done but --out.

@@ -59,6 +59,7 @@ using tier1::StatusAnswer;
 using tier1::StatusName;
 using tier1::Tier1;
 using tier1::Tier1OptionsFromConfig;
+using tier1::Tier1Options;
 using tier1::Tier2Matches;
 
 namespace fs = std::filesystem;

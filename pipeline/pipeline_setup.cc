@@ -8,6 +8,23 @@ uint64_t AutoWriteBufferBytes(uint64_t table_bytes) {
   return std::clamp<uint64_t>(table_bytes / 6, uint64_t{64} << 20, uint64_t{1} << 30);
 }
 
+uint64_t AutoPackedCacheBytes(uint64_t store_bytes, uint64_t memory_bytes) {
+  if (memory_bytes == 0 || store_bytes <= memory_bytes) return 0;
+  return std::min(store_bytes / kStoreBytesPerRecord * kPackedBytesPerRecord, memory_bytes / 4);
+}
+
+uint64_t FileBytesUnder(const std::string& dir) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code file_ec;
+    if (!it->is_regular_file(file_ec) || file_ec) continue;
+    const uint64_t size = it->file_size(file_ec);
+    if (!file_ec) bytes += size;
+  }
+  return bytes;
+}
+
 uint64_t TableBytesIn(const std::string& dir) {
   uint64_t bytes = 0;
   std::error_code ec;
@@ -207,7 +224,18 @@ Status Pipeline::Setup() {
   sum_.cells = map_->cells();
   sum_.map_version = params_.map_generation();
   source_ = std::make_unique<ShardSignatures>(*map_, *shards_, move_.get());
-  tier1_ = std::make_unique<Tier1>(store_, source_.get(), Tier1OptionsFromConfig(config_.tier1(), threshold_));
+  Tier1Options t1 = Tier1OptionsFromConfig(config_.tier1(), threshold_);
+  if (config_.tier1().packed_cache_mib() == 0 && config_.tier1().packed_cache_auto()) {
+    const uint64_t store_bytes = FileBytesUnder(dir_) + expected_records * kStoreBytesPerRecord;
+    const uint64_t memory = MemoryBytes();
+    t1.packed_cache_bytes = AutoPackedCacheBytes(store_bytes, memory);
+    if (t1.packed_cache_bytes > 0) {
+      spdlog::info("pipeline: Tier 1 keeps up to {} MiB of records packed (a store of about {:.1f} GB expected, "
+                   "past the {:.1f} GB of memory; tier1.packed_cache_mib 0)",
+                   t1.packed_cache_bytes >> 20, static_cast<double>(store_bytes) / 1e9, static_cast<double>(memory) / 1e9);
+    }
+  }
+  tier1_ = std::make_unique<Tier1>(store_, source_.get(), std::move(t1));
   return Resume();
 }
 

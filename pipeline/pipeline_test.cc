@@ -84,6 +84,26 @@ TEST(SmallInputBatchPagesTest, ASmallFileIsCutIntoEnoughBatches) {
   EXPECT_EQ(SmallInputBatchPages(2000, 0), 2000u);
 }
 
+// Tier 1's records are kept packed only for a store that outgrows the memory: room for each of its
+// records, up to a quarter of the memory.
+TEST(AutoPackedCacheBytesTest, OnlyForAStorePastTheMemory) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  EXPECT_EQ(AutoPackedCacheBytes(3 * kGiB, 24 * kGiB), 0u);   // 1M records: the page cache holds it
+  EXPECT_EQ(AutoPackedCacheBytes(24 * kGiB, 24 * kGiB), 0u);
+  EXPECT_EQ(AutoPackedCacheBytes(32'000'000'000, 24 * kGiB), 10'000'000 * kPackedBytesPerRecord);  // 10M records
+  EXPECT_EQ(AutoPackedCacheBytes(320'000'000'000, 24 * kGiB), 6 * kGiB);  // a quarter of the memory at most
+  EXPECT_EQ(AutoPackedCacheBytes(32'000'000'000, 0), 0u);  // memory unknown
+}
+
+TEST(FileBytesUnderTest, CountsTheFilesOfEveryLevel) {
+  test::TempDir dir;
+  EXPECT_EQ(FileBytesUnder(dir.File("none")), 0u);
+  std::filesystem::create_directories(dir.File("a/b"));
+  std::ofstream(dir.File("top")) << std::string(100, 'x');
+  std::ofstream(dir.File("a/b/deep")) << std::string(23, 'y');
+  EXPECT_EQ(FileBytesUnder(dir.str()), 123u);
+}
+
 // The sample crawl's 1,000 records with batch_pages 2000 are cut into 4 batches of 250 (at least
 // 16 batches, of at least 250 records), and give the groups that batches of 100 give.
 TEST(PipelineBatches, ASmallFileIsReadInBatchesOfAtLeast250) {
