@@ -3,8 +3,8 @@
 # generated crawls of each size in turn (seed 1), one after the other in the same session: wall
 # seconds, records/s, CPU seconds, peak RSS (the process's, and its anonymous part sampled every
 # 2 s), the store's size on disk, and the run's whole summary. The first size runs again after the
-# others: a machine's speed drifts over the long runs, so each larger size's time per record is given against the mean of the first size's
-# two runs, the one before it and the one after.
+# others: a machine's speed drifts over the long runs, so each larger size's time per record is
+# given against the mean of the first size's two runs, the one before it and the one after.
 #   bash experiments/scale.sh [--config c.textproto] [SIZE...]   (default 1000000 10000000)
 # At 10M records the crawl takes 30 GB and the store about 32 GB of $TMPDIR; each store is
 # removed after its run. Writes experiments/results/scale.txt (scale_NAME.txt with a --config
