@@ -117,8 +117,9 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   CrawlSignerOptions so;
   so.signer = signer_;
   so.reader = o_.reader;
-  // The input is read once here: its pages would only push the stores' out of the page cache.
-  so.reader.drop_read_pages = true;
+  // The input is read once here: past DropInputPages' bound its pages would only push the
+  // stores' out of the page cache.
+  so.reader.drop_read_pages = drop_input_pages_;
   so.threads = o_.threads;
   so.progress_label = o_.progress ? "run" : "";
   const uint64_t first = redo_ ? redo_from_ : skip_;

@@ -152,6 +152,13 @@ inline constexpr uint64_t kPackedBytesPerRecord = 450;
 uint64_t AutoPackedCacheBytes(uint64_t store_bytes, uint64_t memory_bytes);
 // Bytes of the files under `dir` (recursively); 0 when it does not exist.
 uint64_t FileBytesUnder(const std::string& dir);
+// Whether a run drops its input's pages from the page cache as it reads them
+// (LineReaderOptions::drop_read_pages): when the input and the store it is expected to hold
+// (`input_bytes`, `store_bytes`) come to more than half of `memory_bytes` (MemoryBytes()), where
+// an input read once would push the store's table pages out of the cache. Below that both stay
+// cached: the input is read twice (the map's sample pass, then the run), and a run on it again
+// reads it from memory. True when memory_bytes is 0 (unknown).
+bool DropInputPages(uint64_t input_bytes, uint64_t store_bytes, uint64_t memory_bytes);
 
 struct PipelineSummary {
   // Non-empty: the input is one the store consumed whole before (under this name); nothing was

@@ -355,6 +355,7 @@ class Pipeline {
   pb::StoreParams params_;
   std::string input_;          // o_.input, absolute (for messages)
   uint64_t input_size_ = 0;
+  bool drop_input_pages_ = true;  // DropInputPages, decided at Setup
   // The input's bytes hashed so far (the signing thread advances it to each batch's end).
   std::unique_ptr<PrefixDigest> digest_;
   bool resuming_ = false;      // the input is the store's interrupted one, continued

@@ -13,6 +13,10 @@ uint64_t AutoPackedCacheBytes(uint64_t store_bytes, uint64_t memory_bytes) {
   return std::min(store_bytes / kStoreBytesPerRecord * kPackedBytesPerRecord, memory_bytes / 4);
 }
 
+bool DropInputPages(uint64_t input_bytes, uint64_t store_bytes, uint64_t memory_bytes) {
+  return memory_bytes == 0 || input_bytes + store_bytes > memory_bytes / 2;
+}
+
 uint64_t FileBytesUnder(const std::string& dir) {
   uint64_t bytes = 0;
   std::error_code ec;
@@ -225,9 +229,17 @@ Status Pipeline::Setup() {
   sum_.map_version = params_.map_generation();
   source_ = std::make_unique<ShardSignatures>(*map_, *shards_, move_.get());
   Tier1Options t1 = Tier1OptionsFromConfig(config_.tier1(), threshold_);
+  const uint64_t store_bytes = FileBytesUnder(dir_) + expected_records * kStoreBytesPerRecord;
+  const uint64_t memory = MemoryBytes();
+  // A feed's input grows without end: it is always dropped.
+  drop_input_pages_ = o_.feed != nullptr || DropInputPages(input_size_, store_bytes, memory);
+  if (drop_input_pages_ && o_.feed == nullptr) {
+    spdlog::info("pipeline: the input's pages leave the page cache as they are read (input {:.1f} GB and a store of "
+                 "about {:.1f} GB expected, past half of the {:.1f} GB of memory)",
+                 static_cast<double>(input_size_) / 1e9, static_cast<double>(store_bytes) / 1e9,
+                 static_cast<double>(memory) / 1e9);
+  }
   if (config_.tier1().packed_cache_mib() == 0 && config_.tier1().packed_cache_auto()) {
-    const uint64_t store_bytes = FileBytesUnder(dir_) + expected_records * kStoreBytesPerRecord;
-    const uint64_t memory = MemoryBytes();
     t1.packed_cache_bytes = AutoPackedCacheBytes(store_bytes, memory);
     if (t1.packed_cache_bytes > 0) {
       spdlog::info("pipeline: Tier 1 keeps up to {} MiB of records packed (a store of about {:.1f} GB expected, "

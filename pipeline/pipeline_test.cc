@@ -95,6 +95,17 @@ TEST(AutoPackedCacheBytesTest, OnlyForAStorePastTheMemory) {
   EXPECT_EQ(AutoPackedCacheBytes(32'000'000'000, 0), 0u);  // memory unknown
 }
 
+// The input's pages leave the page cache as they are read only when the input and the store would
+// take more than half of the memory.
+TEST(DropInputPagesTest, OnlyForAnInputAndStorePastHalfTheMemory) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  EXPECT_FALSE(DropInputPages(3'000'000'000, 3'200'000'000, 24 * kGiB));  // 1M records
+  EXPECT_TRUE(DropInputPages(30'000'000'000, 32'000'000'000, 24 * kGiB));  // 10M records
+  EXPECT_FALSE(DropInputPages(6 * kGiB, 6 * kGiB, 24 * kGiB));  // half of it exactly
+  EXPECT_TRUE(DropInputPages(6 * kGiB, 6 * kGiB + 1, 24 * kGiB));
+  EXPECT_TRUE(DropInputPages(1, 1, 0));  // memory unknown
+}
+
 TEST(FileBytesUnderTest, CountsTheFilesOfEveryLevel) {
   test::TempDir dir;
   EXPECT_EQ(FileBytesUnder(dir.File("none")), 0u);
