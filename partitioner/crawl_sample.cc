@@ -51,6 +51,10 @@ StatusOr<CrawlSample> SampleCrawl(const std::string& input, const CrawlSampleOpt
     p.alive = rec.has_content();  // the last record of a URL wins: a redirect or gone record drops it
     p.words = std::move(f.length_vector);
     p.shingles = std::move(f.shingle_vector);
+    if (it->second < options.keep_sets && rec.has_content()) {
+      if (out.sets.size() <= it->second) out.sets.resize(it->second + 1);
+      out.sets[it->second] = std::move(f.shingles);
+    }
     return Status::Ok();
   }, &out.reader));
   out.sample = LengthSample(static_cast<uint32_t>(options.signer.signer.dims));

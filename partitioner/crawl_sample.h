@@ -25,6 +25,8 @@ struct CrawlSampleOptions {
   CrawlSignerOptions signer;   // signer.signer.dims decides the sample's dimensions
   double sample_rate = 1.0;
   uint64_t max_pages = 0;      // stop reading once this many URLs are sampled; 0: read it all
+  // Keeps the shingle sets of the first this-many sampled URLs (CrawlSample::sets); 0: none.
+  uint64_t keep_sets = 0;
 };
 
 struct CrawlSample {
@@ -34,6 +36,10 @@ struct CrawlSample {
   // false: reading stopped once max_pages were sampled (the round of records that reached it is
   // kept whole, so the sample may hold a few more: up to signer.round_records, 64 by default).
   bool whole_input = true;
+  // The shingle sets (sorted, unique) of the first options.keep_sets URLs sampled, in the order
+  // they were read: each URL's last record with content (empty for a URL that had none). For
+  // token frequencies (a page that left the sample later is still counted).
+  std::vector<std::vector<uint64_t>> sets;
 };
 
 StatusOr<CrawlSample> SampleCrawl(const std::string& input, const CrawlSampleOptions& options);

@@ -23,10 +23,11 @@ class CrawlSampleTest : public ::testing::Test {
     }
   }
   void TearDown() override { fs::remove(path_); }
-  CrawlSample Sample(double rate, uint64_t max_pages, size_t round_records = 0) {
+  CrawlSample Sample(double rate, uint64_t max_pages, size_t round_records = 0, uint64_t keep_sets = 0) {
     CrawlSampleOptions o;
     o.sample_rate = rate;
     o.max_pages = max_pages;
+    o.keep_sets = keep_sets;
     o.signer.threads = 2;
     o.signer.round_records = round_records;
     StatusOr<CrawlSample> s = SampleCrawl(path_, o);
@@ -81,6 +82,25 @@ TEST_F(CrawlSampleTest, MaxPagesStopsReadingEarly) {
   const CrawlSample all = Sample(1.0, kPages + 1);
   EXPECT_TRUE(all.whole_input);
   EXPECT_EQ(all.sample.size(), static_cast<size_t>(kPages));
+}
+
+// keep_sets keeps the shingle sets of the first sampled URLs, as the signer makes them; none by
+// default.
+TEST_F(CrawlSampleTest, KeepsTheShingleSetsOfTheFirstSampledPages) {
+  EXPECT_TRUE(Sample(0.1, 0).sets.empty());
+  const CrawlSample s = Sample(0.1, 0, 0, 50);
+  ASSERT_EQ(s.sets.size(), 50u);
+  const Signer signer{SignerOptions{}};
+  for (size_t i = 0; i < s.sets.size(); ++i) {
+    const std::string& url = s.urls[i];
+    const int page = std::stoi(url.substr(url.find("/p") + 2));
+    PageFeatures f;
+    signer.Sign("page " + std::to_string(page) + " of the sample test " + std::string(static_cast<size_t>(1 + page % 7), 'w') +
+                    " words here",
+                &f);
+    EXPECT_EQ(s.sets[i], f.shingles) << url;
+  }
+  EXPECT_EQ(Sample(0.1, 0, 0, kPages).sets.size(), s.urls.size());  // at most one a sampled URL
 }
 
 }  // namespace

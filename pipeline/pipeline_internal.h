@@ -45,6 +45,7 @@
 #include "tier2/commit_file.h"
 #include "tier2/prefix_filter.h"
 #include "tier2/shard.h"
+#include "tier2/token_order.h"
 
 
 namespace neardup::pipeline::internal {
@@ -369,6 +370,7 @@ class Pipeline {
   bool move_ended_here_ = false;     // this run ended it: the drained shards go once the set closes
   double move_credit_ = 0;           // seconds of the tiers' thread the move may take (AdvanceMove)
   std::vector<uint64_t> expected_postings_;  // per shard, estimated from the map's sample (when built here)
+  std::string initial_order_;  // the new shards' first token order, from the map's sample (when built here)
   std::unique_ptr<ShardSet> shards_;
   size_t P() const { return shards_->size(); }
   bool feed_open_ = false;     // the feed was told Opened and not yet Closing

@@ -212,6 +212,7 @@ Status Pipeline::Setup() {
   so.shards = move_ != nullptr ? move_->shard_count() : map_->shards();
   so.config.mutable_pipeline()->set_shards(so.shards);
   so.expected_postings = expected_postings_;
+  so.initial_order = initial_order_;
   ASSIGN_OR_RETURN(shards_, o_.open_shards ? o_.open_shards(so) : OpenLocalShardSet(so));
   if (shards_ == nullptr || shards_->size() != so.shards) {
     return FailedPrecondition("the shard set opened for " + dir_ + " has " +
@@ -288,7 +289,14 @@ Status Pipeline::OpenMap() {
   so.signer.threads = o_.threads;
   so.sample_rate = pc.map_sample_rate();
   so.max_pages = pc.map_sample_max_pages();
+  so.keep_sets = config_.tier2().initial_order_pages();
   ASSIGN_OR_RETURN(partitioner::CrawlSample sample, partitioner::SampleCrawl(o_.input, so));
+  // The new shards index in the order of the tokens frequent in the sample (a site's header and
+  // footer last) from their first page, until each derives its own (tier2.initial_order_pages).
+  if (const std::vector<uint64_t> frequent = tier2::FrequentTokens(sample.sets, 2); !frequent.empty()) {
+    initial_order_ = tier2::TokenOrder::FromFrequent(frequent).Serialize();
+  }
+  sample.sets = {};
   // The share of the input the sample stands for (the part read when it stopped early).
   const double input_share =
       sample.whole_input || input_size_ == 0

@@ -157,6 +157,24 @@ TEST(PipelineSeam, SuppliedShardSetTakesEveryTier2StepAndGivesTheSameGroups) {
   EXPECT_GT(counts.get.load(), 0u);  // Tier 1's signatures come from the set too
 }
 
+// A new store's shards index in the order of the tokens frequent in the map's sample from their
+// first page (tier2.initial_order_pages): the same groups and statuses as in hash order, from fewer
+// candidates.
+TEST(PipelineStore, NewShardsStartInTheOrderOfTheSamplesFrequentTokens) {
+  test::TempDir dir;
+  PipelineOptions hashed = SampleRun(dir, "hashed");
+  hashed.config.mutable_tier2()->set_initial_order_pages(0);
+  auto h = RunPipeline(hashed);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  PipelineOptions sampled = SampleRun(dir, "sampled");
+  ASSERT_GT(sampled.config.tier2().initial_order_pages(), 0u);
+  auto s = RunPipeline(sampled);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(ReadFile(sampled.groups_out), ReadFile(hashed.groups_out));
+  EXPECT_EQ(ReadFile(sampled.status_out), ReadFile(hashed.status_out));
+  EXPECT_LT(s->tier2_candidates, h->tier2_candidates) << "in the sample's order against hash order";
+}
+
 // A store is only ever asked for its own threshold, so its shards' prefix index is cut for it,
 // not for the lower tier2.min_threshold: at 0.9 a page holds about half the postings it holds at
 // 0.8, the store records the cut, and the groups are those the exact baseline gives either way.

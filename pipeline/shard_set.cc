@@ -107,6 +107,7 @@ StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const ShardSetOptions& o) 
     so.read_only = o.read_only;
     so.expected_pages = 1 << 16;
     if (m < o.expected_postings.size()) so.expected_postings = o.expected_postings[m];
+    so.initial_order = o.initial_order;
     // The token order comes from the collection's first pages; a shard holds 1/P of them.
     if (so.order_sample_pages > 0) so.order_sample_pages = std::max<uint64_t>(1000, so.order_sample_pages / o.shards);
     auto shard = tier2::Shard::Open(so);

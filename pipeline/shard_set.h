@@ -95,6 +95,9 @@ struct ShardSetOptions {
   uint32_t shards = 0;          // P
   // Per shard, the prefix postings it is expected to hold (sizes its index; empty: a default).
   std::vector<uint64_t> expected_postings;
+  // tier2::ShardOptions::initial_order for every shard (a set whose shards live in other
+  // processes may ignore it: it changes no answer).
+  std::string initial_order;
   bool read_only = false;       // tier2::ShardOptions::read_only for every shard
   // The shards to open in this process (a Tier 2 server holds some of a store's); empty: all P.
   std::vector<uint32_t> serve;

@@ -70,6 +70,11 @@ struct ShardOptions {
   // 0 keeps plain hash order.
   uint64_t order_sample_pages = ConfigDefaults().tier2().order_sample_pages();
   uint32_t frequent_min_pages = ConfigDefaults().tier2().frequent_min_pages();
+  // A shard that has not derived its order yet indexes in this one (TokenOrder::Serialize(), e.g.
+  // from a sample of the collection) instead of hash order, until it derives its own. Any order
+  // is exact, so it is not stored: a shard opened again without it rebuilds its index in hash
+  // order. Empty: hash order. Open fails with InvalidArgument when it does not deserialize.
+  std::string initial_order;
   // CompareBatch hints the reads of its verifications to the log before making them
   // (SignatureLog::WillNeed).
   bool read_ahead = ConfigDefaults().tier2().read_ahead();

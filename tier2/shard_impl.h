@@ -238,6 +238,7 @@ class Shard::Impl {
   std::vector<uint32_t> cut_;   // per slot: top 32 bits of the key of its last indexed prefix token
   std::vector<uint64_t> bits_;  // per slot: kBitmapWords words of its parity bitmap (prefix_filter.h)
   TokenOrder order_;            // the global token order (empty: hash order)
+  bool order_derived_ = false;  // order_ is the shard's own (Reorder, or its order file)
   std::unique_ptr<SignatureLog> log_;
   uint32_t log_generation_ = 0;
   std::unique_ptr<CommitFile> commits_;  // the last commit (guarded by apply_mu_ after Open)

@@ -121,6 +121,7 @@ Status Shard::Impl::Reorder() {
     return Status(s.code(), "shard: write the token order: " + s.message());
   }
   order_ = order;
+  order_derived_ = true;
   frequent_tokens_ = frequent.size();
   return RebuildIndex(index_.bucket_bits());
 }

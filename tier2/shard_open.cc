@@ -97,8 +97,13 @@ Status Shard::Impl::Open() {
     auto parsed = TokenOrder::Deserialize(v);
     if (!parsed.ok()) return Corruption("shard: " + File(kOrderFile) + ": " + parsed.status().message());
     order_ = std::move(*parsed);
+    order_derived_ = true;
   } else if (order.code() != StatusCode::kNotFound) {
     return IoError("shard: read the token order: " + order.message());
+  } else if (!o.initial_order.empty()) {
+    auto parsed = TokenOrder::Deserialize(o.initial_order);
+    if (!parsed.ok()) return InvalidArgument("shard: initial token order: " + parsed.status().message());
+    order_ = std::move(*parsed);
   }
 
   RETURN_IF_ERROR(OpenLog());
