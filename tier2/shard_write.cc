@@ -208,7 +208,8 @@ Status Shard::Impl::Publish(std::unique_ptr<StagedBatch> batch, std::span<const 
     }
     const uint64_t postings = index_.main_postings() + index_.overflow_postings();
     if (!order_derived_ && options_.order_sample_pages > 0 && index_.live_slots() >= options_.order_sample_pages) {
-      // The batch is stored either way; a failed reorder leaves hash order and is retried next time.
+      // The batch is stored either way; a failed reorder leaves the order as it was (hash order, or
+      // the initial one) and is retried next time.
       if (Status r = Reorder(); !r.ok()) spdlog::warn("shard: deriving the token order failed: {}", r.ToString());
     } else if (postings > (16ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
       // Grown past the bucket table: rebuild from the log with a table sized for twice the size.
