@@ -8,6 +8,28 @@ namespace {
 using namespace shard_test;  // NOLINT: the shard tests' helpers
 namespace fs = std::filesystem;
 
+// `n` pages of 4 big "sites": a Corpus body (seed `body_seed`), each page with its site's 40
+// header-and-footer shingles (drawn from `boilerplate_seed`); *boilerplate, when given, gets them.
+std::vector<pb::PageSignature> SitePages(uint64_t boilerplate_seed, uint64_t body_seed, int n, const std::string& prefix,
+                                         std::vector<uint64_t>* boilerplate = nullptr) {
+  std::mt19937_64 rng(boilerplate_seed);
+  std::vector<std::vector<uint64_t>> sites(4);
+  for (auto& b : sites) {
+    b.resize(40);
+    for (auto& h : b) h = rng();
+    if (boilerplate != nullptr) boilerplate->insert(boilerplate->end(), b.begin(), b.end());
+  }
+  auto body = Corpus(body_seed, n, {20, 60, 200}, 4, prefix);
+  std::vector<pb::PageSignature> all;
+  for (size_t i = 0; i < body.size(); ++i) {
+    std::vector<uint64_t> h(body[i].shingles().begin(), body[i].shingles().end());
+    const auto& b = sites[i % sites.size()];
+    h.insert(h.end(), b.begin(), b.end());
+    all.push_back(MakeSig(body[i].url(), h));
+  }
+  return all;
+}
+
 // Many replacements through a shard that starts tiny: compactions and index rebuilds happen, and
 // the answers stay exact.
 TEST(Shard, StaysExactThroughCompactionsAndRebuilds) {
@@ -84,20 +106,7 @@ TEST(Shard, DerivedTokenOrderStaysExactAndPersists) {
   ShardOptions o = Options(dir.str(), 0.7, 2);
   o.order_sample_pages = 300;
   o.frequent_min_pages = 3;
-  std::mt19937_64 rng(11);
-  std::vector<std::vector<uint64_t>> boilerplate(4);
-  for (auto& b : boilerplate) {
-    b.resize(40);
-    for (auto& h : b) h = rng();
-  }
-  auto body = Corpus(12, 900, {20, 60, 200}, 4, "http://site/");
-  std::vector<pb::PageSignature> all;
-  for (size_t i = 0; i < body.size(); ++i) {
-    std::vector<uint64_t> h(body[i].shingles().begin(), body[i].shingles().end());
-    const auto& b = boilerplate[i % boilerplate.size()];
-    h.insert(h.end(), b.begin(), b.end());
-    all.push_back(MakeSig(body[i].url(), h));
-  }
+  const std::vector<pb::PageSignature> all = SitePages(11, 12, 900, "http://site/");
   std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 800), batch(all.begin() + 800, all.end());
   uint64_t candidates_ordered = 0, postings_ordered = 0;
   {
@@ -150,21 +159,8 @@ TEST(Shard, DerivedTokenOrderStaysExactAndPersists) {
 // initial order is not stored: opened again without it, a shard that derived none is back in hash
 // order, with the same answers. An initial order that does not deserialize is refused.
 TEST(Shard, InitialOrderIsUsedUntilTheShardDerivesItsOwn) {
-  std::mt19937_64 rng(12);
-  std::vector<std::vector<uint64_t>> boilerplate(4);
   std::vector<uint64_t> frequent;
-  for (auto& b : boilerplate) {
-    b.resize(40);
-    for (auto& h : b) frequent.push_back(h = rng());
-  }
-  auto body = Corpus(13, 600, {20, 60, 200}, 4, "http://init/");
-  std::vector<pb::PageSignature> all;
-  for (size_t i = 0; i < body.size(); ++i) {
-    std::vector<uint64_t> h(body[i].shingles().begin(), body[i].shingles().end());
-    const auto& b = boilerplate[i % boilerplate.size()];
-    h.insert(h.end(), b.begin(), b.end());
-    all.push_back(MakeSig(body[i].url(), h));
-  }
+  const std::vector<pb::PageSignature> all = SitePages(12, 13, 600, "http://init/", &frequent);
   std::vector<pb::PageSignature> resident(all.begin(), all.begin() + 500), batch(all.begin() + 500, all.end());
   auto rp = Pages(resident);
   auto pages = Pages(batch);
