@@ -24,11 +24,15 @@ int PrefixIndex::BucketBitsFor(uint64_t postings) {
   return std::clamp(static_cast<int>(std::bit_width(buckets)), kMinBucketBits, kMaxBucketBits);
 }
 
+void PrefixIndex::AdvanceScan() {
+  while (scan_ < state_.size() && state_[scan_] != kFree) ++scan_;
+}
+
 uint32_t PrefixIndex::AllocateSlot() {
   // free_ may hold slots a restart re-added directly; those are skipped here.
   while (!free_.empty() && state_[free_.back()] != kFree) free_.pop_back();
   if (!free_.empty()) return free_.back();
-  while (scan_ < state_.size() && state_[scan_] != kFree) ++scan_;
+  AdvanceScan();
   return scan_ < kMaxSlots ? scan_ : kMaxSlots;
 }
 
@@ -72,6 +76,7 @@ PrefixIndex PrefixIndex::Build(int bucket_bits, const std::function<void(const B
     for (uint64_t t : tokens) index.postings_[fill[index.Bucket(t)]++] = slot << 8 | Fingerprint(t);
   });
   index.live_postings_ = total;
+  index.AdvanceScan();
   return index;
 }
 
@@ -82,6 +87,9 @@ bool PrefixIndex::Add(uint32_t slot, std::span<const uint64_t> tokens) {
   if (!free_.empty() && free_.back() == slot) free_.pop_back();
   state_[slot] = kLive;
   ++live_slots_;
+  // Slots are mostly added in the order AllocateSlots hands them out: the scan's start moves past
+  // them, so that it never walks the live slots again (one walk per batch grew with the shard).
+  if (slot == scan_) AdvanceScan();
   // The table is many times the cache and each posting lands at random in it: the positions of a
   // group of postings are prefetched before any is written, so their misses overlap. Grown first,
   // so that the positions stay valid.

@@ -94,6 +94,8 @@ class PrefixIndex {
   void Compact(bool purge = true);
 
   uint64_t live_slots() const { return live_slots_; }
+  // Where AllocateSlots starts to look past the purged slots: no slot below it is fresh.
+  uint32_t first_fresh_candidate() const { return scan_; }
   uint64_t main_postings() const { return postings_.size(); }
   uint64_t main_capacity() const { return postings_.capacity(); }
   uint64_t overflow_postings() const { return overflow_count_; }
@@ -111,7 +113,8 @@ class PrefixIndex {
   uint64_t OverflowSlot(uint32_t bucket) const {
     return (bucket * 0x9E3779B97F4A7C15ull) >> overflow_shift_;
   }
-  uint64_t Slack(uint64_t postings) const;  // spare main-array capacity a reallocation leaves
+  uint64_t Slack(uint64_t postings) const;
+  void AdvanceScan();  // scan_ to the lowest slot at or above it that is free (or state_.size())  // spare main-array capacity a reallocation leaves
   void OverflowInsert(uint64_t entry);
   void OverflowGrow();
 

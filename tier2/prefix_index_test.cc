@@ -134,6 +134,26 @@ TEST(PrefixIndex, AllocateSlotsMatchesOneByOneAllocation) {
   EXPECT_EQ(planned, (std::vector<uint32_t>{1, 4, 6, 7}));
 }
 
+// The scan for fresh slots starts past the slots already added in the order they were handed
+// out, after a bulk build too: a batch's AllocateSlots does not walk the shard's live slots again.
+TEST(PrefixIndex, FreshSlotScanStartsPastTheAddedSlots) {
+  PrefixIndex index(8);
+  for (int batch = 0; batch < 5; ++batch) {
+    for (uint32_t s : index.AllocateSlots(200)) ASSERT_TRUE(index.Add(s, std::vector<uint64_t>{s}));
+    EXPECT_EQ(index.first_fresh_candidate(), 200u * static_cast<uint32_t>(batch + 1));
+  }
+  // Slots 0..9 and 12 from a restart: the gap is handed out first, and the scan passes it once filled.
+  PrefixIndex built = PrefixIndex::Build(8, [](const PrefixIndex::BulkVisitor& visit) {
+    for (uint32_t s = 0; s < 10; ++s) visit(s, std::vector<uint64_t>{s});
+    visit(12, std::vector<uint64_t>{12});
+  });
+  EXPECT_EQ(built.first_fresh_candidate(), 10u);
+  const std::vector<uint32_t> planned = built.AllocateSlots(3);
+  EXPECT_EQ(planned, (std::vector<uint32_t>{10, 11, 13}));
+  for (uint32_t s : planned) ASSERT_TRUE(built.Add(s, std::vector<uint64_t>{s}));
+  EXPECT_EQ(built.first_fresh_candidate(), 14u);
+}
+
 // Random adds, removes and compactions against the model: every live (slot, token) is found, no
 // dead slot is returned, and the bulk build finds the same.
 TEST(PrefixIndex, RandomOperationsKeepEveryPosting) {
