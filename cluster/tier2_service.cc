@@ -102,6 +102,8 @@ void ToMessage(const tier2::ShardStats& s, pb::ShardStatsMsg* out) {
   out->set_log_live_bytes(s.log_live_bytes);
   out->set_log_compactions(s.log_compactions);
   out->set_open_seconds(s.open_seconds);
+  out->set_order_refreshes(s.order_refreshes);
+  out->set_refreshed_pages(s.refreshed_pages);
 }
 
 tier2::ShardStats FromMessage(const pb::ShardStatsMsg& m) {
@@ -119,6 +121,8 @@ tier2::ShardStats FromMessage(const pb::ShardStatsMsg& m) {
   s.log_live_bytes = m.log_live_bytes();
   s.log_compactions = m.log_compactions();
   s.open_seconds = m.open_seconds();
+  s.order_refreshes = m.order_refreshes();
+  s.refreshed_pages = m.refreshed_pages();
   return s;
 }
 

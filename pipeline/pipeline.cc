@@ -331,6 +331,8 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
     sum_.shard_postings += st.index_postings;
     sum_.shard_compactions += st.compactions;
     sum_.shard_rebuilds += st.rebuilds;
+    sum_.shard_order_refreshes += st.order_refreshes;
+    sum_.shard_refreshed_pages += st.refreshed_pages;
   }
   {
     std::vector<double> load(sum_.shard_resident_pages.begin(), sum_.shard_resident_pages.end());
@@ -428,11 +430,12 @@ std::string FormatSummary(const PipelineSummary& s) {
   {
     const double pages = static_cast<double>(std::max<uint64_t>(s.shard_pages, 1));
     o += fmt::format("shards             {} resident pages, {:.0f} B/page of index and page tables in RAM "
-                     "(index {:.0f} B: {:.1f} postings; page tables {:.0f} B), {} index compactions, {} rebuilds\n",
+                     "(index {:.0f} B: {:.1f} postings; page tables {:.0f} B), {} index compactions, {} rebuilds, "
+                     "{} token order refreshes ({} pages re-indexed)\n",
                      s.shard_pages, static_cast<double>(s.shard_ram_bytes) / pages,
                      static_cast<double>(s.shard_index_bytes) / pages, static_cast<double>(s.shard_postings) / pages,
                      static_cast<double>(s.shard_ram_bytes - s.shard_index_bytes) / pages, s.shard_compactions,
-                     s.shard_rebuilds);
+                     s.shard_rebuilds, s.shard_order_refreshes, s.shard_refreshed_pages);
   }
   o += fmt::format("map                version {}{}; shard imbalance {:.3f} (map planned {:.3f}, drift {:+.3f}){}\n",
                    s.map_version,

@@ -220,6 +220,9 @@ struct PipelineSummary {
   // The shards at the end: resident pages, their in-memory index and page tables, and how often
   // their indexes were compacted or rebuilt during the run.
   uint64_t shard_pages = 0, shard_ram_bytes = 0, shard_compactions = 0, shard_rebuilds = 0;
+  // Times the shards marked crowded prefix tokens frequent (tier2.crowded_token_pages), and the
+  // pages that re-indexed.
+  uint64_t shard_order_refreshes = 0, shard_refreshed_pages = 0;
   uint64_t shard_index_bytes = 0, shard_postings = 0;  // of shard_ram_bytes: the prefix index's share
   // Per shard: wall time its CompareBatch calls took, its Stage, Publish and Commit calls (storing),
   // and the pages it holds at the end. A shard far above the others is the long pole of steps 3-5.

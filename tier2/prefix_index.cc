@@ -116,6 +116,46 @@ bool PrefixIndex::Add(uint32_t slot, std::span<const uint64_t> tokens) {
   return true;
 }
 
+bool PrefixIndex::AddPostings(uint32_t slot, std::span<const uint64_t> tokens) {
+  if (!IsLive(slot)) return false;
+  for (uint64_t t : tokens) {
+    OverflowInsert(static_cast<uint64_t>(Bucket(t)) << 32 | (static_cast<uint64_t>(slot) << 8 | Fingerprint(t)));
+  }
+  live_postings_ += tokens.size();
+  return true;
+}
+
+std::vector<PrefixIndex::Crowded> PrefixIndex::FindCrowded(uint32_t min_live, size_t sample) const {
+  std::vector<Crowded> out;
+  if (min_live == 0) return out;
+  uint32_t count[256] = {};
+  for (uint64_t b = 0; b + 1 < offsets_.size(); ++b) {
+    const uint32_t start = offsets_[b], end = offsets_[b + 1];
+    if (end - start < min_live) continue;  // most buckets
+    for (uint32_t i = start; i < end; ++i) count[postings_[i] & 0xFF] += state_[postings_[i] >> 8] == kLive;
+    for (uint32_t i = start; i < end; ++i) {
+      const uint32_t fp = postings_[i] & 0xFF;
+      if (count[fp] >= min_live) {
+        Crowded c;
+        c.bucket = static_cast<uint32_t>(b);
+        c.fingerprint = fp;
+        c.live = count[fp];
+        // Every (live / sample)-th live posting of the list.
+        const uint64_t step = std::max<uint64_t>(1, c.live / std::max<size_t>(sample, 1));
+        uint64_t seen = 0;
+        for (uint32_t j = start; j < end && c.sample.size() < sample; ++j) {
+          const uint32_t p = postings_[j];
+          if ((p & 0xFF) != fp || state_[p >> 8] != kLive) continue;
+          if (seen++ % step == 0) c.sample.push_back(p >> 8);
+        }
+        out.push_back(std::move(c));
+      }
+      count[fp] = 0;  // each list once
+    }
+  }
+  return out;
+}
+
 bool PrefixIndex::Remove(uint32_t slot, uint32_t postings) {
   if (!IsLive(slot)) return false;
   state_[slot] = kDead;

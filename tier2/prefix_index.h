@@ -63,6 +63,11 @@ class PrefixIndex {
   // restarts may add slots in any order. Returns false (and changes nothing) otherwise.
   bool Add(uint32_t slot, std::span<const uint64_t> tokens);
 
+  // Adds postings for `tokens` to a live slot (it indexes more tokens than it did: a new token
+  // order moved its prefix). Its earlier postings stay. Returns false (and changes nothing) when
+  // the slot is not live.
+  bool AddPostings(uint32_t slot, std::span<const uint64_t> tokens);
+
   // Marks a live slot dead; `postings` is how many tokens it indexed (for the compaction policy).
   // Returns false when the slot was not live.
   bool Remove(uint32_t slot, uint32_t postings);
@@ -79,6 +84,21 @@ class PrefixIndex {
   // dead slots included (check IsLive on the few that matter), one entry per matching posting.
   // Prefetches every bucket before reading any, so the cache misses of a probe overlap.
   void Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots) const;
+
+  // A posting list many live pages share: every token of `bucket` and `fingerprint` files there,
+  // so it is usually one token's (InGroup tells which tokens it may be).
+  struct Crowded {
+    uint32_t bucket = 0;
+    uint32_t fingerprint = 0;
+    uint32_t live = 0;            // live slots with a posting in it
+    std::vector<uint32_t> sample;  // up to `sample` of them, spread over the list
+  };
+  // Every list of the main arrays with at least `min_live` live postings (the overflow is not
+  // looked at: Compact first), in bucket order. O(main postings).
+  std::vector<Crowded> FindCrowded(uint32_t min_live, size_t sample) const;
+  bool InGroup(const Crowded& c, uint64_t token) const {
+    return Bucket(token) == c.bucket && Fingerprint(token) == c.fingerprint;
+  }
 
   // Overflow above 1/32 of the main postings plus buckets, or dead postings above 1/4 of the live
   // ones.

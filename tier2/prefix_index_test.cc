@@ -154,6 +154,45 @@ TEST(PrefixIndex, FreshSlotScanStartsPastTheAddedSlots) {
   EXPECT_EQ(built.first_fresh_candidate(), 14u);
 }
 
+// FindCrowded reports the lists with at least min_live live postings, with a sample of their
+// live slots; AddPostings files more tokens under a live slot, and refuses a dead one.
+TEST(PrefixIndex, FindCrowdedAndAddPostings) {
+  PrefixIndex index(12);
+  const uint64_t a = 0x1234567890ABCDEFull, b = 0x0FEDCBA987654321ull;
+  for (uint32_t s = 0; s < 300; ++s) {
+    std::vector<uint64_t> tokens{1000003ull * s + 7};  // a token of its own
+    if (s < 100) tokens.push_back(a);
+    else if (s < 130) tokens.push_back(b);
+    std::sort(tokens.begin(), tokens.end());
+    ASSERT_TRUE(index.Add(s, tokens));
+  }
+  for (uint32_t s = 0; s < 100; s += 10) ASSERT_TRUE(index.Remove(s, 2));
+  index.Compact(/*purge=*/false);
+  std::vector<PrefixIndex::Crowded> crowded = index.FindCrowded(64, 8);
+  ASSERT_EQ(crowded.size(), 1u);
+  EXPECT_TRUE(index.InGroup(crowded[0], a));
+  EXPECT_FALSE(index.InGroup(crowded[0], b));
+  EXPECT_EQ(crowded[0].live, 90u);
+  ASSERT_EQ(crowded[0].sample.size(), 8u);
+  for (uint32_t s : crowded[0].sample) {
+    EXPECT_LT(s, 100u);
+    EXPECT_TRUE(index.IsLive(s));
+  }
+  EXPECT_GT(crowded[0].sample.back() - crowded[0].sample.front(), 50u) << "spread over the list";
+  crowded = index.FindCrowded(20, 4);
+  ASSERT_EQ(crowded.size(), 2u);
+  EXPECT_EQ(crowded[0].live + crowded[1].live, 120u);
+  EXPECT_TRUE(index.FindCrowded(0, 8).empty());
+
+  const uint64_t c = 0x5555555555555555ull;
+  EXPECT_TRUE(index.AddPostings(150, std::vector<uint64_t>{c}));
+  EXPECT_FALSE(index.AddPostings(10, std::vector<uint64_t>{c})) << "slot 10 is dead";
+  EXPECT_EQ(Lookup(index, c), std::set<uint32_t>{150});
+  EXPECT_EQ(Lookup(index, 1000003ull * 150 + 7), std::set<uint32_t>{150}) << "its earlier postings stay";
+  index.Compact();
+  EXPECT_EQ(Lookup(index, c), std::set<uint32_t>{150});
+}
+
 // Random adds, removes and compactions against the model: every live (slot, token) is found, no
 // dead slot is returned, and the bulk build finds the same.
 TEST(PrefixIndex, RandomOperationsKeepEveryPosting) {

@@ -24,6 +24,7 @@ ShardOptions ShardOptionsFromConfig(const pb::NeardupConfig& config, const std::
   o.sync = t.sync();
   o.order_sample_pages = t.order_sample_pages();
   o.frequent_min_pages = t.frequent_min_pages();
+  o.crowded_token_pages = t.crowded_token_pages();
   o.read_ahead = t.read_ahead();
   return o;
 }
@@ -61,6 +62,8 @@ ShardStats Shard::Impl::Stats() const {
   s.compactions = compactions_;
   s.token_order_bits = order_.bitmap_bits();
   s.frequent_tokens = frequent_tokens_;
+  s.order_refreshes = order_refreshes_;
+  s.refreshed_pages = refreshed_pages_;
   s.rebuilds = rebuilds_;
   s.open_seconds = open_seconds_;
   return s;

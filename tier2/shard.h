@@ -70,6 +70,11 @@ struct ShardOptions {
   // 0 keeps plain hash order.
   uint64_t order_sample_pages = ConfigDefaults().tier2().order_sample_pages();
   uint32_t frequent_min_pages = ConfigDefaults().tier2().frequent_min_pages();
+  // After that, each time the shard has doubled its pages since the order last changed, it marks
+  // frequent the prefix tokens at least this many pages share, with what a sample of those pages
+  // has in common, and re-indexes the pages that had one in their prefix (the order only ever
+  // gains marked tokens, so no other page's prefix moves). 0: the derived order stays.
+  uint32_t crowded_token_pages = ConfigDefaults().tier2().crowded_token_pages();
   // A shard that has not derived its order yet indexes in this one (TokenOrder::Serialize(), e.g.
   // from a sample of the collection) instead of hash order, until it derives its own. Any order
   // is exact, so it is not stored: a shard opened again without it rebuilds its index in hash
@@ -166,6 +171,8 @@ struct ShardStats {
   uint64_t rebuilds = 0;            // index rebuilt from the signature log (growth, token order)
   uint64_t token_order_bits = 0;    // size of the frequent-token bitmap; 0 = hash order
   uint64_t frequent_tokens = 0;     // tokens marked frequent (when derived by this process)
+  uint64_t order_refreshes = 0;     // times this process marked crowded tokens (crowded_token_pages)
+  uint64_t refreshed_pages = 0;     // pages those re-indexed
   uint64_t log_bytes = 0;           // the signature log's size
   uint64_t log_live_bytes = 0;      // of which records of resident pages
   uint64_t log_compactions = 0;     // by this process

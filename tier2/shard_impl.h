@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "proto/tier2.pb.h"
@@ -187,6 +188,10 @@ class Shard::Impl {
   }
   // Derives the token order from the resident pages' document frequencies and re-indexes them.
   Status Reorder();
+  // Marks the crowded prefix tokens frequent (ShardOptions::crowded_token_pages) and re-indexes
+  // the pages that had one in their prefix; sets when to look again. On an error (a signature
+  // that does not read back, the order file not written) nothing has changed.
+  Status RefreshOrder();
   // The slot's page-table row from its entry (shingle vector validated).
   void SetPageTable(uint32_t slot, const pb::ShardIndexEntry& e);
   uint32_t IndexedPostings(uint32_t slot) const {
@@ -252,7 +257,15 @@ class Shard::Impl {
   uint64_t log_live_bytes_ = 0;       // bytes of the records live slots refer to
   uint64_t log_compactions_ = 0;
   uint64_t compactions_ = 0;
-  uint64_t frequent_tokens_ = 0;  // marked by Reorder() in this process
+  uint64_t frequent_tokens_ = 0;  // marked by Reorder() and RefreshOrder() in this process
+  // RefreshOrder runs when the index holds this many live pages (0: not yet due).
+  uint64_t next_refresh_ = 0;
+  uint64_t order_refreshes_ = 0;
+  uint64_t refreshed_pages_ = 0;
+  // Posting lists (bucket << 8 | fingerprint) whose token RefreshOrder marked: the pages keep their
+  // postings there until the next rebuild, so the list stays crowded without being the order's
+  // fault. Cleared by RebuildIndex.
+  std::unordered_set<uint64_t> demoted_lists_;
   uint64_t rebuilds_ = 0;
   double open_seconds_ = 0;
 };

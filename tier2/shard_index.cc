@@ -1,6 +1,7 @@
 // The shard's in-memory index: the prefix index, the page tables (sizes, length vectors, prefix
 // cuts, parity bitmaps) and the token order; rebuilding them from the log.
 #include <algorithm>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,7 @@ Status Shard::Impl::RebuildIndex(int bucket_bits) {
     return error;
   }
   index_ = std::move(built);
+  demoted_lists_.clear();  // every page indexed anew: no postings of demoted tokens left
   ++rebuilds_;
   return Status::Ok();
 }
@@ -123,7 +125,101 @@ Status Shard::Impl::Reorder() {
   order_ = order;
   order_derived_ = true;
   frequent_tokens_ = frequent.size();
+  next_refresh_ = 2 * std::max<uint64_t>(index_.live_slots(), 1);
   return RebuildIndex(index_.bucket_bits());
+}
+
+Status Shard::Impl::RefreshOrder() {
+  // Due again once the shard has doubled, whatever happens below.
+  next_refresh_ = 2 * std::max<uint64_t>(index_.live_slots(), 1);
+  // The lists are counted in the main arrays: the overflow goes there first.
+  if (index_.overflow_postings() > 0) {
+    index_.Compact(/*purge=*/false);
+    ++compactions_;
+  }
+  // A crowded list is usually one token in many prefixes: a site's header or footer shingle.
+  // Its token is the one of the list's bucket and fingerprint that most of a sample of its pages
+  // hold; with it go the tokens at least 3/4 of the sample share (the rest of the site's
+  // template), which would otherwise crowd the prefixes next.
+  constexpr size_t kSample = 8;
+  const std::vector<PrefixIndex::Crowded> crowded = index_.FindCrowded(options_.crowded_token_pages, kSample);
+  std::vector<uint64_t> marked;
+  std::string buffer;
+  pb::PageSignature sig;
+  std::unordered_map<uint64_t, uint32_t> in_pages;  // token -> sampled pages holding it
+  for (const PrefixIndex::Crowded& c : crowded) {
+    const uint64_t list = uint64_t{c.bucket} << 8 | c.fingerprint;
+    if (demoted_lists_.count(list)) continue;
+    in_pages.clear();
+    uint32_t pages = 0;
+    for (uint32_t slot : c.sample) {
+      if (!HasLocation(slot)) continue;
+      RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
+      ++pages;
+      for (uint64_t h : Shingles(sig)) ++in_pages[h];
+    }
+    uint64_t token = 0;
+    uint32_t most = 0;
+    for (const auto& [h, n] : in_pages) {
+      if (index_.InGroup(c, h) && (n > most || (n == most && h < token))) {
+        token = h;
+        most = n;
+      }
+    }
+    if (most < 2 || order_.Frequent(token)) continue;  // no one token behind the list
+    demoted_lists_.insert(list);
+    marked.push_back(token);
+    if (pages >= 4) {
+      for (const auto& [h, n] : in_pages) {
+        if (4 * n >= 3 * pages && h != token && !order_.Frequent(h)) marked.push_back(h);
+      }
+    }
+  }
+  if (marked.empty()) return Status::Ok();
+  std::sort(marked.begin(), marked.end());
+  marked.erase(std::unique(marked.begin(), marked.end()), marked.end());
+  const TokenOrder next = order_.WithFrequent(marked);
+
+  // The pages whose prefix holds a marked token are in those tokens' lists (with a few others
+  // that share a list by chance). Their new prefixes are computed before anything changes.
+  std::vector<uint32_t> affected;
+  for (uint64_t h : marked) index_.ForEach(h, [&](uint32_t slot) { affected.push_back(slot); });
+  std::sort(affected.begin(), affected.end());
+  affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
+  struct Moved {
+    uint32_t slot;
+    uint32_t cut;
+    std::vector<uint64_t> added;  // tokens its new prefix holds and its old one did not
+  };
+  std::vector<Moved> moved;
+  std::vector<uint64_t> before, after;
+  for (uint32_t slot : affected) {
+    if (!HasLocation(slot)) continue;
+    RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
+    const uint32_t p = IndexedPostings(slot);
+    order_.Prefix(Shingles(sig), p, &before);
+    next.Prefix(Shingles(sig), p, &after);
+    if (before == after) continue;
+    Moved m{slot, static_cast<uint32_t>(after.empty() ? 0 : next.Key(after.back()) >> 32), {}};
+    std::sort(before.begin(), before.end());
+    for (uint64_t h : after) {
+      if (!std::binary_search(before.begin(), before.end(), h)) m.added.push_back(h);
+    }
+    moved.push_back(std::move(m));
+  }
+  // The order is stored first: a restart rebuilds the index in it.
+  if (Status s = WriteFileAtomically(env_, File(kOrderFile), next.Serialize(), options_.sync); !s.ok()) {
+    return Status(s.code(), "shard: write the token order: " + s.message());
+  }
+  for (const Moved& m : moved) {
+    index_.AddPostings(m.slot, m.added);
+    cut_[m.slot] = m.cut;
+  }
+  order_ = next;
+  frequent_tokens_ += marked.size();
+  ++order_refreshes_;
+  refreshed_pages_ += moved.size();
+  return Status::Ok();
 }
 
 }  // namespace neardup::tier2

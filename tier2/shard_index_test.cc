@@ -1,4 +1,7 @@
 // The index: compactions, rebuilds, its sizing, the derived token order.
+#include <fstream>
+#include <iterator>
+
 #include "tier2/shard_test_util.h"
 #include "tier2/token_order.h"
 
@@ -233,6 +236,73 @@ TEST(Shard, InitialOrderIsUsedUntilTheShardDerivesItsOwn) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("initial token order"), std::string::npos);
+}
+
+// Sites that appear after the shard derived its order crowd the prefixes with their header and
+// footer; as the shard doubles, it marks those tokens frequent too and re-indexes the pages that
+// held them. Answers stay exact (before and after a restart, which rebuilds in the stored order),
+// and a probe scans far fewer postings than in the derived order alone.
+TEST(Shard, CrowdedTokensGoLastAsTheShardGrows) {
+  // The order is derived from sites 0-3; sites 4-7 come later, and make most of the shard.
+  std::vector<uint64_t> early_boilerplate, late_boilerplate;
+  const std::vector<pb::PageSignature> early = SitePages(31, 32, 200, "http://early/", &early_boilerplate);
+  const std::vector<pb::PageSignature> late = SitePages(33, 34, 1400, "http://late/", &late_boilerplate);
+  std::vector<pb::PageSignature> resident(early.begin(), early.begin() + 150);
+  resident.insert(resident.end(), late.begin(), late.begin() + 1300);
+  std::vector<pb::PageSignature> batch(early.begin() + 150, early.end());
+  batch.insert(batch.end(), late.begin() + 1300, late.end());
+  const std::set<Pair> truth = BruteForce(resident, batch, 0.7);
+  auto pages = Pages(batch);
+
+  auto fill = [&](const ShardOptions& o, CompareResult* r, ShardStats* st) {
+    auto shard = Shard::Open(o);
+    ASSERT_TRUE(shard.ok());
+    for (size_t i = 0; i < resident.size(); i += 50) {
+      std::vector<pb::PageSignature> part(resident.begin() + i, resident.begin() + std::min(resident.size(), i + 50));
+      ASSERT_TRUE((*shard)->Apply(Pages(part), {}).ok());
+    }
+    ASSERT_TRUE((*shard)->CompareBatch(pages, 0.7, r).ok());
+    *st = (*shard)->Stats();
+  };
+  TempDir fixed_dir, dir;
+  ShardOptions fixed = Options(fixed_dir.str(), 0.7, 2);
+  fixed.order_sample_pages = 150;  // sites 0-3 only
+  fixed.frequent_min_pages = 3;
+  fixed.crowded_token_pages = 0;
+  CompareResult rf, r;
+  ShardStats sf, st;
+  fill(fixed, &rf, &sf);
+  EXPECT_EQ(Found(batch, rf), truth);
+  EXPECT_EQ(sf.order_refreshes, 0u);
+
+  ShardOptions o = fixed;
+  o.path = dir.str();
+  o.crowded_token_pages = 16;
+  fill(o, &r, &st);
+  EXPECT_EQ(Found(batch, r), truth);
+  EXPECT_GE(st.order_refreshes, 1u);  // at 300, 600 and 1200 pages
+  EXPECT_GT(st.refreshed_pages, 0u);
+  EXPECT_GE(st.frequent_tokens, sf.frequent_tokens + late_boilerplate.size() / 2);
+  EXPECT_GT(rf.stats.postings_scanned, 2 * r.stats.postings_scanned);
+  EXPECT_LT(r.stats.candidates, rf.stats.candidates);
+  {
+    // The order marks the late sites' header and footer; the early ones stay marked.
+    std::ifstream in(fs::path(dir.str()) / "order", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto order = TokenOrder::Deserialize(bytes);
+    ASSERT_TRUE(order.ok());
+    size_t late_marked = 0;
+    for (uint64_t h : late_boilerplate) late_marked += order->Frequent(h);
+    EXPECT_GE(late_marked, late_boilerplate.size() * 3 / 4);
+    for (uint64_t h : early_boilerplate) EXPECT_TRUE(order->Frequent(h));
+  }
+  // Reopened: the index is rebuilt in the stored order, with the same answers.
+  auto shard = Shard::Open(o);
+  ASSERT_TRUE(shard.ok());
+  CompareResult again;
+  ASSERT_TRUE((*shard)->CompareBatch(pages, 0.7, &again).ok());
+  EXPECT_EQ(Found(batch, again), truth);
+  EXPECT_LE(again.stats.candidates, r.stats.candidates);
 }
 
 }  // namespace

@@ -211,6 +211,11 @@ Status Shard::Impl::Publish(std::unique_ptr<StagedBatch> batch, std::span<const 
       // The batch is stored either way; a failed reorder leaves the order as it was (hash order, or
       // the initial one) and is retried next time.
       if (Status r = Reorder(); !r.ok()) spdlog::warn("shard: deriving the token order failed: {}", r.ToString());
+    } else if (order_derived_ && options_.crowded_token_pages > 0 && next_refresh_ > 0 &&
+               index_.live_slots() >= next_refresh_) {
+      // As the shard grows, sites the order's sample did not show crowd the prefixes: their tokens
+      // go last too. Any order is exact; a failure leaves this one and is retried at the next size.
+      if (Status r = RefreshOrder(); !r.ok()) spdlog::warn("shard: refreshing the token order failed: {}", r.ToString());
     } else if (postings > (16ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
       // Grown past the bucket table: rebuild from the log with a table sized for twice the size.
       result = RebuildIndex(PrefixIndex::BucketBitsFor(postings * 2));

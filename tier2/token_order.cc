@@ -13,10 +13,35 @@ TokenOrder TokenOrder::FromFrequent(std::span<const uint64_t> frequent) {
   const uint64_t bits = std::max<uint64_t>(std::bit_ceil(frequent.size() * 64), 1 << 16);
   o.bitmap_.assign(bits / 8, '\0');
   o.shift_ = 64 - std::countr_zero(bits);
-  for (uint64_t h : frequent) {
-    const uint64_t bit = (h * 0xD6E8FEB86659FD93ull) >> o.shift_;
-    o.bitmap_[bit >> 3] = static_cast<char>(static_cast<unsigned char>(o.bitmap_[bit >> 3]) | (1u << (bit & 7)));
+  for (uint64_t h : frequent) o.Mark(h);
+  return o;
+}
+
+TokenOrder TokenOrder::WithFrequent(std::span<const uint64_t> more) const {
+  if (bitmap_.empty()) return FromFrequent(more);
+  if (more.empty()) return *this;
+  // An innocent token is marked with the chance of a set bit. Growing keeps that chance for the
+  // tokens marked already (each bit becomes a run), so the bitmap grows only as the new tokens
+  // need: at least 256 bits each, which adds at most 1/256 to it.
+  const uint64_t have = bitmap_.size() * 8;
+  const uint64_t bits = std::max<uint64_t>(std::bit_ceil(more.size() * 256), have);
+  TokenOrder o;
+  if (bits == have) {
+    o = *this;
+  } else {
+    // A token's bit in the larger bitmap is its old bit followed by the extra low bits of the
+    // same product: old bit i becomes bits [i << d, (i + 1) << d).
+    const int d = std::countr_zero(bits) - std::countr_zero(have);
+    o.bitmap_.assign(bits / 8, '\0');
+    o.shift_ = shift_ - d;
+    for (uint64_t i = 0; i < have; ++i) {
+      if (!((static_cast<unsigned char>(bitmap_[i >> 3]) >> (i & 7)) & 1)) continue;
+      for (uint64_t b = i << d; b < (i + 1) << d; ++b) {
+        o.bitmap_[b >> 3] = static_cast<char>(static_cast<unsigned char>(o.bitmap_[b >> 3]) | (1u << (b & 7)));
+      }
+    }
   }
+  for (uint64_t h : more) o.Mark(h);
   return o;
 }
 

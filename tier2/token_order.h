@@ -9,8 +9,9 @@
 //   2. tokens marked frequent, by ascending hash,
 // where "marked frequent" is a bitmap over the hash (a deterministic function of the token: a
 // bitmap collision only moves an innocent token to the end, for every page alike). An empty
-// TokenOrder (no bitmap) is plain hash order. The shard derives its bitmap once from the document
-// frequencies of its first pages and re-indexes them (tier2/shard.h).
+// TokenOrder (no bitmap) is plain hash order. The shard derives its bitmap from the document
+// frequencies of its first pages and re-indexes them; later it only marks more tokens
+// (WithFrequent), so a page's prefix changes only if it held one of them (tier2/shard.h).
 //
 // Keys: Key(h) maps a token to a 64-bit value whose order (ties broken by the hash) is the token
 // order; a page's prefix cut is stored as the top 32 bits of its last prefix token's key.
@@ -33,6 +34,10 @@ class TokenOrder {
 
   // Marks `frequent` (any order, duplicates allowed) in a bitmap of about 64 bits per token.
   static TokenOrder FromFrequent(std::span<const uint64_t> frequent);
+  // This order with `more` marked too: every token this order marks stays marked. The bitmap
+  // grows (each bit becoming a run of bits) to at least 256 bits per token of `more`, so that
+  // each call adds at most 1/256 to the share of innocent tokens marked.
+  TokenOrder WithFrequent(std::span<const uint64_t> more) const;
   // The bitmap as stored by Serialize(); Corruption when its size is not a power of two bytes.
   static StatusOr<TokenOrder> Deserialize(const std::string& bytes);
   std::string Serialize() const { return bitmap_; }
@@ -51,6 +56,11 @@ class TokenOrder {
   void Prefix(std::span<const uint64_t> sorted, uint32_t p, std::vector<uint64_t>* out) const;
 
  private:
+  void Mark(uint64_t h) {
+    const uint64_t bit = (h * 0xD6E8FEB86659FD93ull) >> shift_;
+    bitmap_[bit >> 3] = static_cast<char>(static_cast<unsigned char>(bitmap_[bit >> 3]) | (1u << (bit & 7)));
+  }
+
   std::string bitmap_;
   int shift_ = 64;
 };

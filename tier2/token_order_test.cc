@@ -43,5 +43,37 @@ TEST(FrequentTokens, AreTheTokensInAtLeastMinPagesOfTheSets) {
   }
 }
 
+// More tokens marked on top of an order: every token it marked (collisions included) stays
+// marked, the new ones are marked, and the bitmap grows to at least 256 bits per new token, so
+// innocent tokens stay rare among the marked.
+TEST(TokenOrder, WithFrequentKeepsEveryMarkAndMarksTheNewTokens) {
+  std::mt19937_64 rng(5);
+  std::vector<uint64_t> first(1000), more(5000), probe(200000);
+  for (auto& t : first) t = rng();
+  for (auto& t : more) t = rng();
+  for (auto& t : probe) t = rng();
+  const TokenOrder a = TokenOrder::FromFrequent(first);
+  const TokenOrder b = a.WithFrequent(more);
+  EXPECT_GE(b.bitmap_bits(), 256u * more.size());
+  EXPECT_EQ(b.bitmap_bits() & (b.bitmap_bits() - 1), 0u);
+  for (uint64_t t : first) EXPECT_TRUE(b.Frequent(t));
+  for (uint64_t t : more) EXPECT_TRUE(b.Frequent(t));
+  size_t innocent = 0;
+  for (uint64_t t : probe) {
+    if (a.Frequent(t)) {
+      EXPECT_TRUE(b.Frequent(t)) << "a token the first order marked is unmarked";
+    }
+    innocent += b.Frequent(t);
+  }
+  EXPECT_LT(innocent, probe.size() / 40);
+  // A few more tokens fit the bitmap as it is.
+  const TokenOrder c = b.WithFrequent(std::vector<uint64_t>(more.begin(), more.begin() + 10));
+  EXPECT_EQ(c.bitmap_bits(), b.bitmap_bits());
+  EXPECT_EQ(c.Serialize(), b.Serialize());  // already marked: nothing changes
+  // On hash order it is FromFrequent; with nothing to add, the same order.
+  EXPECT_EQ(TokenOrder().WithFrequent(first).Serialize(), a.Serialize());
+  EXPECT_EQ(a.WithFrequent({}).Serialize(), a.Serialize());
+}
+
 }  // namespace
 }  // namespace neardup::tier2
