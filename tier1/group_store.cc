@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <limits>
-#include <optional>
 
 #include "common/coding.h"
 
@@ -190,10 +189,11 @@ StatusOr<GroupStore::Txn::PageEntry*> GroupStore::Txn::LoadPage(const std::strin
   if (e == nullptr) {
     PageSlot slot;
     bool unpacked = false;
-    if (std::optional<Packed> p = Unpack(&packed_pages_, h)) {
-      const size_t n = LoadLittleEndian(p->bytes.data(), 4);
-      if (std::string_view(p->bytes).substr(4, n) == url) {  // else another URL's, with the same hash
-        if (!slot.rec.ParseFromArray(p->bytes.data() + 4 + n, static_cast<int>(p->bytes.size() - 4 - n))) {
+    if (packed_pages_.Take(h, &unpacked_)) {
+      const std::string& p = unpacked_;
+      const size_t n = LoadLittleEndian(p.data(), 4);
+      if (std::string_view(p).substr(4, n) == url) {  // else another URL's, with the same hash
+        if (!slot.rec.ParseFromArray(p.data() + 4 + n, static_cast<int>(p.size() - 4 - n))) {
           return Corruption("group store: unreadable packed page record for " + url);
         }
         slot.exists = slot.stored = unpacked = true;
@@ -281,11 +281,10 @@ StatusOr<GroupStore::Txn::GroupSlot*> GroupStore::Txn::LoadGroup(uint64_t group)
     std::string bytes;
     // An id above the committed counter was reserved by this Txn: nothing to read.
     const bool reserved = Reserved(group);
-    std::optional<Packed> packed = Unpack(&packed_groups_, group);
+    const bool packed = packed_groups_.Take(group, &bytes);
     if (packed) {
       ++group_reads_.hits;
       ++group_reads_.unpacked;
-      bytes = std::move(packed->bytes);
     } else {
       ++(reserved ? group_reads_.skipped : group_reads_.reads);
     }
@@ -325,7 +324,7 @@ StatusOr<pb::Tier1Group*> GroupStore::Txn::MutableGroup(uint64_t group) {
 }
 
 void GroupStore::Txn::DeleteGroup(uint64_t group) {
-  Unpack(&packed_groups_, group);  // its record changes here
+  packed_groups_.Erase(group);  // its record changes here
   GroupSlot& slot = groups_[group];
   slot.used = epoch_;
   slot.rec.Clear();
@@ -376,10 +375,11 @@ Status GroupStore::Txn::Members(uint64_t group, std::vector<std::string>* out) {
   auto cached = member_lists_.find(group);
   if (cached == member_lists_.end()) {
     MemberList list;
-    if (std::optional<Packed> p = Unpack(&packed_members_, group)) {
-      for (size_t at = 0; at + 4 <= p->bytes.size();) {
-        const size_t n = LoadLittleEndian(p->bytes.data() + at, 4);
-        list.urls.emplace_back(p->bytes, at + 4, n);
+    if (packed_members_.Take(group, &unpacked_)) {
+      const std::string& p = unpacked_;
+      for (size_t at = 0; at + 4 <= p.size();) {
+        const size_t n = LoadLittleEndian(p.data() + at, 4);
+        list.urls.emplace_back(p, at + 4, n);
         at += 4 + n;
       }
     } else {
@@ -441,7 +441,7 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
     }
   }
   for (const auto& [g, changes] : members_) {
-    Unpack(&packed_members_, g);  // the list changes here (a kept decoded one takes the changes)
+    packed_members_.Erase(g);  // the list changes here (a kept decoded one takes the changes)
     const std::string row = GroupKey(g);
     for (const auto& [url, present] : changes) {
       if (present) batch_.Put(store_->member_, row, url, "");
@@ -523,45 +523,12 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
   return s;
 }
 
-void GroupStore::Txn::Pack(PackedMap* map, uint64_t key, std::string bytes, uint32_t used) {
-  auto [it, fresh] = map->try_emplace(key);
-  if (!fresh) packed_bytes_ -= it->second.bytes.capacity() + kPackedOverhead;
-  it->second = Packed{std::move(bytes), used};
-  packed_bytes_ += it->second.bytes.capacity() + kPackedOverhead;
-}
-
-std::optional<GroupStore::Txn::Packed> GroupStore::Txn::Unpack(PackedMap* map, uint64_t key) {
-  auto it = map->find(key);
-  if (it == map->end()) return std::nullopt;
-  packed_bytes_ -= it->second.bytes.capacity() + kPackedOverhead;
-  std::optional<Packed> out(std::move(it->second));
-  map->erase(it);
-  return out;
-}
-
-void GroupStore::Txn::ShrinkPacked(size_t packed_bytes) {
-  if (packed_bytes_ <= packed_bytes) return;
-  // Bytes per age in Commits (the last bucket holds every older one); the newest ages that fit
-  // in half of the bound stay.
-  constexpr uint32_t kAges = 1u << 16;
-  std::vector<size_t> by_age(std::min<uint32_t>(epoch_, kAges - 1) + 1);
-  auto age = [&](uint32_t used) { return std::min<uint32_t>(epoch_ - used, static_cast<uint32_t>(by_age.size()) - 1); };
-  for (const PackedMap* m : {&packed_pages_, &packed_groups_, &packed_members_}) {
-    for (const auto& [key, p] : *m) by_age[age(p.used)] += p.bytes.capacity() + kPackedOverhead;
-  }
-  const size_t target = packed_bytes / 2;
-  size_t total = 0;
-  uint32_t oldest = 0;  // ages <= oldest stay
-  for (; oldest < by_age.size(); ++oldest) {
-    if (total + by_age[oldest] > target) break;
-    total += by_age[oldest];
-  }
-  for (PackedMap* m : {&packed_pages_, &packed_groups_, &packed_members_}) {
-    std::erase_if(*m, [&](const auto& e) {
-      if (age(e.second.used) < oldest) return false;
-      packed_bytes_ -= e.second.bytes.capacity() + kPackedOverhead;
-      return true;
-    });
+void GroupStore::Txn::ShrinkPacked(size_t bound) {
+  const size_t total = packed_bytes();
+  if (total <= bound) return;
+  for (PackedRecords* m : {&packed_pages_, &packed_groups_, &packed_members_}) {
+    const double share = static_cast<double>(m->bytes()) / static_cast<double>(total);
+    m->Shrink(static_cast<size_t>(static_cast<double>(bound) * share), epoch_);
   }
 }
 
@@ -593,7 +560,7 @@ Status GroupStore::Txn::Evict(size_t keep, size_t packed_bytes) {
       StoreLittleEndian(bytes.data(), e.first.size(), 4);
       bytes += e.first;
       e.second.rec.AppendToString(&bytes);
-      Pack(&packed_pages_, store_->url_hash_(e.first), std::move(bytes), e.second.used);
+      packed_pages_.Put(store_->url_hash_(e.first), bytes, e.second.used);
     }
     return true;
   });
@@ -604,7 +571,7 @@ Status GroupStore::Txn::Evict(size_t keep, size_t packed_bytes) {
     }
     if (pack && it->second.exists) {
       EncodeGroup(&it->second.rec, &bytes);  // packed as stored: the winner's URL once
-      Pack(&packed_groups_, it->first, std::move(bytes), it->second.used);
+      packed_groups_.Put(it->first, bytes, it->second.used);
     }
     it = groups_.erase(it);
   }
@@ -621,7 +588,7 @@ Status GroupStore::Txn::Evict(size_t keep, size_t packed_bytes) {
         StoreLittleEndian(bytes.data() + at, url.size(), 4);
         bytes += url;
       }
-      Pack(&packed_members_, e.first, std::move(bytes), e.second.used);
+      packed_members_.Put(e.first, bytes, e.second.used);
     }
     return true;
   });
@@ -634,8 +601,7 @@ void GroupStore::Txn::Discard() {
   pages_.clear();
   groups_.clear();
   member_lists_.clear();
-  for (PackedMap* m : {&packed_pages_, &packed_groups_, &packed_members_}) m->clear();
-  packed_bytes_ = 0;
+  for (PackedRecords* m : {&packed_pages_, &packed_groups_, &packed_members_}) m->Clear();
   ClearPending();
 }
 

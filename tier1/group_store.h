@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -29,6 +28,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "tier1/packed_records.h"
 #include "common/config.h"
 #include "common/status.h"
 #include "common/url_hash_map.h"
@@ -174,7 +174,7 @@ class GroupStore::Txn {
   size_t cached() const { return pages_.size() + groups_.size(); }
   // Packed records and member lists held (Evict), and their bytes as counted against its bound.
   size_t packed() const { return packed_pages_.size() + packed_groups_.size() + packed_members_.size(); }
-  size_t packed_bytes() const { return packed_bytes_; }
+  size_t packed_bytes() const { return packed_pages_.bytes() + packed_groups_.bytes() + packed_members_.bytes(); }
 
   // What FindPage and FindGroup (and the Mutable calls, through them) cost since the Txn was made:
   // records found in the Txn, read from the store, or known to be absent without a read (a URL the
@@ -243,15 +243,10 @@ class GroupStore::Txn {
   // store's committed state (a load takes it back out before it can change). Pages by the store's
   // URL hash (the value starts with the URL: a hash two URLs share keeps one), groups and member
   // lists by id.
-  struct Packed { std::string bytes; uint32_t used = 0; };
-  // What a packed entry costs beside its bytes: the map's node and bucket.
-  static constexpr size_t kPackedOverhead = 72;
-  using PackedMap = std::unordered_map<uint64_t, Packed>;
-  void Pack(PackedMap* map, uint64_t key, std::string bytes, uint32_t used);
-  std::optional<Packed> Unpack(PackedMap* map, uint64_t key);
-  void ShrinkPacked(size_t packed_bytes);
-  PackedMap packed_pages_, packed_groups_, packed_members_;
-  size_t packed_bytes_ = 0;
+  // Past `bound` bytes in all, each drops its oldest records down to half of its share of it.
+  void ShrinkPacked(size_t bound);
+  PackedRecords packed_pages_, packed_groups_, packed_members_;
+  std::string unpacked_;  // the record Take moved out, until it is parsed
   uint64_t groups_reserved_ = 0;
   uint32_t epoch_ = 0;
   ReadStats page_reads_, group_reads_;
