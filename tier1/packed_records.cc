@@ -114,7 +114,7 @@ void PackedRecords::Release(size_t slot) {
     Clear();  // nothing left: every segment and the table go back
     return;
   }
-  if (seg != head_ && segments_[seg].live * 4 < segments_[seg].used) Clean(seg);
+  if (seg != head_ && segments_[seg].live * 2 < segments_[seg].used) Clean(seg);
 }
 
 void PackedRecords::Clean(uint32_t seg) {
@@ -166,6 +166,15 @@ void PackedRecords::Shrink(size_t bound, uint32_t epoch) {
     if (s.place != kEmpty && s.place != kTombstone && age_of(s) >= keep) drop.push_back(s.key);
   }
   for (uint64_t key : drop) Erase(key);
+  // What stays is moved together (the dead bytes of every segment go too), so that the records
+  // kept take about half of the bound and the next Shrink waits until the tier has doubled.
+  std::vector<uint32_t> old;
+  for (uint32_t seg = 0; seg < segments_.size(); ++seg) {
+    if (segments_[seg].data != nullptr) old.push_back(seg);
+  }
+  head_ = ~0u;  // appends go to fresh segments
+  for (uint32_t seg : old) Clean(seg);
+  if (live_records_ > 0) Rehash(std::max<size_t>(1024, std::bit_ceil(live_records_ * 2)));
 }
 
 void PackedRecords::Clear() {

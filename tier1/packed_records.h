@@ -11,11 +11,11 @@
 // Layout: a log of 1 MiB segments holds each record behind a 16-byte header (key, epoch, length);
 // an open-addressing table (16 bytes a slot, at most 70% full with its tombstones) maps a key to
 // its record's place. A record taken or replaced leaves its bytes dead in its segment; a segment
-// whose live bytes fall under a quarter (and that is not the one being appended to) has its
-// records moved to the end of the log and goes back to the allocator. So a record costs its bytes
-// plus about 40 (header and slot), and the dead bytes stay below about three times the live ones
-// only in segments no record is taken from. A record longer than a segment gets a segment of its
-// own. No allocation per record: the segments and the table are the only allocations.
+// whose live bytes fall under half (and that is not the one being appended to) has its records
+// moved to the end of the log and goes back to the allocator. So a record costs its bytes plus
+// about 45 (header and slot), and a segment is at most half dead once records leave it. A record
+// longer than a segment gets a segment of its own. No allocation per record: the segments and the
+// table are the only allocations.
 //
 // Thread safety: none; one owner (the Txn, on the tiers' thread).
 #pragma once
@@ -45,8 +45,9 @@ class PackedRecords {
   void Erase(uint64_t key);
   bool Contains(uint64_t key) const { return Find(key) != kNotFound; }
 
-  // While bytes() is above `bound`, drops the records put longest before `epoch`, all of one
-  // epoch together, until at most half of `bound` stays (the newest epochs that fit in it).
+  // When bytes() is above `bound`, drops the records put longest before `epoch`, all of one epoch
+  // together, until at most half of `bound` stays (the newest epochs that fit in it), and moves
+  // the rest together: no dead bytes stay. O(records) per call that shrinks.
   void Shrink(size_t bound, uint32_t epoch);
   void Clear();
 

@@ -68,8 +68,8 @@ TEST(PackedRecords, AnswersAsAMapThroughPutsTakesAndCleaning) {
   EXPECT_EQ(out, "");
 }
 
-// Shrink keeps the records of the newest epochs that fit in half the bound, and drops the rest;
-// under the bound it does nothing.
+// Shrink keeps the records of the newest epochs that fit in half the bound, drops the rest and
+// moves what stays together; under the bound it does nothing.
 TEST(PackedRecords, ShrinkDropsTheOldestEpochsFirst) {
   PackedRecords packed;
   const std::string b(984, 'x');  // 1,000 bytes with its header
@@ -82,6 +82,7 @@ TEST(PackedRecords, ShrinkDropsTheOldestEpochsFirst) {
   packed.Shrink(800000, 10);  // half: 400,000 bytes, the newest epochs whole
   EXPECT_LE(packed.live_bytes(), 400000u);
   EXPECT_GE(packed.live_bytes(), 300000u);
+  EXPECT_LE(packed.bytes(), packed.live_bytes() + 1024 * 16) << "no dead bytes stay, the table is sized anew";
   for (uint32_t epoch = 1; epoch <= 10; ++epoch) {
     const bool kept = packed.Contains(epoch * 1000);
     for (uint64_t k = 0; k < 100; ++k) EXPECT_EQ(packed.Contains(epoch * 1000 + k), kept) << epoch;
