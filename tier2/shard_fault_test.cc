@@ -293,5 +293,53 @@ TEST(ShardFault, DiskFullAtAnyPointThenACrashLosesNothingAcknowledged) {
   EXPECT_GE(failures, 35);  // nearly every point falls inside the run
 }
 
+// A token order refresh whose order file cannot be written changes nothing: the shard keeps its
+// order and answers, and the next refresh (the shard doubled again) marks the crowded lists the
+// failed one had found.
+TEST(ShardFault, FailedOrderRefreshIsRetriedWhenTheShardDoubles) {
+  TempDir dir;
+  FaultFileEnv env(FileEnv::Default());
+  std::mt19937_64 rng(3);
+  // 6 sites of 40 header-and-footer shingles each, bodies of their own: the order is derived from
+  // the first 100 pages (site 0 only), the next 100 are of sites 1-5 and crowd the prefixes, and
+  // the last 200 belong to no site, so that the retry finds just the lists the failed refresh did.
+  std::vector<std::vector<uint64_t>> sites(6);
+  for (auto& b : sites) b = Hashes(rng, 40);
+  auto page = [&](int i) {
+    std::vector<uint64_t> h = Hashes(rng, 80);
+    if (i < 200) {
+      const auto& b = sites[i < 100 ? 0 : 1 + i % 5];
+      h.insert(h.end(), b.begin(), b.end());
+    } else {
+      const std::vector<uint64_t> more = Hashes(rng, 40);
+      h.insert(h.end(), more.begin(), more.end());
+    }
+    return SignatureOf("http://s/" + std::to_string(i), h);
+  };
+  std::vector<pb::PageSignature> all;
+  for (int i = 0; i < 400; ++i) all.push_back(page(i));
+  ShardOptions o = Options(dir.str(), &env);
+  o.order_sample_pages = 100;
+  o.frequent_min_pages = 3;
+  o.crowded_token_pages = 16;
+  auto shard = Shard::Open(o);
+  ASSERT_TRUE(shard.ok()) << shard.status().ToString();
+  auto apply = [&](int from, int to) {
+    std::vector<pb::PageSignature> part(all.begin() + from, all.begin() + to);
+    ASSERT_TRUE((*shard)->Apply(Home(part), {}).ok());
+  };
+  apply(0, 100);  // derives the order
+  const uint64_t derived = (*shard)->Stats().frequent_tokens;
+  env.FailRenames(true);
+  apply(100, 200);  // due at 200 pages: the order file is not written
+  env.FailRenames(false);
+  EXPECT_EQ((*shard)->Stats().order_refreshes, 0u);
+  apply(200, 400);  // due again at 400
+  const ShardStats st = (*shard)->Stats();
+  EXPECT_EQ(st.order_refreshes, 1u);
+  EXPECT_GT(st.refreshed_pages, 0u);
+  EXPECT_GE(st.frequent_tokens, derived + 5 * 40) << "every later site's header and footer";
+}
+
 }  // namespace
 }  // namespace neardup::tier2

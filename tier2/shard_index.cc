@@ -1,8 +1,8 @@
 // The shard's in-memory index: the prefix index, the page tables (sizes, length vectors, prefix
 // cuts, parity bitmaps) and the token order; rebuilding them from the log.
 #include <algorithm>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/mapped_array.h"
@@ -144,6 +144,7 @@ Status Shard::Impl::RefreshOrder() {
   constexpr size_t kSample = 8;
   const std::vector<PrefixIndex::Crowded> crowded = index_.FindCrowded(options_.crowded_token_pages, kSample);
   std::vector<uint64_t> marked;
+  std::vector<uint64_t> lists;  // remembered in demoted_lists_ once the new order is in place
   std::string buffer;
   pb::PageSignature sig;
   std::unordered_map<uint64_t, uint32_t> in_pages;  // token -> sampled pages holding it
@@ -167,7 +168,7 @@ Status Shard::Impl::RefreshOrder() {
       }
     }
     if (most < 2 || order_.Frequent(token)) continue;  // no one token behind the list
-    demoted_lists_.insert(list);
+    lists.push_back(list);
     marked.push_back(token);
     if (pages >= 4) {
       for (const auto& [h, n] : in_pages) {
@@ -216,6 +217,7 @@ Status Shard::Impl::RefreshOrder() {
     cut_[m.slot] = m.cut;
   }
   order_ = next;
+  demoted_lists_.insert(lists.begin(), lists.end());
   frequent_tokens_ += marked.size();
   ++order_refreshes_;
   refreshed_pages_ += moved.size();
