@@ -1,7 +1,7 @@
 // The bounds that let Tier 2 skip pairs without losing one: size, prefix and length-vector filters.
 //
-// The global token order is the shingle hash itself (ascending), so a page's prefix is the first
-// elements of its sorted shingle array and the order never changes as pages come and go.
+// The bounds hold for any fixed global token order: a shard's is tier2/token_order.h's (the
+// shingle hash, the tokens marked frequent last), and a page's prefix is its first tokens in it.
 //
 // Prefix filter with overlap c (the "l-prefix" scheme): let alpha be a lower bound on the overlap
 // |A ∩ B| that a pair must reach. If the pair reaches it, the first |A| - alpha + c tokens of A and

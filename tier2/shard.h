@@ -66,7 +66,7 @@ struct ShardOptions {
   uint64_t expected_postings = 0;
   int threads = 1;                // CompareBatch workers (pages of a batch are split among them)
   // When the shard first holds this many pages it derives its token order from them (tokens in at
-  // least frequent_min_pages of them go last; tier2/token_order.h) and re-indexes them, once.
+  // least frequent_min_pages of them go last; tier2/token_order.h) and re-indexes them.
   // 0 keeps plain hash order.
   uint64_t order_sample_pages = ConfigDefaults().tier2().order_sample_pages();
   uint32_t frequent_min_pages = ConfigDefaults().tier2().frequent_min_pages();
