@@ -88,8 +88,13 @@ bool PrefixIndex::Add(uint32_t slot, std::span<const uint64_t> tokens) {
   state_[slot] = kLive;
   ++live_slots_;
   // Slots are mostly added in the order AllocateSlots hands them out: the scan's start moves past
-  // them, so that it never walks the live slots again (one walk per batch grew with the shard).
+  // them, so that no batch walks the live slots again.
   if (slot == scan_) AdvanceScan();
+  InsertPostings(slot, tokens);
+  return true;
+}
+
+void PrefixIndex::InsertPostings(uint32_t slot, std::span<const uint64_t> tokens) {
   // The table is many times the cache and each posting lands at random in it: the positions of a
   // group of postings are prefetched before any is written, so their misses overlap. Grown first,
   // so that the positions stay valid.
@@ -113,15 +118,11 @@ bool PrefixIndex::Add(uint32_t slot, std::span<const uint64_t> tokens) {
     overflow_count_ += n;
   }
   live_postings_ += tokens.size();
-  return true;
 }
 
 bool PrefixIndex::AddPostings(uint32_t slot, std::span<const uint64_t> tokens) {
   if (!IsLive(slot)) return false;
-  for (uint64_t t : tokens) {
-    OverflowInsert(static_cast<uint64_t>(Bucket(t)) << 32 | (static_cast<uint64_t>(slot) << 8 | Fingerprint(t)));
-  }
-  live_postings_ += tokens.size();
+  InsertPostings(slot, tokens);
   return true;
 }
 

@@ -192,6 +192,8 @@ class Shard::Impl {
   // the pages that had one in their prefix; sets when to look again. On an error (a signature
   // that does not read back, the order file not written) nothing has changed.
   Status RefreshOrder();
+  // RefreshOrder falls due once the shard has doubled from what it holds now.
+  void ScheduleRefresh() { next_refresh_ = 2 * std::max<uint64_t>(index_.live_slots(), 1); }
   // The slot's page-table row from its entry (shingle vector validated).
   void SetPageTable(uint32_t slot, const pb::ShardIndexEntry& e);
   uint32_t IndexedPostings(uint32_t slot) const {

@@ -125,13 +125,13 @@ Status Shard::Impl::Reorder() {
   order_ = order;
   order_derived_ = true;
   frequent_tokens_ = frequent.size();
-  next_refresh_ = 2 * std::max<uint64_t>(index_.live_slots(), 1);
+  ScheduleRefresh();
   return RebuildIndex(index_.bucket_bits());
 }
 
 Status Shard::Impl::RefreshOrder() {
   // Due again once the shard has doubled, whatever happens below.
-  next_refresh_ = 2 * std::max<uint64_t>(index_.live_slots(), 1);
+  ScheduleRefresh();
   // The lists are counted in the main arrays: the overflow goes there first.
   if (index_.overflow_postings() > 0) {
     index_.Compact(/*purge=*/false);

@@ -123,7 +123,7 @@ Status Shard::Impl::Open() {
                       : static_cast<uint64_t>(o.expected_pages) * PrefixLength(200, o.min_threshold, o.prefix_overlap));
   RETURN_IF_ERROR(RebuildIndex(PrefixIndex::BucketBitsFor(expected)));
   rebuilds_ = 0;
-  if (order_derived_) next_refresh_ = 2 * std::max<uint64_t>(index_.live_slots(), 1);
+  if (order_derived_) ScheduleRefresh();
   open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Status::Ok();
 }
