@@ -110,6 +110,7 @@ StagedBatch::~StagedBatch() {
 StatusOr<uint64_t> Shard::AppliedSequence() const { return impl_->AppliedSequence(); }
 StatusOr<pb::PageSignature> Shard::Get(const std::string& url) const { return impl_->Get(url); }
 ShardStats Shard::Stats() const { return impl_->Stats(); }
+Status Shard::CheckIndex() const { return impl_->CheckIndex(); }
 uint64_t Shard::DiskBytes() const { return impl_->DiskBytes(); }
 const ShardOptions& Shard::options() const { return impl_->options(); }
 

@@ -75,6 +75,9 @@ struct ShardOptions {
   // has in common, and re-indexes the pages that had one in their prefix (the order only ever
   // gains marked tokens, so no other page's prefix moves). 0: the derived order stays.
   uint32_t crowded_token_pages = ConfigDefaults().tier2().crowded_token_pages();
+  // That re-indexing is spread over the writes that follow: each Stage reads at most this many of
+  // the pages it concerns, and the new order takes effect in the Stage that reads the last of them.
+  uint32_t refresh_pages_per_stage = 2048;
   // A shard that has not derived its order yet indexes in this one (TokenOrder::Serialize(), e.g.
   // from a sample of the collection) instead of hash order, until it derives its own. Any order
   // is exact, so it is not stored: a shard opened again without it rebuilds its index in hash
@@ -261,6 +264,11 @@ class Shard {
   StatusOr<pb::PageSignature> Get(const std::string& url) const;
 
   ShardStats Stats() const;
+  // Checks the invariant every answer's exactness rests on: each resident page has a posting for
+  // every token of its prefix in the current token order, and a prefix cut no higher than that
+  // prefix's. Reads every resident page's signature: O(resident pages x prefix). Corruption
+  // naming the first page that breaks it; the log's read errors.
+  Status CheckIndex() const;
   // Bytes the store's files take (the signature log, the commit, meta and token order files).
   uint64_t DiskBytes() const;
   const ShardOptions& options() const;

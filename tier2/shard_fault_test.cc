@@ -302,7 +302,7 @@ TEST(ShardFault, FailedOrderRefreshIsRetriedWhenTheShardDoubles) {
   std::mt19937_64 rng(3);
   // 6 sites of 40 header-and-footer shingles each, bodies of their own: the order is derived from
   // the first 100 pages (site 0 only), the next 100 are of sites 1-5 and crowd the prefixes, and
-  // the last 200 belong to no site, so that the retry finds just the lists the failed refresh did.
+  // the last 210 belong to no site, so that the retry finds just the lists the failed refresh did.
   std::vector<std::vector<uint64_t>> sites(6);
   for (auto& b : sites) b = Hashes(rng, 40);
   auto page = [&](int i) {
@@ -317,7 +317,7 @@ TEST(ShardFault, FailedOrderRefreshIsRetriedWhenTheShardDoubles) {
     return SignatureOf("http://s/" + std::to_string(i), h);
   };
   std::vector<pb::PageSignature> all;
-  for (int i = 0; i < 400; ++i) all.push_back(page(i));
+  for (int i = 0; i < 410; ++i) all.push_back(page(i));
   ShardOptions o = Options(dir.str(), &env);
   o.order_sample_pages = 100;
   o.frequent_min_pages = 3;
@@ -330,11 +330,13 @@ TEST(ShardFault, FailedOrderRefreshIsRetriedWhenTheShardDoubles) {
   };
   apply(0, 100);  // derives the order
   const uint64_t derived = (*shard)->Stats().frequent_tokens;
+  apply(100, 200);  // due at 200 pages
   env.FailRenames(true);
-  apply(100, 200);  // due at 200 pages: the order file is not written
+  apply(200, 210);  // the refresh runs in this Stage (it reads its pages in one): no order file
   env.FailRenames(false);
   EXPECT_EQ((*shard)->Stats().order_refreshes, 0u);
-  apply(200, 400);  // due again at 400
+  apply(210, 400);  // due again at 400
+  apply(400, 410);
   const ShardStats st = (*shard)->Stats();
   EXPECT_EQ(st.order_refreshes, 1u);
   EXPECT_GT(st.refreshed_pages, 0u);

@@ -120,6 +120,7 @@ class Shard::Impl {
   StatusOr<uint64_t> AppliedSequence() const;
   StatusOr<pb::PageSignature> Get(const std::string& url) const;
   ShardStats Stats() const;
+  Status CheckIndex() const;
   uint64_t DiskBytes() const;
   const ShardOptions& options() const { return options_; }
 
@@ -188,11 +189,24 @@ class Shard::Impl {
   }
   // Derives the token order from the resident pages' document frequencies and re-indexes them.
   Status Reorder();
-  // Marks the crowded prefix tokens frequent (ShardOptions::crowded_token_pages) and re-indexes
-  // the pages that had one in their prefix; sets when to look again. On an error (a signature
-  // that does not read back, the order file not written) nothing has changed.
-  Status RefreshOrder();
-  // RefreshOrder falls due once the shard has doubled from what it holds now.
+  // The crowded-token refresh (ShardOptions::crowded_token_pages), spread over the Stage calls
+  // after it falls due, so that no write waits for all of it:
+  //   StartRefresh: the crowded lists, the tokens to mark and the pages whose prefix holds one
+  //     (the affected pages); nothing changes yet, and refresh_ stays empty when nothing is marked.
+  //   StepRefresh: reads up to refresh_pages_per_stage affected pages and notes what their prefix
+  //     gains in the next order. Pages staged meanwhile are indexed in the current order and
+  //     Stage notes theirs (NoteStaged); Publish drops the note of every slot it frees.
+  //   FinishRefresh: stores the next order, adds the noted postings (mu_ exclusive) and switches.
+  // All run in Stage, under apply_mu_ (the only writer): their reads need no other lock. On an
+  // error nothing has changed and the refresh is dropped; it falls due again when the shard has
+  // doubled.
+  Status RefreshStep();
+  Status StartRefresh();
+  Status StepRefresh(size_t pages);
+  Status FinishRefresh();
+  // What slot's page, whose prefix in the current order is `prefix`, gains in the next order.
+  void NoteGain(uint32_t slot, std::span<const uint64_t> shingles, std::span<const uint64_t> prefix);
+  // RefreshStep falls due once the shard has doubled from what it holds now.
   void ScheduleRefresh() { next_refresh_ = 2 * std::max<uint64_t>(index_.live_slots(), 1); }
   // The slot's page-table row from its entry (shingle vector validated).
   void SetPageTable(uint32_t slot, const pb::ShardIndexEntry& e);
@@ -259,12 +273,27 @@ class Shard::Impl {
   uint64_t log_live_bytes_ = 0;       // bytes of the records live slots refer to
   uint64_t log_compactions_ = 0;
   uint64_t compactions_ = 0;
-  uint64_t frequent_tokens_ = 0;  // marked by Reorder() and RefreshOrder() in this process
-  // RefreshOrder runs when the index holds this many live pages (0: not yet due).
+  uint64_t frequent_tokens_ = 0;  // marked by Reorder() and refreshes in this process
+  // A refresh falls due when the index holds this many live pages (0: not yet due).
   uint64_t next_refresh_ = 0;
+  // The refresh under way (guarded by apply_mu_; null: none).
+  struct Refresh {
+    TokenOrder next;
+    std::vector<uint64_t> marked;    // the tokens `next` marks that the current order does not
+    std::vector<uint64_t> lists;     // the crowded lists behind them (for demoted_lists_)
+    std::vector<uint32_t> affected;  // slots whose prefix held a marked token when it started
+    size_t read = 0;                 // affected[0, read) are noted
+    struct Gain {
+      uint32_t cut = 0;              // the page's prefix cut in `next`
+      std::vector<uint64_t> added;   // tokens its prefix in `next` holds and its indexed one lacks
+    };
+    std::unordered_map<uint32_t, Gain> gains;  // per slot whose prefix moves
+    std::vector<uint64_t> after, before;       // NoteGain's scratch
+  };
+  std::unique_ptr<Refresh> refresh_;
   uint64_t order_refreshes_ = 0;
   uint64_t refreshed_pages_ = 0;
-  // Posting lists (bucket << 8 | fingerprint) whose token RefreshOrder marked: the pages keep their
+  // Posting lists (bucket << 8 | fingerprint) whose token a refresh marked: the pages keep their
   // postings there until the next rebuild, so the list stays crowded without being the order's
   // fault. Cleared by RebuildIndex.
   std::unordered_set<uint64_t> demoted_lists_;

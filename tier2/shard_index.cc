@@ -1,6 +1,8 @@
 // The shard's in-memory index: the prefix index, the page tables (sizes, length vectors, prefix
 // cuts, parity bitmaps) and the token order; rebuilding them from the log.
 #include <algorithm>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -129,11 +131,55 @@ Status Shard::Impl::Reorder() {
   return RebuildIndex(index_.bucket_bits());
 }
 
-Status Shard::Impl::RefreshOrder() {
+Status Shard::Impl::CheckIndex() const {
+  std::lock_guard apply(apply_mu_);  // no write under way
+  std::shared_lock lock(mu_);
+  std::string buffer;
+  pb::PageSignature sig;
+  std::vector<uint64_t> prefix;
+  std::vector<uint32_t> slots;
+  for (uint32_t slot = 0; slot < loc_.size(); ++slot) {
+    if (!HasLocation(slot)) continue;
+    RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
+    auto broken = [&](const std::string& what) {
+      return Corruption("shard: " + options_.path + ": " + sig.url() + " (slot " + std::to_string(slot) + ") " + what);
+    };
+    if (!index_.IsLive(slot)) return broken("is resident but not in the index");
+    order_.Prefix(Shingles(sig), IndexedPostings(slot), &prefix);
+    for (uint64_t h : prefix) {
+      slots.clear();
+      index_.ForEach(h, [&](uint32_t s) { slots.push_back(s); });
+      if (std::find(slots.begin(), slots.end(), slot) == slots.end()) {
+        return broken("has no posting for prefix token " + std::to_string(h));
+      }
+    }
+    const uint32_t cut = static_cast<uint32_t>((prefix.empty() ? 0 : order_.Key(prefix.back())) >> 32);
+    if (cut_[slot] > cut) return broken("has a prefix cut above its prefix's");
+  }
+  return Status::Ok();
+}
+
+Status Shard::Impl::RefreshStep() {
+  if (refresh_ == nullptr) {
+    if (!order_derived_ || options_.crowded_token_pages == 0 || next_refresh_ == 0 ||
+        index_.live_slots() < next_refresh_) {
+      return Status::Ok();
+    }
+    RETURN_IF_ERROR(StartRefresh());
+    if (refresh_ == nullptr) return Status::Ok();  // nothing to mark
+  }
+  Status s = StepRefresh(std::max<size_t>(options_.refresh_pages_per_stage, 1));
+  if (s.ok() && refresh_->read == refresh_->affected.size()) s = FinishRefresh();
+  if (!s.ok()) refresh_.reset();  // nothing changed; due again when the shard has doubled
+  return s;
+}
+
+Status Shard::Impl::StartRefresh() {
   // Due again once the shard has doubled, whatever happens below.
   ScheduleRefresh();
   // The lists are counted in the main arrays: the overflow goes there first.
   if (index_.overflow_postings() > 0) {
+    std::unique_lock lock(mu_);
     index_.Compact(/*purge=*/false);
     ++compactions_;
   }
@@ -143,8 +189,7 @@ Status Shard::Impl::RefreshOrder() {
   // template), which would otherwise crowd the prefixes next.
   constexpr size_t kSample = 8;
   const std::vector<PrefixIndex::Crowded> crowded = index_.FindCrowded(options_.crowded_token_pages, kSample);
-  std::vector<uint64_t> marked;
-  std::vector<uint64_t> lists;  // remembered in demoted_lists_ once the new order is in place
+  auto r = std::make_unique<Refresh>();
   std::string buffer;
   pb::PageSignature sig;
   std::unordered_map<uint64_t, uint32_t> in_pages;  // token -> sampled pages holding it
@@ -168,59 +213,83 @@ Status Shard::Impl::RefreshOrder() {
       }
     }
     if (most < 2 || order_.Frequent(token)) continue;  // no one token behind the list
-    lists.push_back(list);
-    marked.push_back(token);
+    r->lists.push_back(list);
+    r->marked.push_back(token);
     if (pages >= 4) {
       for (const auto& [h, n] : in_pages) {
-        if (4 * n >= 3 * pages && h != token && !order_.Frequent(h)) marked.push_back(h);
+        if (4 * n >= 3 * pages && h != token && !order_.Frequent(h)) r->marked.push_back(h);
       }
     }
   }
-  if (marked.empty()) return Status::Ok();
-  std::sort(marked.begin(), marked.end());
-  marked.erase(std::unique(marked.begin(), marked.end()), marked.end());
-  const TokenOrder next = order_.WithFrequent(marked);
-
+  if (r->marked.empty()) return Status::Ok();
+  std::sort(r->marked.begin(), r->marked.end());
+  r->marked.erase(std::unique(r->marked.begin(), r->marked.end()), r->marked.end());
+  r->next = order_.WithFrequent(r->marked);
   // The pages whose prefix holds a marked token are in those tokens' lists (with a few others
-  // that share a list by chance). Their new prefixes are computed before anything changes.
-  std::vector<uint32_t> affected;
-  for (uint64_t h : marked) index_.ForEach(h, [&](uint32_t slot) { affected.push_back(slot); });
-  std::sort(affected.begin(), affected.end());
-  affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
-  struct Moved {
-    uint32_t slot;
-    uint32_t cut;
-    std::vector<uint64_t> added;  // tokens its new prefix holds and its old one did not
-  };
-  std::vector<Moved> moved;
-  std::vector<uint64_t> before, after;
-  for (uint32_t slot : affected) {
-    if (!HasLocation(slot)) continue;
-    RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
-    const uint32_t p = IndexedPostings(slot);
-    order_.Prefix(Shingles(sig), p, &before);
-    next.Prefix(Shingles(sig), p, &after);
-    if (before == after) continue;
-    Moved m{slot, static_cast<uint32_t>(after.empty() ? 0 : next.Key(after.back()) >> 32), {}};
-    std::sort(before.begin(), before.end());
-    for (uint64_t h : after) {
-      if (!std::binary_search(before.begin(), before.end(), h)) m.added.push_back(h);
-    }
-    moved.push_back(std::move(m));
+  // that share a list by chance).
+  for (uint64_t h : r->marked) index_.ForEach(h, [&](uint32_t slot) { r->affected.push_back(slot); });
+  std::sort(r->affected.begin(), r->affected.end());
+  r->affected.erase(std::unique(r->affected.begin(), r->affected.end()), r->affected.end());
+  refresh_ = std::move(r);
+  return Status::Ok();
+}
+
+void Shard::Impl::NoteGain(uint32_t slot, std::span<const uint64_t> shingles, std::span<const uint64_t> prefix) {
+  Refresh& r = *refresh_;
+  std::vector<uint64_t>& after = r.after;
+  r.next.Prefix(shingles, static_cast<uint32_t>(prefix.size()), &after);
+  if (std::equal(after.begin(), after.end(), prefix.begin(), prefix.end())) {
+    r.gains.erase(slot);  // (a note for an earlier page of the slot is stale)
+    return;
   }
+  // The prefix moved: new tokens, or the same ones with a marked one last (a short page's).
+  std::vector<uint64_t>& before = r.before;
+  before.assign(prefix.begin(), prefix.end());
+  std::sort(before.begin(), before.end());
+  Refresh::Gain g;
+  g.cut = static_cast<uint32_t>(after.empty() ? 0 : r.next.Key(after.back()) >> 32);
+  for (uint64_t h : after) {
+    if (!std::binary_search(before.begin(), before.end(), h)) g.added.push_back(h);
+  }
+  r.gains[slot] = std::move(g);
+}
+
+Status Shard::Impl::StepRefresh(size_t pages) {
+  Refresh& r = *refresh_;
+  std::string buffer;
+  pb::PageSignature sig;
+  std::vector<uint64_t> prefix;
+  for (const size_t end = std::min(r.affected.size(), r.read + pages); r.read < end; ++r.read) {
+    const uint32_t slot = r.affected[r.read];
+    if (!HasLocation(slot)) continue;  // freed since: its page is gone, or staged anew (noted then)
+    RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
+    order_.Prefix(Shingles(sig), IndexedPostings(slot), &prefix);
+    NoteGain(slot, Shingles(sig), prefix);
+  }
+  return Status::Ok();
+}
+
+Status Shard::Impl::FinishRefresh() {
+  Refresh& r = *refresh_;
   // The order is stored first: a restart rebuilds the index in it.
-  if (Status s = WriteFileAtomically(env_, File(kOrderFile), next.Serialize(), options_.sync); !s.ok()) {
+  if (Status s = WriteFileAtomically(env_, File(kOrderFile), r.next.Serialize(), options_.sync); !s.ok()) {
     return Status(s.code(), "shard: write the token order: " + s.message());
   }
-  for (const Moved& m : moved) {
-    index_.AddPostings(m.slot, m.added);
-    cut_[m.slot] = m.cut;
+  {
+    std::unique_lock lock(mu_);
+    for (const auto& [slot, g] : r.gains) {
+      // A live slot's note is its page's (Publish drops the note of a slot it frees): a note for
+      // a slot that is not live is a staged page's that was dropped.
+      if (!index_.AddPostings(slot, g.added)) continue;
+      cut_[slot] = g.cut;
+      ++refreshed_pages_;
+    }
+    order_ = std::move(r.next);
+    frequent_tokens_ += r.marked.size();
+    ++order_refreshes_;
   }
-  order_ = next;
-  demoted_lists_.insert(lists.begin(), lists.end());
-  frequent_tokens_ += marked.size();
-  ++order_refreshes_;
-  refreshed_pages_ += moved.size();
+  demoted_lists_.insert(r.lists.begin(), r.lists.end());
+  refresh_.reset();
   return Status::Ok();
 }
 

@@ -1,6 +1,8 @@
 // The index: compactions, rebuilds, its sizing, the derived token order.
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <random>
 
 #include "tier2/shard_test_util.h"
 #include "tier2/token_order.h"
@@ -261,6 +263,7 @@ TEST(Shard, CrowdedTokensGoLastAsTheShardGrows) {
       std::vector<pb::PageSignature> part(resident.begin() + i, resident.begin() + std::min(resident.size(), i + 50));
       ASSERT_TRUE((*shard)->Apply(Pages(part), {}).ok());
     }
+    ASSERT_TRUE((*shard)->CheckIndex().ok()) << (*shard)->CheckIndex().ToString();
     ASSERT_TRUE((*shard)->CompareBatch(pages, 0.7, r).ok());
     *st = (*shard)->Stats();
   };
@@ -303,6 +306,83 @@ TEST(Shard, CrowdedTokensGoLastAsTheShardGrows) {
   ASSERT_TRUE((*shard)->CompareBatch(pages, 0.7, &again).ok());
   EXPECT_EQ(Found(batch, again), truth);
   EXPECT_LE(again.stats.candidates, r.stats.candidates);
+}
+
+// A refresh is spread over the writes that follow it (refresh_pages_per_stage): the pages stored,
+// replaced and removed while it reads the pages it concerns end up indexed in its order, every
+// answer on the way is exact, and so is every answer after a restart that cuts it short.
+TEST(Shard, OrderRefreshSpreadOverWritesStaysExact) {
+  const std::vector<pb::PageSignature> early = SitePages(41, 42, 150, "http://early/");
+  const std::vector<pb::PageSignature> late = SitePages(43, 44, 2000, "http://late/");
+  // Every 16th late page is a probe, never stored: its family's other pages are (families of 4).
+  std::vector<pb::PageSignature> probe, stored(early.begin(), early.end());
+  for (size_t i = 0; i < late.size(); ++i) (i % 16 == 15 ? probe : stored).push_back(late[i]);
+  TempDir dir;
+  ShardOptions o = Options(dir.str(), 0.7, 2);
+  o.order_sample_pages = 150;  // the early sites only
+  o.frequent_min_pages = 3;
+  o.crowded_token_pages = 16;
+  o.refresh_pages_per_stage = 8;
+  o.expected_pages = 1 << 14;  // no rebuild to grow, which would index every page anew
+  std::map<std::string, pb::PageSignature> model;  // URL -> resident page
+  std::mt19937_64 rng(45);
+  auto check = [&](Shard& shard, const std::string& when) {
+    std::vector<pb::PageSignature> resident;
+    for (const auto& [url, sig] : model) resident.push_back(sig);
+    CompareResult r;
+    ASSERT_TRUE(shard.CheckIndex().ok()) << when << ": " << shard.CheckIndex().ToString();
+    ASSERT_TRUE(shard.CompareBatch(Pages(probe), 0.7, &r).ok());
+    EXPECT_EQ(Found(probe, r), BruteForce(resident, probe, 0.7)) << when;
+  };
+  auto shard = Shard::Open(o);
+  ASSERT_TRUE(shard.ok());
+  size_t next = 0;
+  int applies_while_due = 0;  // Applies that began with the first refresh due and not finished
+  bool restarted = false;
+  while (next < stored.size()) {
+    const bool due = model.size() >= 300 && (*shard)->Stats().order_refreshes == 0;
+    std::vector<pb::PageSignature> part(stored.begin() + next, stored.begin() + std::min(stored.size(), next + 50));
+    next += part.size();
+    std::vector<std::string> removed;
+    if (model.size() >= 300) {
+      // Replace a few resident late pages (a tenth of their shingles redrawn) and remove a few.
+      std::vector<std::string> urls;
+      for (const auto& [url, sig] : model) {
+        if (url.starts_with("http://late/")) urls.push_back(url);
+      }
+      for (int k = 0; k < 4; ++k) {
+        const pb::PageSignature& old = model[urls[rng() % urls.size()]];
+        std::vector<uint64_t> h(old.shingles().begin(), old.shingles().end());
+        for (size_t j = 0; j < h.size() / 10 + 1; ++j) h[rng() % h.size()] = rng();
+        part.push_back(MakeSig(old.url(), h));
+      }
+      for (int k = 0; k < 3; ++k) removed.push_back(urls[rng() % urls.size()]);
+    }
+    ASSERT_TRUE((*shard)->Apply(Pages(part), removed).ok());
+    for (const std::string& url : removed) model.erase(url);
+    for (const pb::PageSignature& sig : part) model[sig.url()] = sig;  // (stored after the removals)
+    applies_while_due += due;
+    check(**shard, "after " + std::to_string(next) + " pages");
+    if (!restarted && applies_while_due == 2) {
+      // A restart in the middle of the refresh: the index is rebuilt in the order in force. The
+      // next refresh (due when the shard has doubled) reads more pages a Stage.
+      EXPECT_EQ((*shard)->Stats().order_refreshes, 0u);
+      shard->reset();
+      o.refresh_pages_per_stage = 64;
+      shard = Shard::Open(o);
+      ASSERT_TRUE(shard.ok());
+      check(**shard, "after the restart");
+      restarted = true;
+    }
+  }
+  const ShardStats st = (*shard)->Stats();
+  EXPECT_TRUE(restarted);
+  EXPECT_GE(st.order_refreshes, 1u);  // due again at twice the pages held at the restart
+  EXPECT_GT(st.refreshed_pages, 0u);
+  shard->reset();
+  shard = Shard::Open(o);
+  ASSERT_TRUE(shard.ok());
+  check(**shard, "reopened at the end");
 }
 
 }  // namespace

@@ -33,6 +33,9 @@ StatusOr<std::unique_ptr<StagedBatch>> Shard::Impl::Stage(std::span<const ShardP
     index_.Compact(/*purge=*/false);
     ++compactions_;
   }
+  // The token order refresh's next step, if one is due or under way (shard_impl.h: RefreshStep).
+  // A refresh that fails leaves the order as it was, and is retried when the shard has doubled.
+  if (Status r = RefreshStep(); !r.ok()) spdlog::warn("shard: refreshing the token order failed: {}", r.ToString());
   // Pages to store: home, not superseded. Empty pages only remove.
   std::vector<uint32_t> store;
   for (uint32_t i : plan.live) {
@@ -60,6 +63,9 @@ StatusOr<std::unique_ptr<StagedBatch>> Shard::Impl::Stage(std::span<const ShardP
     sizes[k] = static_cast<uint32_t>(std::min<size_t>(bytes, SignatureLog::kMaxPayload + size_t{1}));  // over: refused
     append_bytes += SignatureLog::kHeaderBytes + bytes;
     MakeIndexEntry(sig, &prefix, &staged->entries[k]);
+    // Indexed in the current order: what its prefix gains in the refresh's order is added with
+    // the rest when the refresh finishes.
+    if (refresh_ != nullptr) NoteGain(staged->slots[k], Shingles(sig), prefix);
   }
   // The signatures go to the log past its committed end, which disturbs no reader (SignatureLog:
   // reads below the end); Apply's commit record takes the end past them.
@@ -182,7 +188,10 @@ Status Shard::Impl::Publish(std::unique_ptr<StagedBatch> batch, std::span<const 
   Status result;
   {
     std::unique_lock lock(mu_);
-    for (uint32_t slot : freed) index_.Remove(slot, IndexedPostings(slot));
+    for (uint32_t slot : freed) {
+      index_.Remove(slot, IndexedPostings(slot));
+      if (refresh_ != nullptr) refresh_->gains.erase(slot);
+    }
     // ...and the locations and URL maps (Get waits): every slot with a location is resident.
     {
       std::unique_lock loc(loc_mu_);
@@ -211,11 +220,6 @@ Status Shard::Impl::Publish(std::unique_ptr<StagedBatch> batch, std::span<const 
       // The batch is stored either way; a failed reorder leaves the order as it was (hash order, or
       // the initial one) and is retried next time.
       if (Status r = Reorder(); !r.ok()) spdlog::warn("shard: deriving the token order failed: {}", r.ToString());
-    } else if (order_derived_ && options_.crowded_token_pages > 0 && next_refresh_ > 0 &&
-               index_.live_slots() >= next_refresh_) {
-      // As the shard grows, sites the order's sample did not show crowd the prefixes: their tokens
-      // go last too. Any order is exact; a failure leaves this one and is retried at the next size.
-      if (Status r = RefreshOrder(); !r.ok()) spdlog::warn("shard: refreshing the token order failed: {}", r.ToString());
     } else if (postings > (16ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
       // Grown past the bucket table: rebuild from the log with a table sized for twice the size.
       result = RebuildIndex(PrefixIndex::BucketBitsFor(postings * 2));

@@ -17,48 +17,108 @@ TokenOrder TokenOrder::FromFrequent(std::span<const uint64_t> frequent) {
   return o;
 }
 
-TokenOrder TokenOrder::WithFrequent(std::span<const uint64_t> more) const {
-  if (bitmap_.empty()) return FromFrequent(more);
-  if (more.empty()) return *this;
-  // An innocent token is marked with the chance of a set bit. Growing keeps that chance for the
-  // tokens marked already (each bit becomes a run), so the bitmap grows only as the new tokens
-  // need: at least 256 bits each, which adds at most 1/256 to it.
-  const uint64_t have = bitmap_.size() * 8;
-  const uint64_t bits = std::max<uint64_t>(std::bit_ceil(more.size() * 256), have);
-  TokenOrder o;
-  if (bits == have) {
-    o = *this;
-  } else {
-    // A token's bit in the larger bitmap is its old bit followed by the extra low bits of the
-    // same product: old bit i becomes bits [i << d, (i + 1) << d).
-    const int d = std::countr_zero(bits) - std::countr_zero(have);
-    o.bitmap_.assign(bits / 8, '\0');
-    o.shift_ = shift_ - d;
-    for (uint64_t i = 0; i < have; ++i) {
-      if (!((static_cast<unsigned char>(bitmap_[i >> 3]) >> (i & 7)) & 1)) continue;
-      for (uint64_t b = i << d; b < (i + 1) << d; ++b) {
-        o.bitmap_[b >> 3] = static_cast<char>(static_cast<unsigned char>(o.bitmap_[b >> 3]) | (1u << (b & 7)));
-      }
+void TokenOrder::SetMarked(std::span<const uint64_t> tokens) {
+  marked_count_ = tokens.size();
+  marked_zero_ = false;
+  table_.clear();
+  table_shift_ = 64;
+  if (tokens.empty()) return;
+  const uint64_t cells = std::max<uint64_t>(std::bit_ceil(tokens.size() * 2), 16);
+  table_.assign(cells, 0);
+  table_shift_ = 64 - std::countr_zero(cells);
+  const uint64_t mask = cells - 1;
+  for (uint64_t h : tokens) {
+    if (h == 0) {
+      marked_zero_ = true;
+      continue;
     }
+    uint64_t i = (h * 0x9E3779B97F4A7C15ull) >> table_shift_;
+    while (table_[i] != 0) i = (i + 1) & mask;
+    table_[i] = h;
   }
-  for (uint64_t h : more) o.Mark(h);
+}
+
+std::vector<uint64_t> TokenOrder::MarkedSorted() const {
+  std::vector<uint64_t> out;
+  out.reserve(marked_count_);
+  if (marked_zero_) out.push_back(0);
+  for (uint64_t h : table_) {
+    if (h != 0) out.push_back(h);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TokenOrder TokenOrder::WithFrequent(std::span<const uint64_t> more) const {
+  // An exact set, not more bits: a bit would mark the innocent tokens that share it too, and the
+  // shard re-indexes only the pages that hold a token it marked.
+  std::vector<uint64_t> all = MarkedSorted();
+  const size_t had = all.size();
+  for (uint64_t h : more) {
+    if (!Frequent(h)) all.push_back(h);
+  }
+  if (all.size() == had) return *this;
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  TokenOrder o;
+  o.bitmap_ = bitmap_;
+  o.shift_ = shift_;
+  o.SetMarked(all);
   return o;
+}
+
+std::string TokenOrder::Serialize() const {
+  std::string out = bitmap_;
+  if (marked_count_ == 0) return out;
+  auto put = [&](uint64_t v) {
+    char b[8];
+    for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
+    out.append(b, 8);
+  };
+  for (uint64_t h : MarkedSorted()) put(h);
+  put(marked_count_);
+  put(kSetMagic);
+  return out;
 }
 
 StatusOr<TokenOrder> TokenOrder::Deserialize(const std::string& bytes) {
   TokenOrder o;
   if (bytes.empty()) return o;
-  if (!std::has_single_bit(bytes.size()) || bytes.size() < 2) {
-    return Corruption("token order bitmap of " + std::to_string(bytes.size()) + " bytes is not a power of two");
+  auto get = [&](size_t at) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+    return v;
+  };
+  size_t bitmap_bytes = bytes.size();
+  std::vector<uint64_t> marked;
+  if (bytes.size() >= 16 && get(bytes.size() - 8) == kSetMagic) {
+    const uint64_t n = get(bytes.size() - 16);
+    if (n == 0 || n > (bytes.size() - 16) / 8) {
+      return Corruption("token order of " + std::to_string(bytes.size()) + " bytes says it marks " +
+                        std::to_string(n) + " tokens");
+    }
+    bitmap_bytes = bytes.size() - 16 - 8 * n;
+    marked.reserve(n);
+    for (uint64_t i = 0; i < n; ++i) marked.push_back(get(bitmap_bytes + 8 * i));
+    if (!std::is_sorted(marked.begin(), marked.end()) ||
+        std::adjacent_find(marked.begin(), marked.end()) != marked.end()) {
+      return Corruption("token order's marked tokens are not ascending and unique");
+    }
   }
-  o.bitmap_ = bytes;
-  o.shift_ = 64 - std::countr_zero(static_cast<uint64_t>(bytes.size()) * 8);
+  if (bitmap_bytes > 0) {
+    if (!std::has_single_bit(bitmap_bytes) || bitmap_bytes < 2) {
+      return Corruption("token order bitmap of " + std::to_string(bitmap_bytes) + " bytes is not a power of two");
+    }
+    o.bitmap_ = bytes.substr(0, bitmap_bytes);
+    o.shift_ = 64 - std::countr_zero(static_cast<uint64_t>(bitmap_bytes) * 8);
+  }
+  o.SetMarked(marked);
   return o;
 }
 
 void TokenOrder::Prefix(std::span<const uint64_t> sorted, uint32_t p, std::vector<uint64_t>* out) const {
   out->clear();
-  if (bitmap_.empty()) {
+  if (empty()) {
     out->assign(sorted.begin(), sorted.begin() + std::min<size_t>(p, sorted.size()));
     return;
   }

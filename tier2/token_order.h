@@ -7,11 +7,13 @@
 // order must never change while pages are indexed with it, so the order is:
 //   1. tokens not marked frequent, by ascending hash, then
 //   2. tokens marked frequent, by ascending hash,
-// where "marked frequent" is a bitmap over the hash (a deterministic function of the token: a
-// bitmap collision only moves an innocent token to the end, for every page alike). An empty
-// TokenOrder (no bitmap) is plain hash order. The shard derives its bitmap from the document
-// frequencies of its first pages and re-indexes them; later it only marks more tokens
-// (WithFrequent), so a page's prefix changes only if it held one of them (tier2/shard.h).
+// where "marked frequent" is:
+//   - a bitmap over the hash (FromFrequent: a deterministic function of the token, so a bitmap
+//     collision only moves an innocent token to the end, for every page alike; the shard derives
+//     it from the document frequencies of its first pages and re-indexes every page), or
+//   - an exact set of tokens marked later (WithFrequent), so that a page's prefix moves only if
+//     it held one of them, and the shard re-indexes just those pages (tier2/shard.h).
+// An empty TokenOrder is plain hash order.
 //
 // Keys: Key(h) maps a token to a 64-bit value whose order (ties broken by the hash) is the token
 // order; a page's prefix cut is stored as the top 32 bits of its last prefix token's key.
@@ -34,21 +36,28 @@ class TokenOrder {
 
   // Marks `frequent` (any order, duplicates allowed) in a bitmap of about 64 bits per token.
   static TokenOrder FromFrequent(std::span<const uint64_t> frequent);
-  // This order with `more` marked too: every token this order marks stays marked. The bitmap
-  // grows (each bit becoming a run of bits) to at least 256 bits per token of `more`, so that
-  // each call adds at most 1/256 to the share of innocent tokens marked.
+  // This order with exactly the tokens of `more` marked too (any order, duplicates allowed):
+  // every token this order marks stays marked, and no other token is.
   TokenOrder WithFrequent(std::span<const uint64_t> more) const;
-  // The bitmap as stored by Serialize(); Corruption when its size is not a power of two bytes.
+  // An order as stored by Serialize(); Corruption when the bytes are not one.
   static StatusOr<TokenOrder> Deserialize(const std::string& bytes);
-  std::string Serialize() const { return bitmap_; }
+  // The bitmap (its size a power of two bytes), then, when tokens were marked by WithFrequent,
+  // those tokens (8 bytes each, little-endian, ascending), their count and kSetMagic (8 bytes
+  // each).
+  std::string Serialize() const;
+  static constexpr uint64_t kSetMagic = 0x5445534E454B4F54ull;  // "TOKENSET"
 
-  bool empty() const { return bitmap_.empty(); }
+  bool empty() const { return bitmap_.empty() && marked_count_ == 0; }
   uint64_t bitmap_bits() const { return bitmap_.size() * 8; }
+  // Tokens WithFrequent marked, exactly.
+  uint64_t marked_tokens() const { return marked_count_; }
 
   bool Frequent(uint64_t h) const {
-    if (bitmap_.empty()) return false;
-    const uint64_t bit = (h * 0xD6E8FEB86659FD93ull) >> shift_;
-    return (static_cast<unsigned char>(bitmap_[bit >> 3]) >> (bit & 7)) & 1;
+    if (!bitmap_.empty()) {
+      const uint64_t bit = (h * 0xD6E8FEB86659FD93ull) >> shift_;
+      if ((static_cast<unsigned char>(bitmap_[bit >> 3]) >> (bit & 7)) & 1) return true;
+    }
+    return marked_count_ > 0 && Marked(h);
   }
   uint64_t Key(uint64_t h) const { return (h >> 1) | (Frequent(h) ? 1ull << 63 : 0); }
 
@@ -60,9 +69,26 @@ class TokenOrder {
     const uint64_t bit = (h * 0xD6E8FEB86659FD93ull) >> shift_;
     bitmap_[bit >> 3] = static_cast<char>(static_cast<unsigned char>(bitmap_[bit >> 3]) | (1u << (bit & 7)));
   }
+  // The exact set: open addressing with linear probing, at most half full; 0 is a free cell (the
+  // token 0 is kept in marked_zero_).
+  bool Marked(uint64_t h) const {
+    if (h == 0) return marked_zero_;
+    const uint64_t mask = table_.size() - 1;
+    for (uint64_t i = (h * 0x9E3779B97F4A7C15ull) >> table_shift_;; i = (i + 1) & mask) {
+      if (table_[i] == h) return true;
+      if (table_[i] == 0) return false;
+    }
+  }
+  // Builds the set from `tokens` (sorted, unique).
+  void SetMarked(std::span<const uint64_t> tokens);
+  std::vector<uint64_t> MarkedSorted() const;
 
   std::string bitmap_;
   int shift_ = 64;
+  std::vector<uint64_t> table_;
+  int table_shift_ = 64;
+  uint64_t marked_count_ = 0;
+  bool marked_zero_ = false;
 };
 
 // Tokens that occur in at least `min_pages` of `sets` (each sorted and unique).
