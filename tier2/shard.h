@@ -77,7 +77,7 @@ struct ShardOptions {
   uint32_t crowded_token_pages = ConfigDefaults().tier2().crowded_token_pages();
   // That re-indexing is spread over the writes that follow: each Stage reads at most this many of
   // the pages it concerns, and the new order takes effect in the Stage that reads the last of them.
-  uint32_t refresh_pages_per_stage = 2048;
+  uint32_t refresh_pages_per_stage = 512;
   // A shard that has not derived its order yet indexes in this one (TokenOrder::Serialize(), e.g.
   // from a sample of the collection) instead of hash order, until it derives its own. Any order
   // is exact, so it is not stored: a shard opened again without it rebuilds its index in hash
