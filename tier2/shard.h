@@ -172,7 +172,7 @@ struct ShardStats {
   uint64_t page_table_bytes = 0;    // sizes, length vectors, prefix cuts, bitmaps, log locations, URL hashes
   uint64_t compactions = 0;
   uint64_t rebuilds = 0;            // index rebuilt from the signature log (growth, token order)
-  uint64_t token_order_bits = 0;    // size of the frequent-token bitmap; 0 = hash order
+  uint64_t token_order_bits = 0;    // bits of the derived order's bitmap; 0: no bitmap
   uint64_t frequent_tokens = 0;     // tokens marked frequent (when derived by this process)
   uint64_t order_refreshes = 0;     // times this process marked crowded tokens (crowded_token_pages)
   uint64_t refreshed_pages = 0;     // pages those re-indexed

@@ -195,7 +195,7 @@ class Shard::Impl {
   //     (the affected pages); nothing changes yet, and refresh_ stays empty when nothing is marked.
   //   StepRefresh: reads up to refresh_pages_per_stage affected pages and notes what their prefix
   //     gains in the next order. Pages staged meanwhile are indexed in the current order and
-  //     Stage notes theirs (NoteStaged); Publish drops the note of every slot it frees.
+  //     Stage notes theirs (NoteGain); Publish drops the note of every slot it frees.
   //   FinishRefresh: stores the next order, adds the noted postings (mu_ exclusive) and switches.
   // All run in Stage, under apply_mu_ (the only writer): their reads need no other lock. On an
   // error nothing has changed and the refresh is dropped; it falls due again when the shard has
