@@ -133,10 +133,10 @@ class PrefixIndex {
   uint64_t OverflowSlot(uint32_t bucket) const {
     return (bucket * 0x9E3779B97F4A7C15ull) >> overflow_shift_;
   }
-  uint64_t Slack(uint64_t postings) const;
-  void AdvanceScan();
+  uint64_t Slack(uint64_t postings) const;  // spare main-array capacity a reallocation leaves
+  void AdvanceScan();  // scan_ to the lowest slot at or above it that is free (or state_.size())
   // The slot's postings for `tokens`, into the overflow.
-  void InsertPostings(uint32_t slot, std::span<const uint64_t> tokens);  // scan_ to the lowest slot at or above it that is free (or state_.size())  // spare main-array capacity a reallocation leaves
+  void InsertPostings(uint32_t slot, std::span<const uint64_t> tokens);
   void OverflowInsert(uint64_t entry);
   void OverflowGrow();
 

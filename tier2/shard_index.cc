@@ -137,7 +137,6 @@ Status Shard::Impl::CheckIndex() const {
   std::string buffer;
   pb::PageSignature sig;
   std::vector<uint64_t> prefix;
-  std::vector<uint32_t> slots;
   for (uint32_t slot = 0; slot < loc_.size(); ++slot) {
     if (!HasLocation(slot)) continue;
     RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
@@ -147,11 +146,9 @@ Status Shard::Impl::CheckIndex() const {
     if (!index_.IsLive(slot)) return broken("is resident but not in the index");
     order_.Prefix(Shingles(sig), IndexedPostings(slot), &prefix);
     for (uint64_t h : prefix) {
-      slots.clear();
-      index_.ForEach(h, [&](uint32_t s) { slots.push_back(s); });
-      if (std::find(slots.begin(), slots.end(), slot) == slots.end()) {
-        return broken("has no posting for prefix token " + std::to_string(h));
-      }
+      bool posted = false;
+      index_.ForEach(h, [&](uint32_t s) { posted = posted || s == slot; });
+      if (!posted) return broken("has no posting for prefix token " + std::to_string(h));
     }
     const uint32_t cut = static_cast<uint32_t>((prefix.empty() ? 0 : order_.Key(prefix.back())) >> 32);
     if (cut_[slot] > cut) return broken("has a prefix cut above its prefix's");
