@@ -287,6 +287,7 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
   sum_.peak_rss_bytes = PeakRssBytes();
   sum_.tier1_page_reads = tier1_->page_reads();
   sum_.tier1_group_reads = tier1_->group_reads();
+  sum_.tier1_member_reads = tier1_->member_reads();
   sum_.tier1_tables = store_->rows().table_stats();
   if (!o_.groups_out.empty()) {
     const auto t0 = SteadyClock::now();
@@ -419,10 +420,12 @@ std::string FormatSummary(const PipelineSummary& s) {
                    s.kept_sets, s.kept_pages, s.kept_sets_missing, s.kept_decisions, s.kept_compares, s.kept_fetches,
                    s.kept_scans, s.kept_recomputed);
   o += fmt::format("tier 1 lookups     pages: {} cached ({} packed), {} read, {} known absent, {} groups of matches "
-                   "from memory; groups: {} cached ({} packed), {} read\n",
+                   "from memory; groups: {} cached ({} packed), {} read; member lists: {} cached ({} packed), {} "
+                   "read\n",
                    s.tier1_page_reads.hits, s.tier1_page_reads.unpacked, s.tier1_page_reads.reads,
                    s.tier1_page_reads.skipped, s.tier1_page_reads.indexed, s.tier1_group_reads.hits,
-                   s.tier1_group_reads.unpacked, s.tier1_group_reads.reads);
+                   s.tier1_group_reads.unpacked, s.tier1_group_reads.reads, s.tier1_member_reads.hits,
+                   s.tier1_member_reads.unpacked, s.tier1_member_reads.reads);
   o += fmt::format("time               tier1 {:.2f} s, tier2 compare {:.2f} s, tier2 apply {:.2f} s, status {:.2f} s; "
                    "peak RSS {:.0f} MiB\n",
                    s.tier1_seconds, s.tier2_compare_seconds, s.tier2_apply_seconds, s.query_seconds,

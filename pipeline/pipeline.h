@@ -232,7 +232,7 @@ struct PipelineSummary {
   // read from the group store, known absent without a read, or (a Tier 2 match's group) answered
   // from the store's memory. Reads growing with the store mean tier1.cache_records is too small
   // for the working set.
-  tier1::GroupStore::Txn::ReadStats tier1_page_reads, tier1_group_reads;
+  tier1::GroupStore::Txn::ReadStats tier1_page_reads, tier1_group_reads, tier1_member_reads;
   // The group store's LevelDB tables since the store was opened by this run (RowStore::TableStats).
   RowStore::TableStats tier1_tables;
   uint64_t peak_rss_bytes = 0;

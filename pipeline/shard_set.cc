@@ -51,6 +51,9 @@ class LocalShardSet : public ShardSet {
     RETURN_IF_ERROR(Check(shard));
     return shards_[shard]->Get(url);
   }
+  void WillNeed(uint32_t shard, std::span<const std::string_view> urls) const override {
+    if (Check(shard).ok()) shards_[shard]->WillNeed(urls);
+  }
   tier2::ShardStats Stats(uint32_t shard) const override {
     return shard < shards_.size() && shards_[shard] != nullptr ? shards_[shard]->Stats() : tier2::ShardStats{};
   }
@@ -86,6 +89,18 @@ Status ShardSet::GetMany(uint32_t shard, std::span<const std::string> urls,
 StatusOr<pb::PageSignature> ShardSetSignatures::Fetch(const std::string& url, uint32_t home_cell) {
   if (home_cell >= map_.cells()) return NotFound("cell " + std::to_string(home_cell) + " is not in the map");
   return shards_.Get(move_ != nullptr ? move_->ServedShard(home_cell) : map_.ShardOf(home_cell), url);
+}
+
+void ShardSetSignatures::WillFetch(std::span<const tier1::SignatureRef> refs) {
+  std::vector<std::vector<std::string_view>> by_shard(shards_.size());
+  for (const tier1::SignatureRef& r : refs) {
+    if (r.home_cell >= map_.cells()) continue;
+    const uint32_t m = move_ != nullptr ? move_->ServedShard(r.home_cell) : map_.ShardOf(r.home_cell);
+    if (m < by_shard.size()) by_shard[m].push_back(r.url);
+  }
+  for (uint32_t m = 0; m < by_shard.size(); ++m) {
+    if (!by_shard[m].empty()) shards_.WillNeed(m, by_shard[m]);
+  }
 }
 
 StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const ShardSetOptions& o) {

@@ -67,6 +67,9 @@ class ShardSet {
   // Errors: Get's but NotFound.
   virtual Status GetMany(uint32_t shard, std::span<const std::string> urls,
                          std::vector<std::optional<pb::PageSignature>>* out) const;
+  // Hints that Get will soon be asked for `urls` (tier2::Shard::WillNeed). Never fails; the
+  // default does nothing.
+  virtual void WillNeed(uint32_t /*shard*/, std::span<const std::string_view> /*urls*/) const {}
   virtual tier2::ShardStats Stats(uint32_t shard) const = 0;
 };
 
@@ -81,6 +84,7 @@ class ShardSetSignatures : public tier1::SignatureSource {
   ShardSetSignatures(const partitioner::PartitionMap& map, const ShardSet& shards, const StoreMove* move = nullptr)
       : map_(map), shards_(shards), move_(move) {}
   StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t home_cell) override;
+  void WillFetch(std::span<const tier1::SignatureRef> refs) override;
 
  private:
   const partitioner::PartitionMap& map_;

@@ -48,6 +48,15 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Classifica
     std::unordered_map<std::string, const pb::PageSignature*>* m;
     ~ClearOnExit() { m->clear(); }
   } clear_on_exit{&batch_signatures_};
+  // The changed pages' representatives: the winner's signature, or when the page is the winner,
+  // its previous version. Found first and hinted to the source together, then fetched.
+  struct Representative {
+    size_t page;                        // in the batch
+    const std::string* url;             // the winner's URL (a stored record's: stable here)
+    const pb::Tier1Page* record;        // the winner's page record
+    bool own;                           // the page is its group's winner
+  };
+  std::vector<Representative> reps;
   for (size_t i = 0; i < batch.size(); ++i) {
     Classification& classification = (*classes)[i];
     if (classification == Classification::kSuperseded) continue;
@@ -67,21 +76,32 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Classifica
     if (!options_.fast_path) continue;
     ASSIGN_OR_RETURN(const pb::Tier1Group* group, txn_.FindGroup(page->group()));
     if (group == nullptr) continue;
-    // The representative: the winner's signature. When q is the winner, its previous version.
-    StatusOr<pb::PageSignature> rep = NotFound("");
     if (group->winner() == u.url) {
-      rep = source_->Fetch(u.url, page->home_cell());
-    } else {
-      ASSIGN_OR_RETURN(const pb::Tier1Page* winner_page, txn_.FindPage(group->winner()));
-      if (winner_page == nullptr) continue;
-      rep = FetchSignature(group->winner(), *winner_page);
+      reps.push_back({i, &u.url, page, true});
+      continue;
     }
+    ASSIGN_OR_RETURN(const pb::Tier1Page* winner_page, txn_.FindPage(group->winner()));
+    if (winner_page != nullptr) reps.push_back({i, &group->winner(), winner_page, false});
+  }
+  std::vector<SignatureRef> hint;
+  hint.reserve(reps.size());
+  for (const Representative& r : reps) {
+    if (r.record->has_signature() && (r.own || !batch_signatures_.contains(*r.url))) {
+      hint.push_back({*r.url, r.record->home_cell()});
+    }
+  }
+  source_->WillFetch(hint);
+  for (const Representative& r : reps) {
+    StatusOr<pb::PageSignature> rep =
+        r.own ? source_->Fetch(*r.url, r.record->home_cell()) : FetchSignature(*r.url, *r.record);
     if (!rep.ok()) {
       if (rep.status().code() == StatusCode::kNotFound) continue;
       return rep.status();
     }
     double sim = 0;
-    if (Similar(*u.signature, *rep, options_.threshold, &sim)) classification = Classification::kFastPath;
+    if (Similar(*batch[r.page].signature, *rep, options_.threshold, &sim)) {
+      (*classes)[r.page] = Classification::kFastPath;
+    }
   }
   return Status::Ok();
 }

@@ -2,7 +2,10 @@
 // it kept. The harness (World, Page, R, ...) is tier1/tier1_test_util.h.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "tier1/tier1.h"
 #include "tier1/tier1_test_util.h"
@@ -66,6 +69,33 @@ TEST(Tier1FastPath, WinnerChangingALittleUpdatesTheRepresentative) {
   r = w.Run({Page("http://a.com/", R(13, 113), 10), Page("http://b.com/", R(12, 112), 1)});
   EXPECT_EQ(r.classes[0], Classification::kTier2);  // 90/110 from [3,103)
   EXPECT_EQ(r.classes[1], Classification::kFastPath);  // 99/101 from a's batch version
+}
+
+// Classify finds the batch's representatives first and hints them to the source in one call
+// before it fetches any: the winners of changed losers, and a changed winner's previous version,
+// but not a winner whose new version is in the batch (it is compared with that, not fetched).
+TEST(Tier1FastPath, RepresentativesAreHintedTogetherBeforeAnyFetch) {
+  World w;
+  w.Run({Page("http://a.com/", R(0, 100), 10), Page("http://b.com/", R(1, 101), 1)});
+  w.Run({Page("http://c.com/", R(200, 300), 1)});
+  ASSERT_EQ(w.GroupOf("http://b.com/"), w.GroupOf("http://a.com/"));
+  auto hinted_in_next_run = [&](const std::vector<In>& records) {
+    w.source().hints.clear();
+    w.source().fetches_at_hint.clear();
+    const uint64_t before = w.source().fetches;
+    Result r = w.Run(records);
+    EXPECT_EQ(w.source().hints.size(), 1u);
+    if (w.source().hints.empty()) return std::vector<std::string>();
+    EXPECT_EQ(w.source().fetches_at_hint[0], before) << "a fetch came before the hint";
+    for (Classification c : r.classes) EXPECT_EQ(c, Classification::kFastPath);
+    std::vector<std::string> urls = w.source().hints[0];
+    std::sort(urls.begin(), urls.end());
+    return urls;
+  };
+  EXPECT_EQ(hinted_in_next_run({Page("http://b.com/", R(2, 102), 1), Page("http://c.com/", R(201, 301), 1)}),
+            (std::vector<std::string>{"http://a.com/", "http://c.com/"}));
+  EXPECT_EQ(hinted_in_next_run({Page("http://a.com/", R(3, 103), 10), Page("http://b.com/", R(4, 104), 1)}),
+            (std::vector<std::string>{"http://a.com/"}));
 }
 
 TEST(Tier1FastPath, DisabledSendsEveryChangeToTier2) {

@@ -30,6 +30,28 @@ Status ParseGroup(std::string_view bytes, pb::Tier1Group* out, uint64_t group) {
   return Status::Ok();
 }
 
+// A member list packed for PackedRecords: each URL as its 4-byte little-endian length and bytes.
+void PackMembers(const std::vector<std::string>& urls, std::string* out) {
+  size_t n = 0;
+  for (const std::string& url : urls) n += 4 + url.size();
+  out->clear();
+  out->reserve(n);
+  for (const std::string& url : urls) {
+    const size_t at = out->size();
+    out->resize(at + 4);
+    StoreLittleEndian(out->data() + at, url.size(), 4);
+    *out += url;
+  }
+}
+
+void UnpackMembers(const std::string& packed, std::vector<std::string>* urls) {
+  for (size_t at = 0; at + 4 <= packed.size();) {
+    const size_t n = LoadLittleEndian(packed.data() + at, 4);
+    urls->emplace_back(packed, at + 4, n);
+    at += 4 + n;
+  }
+}
+
 // *out = the sorted list `base` with a Txn's changes to it (column -> present?) applied.
 void ApplyChanges(const std::vector<std::string>& base, const std::map<std::string, bool, std::less<>>& changes,
                   std::vector<std::string>* out) {
@@ -48,6 +70,38 @@ void ApplyChanges(const std::vector<std::string>& base, const std::map<std::stri
   }
   for (; c != changes.end(); ++c) {
     if (c->second) out->push_back(c->first);
+  }
+}
+
+// ApplyChanges on a packed list (PackMembers): *out = `packed` with the changes, packed, each
+// URL kept copied as bytes.
+void ApplyChangesPacked(std::string_view packed, const std::map<std::string, bool, std::less<>>& changes,
+                        std::string* out) {
+  out->clear();
+  out->reserve(packed.size() + changes.size() * 64);
+  auto append = [&](std::string_view url) {
+    const size_t at = out->size();
+    out->resize(at + 4);
+    StoreLittleEndian(out->data() + at, url.size(), 4);
+    out->append(url);
+  };
+  auto c = changes.begin();
+  for (size_t at = 0; at + 4 <= packed.size();) {
+    const size_t n = LoadLittleEndian(packed.data() + at, 4);
+    const std::string_view url = packed.substr(at + 4, n);
+    at += 4 + n;
+    for (; c != changes.end() && std::string_view(c->first) < url; ++c) {
+      if (c->second) append(c->first);
+    }
+    if (c != changes.end() && std::string_view(c->first) == url) {
+      if (c->second) append(url);
+      ++c;
+    } else {
+      append(url);
+    }
+  }
+  for (; c != changes.end(); ++c) {
+    if (c->second) append(c->first);
   }
 }
 
@@ -365,6 +419,7 @@ Status GroupStore::Txn::Members(uint64_t group, std::vector<std::string>* out) {
   out->clear();
   if (Reserved(group)) {
     // Reserved by this Txn: the store has no member of it yet, so no scan.
+    ++member_reads_.skipped;
     if (changes != nullptr) {
       for (const auto& [url, present] : *changes) {
         if (present) out->push_back(url);
@@ -376,16 +431,16 @@ Status GroupStore::Txn::Members(uint64_t group, std::vector<std::string>* out) {
   if (cached == member_lists_.end()) {
     MemberList list;
     if (packed_members_.Take(group, &unpacked_)) {
-      const std::string& p = unpacked_;
-      for (size_t at = 0; at + 4 <= p.size();) {
-        const size_t n = LoadLittleEndian(p.data() + at, 4);
-        list.urls.emplace_back(p, at + 4, n);
-        at += 4 + n;
-      }
+      UnpackMembers(unpacked_, &list.urls);
+      ++member_reads_.hits;
+      ++member_reads_.unpacked;
     } else {
       RETURN_IF_ERROR(Merge(store_->member_, GroupKey(group), nullptr, &list.urls));
+      ++member_reads_.reads;
     }
     cached = member_lists_.emplace(group, std::move(list)).first;
+  } else {
+    ++member_reads_.hits;
   }
   cached->second.used = epoch_;
   if (changes == nullptr) *out = cached->second.urls;
@@ -441,7 +496,6 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
     }
   }
   for (const auto& [g, changes] : members_) {
-    packed_members_.Erase(g);  // the list changes here (a kept decoded one takes the changes)
     const std::string row = GroupKey(g);
     for (const auto& [url, present] : changes) {
       if (present) batch_.Put(store_->member_, row, url, "");
@@ -491,11 +545,16 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
     }
   }
   if (s.ok() && keep_cache) {
-    // The committed member lists after this Txn: a kept list takes the changes; a group new to
-    // the store (reserved by this Txn) starts its list with them.
+    // The committed member lists after this Txn: a kept list takes the changes (a packed one
+    // stays packed); a group new to the store (reserved by this Txn) starts its list with them.
     for (const auto& [g, changes] : members_) {
       auto it = member_lists_.find(g);
       if (it == member_lists_.end()) {
+        if (packed_members_.Take(g, &unpacked_)) {
+          ApplyChangesPacked(unpacked_, changes, &bytes);
+          packed_members_.Put(g, bytes, epoch_);
+          continue;
+        }
         if (g <= committed_next_group) continue;  // never read: nothing to keep current
         it = member_lists_.emplace(g, MemberList()).first;
       }
@@ -578,16 +637,7 @@ Status GroupStore::Txn::Evict(size_t keep, size_t packed_bytes) {
   std::erase_if(member_lists_, [&](const auto& e) {
     if (age(e.second.used) <= oldest) return false;
     if (pack) {
-      size_t n = 0;
-      for (const std::string& url : e.second.urls) n += 4 + url.size();
-      bytes.clear();
-      bytes.reserve(n);
-      for (const std::string& url : e.second.urls) {
-        const size_t at = bytes.size();
-        bytes.resize(at + 4);
-        StoreLittleEndian(bytes.data() + at, url.size(), 4);
-        bytes += url;
-      }
+      PackMembers(e.second.urls, &bytes);
       packed_members_.Put(e.first, bytes, e.second.used);
     }
     return true;

@@ -178,7 +178,8 @@ class GroupStore::Txn {
 
   // What FindPage and FindGroup (and the Mutable calls, through them) cost since the Txn was made:
   // records found in the Txn, read from the store, or known to be absent without a read (a URL the
-  // store never recorded, a group id this Txn reserved).
+  // store never recorded, a group id this Txn reserved). Members counts the same way: lists held
+  // (decoded or packed), scanned from the store, or of a group this Txn reserved.
   struct ReadStats {
     uint64_t hits = 0, reads = 0, skipped = 0;
     uint64_t indexed = 0;  // pages: ContentGroupOf answered from the store's memory, no record
@@ -186,6 +187,7 @@ class GroupStore::Txn {
   };
   const ReadStats& page_reads() const { return page_reads_; }
   const ReadStats& group_reads() const { return group_reads_; }
+  const ReadStats& member_reads() const { return member_reads_; }
 
  private:
   // `used`: the epoch (Commits so far) of the record's last use, for Evict. `stored`: the store's
@@ -240,7 +242,8 @@ class GroupStore::Txn {
   struct MemberList { std::vector<std::string> urls; uint32_t used = 0; };
   std::unordered_map<uint64_t, MemberList> member_lists_;
   // Records and member lists Evict took out of the decoded cache, serialized; every one is the
-  // store's committed state (a load takes it back out before it can change). Pages by the store's
+  // store's committed state (a load takes a record back out before it can change; a Commit
+  // applies its changes to a packed member list, which stays packed). Pages by the store's
   // URL hash (the value starts with the URL: a hash two URLs share keeps one), groups and member
   // lists by id.
   // Past `bound` bytes in all, each drops its oldest records down to half of its share of it.
@@ -249,7 +252,7 @@ class GroupStore::Txn {
   std::string unpacked_;  // the record Take moved out, until it is parsed
   uint64_t groups_reserved_ = 0;
   uint32_t epoch_ = 0;
-  ReadStats page_reads_, group_reads_;
+  ReadStats page_reads_, group_reads_, member_reads_;
   RowBatch batch_;
 };
 

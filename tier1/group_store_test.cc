@@ -733,12 +733,15 @@ TEST_F(GroupStoreTest, EvictedRecordsStayPackedAndAnswerAsTheStore) {
   EXPECT_EQ(txn.cached(), 0u);
   EXPECT_EQ(txn.packed(), 50u + 5u + 5u);  // pages, groups, member lists
   EXPECT_GT(txn.packed_bytes(), 0u);
-  const GroupStore::Txn::ReadStats pages_before = txn.page_reads(), groups_before = txn.group_reads();
+  const GroupStore::Txn::ReadStats pages_before = txn.page_reads(), groups_before = txn.group_reads(),
+                                   members_before = txn.member_reads();
   expect_as_store("unpacked");
   EXPECT_EQ(txn.page_reads().reads, pages_before.reads) << "a packed page is not read from the store";
   EXPECT_EQ(txn.page_reads().unpacked - pages_before.unpacked, 50u);
   EXPECT_EQ(txn.group_reads().reads, groups_before.reads);
   EXPECT_EQ(txn.group_reads().unpacked - groups_before.unpacked, 5u);
+  EXPECT_EQ(txn.member_reads().reads, members_before.reads);
+  EXPECT_EQ(txn.member_reads().unpacked - members_before.unpacked, 5u);
   EXPECT_EQ(txn.packed(), 0u);
   EXPECT_EQ(txn.packed_bytes(), 0u);
 
@@ -782,12 +785,15 @@ TEST_F(GroupStoreTest, EvictedRecordsStayPackedAndAnswerAsTheStore) {
   auto deleted = txn.FindGroup(gids[4]);
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(*deleted, nullptr);
-  for (uint64_t g : {gids[0], gids[1], gids[2]}) {
+  // The lists changed while packed took the changes: none is scanned from the store again.
+  const uint64_t member_scans = txn.member_reads().reads;
+  for (uint64_t g : {gids[0], gids[1], gids[2], gids[3]}) {
     Urls kept, committed;
     ASSERT_TRUE(txn.Members(g, &kept).ok());
     ASSERT_TRUE(store->Members(g, &committed).ok());
     EXPECT_EQ(kept, committed) << "group " << g;
   }
+  EXPECT_EQ(txn.member_reads().reads, member_scans);
 
   // A bound too small for any: Evict drops them, and lookups read the store.
   ASSERT_TRUE(txn.Commit(false, true).ok());
@@ -799,6 +805,10 @@ TEST_F(GroupStoreTest, EvictedRecordsStayPackedAndAnswerAsTheStore) {
   ASSERT_TRUE(p1.ok() && *p1 != nullptr);
   EXPECT_EQ((*p1)->group(), gids[1]);
   EXPECT_EQ(txn.page_reads().reads, reads_before + 1);
+  Urls members;
+  ASSERT_TRUE(txn.Members(gids[1], &members).ok());
+  EXPECT_EQ(txn.member_reads().reads, member_scans + 1);
+  EXPECT_EQ(members.size(), 11u);  // its ten and url(0)
 }
 
 // Packed pages whose URLs share a hash: one is kept per hash, and a lookup never takes another

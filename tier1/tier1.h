@@ -55,6 +55,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -68,6 +69,12 @@
 
 namespace neardup::tier1 {
 
+// A page's signature to fetch: its URL (not owned) and home cell.
+struct SignatureRef {
+  std::string_view url;
+  uint32_t home_cell = 0;
+};
+
 // Where Tier 1 reads full signatures (the Tier 2 shards, in the embedded pipeline).
 class SignatureSource {
  public:
@@ -75,6 +82,9 @@ class SignatureSource {
   // The current signature of `url`, stored in the shard owning partition cell `home_cell`.
   // NotFound when that shard does not hold it.
   virtual StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t home_cell) = 0;
+  // Hints that Fetch will soon be asked for `refs`, so that a source whose reads may wait for a
+  // disk starts them together. Never fails; the default does nothing.
+  virtual void WillFetch(std::span<const SignatureRef> /*refs*/) {}
 };
 
 struct Tier1Options {
@@ -246,6 +256,7 @@ class Tier1 {
   // What the working set's lookups cost so far (its cache's hits against store reads).
   const GroupStore::Txn::ReadStats& page_reads() const { return txn_.page_reads(); }
   const GroupStore::Txn::ReadStats& group_reads() const { return txn_.group_reads(); }
+  const GroupStore::Txn::ReadStats& member_reads() const { return txn_.member_reads(); }
 
  private:
   // Where they are: the group edits (LeaveGroup to RecomputeWinners) in apply.cc, Answer in

@@ -109,8 +109,15 @@ class FakeSource : public SignatureSource {
     if (it == sigs.end()) return NotFound("fake source: no signature for " + url);
     return it->second;
   }
+  void WillFetch(std::span<const SignatureRef> refs) override {
+    std::vector<std::string>& urls = hints.emplace_back();
+    for (const SignatureRef& r : refs) urls.emplace_back(r.url);
+    fetches_at_hint.push_back(fetches);
+  }
   std::map<std::string, pb::PageSignature> sigs;
   uint64_t fetches = 0;
+  std::vector<std::vector<std::string>> hints;  // the URLs of each WillFetch call
+  std::vector<uint64_t> fetches_at_hint;       // `fetches` when each came
   std::string fail_url;  // Fetch fails (IoError) for this URL
 };
 

@@ -45,6 +45,18 @@ StatusOr<pb::PageSignature> Shard::Impl::Get(const std::string& url) const {
   return sig;
 }
 
+void Shard::Impl::WillNeed(std::span<const std::string_view> urls) const {
+  if (!options_.read_ahead || urls.empty()) return;
+  std::vector<SignatureLog::Ref> refs;
+  refs.reserve(urls.size());
+  std::shared_lock loc(loc_mu_);
+  for (std::string_view url : urls) {
+    const uint32_t slot = url_slots_.Probable(url);
+    if (slot != UrlSlots::kNoSlot && HasLocation(slot)) refs.push_back(Location(slot));
+  }
+  log_->WillNeed(refs);
+}
+
 ShardStats Shard::Impl::Stats() const {
   std::shared_lock lock(mu_);
   std::shared_lock loc(loc_mu_);
@@ -109,6 +121,7 @@ StagedBatch::~StagedBatch() {
 }
 StatusOr<uint64_t> Shard::AppliedSequence() const { return impl_->AppliedSequence(); }
 StatusOr<pb::PageSignature> Shard::Get(const std::string& url) const { return impl_->Get(url); }
+void Shard::WillNeed(std::span<const std::string_view> urls) const { impl_->WillNeed(urls); }
 ShardStats Shard::Stats() const { return impl_->Stats(); }
 Status Shard::CheckIndex() const { return impl_->CheckIndex(); }
 uint64_t Shard::DiskBytes() const { return impl_->DiskBytes(); }

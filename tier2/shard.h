@@ -262,6 +262,10 @@ class Shard {
 
   // Reads a resident page's signature by URL. NotFound when the URL is not resident.
   StatusOr<pb::PageSignature> Get(const std::string& url) const;
+  // Hints that Get will soon be asked for `urls`: their records' reads start together
+  // (SignatureLog::WillNeed) instead of one after another. Nothing without read_ahead; a URL not
+  // resident costs nothing. Never fails. Thread safety: as Get.
+  void WillNeed(std::span<const std::string_view> urls) const;
 
   ShardStats Stats() const;
   // Checks the invariant every answer's exactness rests on: each resident page has a posting for

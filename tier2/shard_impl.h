@@ -119,6 +119,7 @@ class Shard::Impl {
   void Unstage(StagedBatch::State& staged);
   StatusOr<uint64_t> AppliedSequence() const;
   StatusOr<pb::PageSignature> Get(const std::string& url) const;
+  void WillNeed(std::span<const std::string_view> urls) const;
   ShardStats Stats() const;
   Status CheckIndex() const;
   uint64_t DiskBytes() const;

@@ -33,6 +33,14 @@ Status UrlSlots::Lookup(std::string_view url, const ReadRecord& read, Found* fou
   return Status::Ok();
 }
 
+uint32_t UrlSlots::Probable(std::string_view url) const {
+  if (!collided_.empty()) {
+    if (auto it = collided_.find(url); it != collided_.end()) return it->second;
+  }
+  uint32_t s;
+  return by_hash_.Find(Hash(url), &s) ? s : kNoSlot;
+}
+
 void UrlSlots::AddResident(const std::string& url, uint32_t slot) {
   const uint64_t h = Hash(url);
   if (by_hash_.Contains(h)) {

@@ -54,6 +54,10 @@ class UrlSlots {
   // Where `url` is. The record of the slot found is left in *record (when not null). Errors: what
   // `read` returns.
   Status Lookup(std::string_view url, const ReadRecord& read, Found* found, std::string* record = nullptr) const;
+  // The slot whose record Lookup would read first for `url` (kNoSlot when it would read none),
+  // without reading it: the URL's slot if it is resident, else a slot another page holds or held.
+  // For read-ahead hints.
+  uint32_t Probable(std::string_view url) const;
 
   // Records a page resident at open (slots given in any order; each URL once).
   void AddResident(const std::string& url, uint32_t slot);

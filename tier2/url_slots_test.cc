@@ -1,5 +1,6 @@
 // The URL -> slot map under hash collisions and restarts.
 #include "tier2/shard_test_util.h"
+#include "tier2/url_slots.h"
 
 namespace neardup::tier2 {
 namespace {
@@ -89,6 +90,22 @@ TEST(Shard, UrlMapIsExactUnderHashCollisionsAndRestarts) {
       EXPECT_EQ(Found(probe, r), found_with_real_hash);
     }
   }
+}
+
+// Probable names the slot Lookup would read first, without reading: a resident URL's own slot
+// (in the hash map or the collision map), the slot of another page with the same hash, or none.
+TEST(UrlSlots, ProbableIsTheSlotLookupReadsFirst) {
+  UrlSlots one(&OneHash);
+  EXPECT_EQ(one.Probable("http://a/"), UrlSlots::kNoSlot);
+  one.AddResident("http://a/", 4);
+  one.AddResident("http://b/", 9);  // the same hash: kept in the collision map
+  EXPECT_EQ(one.Probable("http://a/"), 4u);
+  EXPECT_EQ(one.Probable("http://b/"), 9u);
+  EXPECT_EQ(one.Probable("http://c/"), 4u);  // a's, which Lookup reads to find c is not there
+  UrlSlots real(nullptr);
+  real.AddResident("http://a/", 4);
+  EXPECT_EQ(real.Probable("http://a/"), 4u);
+  EXPECT_EQ(real.Probable("http://b/"), UrlSlots::kNoSlot);
 }
 
 }  // namespace
