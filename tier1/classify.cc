@@ -90,7 +90,7 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Classifica
       hint.push_back({*r.url, r.record->home_cell()});
     }
   }
-  source_->WillFetch(hint);
+  if (!hint.empty()) source_->WillFetch(hint);
   for (const Representative& r : reps) {
     StatusOr<pb::PageSignature> rep =
         r.own ? source_->Fetch(*r.url, r.record->home_cell()) : FetchSignature(*r.url, *r.record);
