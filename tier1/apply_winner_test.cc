@@ -222,13 +222,11 @@ TEST(Tier1Reverify, LosersAreVerifiedAgainstANewWinnerWithTheBatch) {
   w.Run({Page(d, R(3, 103), 1000, "")});  // more popular: it wins
   ASSERT_EQ(w.GroupOfUrl(b).winner(), d);
   w.source().fetches = 0;
-  w.source().log.clear();
   ASSERT_TRUE(w.t1().Reverify(&r).ok());
   EXPECT_EQ(r.groups, 1u);
   EXPECT_EQ(r.verified, 3u);  // a, b and c
   EXPECT_EQ(r.skipped, 0u);
   EXPECT_EQ(w.source().fetches, 4u);  // d once, then each loser
-  for (const auto& u : {a, b, c, d}) EXPECT_TRUE(w.source().FetchedAfterAHint(u)) << u;  // hinted together first
   w.Flush();
   for (const auto& u : {a, b, c}) {
     const pb::Tier1Page p = w.PageRec(u);

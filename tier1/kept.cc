@@ -72,25 +72,6 @@ Status Tier1::UpdateKeptSets(GroupStore::Txn& txn,
     ASSIGN_OR_RETURN(pb::PageSignature s, FetchSignature(url, page));
     return &(sigs[url] = std::move(s));
   };
-  {
-    // Most fetches below are of each group's winner and kept pages (and its listed pages not in
-    // the batch): hinted to the source together first, so that their reads overlap.
-    std::vector<SignatureRef> hint;
-    auto want = [&](const std::string& url) -> Status {
-      if (batch != nullptr && batch->contains(url)) return Status::Ok();
-      ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(url));
-      if (IsContent(p)) hint.push_back({url, p->home_cell()});
-      return Status::Ok();
-    };
-    for (const auto& [gid, w] : work) {
-      ASSIGN_OR_RETURN(const pb::Tier1Group* g, txn.FindGroup(gid));
-      if (g == nullptr || options_.kept_max_members == 0 || g->members() > options_.kept_max_members) continue;
-      RETURN_IF_ERROR(want(g->winner()));
-      for (const std::string& k : g->kept()) RETURN_IF_ERROR(want(k));
-      for (const std::string& url : w.pages) RETURN_IF_ERROR(want(url));
-    }
-    if (!hint.empty()) source_->WillFetch(hint);
-  }
   for (auto& [gid, w] : work) {
     ASSIGN_OR_RETURN(const pb::Tier1Group* found, txn.FindGroup(gid));
     if (found == nullptr) continue;

@@ -90,16 +90,6 @@ TEST(Tier1Kept, AJoinDecidesOnlyTheNewPage) {
   EXPECT_EQ(Counter(w, "kept_decisions") - decisions, 2);
 }
 
-// The kept pages a batch's pages are compared with are hinted to the source before any is fetched.
-TEST(Tier1Kept, KeptPagesAreHintedBeforeTheyAreFetched) {
-  World w;
-  Chain(w);
-  w.source().log.clear();
-  w.Run({Page("http://docs.com/v5/page", R(20, 120), 5)});  // compared with v1, then v3
-  EXPECT_TRUE(w.source().FetchedAfterAHint(v1));
-  EXPECT_TRUE(w.source().FetchedAfterAHint(v3));
-}
-
 TEST(Tier1Kept, AKeptPageThatChangesHasItsDuplicatesDecidedAgain) {
   World w;
   Chain(w);

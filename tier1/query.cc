@@ -218,39 +218,6 @@ Status Tier1::Reverify(ReverifyReport* report) {
     std::unordered_map<std::string, pb::PageSignature>* m;
     ~ClearOnExit() { m->clear(); }
   } clear_on_exit{&reverify_signatures_};
-  if (options_.reverify_max_members > 0) {
-    // The signatures the loop below fetches, one at a time: each group's winner and its content
-    // members not verified against it. Hinted to the source together first, so that their reads
-    // overlap. (A market's member may be verified against its market's winner instead: hinted
-    // all the same.)
-    std::vector<std::string> urls;
-    std::vector<SignatureRef> hint;
-    std::vector<std::string> members;
-    for (uint64_t gid : groups) {
-      ASSIGN_OR_RETURN(const pb::Tier1Group* g, txn_.FindGroup(gid));
-      if (g == nullptr || g->members() <= 1 || g->members() > options_.reverify_max_members) continue;
-      const std::string winner = g->winner();
-      ASSIGN_OR_RETURN(const pb::Tier1Page* wp, txn_.FindPage(winner));
-      if (wp == nullptr || !wp->has_signature()) continue;
-      const std::string winner_digest = wp->content_digest();
-      urls.push_back(winner);
-      hint.push_back({std::string_view(), wp->home_cell()});
-      RETURN_IF_ERROR(txn_.Members(gid, &members));
-      for (const std::string& url : members) {
-        if (url == winner || pending_.count(url) > 0) continue;
-        ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn_.FindPage(url));
-        if (p == nullptr || !p->crawled() || !p->redirect_to().empty() || !p->has_signature()) continue;
-        if (p->verified_winner() == winner && p->verified_winner_digest() == winner_digest &&
-            p->verified_digest() == p->content_digest()) {
-          continue;
-        }
-        urls.push_back(url);
-        hint.push_back({std::string_view(), p->home_cell()});
-      }
-    }
-    for (size_t i = 0; i < hint.size(); ++i) hint[i].url = urls[i];
-    if (!hint.empty()) source_->WillFetch(hint);
-  }
   for (uint64_t gid : groups) {
     if (options_.reverify_max_members == 0) break;
     ASSIGN_OR_RETURN(const pb::Tier1Group* found, txn_.FindGroup(gid));

@@ -104,7 +104,6 @@ class FakeSource : public SignatureSource {
  public:
   StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t) override {
     ++fetches;
-    log.emplace_back(false, url);
     if (url == fail_url) return IoError("fake source: " + url + " cannot be read");
     auto it = sigs.find(url);
     if (it == sigs.end()) return NotFound("fake source: no signature for " + url);
@@ -112,28 +111,13 @@ class FakeSource : public SignatureSource {
   }
   void WillFetch(std::span<const SignatureRef> refs) override {
     std::vector<std::string>& urls = hints.emplace_back();
-    for (const SignatureRef& r : refs) {
-      urls.emplace_back(r.url);
-      log.emplace_back(true, r.url);
-    }
+    for (const SignatureRef& r : refs) urls.emplace_back(r.url);
     fetches_at_hint.push_back(fetches);
-  }
-  // Whether `url` was fetched since the log was cleared, each time after a hint of it.
-  bool FetchedAfterAHint(const std::string& url) const {
-    bool hinted = false, fetched = false;
-    for (const auto& [hint, u] : log) {
-      if (u != url) continue;
-      if (hint) hinted = true;
-      else if (!hinted) return false;
-      else fetched = true;
-    }
-    return fetched;
   }
   std::map<std::string, pb::PageSignature> sigs;
   uint64_t fetches = 0;
   std::vector<std::vector<std::string>> hints;  // the URLs of each WillFetch call
   std::vector<uint64_t> fetches_at_hint;       // `fetches` when each came
-  std::vector<std::pair<bool, std::string>> log;  // (a hint?, URL) of each hint and fetch, in order
   std::string fail_url;  // Fetch fails (IoError) for this URL
 };
 

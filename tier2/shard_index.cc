@@ -256,15 +256,7 @@ Status Shard::Impl::StepRefresh(size_t pages) {
   std::string buffer;
   pb::PageSignature sig;
   std::vector<uint64_t> prefix;
-  const size_t end = std::min(r.affected.size(), r.read + pages);
-  if (options_.read_ahead) {  // the step's reads reach the disk together, not one after another
-    std::vector<SignatureLog::Ref> refs;
-    for (size_t i = r.read; i < end; ++i) {
-      if (HasLocation(r.affected[i])) refs.push_back(Location(r.affected[i]));
-    }
-    log_->WillNeed(refs);
-  }
-  for (; r.read < end; ++r.read) {
+  for (const size_t end = std::min(r.affected.size(), r.read + pages); r.read < end; ++r.read) {
     const uint32_t slot = r.affected[r.read];
     if (!HasLocation(slot)) continue;  // freed since: its page is gone, or staged anew (noted then)
     RETURN_IF_ERROR(ReadSignature(slot, &buffer, &sig));
