@@ -12,8 +12,8 @@
 //   RETURN_IF_ERROR(urls.Lookup("http://a/", read, &f, &record));
 //   if (f.slot != UrlSlots::kNoSlot) ...          // resident in f.slot
 //
-// Thread safety: Lookup and MemoryBytes may run concurrently with each other; every other method
-// needs the caller's exclusive access (the shard's writer, under its location lock).
+// Thread safety: Lookup, Probable and MemoryBytes may run concurrently with each other; every
+// other method needs the caller's exclusive access (the shard's writer, under its location lock).
 #pragma once
 
 #include <cstdint>
