@@ -86,16 +86,20 @@ Status ShardSet::GetMany(uint32_t shard, std::span<const std::string> urls,
   return Status::Ok();
 }
 
+uint32_t ShardSetSignatures::ShardOf(uint32_t home_cell) const {
+  return move_ != nullptr ? move_->ServedShard(home_cell) : map_.ShardOf(home_cell);
+}
+
 StatusOr<pb::PageSignature> ShardSetSignatures::Fetch(const std::string& url, uint32_t home_cell) {
   if (home_cell >= map_.cells()) return NotFound("cell " + std::to_string(home_cell) + " is not in the map");
-  return shards_.Get(move_ != nullptr ? move_->ServedShard(home_cell) : map_.ShardOf(home_cell), url);
+  return shards_.Get(ShardOf(home_cell), url);
 }
 
 void ShardSetSignatures::WillFetch(std::span<const tier1::SignatureRef> refs) {
   std::vector<std::vector<std::string_view>> by_shard(shards_.size());
   for (const tier1::SignatureRef& r : refs) {
     if (r.home_cell >= map_.cells()) continue;
-    const uint32_t m = move_ != nullptr ? move_->ServedShard(r.home_cell) : map_.ShardOf(r.home_cell);
+    const uint32_t m = ShardOf(r.home_cell);
     if (m < by_shard.size()) by_shard[m].push_back(r.url);
   }
   for (uint32_t m = 0; m < by_shard.size(); ++m) {

@@ -87,6 +87,7 @@ class ShardSetSignatures : public tier1::SignatureSource {
   void WillFetch(std::span<const tier1::SignatureRef> refs) override;
 
  private:
+  uint32_t ShardOf(uint32_t home_cell) const;  // the shard serving a cell of the map
   const partitioner::PartitionMap& map_;
   const ShardSet& shards_;
   const StoreMove* move_;

@@ -31,78 +31,72 @@ Status ParseGroup(std::string_view bytes, pb::Tier1Group* out, uint64_t group) {
 }
 
 // A member list packed for PackedRecords: each URL as its 4-byte little-endian length and bytes.
+void AppendPacked(std::string_view url, std::string* out) {
+  const size_t at = out->size();
+  out->resize(at + 4);
+  StoreLittleEndian(out->data() + at, url.size(), 4);
+  out->append(url);
+}
+
+template <typename Visit>
+void ForEachPacked(std::string_view packed, const Visit& visit) {
+  for (size_t at = 0; at + 4 <= packed.size();) {
+    const size_t n = LoadLittleEndian(packed.data() + at, 4);
+    visit(packed.substr(at + 4, n));
+    at += 4 + n;
+  }
+}
+
 void PackMembers(const std::vector<std::string>& urls, std::string* out) {
   size_t n = 0;
   for (const std::string& url : urls) n += 4 + url.size();
   out->clear();
   out->reserve(n);
-  for (const std::string& url : urls) {
-    const size_t at = out->size();
-    out->resize(at + 4);
-    StoreLittleEndian(out->data() + at, url.size(), 4);
-    *out += url;
+  for (const std::string& url : urls) AppendPacked(url, out);
+}
+
+void UnpackMembers(std::string_view packed, std::vector<std::string>* urls) {
+  ForEachPacked(packed, [&](std::string_view url) { urls->emplace_back(url); });
+}
+
+// The sorted list `base` with a Txn's changes to it (column -> present?) applied, each URL of the
+// result given to `emit` in order. `for_each_base(visit)` calls visit(url) for base's URLs in order.
+template <typename ForEachBase, typename Emit>
+void MergeChanges(const ForEachBase& for_each_base, const std::map<std::string, bool, std::less<>>& changes,
+                  const Emit& emit) {
+  auto c = changes.begin();
+  for_each_base([&](std::string_view url) {
+    for (; c != changes.end() && std::string_view(c->first) < url; ++c) {
+      if (c->second) emit(c->first);
+    }
+    if (c != changes.end() && std::string_view(c->first) == url) {
+      if (c->second) emit(url);
+      ++c;
+    } else {
+      emit(url);
+    }
+  });
+  for (; c != changes.end(); ++c) {
+    if (c->second) emit(c->first);
   }
 }
 
-void UnpackMembers(const std::string& packed, std::vector<std::string>* urls) {
-  for (size_t at = 0; at + 4 <= packed.size();) {
-    const size_t n = LoadLittleEndian(packed.data() + at, 4);
-    urls->emplace_back(packed, at + 4, n);
-    at += 4 + n;
-  }
-}
-
-// *out = the sorted list `base` with a Txn's changes to it (column -> present?) applied.
+// *out = the sorted list `base` with the changes applied.
 void ApplyChanges(const std::vector<std::string>& base, const std::map<std::string, bool, std::less<>>& changes,
                   std::vector<std::string>* out) {
   out->clear();
-  auto c = changes.begin();
-  for (const std::string& url : base) {
-    for (; c != changes.end() && c->first < url; ++c) {
-      if (c->second) out->push_back(c->first);
-    }
-    if (c != changes.end() && c->first == url) {
-      if (c->second) out->push_back(url);
-      ++c;
-    } else {
-      out->push_back(url);
-    }
-  }
-  for (; c != changes.end(); ++c) {
-    if (c->second) out->push_back(c->first);
-  }
+  MergeChanges([&](const auto& visit) { for (const std::string& url : base) visit(url); }, changes,
+               [&](std::string_view url) { out->emplace_back(url); });
 }
 
-// ApplyChanges on a packed list (PackMembers): *out = `packed` with the changes, packed, each
-// URL kept copied as bytes.
+// The same on a packed list (PackMembers): *out = `packed` with the changes, packed, its URLs
+// copied as bytes.
 void ApplyChangesPacked(std::string_view packed, const std::map<std::string, bool, std::less<>>& changes,
                         std::string* out) {
   out->clear();
   out->reserve(packed.size() + changes.size() * 64);
-  auto append = [&](std::string_view url) {
-    const size_t at = out->size();
-    out->resize(at + 4);
-    StoreLittleEndian(out->data() + at, url.size(), 4);
-    out->append(url);
-  };
-  auto c = changes.begin();
-  for (size_t at = 0; at + 4 <= packed.size();) {
-    const size_t n = LoadLittleEndian(packed.data() + at, 4);
-    const std::string_view url = packed.substr(at + 4, n);
-    at += 4 + n;
-    for (; c != changes.end() && std::string_view(c->first) < url; ++c) {
-      if (c->second) append(c->first);
-    }
-    if (c != changes.end() && std::string_view(c->first) == url) {
-      if (c->second) append(url);
-      ++c;
-    } else {
-      append(url);
-    }
-  }
-  for (; c != changes.end(); ++c) {
-    if (c->second) append(c->first);
-  }
+  MergeChanges([&](const auto& visit) { ForEachPacked(packed, visit); }, changes,
+               [&](std::string_view url) { AppendPacked(url, out); });
 }
 
 }  // namespace
