@@ -123,6 +123,7 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
     ho.max_header_bytes = c.max_header_bytes();
     ho.max_body_bytes = c.max_body_bytes();
     ho.read_timeout_ms = c.read_timeout_ms();
+    ho.idle_timeout_ms = c.idle_timeout_ms();
     ho.max_connections = c.max_connections();
     auto server = cluster::HttpServer::Start(ho, api.Handler());
     if (!server.ok()) {

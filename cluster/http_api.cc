@@ -337,12 +337,9 @@ HttpResponse HttpApi::StatusReply(const HttpRequest& request, const std::string&
 }
 
 HttpResponse HttpApi::Group(const HttpRequest& request, const std::string& id) {
-  uint64_t g = 0;
-  if (id.empty() || id.size() > 20 || id.find_first_not_of("0123456789") != std::string::npos) {
-    return JsonError(request, 400, "a group id is a decimal number: " + id);
-  }
-  g = std::stoull(id);
-  StatusOr<GroupView> v = service_->Group(g);
+  const StatusOr<uint64_t> g = ParseDecimalId(id, "a group id");
+  if (!g.ok()) return JsonError(request, 400, g.status().message());
+  StatusOr<GroupView> v = service_->Group(*g);
   if (!v.ok()) return JsonError(request, v.status().code() == StatusCode::kNotFound ? 404 : 500, v.status().message());
   pb::GroupReply r;
   r.set_id(v->id);
@@ -460,6 +457,7 @@ HttpResponse HttpApi::Metrics(const HttpRequest& request) {
     one("neardup_http_connections_open", "gauge", "Open HTTP connections.", h.open_connections);
     one("neardup_http_bad_requests_total", "counter", "Malformed, oversized or timed-out HTTP requests.", h.bad_requests);
     one("neardup_http_refused_connections_total", "counter", "Connections refused past max_connections.", h.refused_connections);
+    one("neardup_http_handler_errors_total", "counter", "Requests whose handler failed unexpectedly (answered 500).", h.handler_errors);
   }
   if (email_ != nullptr) email_->AppendMetrics(&o);
   HttpResponse r = JsonResponse(request, 200, std::move(o));

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "cluster/http_client.h"
@@ -151,6 +152,8 @@ class HttpApiTest : public ::testing::Test {
     ho.max_header_bytes = c->max_header_bytes();
     ho.max_body_bytes = c->max_body_bytes();
     ho.read_timeout_ms = c->read_timeout_ms();
+    ho.idle_timeout_ms = c->idle_timeout_ms();
+    ho.max_connections = c->max_connections();
     auto h = HttpServer::Start(ho, api_->Handler());
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     server_ = std::move(*h);
@@ -276,6 +279,81 @@ TEST_F(HttpApiTest, BadRequestsAreRefusedWhileOthersAreServed) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 202u) << r->body;
   EXPECT_EQ(server_->stats().bad_requests, 3u);  // garbage, 431, 413
+}
+
+// A group id past 2^64 was read with std::stoull, whose exception skipped the release of the
+// connection's slot: past max_connections such requests, every client got 503 for good. Now the
+// id is refused with 400, and the slots come back.
+TEST_F(HttpApiTest, AGroupIdPast64BitsIsRefusedAndHoldsNoConnection) {
+  StartService([](pb::Tier1ServerConfig* c) { c->set_max_connections(8); });
+  const uint16_t port = server_->port();
+  for (int i = 0; i < 40; ++i) {
+    const std::string reply = RawExchange(
+        port, "GET /v1/groups/99999999999999999999 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", milliseconds(5000));
+    ASSERT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << "request " << i << ": " << reply;
+    EXPECT_NE(reply.find("out of range"), std::string::npos) << reply;
+  }
+  for (const char* id : {"18446744073709551616", "-1", "1e3", "0x10", "123456789012345678901", ""}) {
+    auto r = client_->Request("GET", std::string("/v1/groups/") + id, "");
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 400u) << id << ": " << r->body;
+  }
+  auto r = client_->Request("GET", "/v1/groups/18446744073709551615", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 404u) << r->body;  // the largest id parses: no such group
+  EXPECT_TRUE(Healthy());
+  for (int i = 0; i < 200 && server_->stats().open_connections > 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_LE(server_->stats().open_connections, 1u);  // the client's kept-alive connection at most
+  EXPECT_EQ(server_->stats().refused_connections, 0u);
+  EXPECT_EQ(server_->stats().handler_errors, 0u);
+}
+
+// Whatever a handler throws, its request is answered 500, the connection's slot is released, and
+// the server goes on serving.
+TEST(HttpServerTest, AHandlerThatThrowsIsAnswered500AndReleasesItsConnection) {
+  HttpServerOptions o;
+  o.max_connections = 4;
+  std::atomic<int> calls{0};
+  auto server = HttpServer::Start(o, [&](HttpRequest& request) -> boost::asio::awaitable<HttpResponse> {
+    ++calls;
+    if (request.target() == "/throw") throw std::runtime_error("boom");
+    if (request.target() == "/throw-int") throw 7;
+    co_return JsonResponse(request, 200, R"({"ok":true})");
+  });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const uint16_t port = (*server)->port();
+  for (int i = 0; i < 20; ++i) {
+    const std::string target = i % 2 == 0 ? "/throw" : "/throw-int";
+    const std::string reply =
+        RawExchange(port, "GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n", milliseconds(5000));
+    ASSERT_EQ(reply.rfind("HTTP/1.1 500", 0), 0u) << "request " << i << ": " << reply;
+  }
+  const std::string ok = RawExchange(port, "GET /fine HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", milliseconds(5000));
+  EXPECT_EQ(ok.rfind("HTTP/1.1 200", 0), 0u) << ok;
+  for (int i = 0; i < 200 && (*server)->stats().open_connections > 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ((*server)->stats().open_connections, 0u);
+  EXPECT_EQ((*server)->stats().refused_connections, 0u);
+  EXPECT_EQ((*server)->stats().handler_errors, 20u);
+  EXPECT_EQ(calls.load(), 21);
+  (*server)->Stop();
+}
+
+// A kept-alive connection with no next request is closed after idle_timeout_ms.
+TEST(HttpServerTest, AnIdleKeptAliveConnectionIsClosed) {
+  HttpServerOptions o;
+  o.idle_timeout_ms = 300;
+  auto server = HttpServer::Start(o, [](HttpRequest& request) -> boost::asio::awaitable<HttpResponse> {
+    co_return JsonResponse(request, 200, R"({"ok":true})");
+  });
+  ASSERT_TRUE(server.ok());
+  bool closed = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string reply =
+      RawExchange((*server)->port(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n", milliseconds(8000), &closed);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  EXPECT_TRUE(closed);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(6000));
+  (*server)->Stop();
 }
 
 TEST_F(HttpApiTest, WritesNeedTheBearerTokenAndReadsDoNot) {

@@ -1,5 +1,7 @@
 #include "cluster/http_request.h"
 
+#include <charconv>
+
 #include "document/crawl_reader.h"
 
 namespace neardup::cluster {
@@ -13,6 +15,21 @@ int HexValue(char c) {
 }
 
 }  // namespace
+
+StatusOr<uint64_t> ParseDecimalId(std::string_view text, std::string_view what) {
+  // The text goes back in the error: cut, so that a long one does not make a long answer.
+  auto bad = [&](std::string_view why) {
+    const std::string shown(text.substr(0, 40));
+    return InvalidArgument(std::string(what) + " is a decimal number below 2^64" + std::string(why) + ": \"" + shown +
+                           (text.size() > 40 ? "...\"" : "\""));
+  };
+  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string_view::npos) return bad("");
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec == std::errc::result_out_of_range) return bad(" (out of range)");
+  if (ec != std::errc() || end != text.data() + text.size()) return bad("");
+  return v;
+}
 
 std::string QueryParam(std::string_view target, std::string_view key) {
   const size_t q = target.find('?');

@@ -15,6 +15,11 @@
 
 namespace neardup::cluster {
 
+// A decimal number (a group id in a path): digits only, at most 20, no sign, no space, and within
+// uint64_t. InvalidArgument naming `what` and the text otherwise. Never throws: the text is a
+// client's.
+StatusOr<uint64_t> ParseDecimalId(std::string_view text, std::string_view what);
+
 // Percent-decodes the value of `key` in a request target's query string ("/p?a=1&url=..."; '+' is
 // a space); empty when absent.
 std::string QueryParam(std::string_view target, std::string_view key);

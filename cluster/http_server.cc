@@ -43,6 +43,7 @@ class HttpServerImpl final : public HttpServer {
     s.bad_requests = bad_;
     s.timeouts = timeouts_;
     s.refused_connections = refused_;
+    s.handler_errors = handler_errors_;
     return s;
   }
 
@@ -66,13 +67,44 @@ class HttpServerImpl final : public HttpServer {
       }
       ++connections_;
       auto ex = socket.get_executor();
-      asio::co_spawn(ex, Serve(std::move(socket)), asio::detached);
+      // Serve catches what its handler throws; anything else that escapes it is logged here (its
+      // slot is released by Serve's guard either way).
+      asio::co_spawn(ex, Serve(std::move(socket)), [this](std::exception_ptr e) {
+        if (e) NoteException(e, "connection");
+      });
     }
   }
 
+  // Logs an exception that left a handler or a connection, at most one line a second (a client
+  // that can trigger one must not flood the log).
+  void NoteException(std::exception_ptr e, const char* where) {
+    ++handler_errors_;
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      what = x.what();
+    } catch (...) {
+    }
+    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::steady_clock::now().time_since_epoch()).count();
+    int64_t last = last_exception_log_s_.load();
+    if (now != last && last_exception_log_s_.compare_exchange_strong(last, now)) {
+      spdlog::error("http server: a {} threw: {} ({} so far)", where, what, handler_errors_.load());
+    }
+  }
+
+  // One open connection's slot, released on every way out of Serve (return or exception).
+  struct OpenSlot {
+    std::atomic<uint64_t>& open;
+    ~OpenSlot() { --open; }
+  };
+
   asio::awaitable<void> Serve(tcp::socket socket) {
     beast::tcp_stream stream(std::move(socket));
-    if (open_.fetch_add(1) >= options_.max_connections) {
+    const bool over = open_.fetch_add(1) >= options_.max_connections;
+    const OpenSlot slot{open_};
+    if (over) {
       ++refused_;
       HttpRequest none;
       none.version(11);
@@ -83,7 +115,6 @@ class HttpServerImpl final : public HttpServer {
       stream.expires_after(std::chrono::seconds(1));
       co_await http::async_write(stream, r, asio::redirect_error(asio::use_awaitable, ec));
       stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-      --open_;
       co_return;
     }
     // Beast reads at most the buffer's free room (and 64 KB): with the few hundred bytes a
@@ -138,7 +169,18 @@ class HttpServerImpl final : public HttpServer {
       }
       HttpRequest request = parser.release();
       ++requests_;
-      HttpResponse response = co_await handler_(request);
+      HttpResponse response;
+      std::exception_ptr thrown;
+      try {
+        response = co_await handler_(request);
+      } catch (...) {
+        thrown = std::current_exception();
+      }
+      if (thrown) {
+        NoteException(thrown, "handler");
+        response = JsonResponse(request, 500, R"({"error":"internal error"})");
+        response.keep_alive(false);
+      }
       const bool keep = request.keep_alive() && response.keep_alive();
       response.keep_alive(keep);
       response.prepare_payload();
@@ -148,7 +190,6 @@ class HttpServerImpl final : public HttpServer {
     }
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    --open_;
   }
 
   const HttpServerOptions options_;
@@ -158,6 +199,8 @@ class HttpServerImpl final : public HttpServer {
   uint16_t port_ = 0;
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> connections_{0}, open_{0}, requests_{0}, bad_{0}, timeouts_{0}, refused_{0};
+  std::atomic<uint64_t> handler_errors_{0};
+  std::atomic<int64_t> last_exception_log_s_{0};
 };
 
 }  // namespace

@@ -12,7 +12,9 @@
 // Bad requests are answered by the server itself, and the connection closed: malformed HTTP 400,
 // a header over its limit 431, a body over its limit 413, past max_connections 503. A request not
 // read within the time (or a connection idle past idle_timeout_ms) is cut off: the connection is
-// closed without an answer.
+// closed without an answer. A handler that throws is answered 500 and the connection closed; the
+// exception is logged (at most one line a second) and the connection's slot released, as on every
+// other way out of a connection.
 //
 // Thread safety: Start, port and Stop from one thread; the handler runs on the I/O threads, for
 // several connections at once.
@@ -45,13 +47,14 @@ struct HttpServerOptions {
   uint32_t max_header_bytes = 16384;
   uint64_t max_body_bytes = uint64_t{32} << 20;
   uint32_t read_timeout_ms = 10000;  // from a request's first byte (or the connection's idle start) to its end
-  uint32_t idle_timeout_ms = 60000;  // a kept-alive connection with no request for this long closes
+  uint32_t idle_timeout_ms = 10000;  // a kept-alive connection with no request for this long closes
   uint32_t max_connections = 1024;
 };
 
 struct HttpServerStats {
   uint64_t connections = 0, open_connections = 0, requests = 0;
   uint64_t bad_requests = 0, timeouts = 0, refused_connections = 0;
+  uint64_t handler_errors = 0;  // handlers that threw (answered 500)
 };
 
 class HttpServer {
