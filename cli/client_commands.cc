@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cluster/bearer_token.h"
 #include "cluster/http_client.h"
 #include "cluster/service_client.h"
 #include "common/json_write.h"
@@ -19,14 +20,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The token from a file (first line), or "".
+// The token from a file (cluster/bearer_token.h), or "" without one.
 StatusOr<std::string> ReadToken(const std::string& file) {
   if (file.empty()) return std::string();
-  std::ifstream f(file);
-  if (!f) return InvalidArgument("cannot read the bearer token file " + file);
-  std::string t;
-  std::getline(f, t);
-  return t;
+  return cluster::ReadBearerTokenFile(file);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "cluster/bearer_token.h"
 #include "cluster/email_api.h"
 #include "cluster/http_server.h"
 #include "cluster/net.h"
@@ -241,9 +242,9 @@ int Serve(const EmailArgs& a) {
   if (!cfg.ok()) return Fail(cfg.status());
   std::string token;
   if (!a.token_file.empty()) {
-    std::ifstream f(a.token_file);
-    if (!f) return Fail(InvalidArgument("email serve: cannot read the bearer token file " + a.token_file));
-    std::getline(f, token);
+    auto t = cluster::ReadBearerTokenFile(a.token_file);
+    if (!t.ok()) return Fail(InvalidArgument("email serve: " + t.status().message()));
+    token = *t;
   }
   std::string host;
   uint16_t port = 0;
@@ -265,6 +266,17 @@ int Serve(const EmailArgs& a) {
   cluster::HttpServerOptions ho;
   ho.listen = a.listen;
   ho.io_threads = 1;
+  // Writes need the token; a web page cannot write; on loopback, only requests addressed to it.
+  cluster::HttpAccessOptions ao;
+  ao.write_token = token;
+  ao.loopback_only = cluster::IsLoopbackHost(host);
+  auto access = std::make_shared<cluster::HttpAccess>(ao);
+  auto check = [e, access](const cluster::HttpRequest& h) {
+    const std::string_view target(h.target().data(), h.target().size());
+    const std::string_view path = target.substr(0, target.find('?'));
+    if (path == "/healthz" || path == "/metrics") return access->Check(h, cluster::HttpAccess::kOpen, 64 << 10);
+    return e->CheckHeader(*access, h);
+  };
   auto server = cluster::HttpServer::Start(ho, [e](cluster::HttpRequest& r) -> boost::asio::awaitable<cluster::HttpResponse> {
     const std::string_view target(r.target().data(), r.target().size());
     const std::string_view path = target.substr(0, target.find('?'));
@@ -277,7 +289,7 @@ int Serve(const EmailArgs& a) {
       co_return m;
     }
     co_return co_await e->Handle(r);
-  });
+  }, check);
   if (!server.ok()) return Fail(server.status());
   spdlog::info("email serve: store {}, API on http://{}:{}/", a.store, host, (*server)->port());
   WritePortFile(a.port_file, (*server)->port());

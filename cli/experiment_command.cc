@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "cluster/bearer_token.h"
 #include "common/config.h"
 #include "experiments/eval.h"
 #include "experiments/partition_experiments.h"
@@ -135,9 +136,9 @@ void RegisterEval(CLI::App& app, int* exit_code) {
     o.shards = a->server.empty() ? a->shards : std::vector<uint32_t>{};
     o.server = a->server;
     if (!a->token_file.empty()) {
-      std::ifstream f(a->token_file);
-      if (!f) return fail(InvalidArgument("cannot read the bearer token file " + a->token_file), 2);
-      std::getline(f, o.server_token);
+      auto t = cluster::ReadBearerTokenFile(a->token_file);
+      if (!t.ok()) return fail(t.status(), 2);
+      o.server_token = *t;
     }
     for (uint32_t p : o.shards) {
       if (auto rule = ConfigRangeError("pipeline.shards", p); !rule.empty()) {

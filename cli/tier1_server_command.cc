@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "cluster/bearer_token.h"
 #include "cluster/http_api.h"
 #include "cluster/http_server.h"
 #include "cluster/tier1_service.h"
@@ -78,11 +79,16 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
         return true;
       };
     }
-    std::string token = c.bearer_token();
+    std::string token = c.bearer_token(), read_token = c.read_bearer_token();
     if (!c.bearer_token_file().empty()) {
-      std::ifstream f(c.bearer_token_file());
-      if (!f) return fail(InvalidArgument("tier1-server: cannot read the bearer token file " + c.bearer_token_file()));
-      std::getline(f, token);
+      auto t = cluster::ReadBearerTokenFile(c.bearer_token_file());
+      if (!t.ok()) return fail(InvalidArgument("tier1-server: " + t.status().message()));
+      token = *t;
+    }
+    if (!c.read_bearer_token_file().empty()) {
+      auto t = cluster::ReadBearerTokenFile(c.read_bearer_token_file());
+      if (!t.ok()) return fail(InvalidArgument("tier1-server: " + t.status().message()));
+      read_token = *t;
     }
     std::string host;
     uint16_t port = 0;
@@ -99,7 +105,8 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
     }
     auto service = cluster::Tier1Service::Open(so);
     if (!service.ok()) return fail(service.status());
-    cluster::HttpApi api(service->get(), token, static_cast<int>(c.work_threads()), c.retry_after_seconds());
+    cluster::HttpApi api(service->get(),
+                         cluster::HttpApi::OptionsFrom(so.config, token, read_token, cluster::IsLoopbackHost(host)));
     std::unique_ptr<cluster::EmailApi> email;
     if (!c.email_store().empty()) {
       auto e = cluster::EmailApi::Open({.config = so.config.email(),
@@ -125,7 +132,7 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
     ho.read_timeout_ms = c.read_timeout_ms();
     ho.idle_timeout_ms = c.idle_timeout_ms();
     ho.max_connections = c.max_connections();
-    auto server = cluster::HttpServer::Start(ho, api.Handler());
+    auto server = cluster::HttpServer::Start(ho, api.Handler(), api.HeaderCheck());
     if (!server.ok()) {
       (*service)->Stop();
       return fail(server.status());

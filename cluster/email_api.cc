@@ -151,6 +151,20 @@ bool EmailApi::Serves(std::string_view path) {
          path == kDomainEvents || path == kClassify;
 }
 
+HttpAccess::Need EmailApi::NeedOf(http::verb method, std::string_view path) {
+  if (method != http::verb::get && method != http::verb::head) return HttpAccess::kWrite;
+  if (path == kThreads || path == kClassify) return HttpAccess::kRead;
+  return HttpAccess::kOpen;
+}
+
+HeaderVerdict EmailApi::CheckHeader(const HttpAccess& access, const HttpRequest& header) const {
+  const std::string_view target(header.target().data(), header.target().size());
+  const std::string_view path = target.substr(0, target.find('?'));
+  const http::verb m = header.method();
+  const bool get = m == http::verb::get || m == http::verb::head;
+  return access.Check(header, NeedOf(m, path), get ? 64 << 10 : 0, !get);
+}
+
 asio::awaitable<HttpResponse> EmailApi::OnPool(std::function<HttpResponse()> fn) {
   co_return co_await asio::co_spawn(
       *work_, [fn = std::move(fn)]() -> asio::awaitable<HttpResponse> { co_return fn(); }, asio::use_awaitable);

@@ -54,6 +54,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "cluster/http_access.h"
 #include "cluster/http_server.h"
 #include "common/status.h"
 #include "email/annotator.h"
@@ -85,11 +86,18 @@ class EmailApi {
 
   // Whether `path` (without its query) is one of these endpoints.
   static bool Serves(std::string_view path);
+  // What a request to one of them needs (cluster/http_access.h): the POSTs write; the unified
+  // threads and the domain classification reveal users' mail (kRead); templates are open.
+  static HttpAccess::Need NeedOf(boost::beast::http::verb method, std::string_view path);
+  // The server's header check for these endpoints served alone (`neardup email serve`).
+  HeaderVerdict CheckHeader(const HttpAccess& access, const HttpRequest& header) const;
   boost::asio::awaitable<HttpResponse> Handle(HttpRequest& request);
   // Waits for the requests on its pool and for clustering to go idle; returns the first error a
   // clustering stage met. Call after the HTTP server's Stop.
   Status Stop();
 
+  // Counts a write refused for its token before it reached Handle (the server's header check).
+  void NoteUnauthorized() { ++unauthorized_; }
   // Prometheus text of the clustering's counters (neardup_email_*), for /metrics.
   void AppendMetrics(std::string* out) const;
   email::Inducer* inducer() { return inducer_.get(); }

@@ -124,17 +124,96 @@ const char* EndpointName(HttpApi::Endpoint e) {
 
 }  // namespace
 
-HttpApi::HttpApi(Tier1Service* service, std::string bearer_token, int work_threads, uint32_t retry_after_seconds)
+HttpApi::HttpApi(Tier1Service* service, HttpApiOptions options)
     : service_(service),
-      token_(std::move(bearer_token)),
-      retry_after_(retry_after_seconds),
-      work_(std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, work_threads)))) {}
+      o_(std::move(options)),
+      access_(o_.access),
+      retry_after_(o_.retry_after_seconds),
+      work_(std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, o_.work_threads)))),
+      probes_(std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, o_.probe_threads)))) {}
+
+HttpApiOptions HttpApi::OptionsFrom(const pb::NeardupConfig& config, std::string write_token, std::string read_token,
+                                    bool loopback_only) {
+  const pb::Tier1ServerConfig& c = config.tier1_server();
+  HttpApiOptions o;
+  o.access.write_token = std::move(write_token);
+  o.access.read_token = std::move(read_token);
+  o.access.allowed_origins.assign(c.allowed_origins().begin(), c.allowed_origins().end());
+  o.access.loopback_only = loopback_only;
+  o.work_threads = static_cast<int>(c.work_threads());
+  o.probe_threads = static_cast<int>(c.probe_threads());
+  o.max_probes_in_flight = c.max_probes_in_flight();
+  o.max_probe_body_bytes = config.reader().max_line_bytes() + 2;  // the record and its line end
+  o.retry_after_seconds = c.retry_after_seconds();
+  return o;
+}
 
 HttpApi::~HttpApi() { Stop(); }
 
-void HttpApi::Stop() { work_->join(); }
+void HttpApi::Stop() {
+  work_->join();
+  probes_->join();
+}
 
 bool HttpApi::Authorized(const HttpRequest& request) const { return BearerAuthorized(request, token_); }
+
+namespace {
+
+// What a route needs (cluster/http_access.h) and the body it may bring.
+struct RouteAccess {
+  HttpAccess::Need need = HttpAccess::kOpen;
+  uint64_t max_body_bytes = 64 << 10;  // a route that reads no body: a little
+  bool changes = false;
+};
+
+RouteAccess AccessOf(http::verb m, std::string_view path, const HttpApiOptions& o) {
+  const bool get = m == http::verb::get || m == http::verb::head;
+  RouteAccess a;
+  if (path == "/v1/pages") {
+    a = {HttpAccess::kWrite, 0, true};  // the server's max_body_bytes
+  } else if (path == "/v1/status") {
+    if (!get) a = {HttpAccess::kOpen, o.max_probe_body_bytes, false};  // the probe stores nothing
+  } else if (path == "/v1/admin/rebalance") {
+    a = get ? RouteAccess{HttpAccess::kRead, 64 << 10, false} : RouteAccess{HttpAccess::kWrite, 64 << 10, true};
+  } else if (path == "/metrics") {
+    a.need = HttpAccess::kRead;
+  } else if (EmailApi::Serves(path)) {
+    a.need = EmailApi::NeedOf(m, path);
+    a.changes = !get && a.need == HttpAccess::kWrite;
+    if (!get) a.max_body_bytes = 0;
+  }
+  return a;
+}
+
+}  // namespace
+
+HttpApi::Endpoint HttpApi::EndpointOf(http::verb m, std::string_view path) const {
+  if (path == "/v1/pages") return m == http::verb::delete_ ? kDelete : kPages;
+  if (path == "/v1/status") return kStatus;
+  if (path.rfind("/v1/groups/", 0) == 0) return kGroups;
+  if (email_ != nullptr && EmailApi::Serves(path)) return kEmail;
+  if (path == "/v1/admin/rebalance") return kAdmin;
+  if (path == "/healthz") return kHealth;
+  if (path == "/metrics") return kMetrics;
+  return kOther;
+}
+
+HeaderVerdict HttpApi::CheckHeader(const HttpRequest& header) {
+  const std::string_view target(header.target().data(), header.target().size());
+  const std::string_view path = target.substr(0, target.find('?'));
+  const RouteAccess a = AccessOf(header.method(), path, o_);
+  HeaderVerdict v = access_.Check(header, a.need, a.max_body_bytes, a.changes);
+  if (v.refuse.has_value()) {
+    // Counted as the handler would have counted it.
+    const Endpoint e = EndpointOf(header.method(), path);
+    if (v.refuse->result_int() == 401) {
+      ++unauthorized_;
+      if (e == kEmail) email_->NoteUnauthorized();
+    }
+    Observe(e, v.refuse->result_int(), 0);
+  }
+  return v;
+}
 
 asio::awaitable<HttpResponse> HttpApi::Handle(HttpRequest& request) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -148,6 +227,19 @@ asio::awaitable<HttpResponse> HttpApi::Route(HttpRequest& request, Endpoint* e) 
   const std::string_view target(request.target().data(), request.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   const http::verb m = request.method();
+  // The header's check again: a handler called without the server's (tests, the fuzz target)
+  // keeps the same rules, and a server's body limit may have been higher than the route's.
+  *e = EndpointOf(m, path);
+  const RouteAccess a = AccessOf(m, path, o_);
+  if (HeaderVerdict v = access_.Check(request, a.need, a.max_body_bytes, a.changes); v.refuse.has_value()) {
+    if (v.refuse->result_int() == 401) {
+      ++unauthorized_;
+      if (*e == kEmail) email_->NoteUnauthorized();
+    }
+    co_return std::move(*v.refuse);
+  } else if (v.max_body_bytes > 0 && request.body().size() > v.max_body_bytes) {
+    co_return JsonError(request, 413, "body over " + std::to_string(v.max_body_bytes) + " bytes");
+  }
   if (path == "/v1/pages") {
     *e = m == http::verb::delete_ ? kDelete : kPages;
     if (m != http::verb::post && m != http::verb::delete_) co_return JsonError(request, 405, "use POST or DELETE");
@@ -161,7 +253,7 @@ asio::awaitable<HttpResponse> HttpApi::Route(HttpRequest& request, Endpoint* e) 
   }
   if (path == "/v1/status") {
     *e = kStatus;
-    if (m == http::verb::post) co_return co_await Probe(request);
+    if (m == http::verb::post) co_return co_await ProbeBounded(request);
     if (m != http::verb::get) co_return JsonError(request, 405, "use GET or POST");
     co_return co_await Status(request, QueryParam(target, "url"));
   }
@@ -284,13 +376,14 @@ asio::awaitable<HttpResponse> HttpApi::Status(HttpRequest& request, const std::s
     co_return StatusReply(request, url, *now);
   }
   ++status_waits_;
-  co_return StatusReply(request, url, co_await OnPool([this, &url] { return service_->Query(url); }));
+  co_return StatusReply(request, url, co_await OnPool([this, &url] { return service_->Query(url); }, *work_));
 }
 
-asio::awaitable<StatusOr<PageStatus>> HttpApi::OnPool(std::function<StatusOr<PageStatus>()> answer) {
+asio::awaitable<StatusOr<PageStatus>> HttpApi::OnPool(std::function<StatusOr<PageStatus>()> answer,
+                                                     asio::thread_pool& pool) {
   // (co_spawn's result must be default-constructible: a pair, not a StatusOr.)
   auto [status, value] = co_await asio::co_spawn(
-      *work_,
+      pool,
       [&answer]() -> asio::awaitable<std::pair<neardup::Status, PageStatus>> {
         StatusOr<PageStatus> p = answer();
         if (!p.ok()) co_return std::make_pair(p.status(), PageStatus());
@@ -300,9 +393,25 @@ asio::awaitable<StatusOr<PageStatus>> HttpApi::OnPool(std::function<StatusOr<Pag
   co_return status.ok() ? StatusOr<PageStatus>(std::move(value)) : StatusOr<PageStatus>(status);
 }
 
+asio::awaitable<HttpResponse> HttpApi::ProbeBounded(HttpRequest& request) {
+  // Signing and comparing are work: on the probes' pool, at most max_probes_in_flight at once.
+  if (probes_in_flight_.fetch_add(1) >= o_.max_probes_in_flight) {
+    --probes_in_flight_;
+    ++probes_shed_;
+    HttpResponse r = JsonError(request, 429, "too many probes in flight (tier1_server.max_probes_in_flight)");
+    r.set(http::field::retry_after, std::to_string(retry_after_));
+    co_return r;
+  }
+  struct Release {
+    std::atomic<uint32_t>& n;
+    ~Release() { --n; }
+  } release{probes_in_flight_};
+  co_return co_await Probe(request);
+}
+
 asio::awaitable<HttpResponse> HttpApi::Probe(HttpRequest& request) {
   // Signing and comparing are work: off the network threads.
-  const StatusOr<PageStatus> s = co_await OnPool([this, &request] { return service_->Probe(request.body()); });
+  const StatusOr<PageStatus> s = co_await OnPool([this, &request] { return service_->Probe(request.body()); }, *probes_);
   std::string url;
   if (!s.ok()) co_return StatusReply(request, url, s);
   CrawlRecord r;
@@ -399,6 +508,10 @@ HttpResponse HttpApi::Metrics(const HttpRequest& request) {
   };
   one("neardup_unauthorized_total", "counter", "Write requests refused for a missing or wrong bearer token.", unauthorized_.load());
   one("neardup_shed_total", "counter", "Ingest requests answered 429 (backpressure).", shed_.load());
+  one("neardup_probes_shed_total", "counter", "Probes answered 429 (max_probes_in_flight).", probes_shed_.load());
+  one("neardup_access_refusals_total", "counter",
+      "Requests refused by access rules: a token missing or wrong, a web page's origin, a Host not loopback.",
+      access_.refusals());
   one("neardup_status_shard_waits_total", "counter",
       "Status queries answered off the network threads: their verification needed signatures from a shard.",
       status_waits_.load());

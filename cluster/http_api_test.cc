@@ -141,7 +141,9 @@ class HttpApiTest : public ::testing::Test {
     auto s = Tier1Service::Open(o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(*s);
-    api_ = std::make_unique<HttpApi>(service_.get(), token, 1, c->retry_after_seconds());
+    HttpApiOptions ao = HttpApi::OptionsFrom(o.config, token, read_token_, loopback_only_);
+    ao.work_threads = 1;
+    api_ = std::make_unique<HttpApi>(service_.get(), ao);
     if (with_email) {
       auto e = EmailApi::Open({.config = o.config.email(), .store = dir_.File("email"), .bearer_token = token});
       ASSERT_TRUE(e.ok()) << e.status().ToString();
@@ -154,7 +156,7 @@ class HttpApiTest : public ::testing::Test {
     ho.read_timeout_ms = c->read_timeout_ms();
     ho.idle_timeout_ms = c->idle_timeout_ms();
     ho.max_connections = c->max_connections();
-    auto h = HttpServer::Start(ho, api_->Handler());
+    auto h = HttpServer::Start(ho, api_->Handler(), api_->HeaderCheck());
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     server_ = std::move(*h);
     api_->set_server(server_.get());
@@ -210,6 +212,8 @@ class HttpApiTest : public ::testing::Test {
   }
 
   test::TempDir dir_;
+  std::string read_token_;      // HttpAccessOptions::read_token
+  bool loopback_only_ = false;  // HttpAccessOptions::loopback_only
   std::function<bool(uint64_t)> rebalance_on_step_;  // Tier1ServiceOptions::rebalance_on_step
   std::unique_ptr<Tier1Service> service_;
   std::unique_ptr<EmailApi> email_;
@@ -336,6 +340,122 @@ TEST(HttpServerTest, AHandlerThatThrowsIsAnswered500AndReleasesItsConnection) {
   EXPECT_EQ((*server)->stats().handler_errors, 20u);
   EXPECT_EQ(calls.load(), 21);
   (*server)->Stop();
+}
+
+// A writer without the token is refused on its header: the server never reads (or holds) the
+// 30 MB its Content-Length announces, and answers at once.
+TEST_F(HttpApiTest, AWriteWithoutTheTokenIsRefusedBeforeItsBodyIsRead) {
+  StartService(nullptr, "s3cret");
+  const auto t0 = std::chrono::steady_clock::now();
+  bool closed = false;
+  const std::string reply = RawExchange(
+      server_->port(), "POST /v1/pages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 30000000\r\n\r\n" + std::string(1000, 'x'),
+      milliseconds(5000), &closed);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 401", 0), 0u) << reply;
+  EXPECT_TRUE(closed);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(3000));  // not the read timeout
+  EXPECT_EQ(server_->stats().refused_requests, 1u);
+  // The same with the token is read and answered.
+  auto c = HttpClient::Create("http://127.0.0.1:" + std::to_string(server_->port()));
+  ASSERT_TRUE(c.ok());
+  auto r = (*c)->Request("POST", "/v1/pages", "{\"url\":\"http://a.example/1\",\"text\":\"one two three\"}\n",
+                         {{"Authorization", "Bearer s3cret"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 202u) << r->body;
+  // Counted in /metrics as the handler counts it.
+  r = client_->Request("GET", "/metrics", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find("\nneardup_unauthorized_total 1\n"), std::string::npos);
+  EXPECT_NE(r->body.find("\nneardup_access_refusals_total 1\n"), std::string::npos);
+}
+
+// A web page the operator opens cannot write to the API through the operator's browser (its
+// Origin is refused), and a DNS-rebinding name cannot reach a server on loopback (its Host).
+TEST_F(HttpApiTest, AWebPageCannotWriteAndOnlyLoopbackNamesReachALoopbackServer) {
+  loopback_only_ = true;
+  StartService();  // no token: the local case the attack aims at
+  const uint16_t port = server_->port();
+  const std::string body = "{\"url\":\"http://a.example/1\",\"text\":\"one two three\"}\n";
+  auto post = [&](const std::string& headers) {
+    return RawExchange(port,
+                       "POST /v1/pages HTTP/1.1\r\n" + headers + "Content-Type: text/plain\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body,
+                       milliseconds(5000));
+  };
+  EXPECT_EQ(post("Host: 127.0.0.1\r\nOrigin: http://evil.example\r\n").rfind("HTTP/1.1 403", 0), 0u);
+  EXPECT_EQ(post("Host: evil.example\r\n").rfind("HTTP/1.1 421", 0), 0u);
+  EXPECT_EQ(post("Host: localhost:" + std::to_string(port) + "\r\n").rfind("HTTP/1.1 202", 0), 0u);
+  EXPECT_EQ(post("Host: [::1]:" + std::to_string(port) + "\r\n").rfind("HTTP/1.1 202", 0), 0u);
+  const std::string get = RawExchange(port, "GET /v1/status?url=http%3A%2F%2Fa.example%2F1 HTTP/1.1\r\nHost: rebind.example\r\n\r\n",
+                                      milliseconds(5000));
+  EXPECT_EQ(get.rfind("HTTP/1.1 421", 0), 0u) << get;
+  EXPECT_TRUE(Healthy());
+}
+
+// With a read token, what reveals the cluster needs it (or the writers'); status reads stay open.
+TEST_F(HttpApiTest, ReadsThatRevealTheClusterNeedTheReadToken) {
+  read_token_ = "reader";
+  StartService(nullptr, "writer");
+  for (const char* path : {"/metrics", "/v1/admin/rebalance"}) {
+    auto r = client_->Request("GET", path, "");
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 401u) << path;
+    r = client_->Request("GET", path, "", {{"Authorization", "Bearer reader"}});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 200u) << path;
+    r = client_->Request("GET", path, "", {{"Authorization", "Bearer writer"}});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 200u) << path;
+  }
+  // The read token does not write.
+  auto r = client_->Request("POST", "/v1/pages", "{\"url\":\"http://a.example/1\",\"text\":\"x y z\"}\n",
+                            {{"Authorization", "Bearer reader"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 401u);
+  for (const char* path : {"/healthz", "/v1/status?url=http%3A%2F%2Fa.example%2F1", "/v1/groups/1"}) {
+    r = client_->Request("GET", path, "");
+    ASSERT_TRUE(r.ok());
+    EXPECT_NE(r->status, 401u) << path;
+  }
+}
+
+// Probes run on a bounded pool: past max_probes_in_flight they are answered 429 with Retry-After,
+// and a probe's body is one record.
+TEST_F(HttpApiTest, ProbesAreBoundedAndShedWith429) {
+  StartService(
+      [](pb::Tier1ServerConfig* c) {
+        c->set_max_probes_in_flight(1);
+        c->set_probe_threads(1);
+      },
+      "", false, [](pb::NeardupConfig* all) { all->mutable_reader()->set_max_line_bytes(4 << 20); });
+  // A large page: signing it takes a while, so that probes overlap.
+  std::string text;
+  for (int i = 0; i < 150000; ++i) {
+    text.push_back('w');
+    text.append(std::to_string(i % 5000));
+    text.push_back(' ');
+  }
+  const std::string probe = "{\"url\":\"http://p.example/1\",\"text\":\"" + text + "\"}";
+  const std::string request = "POST /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
+                              std::to_string(probe.size()) + "\r\nConnection: close\r\n\r\n" + probe;
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0}, shed{0}, other{0};
+  for (int i = 0; i < 12; ++i) {
+    clients.emplace_back([&] {
+      const std::string reply = RawExchange(server_->port(), request, milliseconds(30000));
+      if (reply.rfind("HTTP/1.1 200", 0) == 0) ++ok;
+      else if (reply.rfind("HTTP/1.1 429", 0) == 0 && reply.find("Retry-After") != std::string::npos) ++shed;
+      else ++other;
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_GE(ok.load(), 1);
+  EXPECT_GE(shed.load(), 1);
+  EXPECT_EQ(other.load(), 0);
+  // A probe body over one record's size is refused on its header.
+  const std::string big = RawExchange(
+      server_->port(), "POST /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 20000000\r\n\r\n", milliseconds(5000));
+  EXPECT_EQ(big.rfind("HTTP/1.1 413", 0), 0u) << big;
 }
 
 // A kept-alive connection with no next request is closed after idle_timeout_ms.

@@ -21,8 +21,12 @@ using asio::ip::tcp;
 
 class HttpServerImpl final : public HttpServer {
  public:
-  HttpServerImpl(HttpServerOptions o, HttpHandler handler)
-      : options_(std::move(o)), handler_(std::move(handler)), io_(options_.io_threads), acceptor_(io_.context(0)) {}
+  HttpServerImpl(HttpServerOptions o, HttpHandler handler, HttpHeaderCheck check)
+      : options_(std::move(o)),
+        handler_(std::move(handler)),
+        check_(std::move(check)),
+        io_(options_.io_threads),
+        acceptor_(io_.context(0)) {}
   ~HttpServerImpl() override { Stop(); }
 
   Status Listen() {
@@ -44,6 +48,7 @@ class HttpServerImpl final : public HttpServer {
     s.timeouts = timeouts_;
     s.refused_connections = refused_;
     s.handler_errors = handler_errors_;
+    s.refused_requests = refused_early_;
     return s;
   }
 
@@ -129,15 +134,32 @@ class HttpServerImpl final : public HttpServer {
       parser.body_limit(options_.max_body_bytes);
       boost::system::error_code ec;
       // A connection idles between requests (keep-alive) for idle_timeout; once a request's
-      // first bytes are in, it has read_timeout for the whole of it.
-      if (buffer.size() == 0) {
-        stream.expires_after(std::chrono::milliseconds(first ? options_.read_timeout_ms : options_.idle_timeout_ms));
-        co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
-        if (!ec) {
-          stream.expires_after(std::chrono::milliseconds(options_.read_timeout_ms));
-          co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+      // first bytes are in, it has read_timeout for the whole of it. The header first: the check
+      // sees it before any of the body is read.
+      uint64_t body_limit = options_.max_body_bytes;
+      stream.expires_after(std::chrono::milliseconds(
+          buffer.size() > 0 || first ? options_.read_timeout_ms : options_.idle_timeout_ms));
+      co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+      if (!ec && check_) {
+        HeaderVerdict v = check_(parser.get());
+        if (v.refuse.has_value()) {
+          ++refused_early_;
+          HttpResponse r = std::move(*v.refuse);
+          r.keep_alive(false);
+          r.prepare_payload();
+          stream.expires_after(std::chrono::seconds(2));
+          co_await http::async_write(stream, r, asio::redirect_error(asio::use_awaitable, ec));
+          break;
         }
-      } else {
+        if (v.max_body_bytes > 0 && v.max_body_bytes < body_limit) {
+          body_limit = v.max_body_bytes;
+          parser.body_limit(body_limit);
+          // The parser checked a declared length against the limit it had when the header came:
+          // against the route's now (a chunked body is checked as it comes).
+          if (parser.content_length().value_or(0) > body_limit) ec = http::error::body_limit;
+        }
+      }
+      if (!ec) {
         stream.expires_after(std::chrono::milliseconds(options_.read_timeout_ms));
         co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
       }
@@ -155,7 +177,7 @@ class HttpServerImpl final : public HttpServer {
           what = "header over " + std::to_string(options_.max_header_bytes) + " bytes";
         } else if (ec == http::error::body_limit) {
           code = 413;
-          what = "body over " + std::to_string(options_.max_body_bytes) + " bytes";
+          what = "body over " + std::to_string(body_limit) + " bytes";
         }
         ++bad_;
         HttpRequest none;
@@ -194,20 +216,22 @@ class HttpServerImpl final : public HttpServer {
 
   const HttpServerOptions options_;
   const HttpHandler handler_;
+  const HttpHeaderCheck check_;
   IoContextPool io_;
   tcp::acceptor acceptor_;
   uint16_t port_ = 0;
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> connections_{0}, open_{0}, requests_{0}, bad_{0}, timeouts_{0}, refused_{0};
-  std::atomic<uint64_t> handler_errors_{0};
+  std::atomic<uint64_t> handler_errors_{0}, refused_early_{0};
   std::atomic<int64_t> last_exception_log_s_{0};
 };
 
 }  // namespace
 
-StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, HttpHandler handler) {
+StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, HttpHandler handler,
+                                                         HttpHeaderCheck check) {
   if (options.io_threads < 1) return InvalidArgument("http server: io_threads must be at least 1");
-  auto server = std::make_unique<HttpServerImpl>(options, std::move(handler));
+  auto server = std::make_unique<HttpServerImpl>(options, std::move(handler), std::move(check));
   RETURN_IF_ERROR(server->Listen());
   return std::unique_ptr<HttpServer>(std::move(server));
 }

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,15 @@ using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 using HttpHandler = std::function<boost::asio::awaitable<HttpResponse>(HttpRequest& request)>;
 
+// What the server does with a request once its header is in, before any of its body is read: a
+// writer without its token is refused before it can make the server hold 32 MiB, and a route that
+// takes small bodies says so.
+struct HeaderVerdict {
+  std::optional<HttpResponse> refuse;  // answered at once; the body is not read and the connection closes
+  uint64_t max_body_bytes = 0;         // 0: the server's max_body_bytes; else the lower of the two (413 past it)
+};
+using HttpHeaderCheck = std::function<HeaderVerdict(const HttpRequest& header)>;
+
 struct HttpServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
   int io_threads = 1;
@@ -54,13 +64,16 @@ struct HttpServerOptions {
 struct HttpServerStats {
   uint64_t connections = 0, open_connections = 0, requests = 0;
   uint64_t bad_requests = 0, timeouts = 0, refused_connections = 0;
-  uint64_t handler_errors = 0;  // handlers that threw (answered 500)
+  uint64_t handler_errors = 0;    // handlers that threw (answered 500)
+  uint64_t refused_requests = 0;  // refused by the header check, their body unread
 };
 
 class HttpServer {
  public:
-  // Binds and starts serving. InvalidArgument for a bad address; IoError when it cannot bind.
-  static StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options, HttpHandler handler);
+  // Binds and starts serving. `check` (may be empty) sees each request's header before its body
+  // is read. InvalidArgument for a bad address; IoError when it cannot bind.
+  static StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options, HttpHandler handler,
+                                                     HttpHeaderCheck check = {});
   virtual ~HttpServer() = default;
   virtual uint16_t port() const = 0;
   virtual HttpServerStats stats() const = 0;

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "cluster/bearer_token.h"
 #include "cluster/http_client.h"
 #include "cluster/net.h"
 #include "partitioner/partition_map.h"
@@ -352,8 +353,7 @@ StatusOr<std::string> Supervisor::Scale(const ScaleRequest& q) {
   if (const std::string& token = o_.config.tier1_server().bearer_token(); !token.empty()) {
     headers["Authorization"] = "Bearer " + token;
   } else if (const std::string& file = o_.config.tier1_server().bearer_token_file(); !file.empty()) {
-    std::string t = ReadSmallFile(file);
-    while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+    ASSIGN_OR_RETURN(std::string t, ReadBearerTokenFile(file));
     headers["Authorization"] = "Bearer " + t;
   }
   std::string body = fmt::format("{{\"shards\":{},\"max_move\":{},\"max_mb_per_s\":{}", q.tier2_servers, q.max_move,

@@ -72,7 +72,9 @@ Status Tier1::UpdateKeptSets(GroupStore::Txn& txn,
     ASSIGN_OR_RETURN(pb::PageSignature s, FetchSignature(url, page));
     return &(sigs[url] = std::move(s));
   };
-  for (auto& [gid, w] : work) {
+  for (auto& [group_id, w] : work) {
+    // A copy: clang 14 (the fuzz build's) does not let a lambda capture a structured binding.
+    const auto gid = group_id;
     ASSIGN_OR_RETURN(const pb::Tier1Group* found, txn.FindGroup(gid));
     if (found == nullptr) continue;
     if (options_.kept_max_members == 0 || found->members() > options_.kept_max_members) {
