@@ -20,24 +20,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The token from a file (cluster/bearer_token.h), or "" without one.
-StatusOr<std::string> ReadToken(const std::string& file) {
-  if (file.empty()) return std::string();
-  return cluster::ReadBearerTokenFile(file);
-}
-
 }  // namespace
 
 void RegisterClients(CLI::App& app, int* exit_code) {
   // neardup ingest
   auto* ingest = app.add_subcommand("ingest", "Send a crawl (JSON Lines records, or a .warc / .warc.gz file) to a Tier 1 server's API");
   struct IngestArgs {
-    std::string server, input, token_file;
+    std::string server, input, token_file, config;
     uint64_t batch_records = 1000;
     uint32_t max_retries = 20;
   };
   auto ia = std::make_shared<IngestArgs>();
-  ingest->add_option("--server", ia->server, "the API, http://host:port")->required();
+  ingest->add_option("--server", ia->server, "the API, http://host:port (default: the --config cluster's)");
+  ingest->add_option("--config", ia->config, "the cluster's configuration: its API and the token cluster up made");
   ingest->add_option("--input", ia->input, "crawl: JSON Lines, or WARC (.warc, .warc.gz: its HTML responses)")->required();
   ingest->add_option("--bearer-token-file", ia->token_file, "file holding the writers' bearer token");
   ingest->add_option("--batch-records", ia->batch_records, "records per request")->capture_default_str()->check(CLI::PositiveNumber);
@@ -47,15 +42,15 @@ void RegisterClients(CLI::App& app, int* exit_code) {
       "file could not be read to its end; "
       "3 the server stopped accepting (unreachable, or still busy after --max-retries).");
   ingest->callback([ia, exit_code] {
-    auto token = ReadToken(ia->token_file);
-    if (!token.ok()) {
-      spdlog::error("{}", token.status().message());
+    auto target = ResolveClusterClient(ia->config, ia->server, ia->token_file);
+    if (!target.ok()) {
+      spdlog::error("{}", target.status().message());
       *exit_code = 2;
       return;
     }
     cluster::ServiceClientOptions so;
-    so.server = ia->server;
-    so.token = *token;
+    so.server = target->server;
+    so.token = target->token;
     so.batch_records = ia->batch_records;
     so.max_retries = ia->max_retries;
     so.source = ia->input;
@@ -128,11 +123,6 @@ void RegisterClients(CLI::App& app, int* exit_code) {
 namespace neardup::cli {
 
 int RebalanceOverHttp(const RebalanceOverHttpArgs& a) {
-  auto token = ReadToken(a.token_file);
-  if (!token.ok()) {
-    spdlog::error("{}", token.status().message());
-    return 2;
-  }
   auto client = cluster::HttpClient::Create(a.server);
   if (!client.ok()) {
     spdlog::error("{}", client.status().message());
@@ -152,7 +142,7 @@ int RebalanceOverHttp(const RebalanceOverHttpArgs& a) {
   }
   body += '}';
   std::map<std::string, std::string> headers;
-  if (!token->empty()) headers["Authorization"] = "Bearer " + *token;
+  if (!a.token.empty()) headers["Authorization"] = "Bearer " + a.token;  // also for the state: a read token may guard it
   auto started = (*client)->Request("POST", "/v1/admin/rebalance", body, headers);
   if (!started.ok()) {
     spdlog::error("rebalance: {}", started.status().message());
@@ -167,7 +157,7 @@ int RebalanceOverHttp(const RebalanceOverHttpArgs& a) {
   auto last_report = Clock::now();
   while (state.find("\"state\":\"running\"") != std::string::npos) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    auto r = (*client)->Request("GET", "/v1/admin/rebalance", "");
+    auto r = (*client)->Request("GET", "/v1/admin/rebalance", "", headers);
     if (!r.ok()) {
       spdlog::error("rebalance: {} (the move goes on in the server; GET /v1/admin/rebalance follows it)",
                     r.status().message());
@@ -185,6 +175,7 @@ int RebalanceOverHttp(const RebalanceOverHttpArgs& a) {
 }
 
 int StatusOverHttp(const std::string& server, const std::vector<std::string>& urls) {
+  // Status reads are open to any client: no token.
   auto client = cluster::HttpClient::Create(server);
   if (!client.ok()) {
     spdlog::error("{}", client.status().message());

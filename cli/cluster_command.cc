@@ -152,7 +152,9 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
         *exit_code = 1;
         return;
       }
-      std::cout << "cluster: up; the API is at " << sup.api() << "\n" << std::flush;
+      std::cout << "cluster: up; the API is at " << sup.api() << "\n";
+      if (std::filesystem::exists(dir + "/token")) std::cout << "cluster: writers' bearer token in " << dir << "/token\n";
+      std::cout << std::flush;
       *exit_code = Supervise(sup, dir);
       return;
     }
@@ -202,6 +204,10 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
     }
     std::cout << "cluster: up (supervisor pid " << pid << ", logs in " << dir << "/logs); the API is at "
               << report.substr(1) << "\n";
+    if (std::filesystem::exists(dir + "/token")) {
+      std::cout << "cluster: writers present the bearer token in " << dir
+                << "/token (the clients given this --config find it there)\n";
+    }
     *exit_code = 0;
   });
 

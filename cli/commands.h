@@ -26,7 +26,7 @@ int StatusOverHttp(const std::string& server, const std::vector<std::string>& ur
 // to its end; the last stdout line is its state as one JSON object. Exit code: 0 done, 1 failed,
 // 2 refused (bad request, or one running), 3 the server did not answer.
 struct RebalanceOverHttpArgs {
-  std::string server, token_file;
+  std::string server, token;  // ResolveClusterClient's
   uint32_t shards = 0;
   std::vector<std::string> tier2;
   double max_move = 0.1, max_mb_per_s = 0;

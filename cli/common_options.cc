@@ -3,6 +3,10 @@
 #include <cstdio>
 #include <fstream>
 
+#include <filesystem>
+
+#include "cluster/bearer_token.h"
+#include "cluster/net.h"
 #include "common/config.h"
 
 namespace neardup::cli {
@@ -70,6 +74,54 @@ void WritePortFile(const std::string& path, uint16_t port) {
   const std::string tmp = path + ".tmp";
   std::ofstream(tmp) << port << "\n";
   std::rename(tmp.c_str(), path.c_str());
+}
+
+}  // namespace neardup::cli
+
+namespace neardup::cli {
+
+StatusOr<ClusterClient> ResolveClusterClient(const std::string& config, const std::string& server,
+                                             const std::string& token_file) {
+  ClusterClient c;
+  c.server = server;
+  if (!token_file.empty()) {
+    ASSIGN_OR_RETURN(c.token, cluster::ReadBearerTokenFile(token_file));
+  }
+  if (config.empty()) {
+    if (server.empty()) return InvalidArgument("give --server (http://host:port) or the cluster's --config");
+    return c;
+  }
+  ASSIGN_OR_RETURN(pb::NeardupConfig cfg, LoadConfig(config));
+  const pb::Tier1ServerConfig& t = cfg.tier1_server();
+  if (c.server.empty()) {
+    std::string host;
+    uint16_t port = 0;
+    RETURN_IF_ERROR(cluster::ParseHostPort(t.listen(), &host, &port));
+    if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
+    if (host == "::") host = "::1";
+    if (host.find(':') != std::string::npos) host = "[" + host + "]";
+    if (port == 0) {
+      // A free port: the one cluster up's Tier 1 server took (its port file).
+      std::ifstream f(cfg.cluster().dir() + "/tier1.port");
+      uint32_t taken = 0;
+      if (!(f >> taken) || taken == 0 || taken > 65535) {
+        return InvalidArgument("tier1_server.listen " + t.listen() + " takes a free port, and " + cfg.cluster().dir() +
+                               "/tier1.port does not say which: give --server");
+      }
+      port = static_cast<uint16_t>(taken);
+    }
+    c.server = "http://" + host + ":" + std::to_string(port);
+  }
+  if (token_file.empty()) {
+    if (!t.bearer_token().empty()) {
+      c.token = t.bearer_token();
+    } else if (!t.bearer_token_file().empty()) {
+      ASSIGN_OR_RETURN(c.token, cluster::ReadBearerTokenFile(t.bearer_token_file()));
+    } else if (const std::string made = cfg.cluster().dir() + "/token"; std::filesystem::exists(made)) {
+      ASSIGN_OR_RETURN(c.token, cluster::ReadBearerTokenFile(made));
+    }
+  }
+  return c;
 }
 
 }  // namespace neardup::cli

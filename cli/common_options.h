@@ -39,6 +39,19 @@ void AddSharedOptions(CLI::App* cmd, SharedOptions* o);
 // file:line:column for a bad config, or naming the flag for a bad value.
 StatusOr<ResolvedOptions> ResolveShared(const SharedOptions& o);
 
+// Where a client of a running cluster sends its requests and with which token: --server and
+// --bearer-token-file when given, else from the cluster's configuration (--config): the API at
+// tier1_server.listen (a wildcard address asked on loopback), and the token the configuration
+// names (bearer_token, bearer_token_file) or the one `neardup cluster up` made (cluster.dir/token).
+struct ClusterClient {
+  std::string server;  // http://host:port
+  std::string token;   // empty: none
+};
+// InvalidArgument when neither --server nor --config is given, or for a bad configuration or
+// token file (cluster/bearer_token.h).
+StatusOr<ClusterClient> ResolveClusterClient(const std::string& config, const std::string& server,
+                                             const std::string& token_file);
+
 // A server's --port-file: the port it listens on, written atomically (a temporary file renamed),
 // so that a script waiting for the file never reads half of it. Nothing when `path` is empty.
 void WritePortFile(const std::string& path, uint16_t port);

@@ -247,13 +247,17 @@ int RunStoreRebalance(const RebalanceArgs& a) {
 }
 
 int RunRebalance(const RebalanceArgs& a) {
-  if (!a.server.empty()) {
+  // The cluster form: --server, or a cluster's --config alone (its API and token).
+  const bool cluster_config = !a.shared.config.empty() && a.store.empty() && a.map.empty() && a.input.empty();
+  if (!a.server.empty() || cluster_config) {
     if (!a.store.empty() || !a.map.empty() || !a.input.empty() || !a.out.empty() || !a.plan.empty() ||
         !a.resident.empty()) {
       return FailByCode(InvalidArgument("rebalance: --server takes no --store, --map, --input, --out, --plan or --resident"));
     }
     if (a.defer) return FailByCode(InvalidArgument("rebalance: --defer needs --store (a server's runs always move the pages between their batches)"));
-    return RebalanceOverHttp({.server = a.server, .token_file = a.token_file, .shards = a.shards.value_or(0),
+    auto client = ResolveClusterClient(a.shared.config, a.server, a.token_file);
+    if (!client.ok()) return FailByCode(client.status());
+    return RebalanceOverHttp({.server = client->server, .token = client->token, .shards = a.shards.value_or(0),
                               .tier2 = a.tier2, .max_move = a.max_move, .max_mb_per_s = a.max_mb_per_s,
                               .min_batch_share = a.min_batch_share, .dry_run = a.dry_run});
   }

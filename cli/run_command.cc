@@ -295,9 +295,13 @@ void RegisterStatusCommand(CLI::App& app, int* exit_code) {
     auto opts = ResolveShared(a->shared);
     if (!opts.ok()) { *exit_code = Fail(opts.status(), 2); return; }
     if (a->urls.empty() && a->input.empty()) { *exit_code = Fail(InvalidArgument("give --url or --input"), 2); return; }
-    if (!a->server.empty()) {
+    // A running cluster's API: --server, or the cluster's --config without --store.
+    const bool cluster_config = a->store.empty() && !a->shared.config.empty();
+    if (!a->server.empty() || cluster_config) {
       if (!a->input.empty()) { *exit_code = Fail(InvalidArgument("--server takes --url"), 2); return; }
-      *exit_code = StatusOverHttp(a->server, a->urls);
+      auto target = ResolveClusterClient(a->shared.config, a->server, "");
+      if (!target.ok()) { *exit_code = Fail(target.status(), 2); return; }
+      *exit_code = StatusOverHttp(target->server, a->urls);
       return;
     }
     if (a->store.empty()) { *exit_code = Fail(InvalidArgument("give --store or --server"), 2); return; }

@@ -48,6 +48,9 @@ void RegisterTier2Server(CLI::App& app, int* exit_code) {
     o.work_threads = a->work_threads.value_or(static_cast<int>(c.work_threads()));
     o.stall_timeout_ms = a->stall_timeout_ms.value_or(c.stall_timeout_ms());
     o.idle_timeout_ms = a->idle_timeout_ms.value_or(c.idle_timeout_ms());
+    o.max_connections = c.max_connections();
+    o.max_request_bytes = c.max_request_bytes();
+    o.max_inflight_bytes = c.max_inflight_bytes();
     if (o.store.empty()) {
       spdlog::error("tier2-server: --store (or tier2_server.store) is required");
       *exit_code = 2;

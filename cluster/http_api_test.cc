@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -456,6 +457,45 @@ TEST_F(HttpApiTest, ProbesAreBoundedAndShedWith429) {
   const std::string big = RawExchange(
       server_->port(), "POST /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 20000000\r\n\r\n", milliseconds(5000));
   EXPECT_EQ(big.rfind("HTTP/1.1 413", 0), 0u) << big;
+}
+
+// Records acknowledged but not committed when the server stopped (as after a crash: they are in
+// the ingest log, past the committed offset) answer `pending` after the restart, not `unknown`.
+TEST_F(HttpApiTest, AcknowledgedRecordsStayPendingAcrossARestart) {
+  std::filesystem::create_directories(dir_.File("svc"));
+  {
+    std::ofstream log(dir_.File("svc") + "/ingest.jsonl");
+    log << "{\"url\":\"http://p.example/1\",\"text\":\"one two three four five six seven\"}\n"
+        << "{\"url\":\"http://p.example/2\",\"text\":\"eight nine ten eleven twelve thirteen\"}\n";
+  }
+  // The batch loop waits a minute before it cuts a batch of two records: they stay uncommitted.
+  StartService([](pb::Tier1ServerConfig* c) {
+    c->set_linger_ms(60000);
+    c->set_max_batch_delay_ms(60000);
+  });
+  for (const char* url : {"http://p.example/1", "http://p.example/2"}) {
+    auto r = client_->Request("GET", std::string("/v1/status?url=") + UrlEncode(url), "");
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 200u);
+    EXPECT_NE(r->body.find("\"status\":\"pending\""), std::string::npos) << url << ": " << r->body;
+  }
+  EXPECT_EQ(service_->Stats().pending_urls, 2u);
+}
+
+// After the ingest log fails (here every write fails: the log is /dev/full), ingest answers 503
+// and so does /healthz, so that a supervisor or a load balancer sees it.
+TEST_F(HttpApiTest, AFailedIngestLogFailsHealth) {
+  std::filesystem::create_directories(dir_.File("svc"));
+  std::filesystem::create_symlink("/dev/full", dir_.File("svc") + "/ingest.jsonl");
+  StartService();
+  EXPECT_TRUE(Healthy());
+  auto r = client_->Request("POST", "/v1/pages", "{\"url\":\"http://a.example/1\",\"text\":\"one two three\"}\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 503u) << r->body;
+  r = client_->Request("GET", "/healthz", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 503u) << r->body;
+  EXPECT_NE(r->body.find("ingest log"), std::string::npos) << r->body;
 }
 
 // A kept-alive connection with no next request is closed after idle_timeout_ms.

@@ -169,6 +169,11 @@ void IngestLog::WriterLoop() {
   }
 }
 
+Status IngestLog::failure() const {
+  std::lock_guard lock(mu_);
+  return failed_;
+}
+
 uint64_t IngestLog::durable_bytes() const {
   std::lock_guard lock(mu_);
   return durable_;

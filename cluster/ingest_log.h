@@ -69,6 +69,8 @@ class IngestLog {
   // Refuses further appends, writes the pending ones, stops the writer thread. Idempotent.
   void Close();
   Stats stats() const;
+  // Ok, or the write or sync error after which the log refuses every append.
+  Status failure() const;
   const std::string& path() const { return options_.path; }
 
  private:

@@ -71,11 +71,23 @@ class Connection {
     if (!h.ok() || h->type != MessageType::kTier2Response) {
       return Corruption("tier2 " + name + ": " + (h.ok() ? std::string("a reply that is not a response") : h.status().message()));
     }
-    std::string body(h->length, '\0');
-    read = asio::error::would_block;
-    asio::async_read(socket_, asio::buffer(body), [&](const boost::system::error_code& ec, size_t) { read = ec; });
-    if (!RunUntil(deadline)) return DeadlineExceeded("tier2 " + name + ": no answer in time");
-    if (read) return Unavailable("tier2 " + name + ": receive: " + read.message());
+    // The body grows as its bytes arrive (twice what came, at least 64 KiB at a time): a header
+    // alone cannot make the client reserve the length it declares.
+    std::string body;
+    for (size_t got = 0; got < h->length;) {
+      const size_t want = std::min<size_t>(h->length, std::max<size_t>(2 * got, size_t{64} << 10));
+      body.resize(want);
+      read = asio::error::would_block;
+      size_t n = 0;
+      asio::async_read(socket_, asio::buffer(body.data() + got, want - got),
+                       [&](const boost::system::error_code& ec, size_t bytes) {
+                         read = ec;
+                         n = bytes;
+                       });
+      if (!RunUntil(deadline)) return DeadlineExceeded("tier2 " + name + ": no answer in time");
+      if (read) return Unavailable("tier2 " + name + ": receive: " + read.message());
+      got += n;
+    }
     pb::Tier2Response response;
     if (Status s = DecodeFrameBody(*h, body, &response); !s.ok()) return Corruption("tier2 " + name + ": " + s.message());
     if (response.id() != request.id()) {
@@ -181,8 +193,7 @@ class RemoteShardSet final : public pipeline::ShardSet {
     ToMessage(pages, q.mutable_compare()->mutable_pages());
     q.mutable_compare()->set_threshold(threshold);
     ASSIGN_OR_RETURN(pb::Tier2Response r, Call(shard, std::move(q)));
-    FromMessage(r.compare(), out);
-    return Status::Ok();
+    return FromMessage(r.compare(), pages.size(), out);
   }
   Status Stage(uint32_t shard, std::span<const tier2::ShardPage> pages) override {
     pb::Tier2Request q;

@@ -163,6 +163,9 @@ Status Supervisor::Start() {
   membership_ = FileMembership(Path("membership.textproto"));
   std::vector<std::string> with_config;
   if (!o_.config_path.empty()) with_config = {"--config", o_.config_path};
+  // Writers need a token: the configuration's, or one made for the cluster (kept across starts,
+  // mode 0600), where the clients given this configuration find it.
+  RETURN_IF_ERROR(EnsureToken());
   std::string tier2_list;
   // A cluster scaled since its configuration was written starts the servers it was scaled to.
   uint32_t servers = c.tier2_servers();
@@ -204,6 +207,7 @@ Status Supervisor::Start() {
   t1.args = {"--log-level", "info", "tier1-server"};
   t1.args.insert(t1.args.end(), with_config.begin(), with_config.end());
   t1.args.insert(t1.args.end(), {"--store", t1.store, "--tier2", tier2_list});
+  if (!token_file_.empty()) t1.args.insert(t1.args.end(), {"--bearer-token-file", token_file_});
   t1.address = o_.config.tier1_server().listen();
   members_.push_back(std::move(t1));
   Status s = Spawn(members_.back());
@@ -220,6 +224,16 @@ Status Supervisor::Start() {
     map_generation_ = map->proto().generation();
   }
   Publish();
+  return Status::Ok();
+}
+
+Status Supervisor::EnsureToken() {
+  const pb::Tier1ServerConfig& t = o_.config.tier1_server();
+  if (!t.bearer_token().empty() || !t.bearer_token_file().empty()) return Status::Ok();
+  token_file_ = fs::absolute(Path("token")).string();
+  if (fs::exists(token_file_)) return ReadBearerTokenFile(token_file_).status();
+  RETURN_IF_ERROR(WriteBearerTokenFile(token_file_, GenerateBearerToken()));
+  spdlog::info("cluster: a bearer token for writers made in {}", token_file_);
   return Status::Ok();
 }
 
@@ -354,6 +368,9 @@ StatusOr<std::string> Supervisor::Scale(const ScaleRequest& q) {
     headers["Authorization"] = "Bearer " + token;
   } else if (const std::string& file = o_.config.tier1_server().bearer_token_file(); !file.empty()) {
     ASSIGN_OR_RETURN(std::string t, ReadBearerTokenFile(file));
+    headers["Authorization"] = "Bearer " + t;
+  } else if (!token_file_.empty()) {
+    ASSIGN_OR_RETURN(std::string t, ReadBearerTokenFile(token_file_));
     headers["Authorization"] = "Bearer " + t;
   }
   std::string body = fmt::format("{{\"shards\":{},\"max_move\":{},\"max_mb_per_s\":{}", q.tier2_servers, q.max_move,

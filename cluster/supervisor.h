@@ -18,7 +18,8 @@
 // took free ports).
 //
 // Layout under cluster.dir: tier1/ (the Tier 1 server's store), tier2-I/ (server I's shards),
-// logs/NAME.log (each member's standard error), NAME.port, membership.textproto, tier2_servers.
+// logs/NAME.log (each member's standard error), NAME.port, membership.textproto, tier2_servers,
+// and token (the writers' bearer token, mode 0600) unless the configuration names one.
 //
 // Thread safety: Start, then Run on one thread; Scale on another while Run runs (one at a time);
 // Stop (or RequestStop) from any thread.
@@ -96,6 +97,9 @@ class Supervisor {
   // Waits for `m`, signalled, to exit; SIGKILL past `deadline` (grace_ms names it in the log).
   void AwaitStop(Member& m, std::chrono::steady_clock::time_point deadline, uint32_t grace_ms);
   void Publish();
+  // The configuration names no token: cluster.dir/token is made (once; mode 0600) and given to
+  // the Tier 1 server. InvalidArgument/IoError when it cannot be read or written.
+  Status EnsureToken();
   Member Tier2Member(uint32_t i) const;
   uint32_t Tier2Count() const;
   std::string Path(const std::string& name) const;
@@ -105,6 +109,7 @@ class Supervisor {
   std::mutex mu_;
   std::vector<Member> members_;
   std::string api_;
+  std::string token_file_;  // the token the cluster made (EnsureToken); empty: the configuration's
   std::unique_ptr<Membership> membership_;
   uint32_t shards_ = 0;
   uint64_t map_generation_ = 0;

@@ -54,6 +54,9 @@ StatusOr<std::unique_ptr<Tier1Service>> Tier1Service::Open(const Tier1ServiceOpt
     if (p.ParseFromString(bytes)) s->committed_ = p.current().bytes();
   }
 
+  // Records acknowledged before a restart but not yet committed answer `pending`, as before it.
+  RETURN_IF_ERROR(s->MarkPendingFromLog());
+
   pipeline::PipelineOptions& r = s->run_;
   r.input = lo.path;
   r.store = c.store();
@@ -631,6 +634,28 @@ void Tier1Service::CompareIncomplete(uint64_t, std::span<const std::string> urls
   stats_.last_completeness = least;
 }
 
+Status Tier1Service::MarkPendingFromLog() {
+  const uint64_t durable = log_->durable_bytes(), from = committed_.load();
+  if (durable <= from) return Status::Ok();
+  std::ifstream in(log_->path(), std::ios::binary);
+  if (!in) return IoError("tier1-server: cannot read " + log_->path());
+  in.seekg(static_cast<std::streamoff>(from));
+  std::vector<std::pair<std::string, uint64_t>> urls;
+  uint64_t at = from;
+  CrawlRecord r;
+  for (std::string line; at < durable && std::getline(in, line);) {
+    at += line.size() + 1;
+    // The log holds only lines checked when they were accepted; one that does not read now
+    // is left to the batch loop, which reports it.
+    if (ParseCrawlRecord(line, &r).ok()) urls.emplace_back(std::move(r.url), at);
+  }
+  MarkPending(urls);
+  if (!urls.empty()) {
+    spdlog::info("tier1-server: {} records of the ingest log acknowledged but not committed: pending", urls.size());
+  }
+  return Status::Ok();
+}
+
 void Tier1Service::MarkPending(const std::vector<std::pair<std::string, uint64_t>>& urls) {
   std::lock_guard lock(pending_mu_);
   for (const auto& [url, end] : urls) {
@@ -838,6 +863,9 @@ Tier1ServiceStats Tier1Service::Stats() {
 }
 
 Status Tier1Service::Health() {
+  if (Status log = log_->failure(); !log.ok()) {
+    return Unavailable("the ingest log failed (nothing more is accepted; restart the server): " + log.message());
+  }
   std::lock_guard lock(stats_mu_);
   if (failing_since_ != Clock::time_point{} && Clock::now() - failing_since_ > std::chrono::seconds(30)) {
     return Unavailable("the batch loop has been failing for over 30 s: " + stats_.last_error);

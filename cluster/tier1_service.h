@@ -243,6 +243,8 @@ class Tier1Service : public pipeline::IngestFeed {
   // Query with signatures from `source` (null: the open run's shards).
   StatusOr<PageStatus> QueryWith(const std::string& url, tier1::SignatureSource* source);
   // Marks the URLs of an acknowledged append pending, each up to its record's end offset.
+  // Marks the log's records past the committed offset pending (at open, after a restart).
+  Status MarkPendingFromLog();
   void MarkPending(const std::vector<std::pair<std::string, uint64_t>>& urls);
 
   const Tier1ServiceOptions o_;

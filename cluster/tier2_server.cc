@@ -17,6 +17,7 @@
 #include "cluster/frame.h"
 #include "cluster/net.h"
 #include "cluster/tier2_service.h"
+#include "common/log_limit.h"
 
 // g++ 12 at -O1 (the sanitizer builds) inlines the connection coroutine's frame allocation into
 // Accept: Asio allocates the frame with aligned_alloc and frees it with free, through its own
@@ -49,6 +50,15 @@ class Tier2ServerImpl final : public Tier2Server {
   }
 
   uint16_t port() const override { return port_; }
+
+  Tier2ServerStats stats() const override {
+    Tier2ServerStats s;
+    s.open_connections = open_;
+    s.refused_connections = refused_connections_;
+    s.refused_frames = refused_frames_;
+    s.inflight_bytes = inflight_;
+    return s;
+  }
 
   void Stop() override {
     {
@@ -86,6 +96,15 @@ class Tier2ServerImpl final : public Tier2Server {
         spdlog::warn("tier2 server: accept: {}", ec.message());
         continue;
       }
+      if (open_.load() >= options_.max_connections) {
+        ++refused_connections_;
+        if (uint64_t skipped = 0; log_limit_.Allow(&skipped)) {
+          spdlog::warn("tier2 server: {} connections open (tier2_server.max_connections): one more closed ({} like it "
+                       "not logged)", open_.load(), skipped);
+        }
+        socket.close(ec);
+        continue;
+      }
       socket.set_option(tcp::no_delay(true), ec);
       asio::co_spawn(home, Serve(std::move(socket)), asio::detached);
     }
@@ -93,7 +112,43 @@ class Tier2ServerImpl final : public Tier2Server {
 
   // One connection: frames in, answers out, in order. It runs on its context's one thread, where
   // its reads and writes race their timer.
+  // Bytes of request bodies held, released on every way out.
+  struct Inflight {
+    std::atomic<uint64_t>& total;
+    uint64_t bytes = 0;
+    ~Inflight() { total -= bytes; }
+    // Takes `n` more bytes if the total stays within `cap`.
+    bool Take(uint64_t n, uint64_t cap) {
+      uint64_t now = total.load();
+      do {
+        if (now + n > cap) return false;
+      } while (!total.compare_exchange_weak(now, now + n));
+      bytes += n;
+      return true;
+    }
+    void Release() {
+      total -= bytes;
+      bytes = 0;
+    }
+  };
+
+  // Logs a peer's misbehaviour, a few lines a second at most.
+  template <typename... Args>
+  void Warn(fmt::format_string<Args...> format, Args&&... args) {
+    if (uint64_t skipped = 0; log_limit_.Allow(&skipped)) {
+      std::string line = fmt::format(format, std::forward<Args>(args)...);
+      if (skipped > 0) line += fmt::format(" ({} lines like it not logged)", skipped);
+      spdlog::warn("tier2 server: {}", line);
+    }
+  }
+
   asio::awaitable<void> Serve(tcp::socket socket) {
+    ++open_;
+    struct Open {
+      std::atomic<uint64_t>& n;
+      ~Open() { --n; }
+    } open{open_};
+    Inflight held{inflight_};
     Registered registered(this, &socket);
     std::string peer;
     boost::system::error_code ec;
@@ -112,7 +167,7 @@ class Tier2ServerImpl final : public Tier2Server {
         const Io r = co_await ReadSome(socket, timer, header + got, kFrameHeaderBytes - got, got == 0 ? idle : stall);
         if (r.timed_out && got == 0) spdlog::debug("tier2 server: {}: idle for {} ms; closing", peer, idle.count());
         if (r.timed_out && got > 0) {
-          spdlog::warn("tier2 server: {}: {} bytes of a frame header, then nothing for {} ms; closing", peer, got,
+          Warn("{}: {} bytes of a frame header, then nothing for {} ms; closing", peer, got,
                        stall.count());
         }
         if (!r.ok()) co_return;  // the peer closed, or was idle or stalled too long (or the server stops)
@@ -120,8 +175,21 @@ class Tier2ServerImpl final : public Tier2Server {
       }
       auto h = DecodeFrameHeader(header);
       if (!h.ok() || h->type != MessageType::kTier2Request) {
-        spdlog::warn("tier2 server: {}: {}; closing the connection", peer,
-                     h.ok() ? std::string("a frame that is not a request") : h.status().message());
+        ++refused_frames_;
+        Warn("{}: {}; closing the connection", peer,
+             h.ok() ? std::string("a frame that is not a request") : h.status().message());
+        co_return;
+      }
+      if (h->length > options_.max_request_bytes) {
+        ++refused_frames_;
+        Warn("{}: a request of {} bytes is over tier2_server.max_request_bytes ({}); closing the connection", peer,
+             h->length, options_.max_request_bytes);
+        co_return;
+      }
+      if (!held.Take(h->length, options_.max_inflight_bytes)) {
+        ++refused_frames_;
+        Warn("{}: a request of {} bytes would pass tier2_server.max_inflight_bytes ({}, {} held); closing the "
+             "connection", peer, h->length, options_.max_inflight_bytes, inflight_.load());
         co_return;
       }
       // The body grows as its bytes arrive (twice what came, at least 64 KiB at a time): a header
@@ -132,7 +200,7 @@ class Tier2ServerImpl final : public Tier2Server {
         if (body.size() < want) body.resize(want);
         const Io r = co_await ReadSome(socket, timer, body.data() + got, want - got, stall);
         if (r.timed_out) {
-          spdlog::warn("tier2 server: {}: {} of a frame's {} bytes, then nothing for {} ms; closing", peer, got,
+          Warn("{}: {} of a frame's {} bytes, then nothing for {} ms; closing", peer, got,
                        h->length, stall.count());
         }
         if (!r.ok()) co_return;
@@ -140,7 +208,8 @@ class Tier2ServerImpl final : public Tier2Server {
       }
       pb::Tier2Request request;
       if (Status s = DecodeFrameBody(*h, std::string_view(body.data(), h->length), &request); !s.ok()) {
-        spdlog::warn("tier2 server: {}: {}; closing the connection", peer, s.message());
+        ++refused_frames_;
+        Warn("{}: {}; closing the connection", peer, s.message());
         co_return;
       }
       // A read that answers at once (a signature, stats) is served on this thread; the work on the
@@ -166,13 +235,14 @@ class Tier2ServerImpl final : public Tier2Server {
       }
       for (size_t sent = 0; sent < out.size();) {
         const Io r = co_await WriteSome(socket, timer, out.data() + sent, out.size() - sent, stall);
-        if (r.timed_out) spdlog::warn("tier2 server: {}: the answer not taken for {} ms; closing", peer, stall.count());
+        if (r.timed_out) Warn("{}: the answer not taken for {} ms; closing", peer, stall.count());
         if (!r.ok()) co_return;
         sent += r.bytes;
       }
-      // A connection idle between frames keeps no large buffer.
+      // A connection idle between frames keeps no large buffer, and holds none of the budget.
       if (body.capacity() > kKeptBufferBytes) std::string().swap(body);
       if (out.capacity() > kKeptBufferBytes) std::string().swap(out);
+      held.Release();
     }
   }
 
@@ -236,6 +306,8 @@ class Tier2ServerImpl final : public Tier2Server {
   asio::thread_pool work_;
   tcp::acceptor acceptor_;
   uint16_t port_ = 0;
+  std::atomic<uint64_t> open_{0}, refused_connections_{0}, refused_frames_{0}, inflight_{0};
+  LogLimit log_limit_{5};
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopped_ = false;  // guarded by mu_
@@ -251,6 +323,11 @@ StatusOr<std::unique_ptr<Tier2Server>> Tier2Server::Start(const Tier2ServerOptio
     return InvalidArgument("tier2 server: stall_timeout_ms and idle_timeout_ms must be at least 1");
   }
   if (options.store.empty()) return InvalidArgument("tier2 server: no store directory");
+  if (options.max_connections == 0 || options.max_request_bytes == 0 ||
+      options.max_inflight_bytes < options.max_request_bytes) {
+    return InvalidArgument("tier2 server: max_connections and max_request_bytes must be at least 1, and "
+                           "max_inflight_bytes at least max_request_bytes");
+  }
   auto server = std::make_unique<Tier2ServerImpl>(options);
   RETURN_IF_ERROR(server->Listen());
   return std::unique_ptr<Tier2Server>(std::move(server));

@@ -11,8 +11,8 @@
 //   server->Stop();                                         // or the destructor
 //
 // A frame that cannot be decoded (bad magic or version, unknown type, a length over its type's
-// limit, a body that does not parse) closes its connection and is logged; the server goes on with
-// the others. A request that decodes but asks for nothing the server can do (no body, a shard not
+// limit or max_request_bytes, a body that does not parse) closes its connection and is logged (a
+// few lines a second at most: common/log_limit.h); the server goes on with the others. A request that decodes but asks for nothing the server can do (no body, a shard not
 // served here) is answered with its error, and the connection stays.
 //
 // A connection does not pin the server's resources: a body is read into memory as its bytes
@@ -43,6 +43,16 @@ struct Tier2ServerOptions {
   uint32_t stall_timeout_ms = 30000;
   // A connection with no new frame for this long is closed.
   uint32_t idle_timeout_ms = 600000;
+  // Connections open at once (one past it is closed at once), one request frame's body, and the
+  // request bodies held at once over all connections (a frame that would pass it is refused:
+  // its connection closes). Caps on what peers can make the server hold.
+  uint32_t max_connections = 256;
+  uint64_t max_request_bytes = uint64_t{256} << 20;
+  uint64_t max_inflight_bytes = uint64_t{512} << 20;
+};
+
+struct Tier2ServerStats {
+  uint64_t open_connections = 0, refused_connections = 0, refused_frames = 0, inflight_bytes = 0;
 };
 
 class Tier2Server {
@@ -52,6 +62,7 @@ class Tier2Server {
   static StatusOr<std::unique_ptr<Tier2Server>> Start(const Tier2ServerOptions& options);
   virtual ~Tier2Server() = default;
   virtual uint16_t port() const = 0;
+  virtual Tier2ServerStats stats() const = 0;
   // Stops accepting, closes every connection and joins the threads. Requests in flight finish
   // their work (a shard write completes or is not started) but may go unanswered.
   virtual void Stop() = 0;

@@ -18,7 +18,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include <boost/asio.hpp>
@@ -150,11 +152,14 @@ class RawClient {
 
 class Tier2ServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Start(); }
+  // The server (with `configure`'s changes to its options) and the well-behaved client.
+  void Start(const std::function<void(Tier2ServerOptions*)>& configure = nullptr) {
     Tier2ServerOptions so;
     so.store = dir_.File("tier2");
     so.stall_timeout_ms = kStallMs;
     so.idle_timeout_ms = kIdleMs;
+    if (configure) configure(&so);
     auto s = Tier2Server::Start(so);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(*s);
@@ -399,6 +404,124 @@ TEST_F(Tier2ServerTest, ManyStalledConnectionsAndStop) {
   server_->Stop();
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
   for (auto& c : stalled) EXPECT_TRUE(c->ClosedWithin(milliseconds(1000)));
+}
+
+}  // namespace
+}  // namespace neardup::cluster
+
+namespace neardup::cluster {
+namespace {
+
+// An OpenShards that asks for more shards than a store can have, or to serve a shard outside the
+// store or twice, is answered with its error, logged, and changes nothing: the shards open stay
+// open (the well-behaved client's calls go on; TearDown checks that none failed). It used to
+// close every shard first, then fail.
+TEST_F(Tier2ServerTest, AnOpenOutsideAStoresShapeIsRefusedAndTheOpenShardsStay) {
+  RawClient c(port());
+  uint64_t id = 100;
+  auto open = [&](uint32_t shards, std::vector<uint32_t> serve) {
+    pb::Tier2Request q;
+    q.set_id(++id);
+    pb::OpenShardsRequest* o = q.mutable_open();
+    *o->mutable_config() = DefaultConfig();
+    o->set_shards(shards);
+    for (uint32_t m : serve) o->add_serve(m);
+    c.Send(Frame(q));
+    auto r = c.ReadResponse();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? static_cast<StatusCode>(r->code()) : StatusCode::kInternal;
+  };
+  EXPECT_EQ(open(0xffffffffu, {}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(open(0, {}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(open(4, {4}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(open(4, {1, 1}), StatusCode::kInvalidArgument);
+  std::vector<uint32_t> many(2000, 0);
+  EXPECT_EQ(open(1024, many), StatusCode::kInvalidArgument);
+  c.Send(Frame(CommittedBatchRequest(7)));
+  auto r = c.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->code(), 0u) << r->message();  // shard 0 still open
+}
+
+class Tier2ServerCapsTest : public Tier2ServerTest {
+ protected:
+  void SetUp() override {
+    Start([](Tier2ServerOptions* o) {
+      o->max_connections = 4;
+      o->max_request_bytes = 1 << 20;
+      o->max_inflight_bytes = (3 << 20) / 2;
+    });
+  }
+};
+
+// A frame over max_request_bytes is refused on its header; two frames that together would pass
+// max_inflight_bytes cannot both be held: the second connection is closed. The memory a peer can
+// make the server hold is the configuration's, not the peer's.
+TEST_F(Tier2ServerCapsTest, RequestsOverTheirBytesAreRefusedOnTheHeader) {
+  {
+    RawClient c(port());
+    c.Send(RequestHeader((1 << 20) + 1));
+    EXPECT_TRUE(c.ClosedWithin(milliseconds(kStallMs) + kSlack));
+  }
+  RawClient first(port());
+  first.Send(RequestHeader(1 << 20) + std::string(1000, 'x'));  // held: 1 MiB of the 1.5
+  for (int i = 0; i < 200 && server_->stats().inflight_bytes == 0; ++i) std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_EQ(server_->stats().inflight_bytes, uint64_t{1} << 20);
+  RawClient second(port());
+  second.Send(RequestHeader(1 << 20));
+  Clock::duration took{};
+  EXPECT_TRUE(second.ClosedWithin(milliseconds(kStallMs) + kSlack, &took));
+  EXPECT_LT(took, milliseconds(kStallMs));  // at once, not by the stall timeout
+  EXPECT_TRUE(first.ClosedWithin(milliseconds(kStallMs) + kSlack));  // its stall
+  for (int i = 0; i < 200 && server_->stats().inflight_bytes > 0; ++i) std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_EQ(server_->stats().inflight_bytes, 0u);  // released when its connection closed
+  EXPECT_GE(server_->stats().refused_frames, 2u);
+}
+
+// Past max_connections, a new connection is closed at once; the ones open are served.
+TEST_F(Tier2ServerCapsTest, ConnectionsPastTheCapAreClosed) {
+  // The well-behaved client holds one; three more fill the cap.
+  std::vector<std::unique_ptr<RawClient>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<RawClient>(port()));
+  for (int i = 0; i < 200 && server_->stats().open_connections < 4; ++i) std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_EQ(server_->stats().open_connections, 4u);
+  RawClient extra(port());
+  EXPECT_TRUE(extra.ClosedWithin(milliseconds(kStallMs) + kSlack));
+  EXPECT_GE(server_->stats().refused_connections, 1u);
+  held[0]->Send(Frame(CommittedBatchRequest(9)));
+  auto r = held[0]->ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->id(), 9u);
+}
+
+// A comparison's answer from a peer is checked before the batch loop indexes with it.
+TEST(Tier2Service, ACompareAnswerNamingPagesOutsideTheBatchIsRefused) {
+  pb::CompareResponse m;
+  tier2::CompareResult out;
+  m.add_resident()->set_page(2);
+  m.mutable_resident(0)->set_similarity(0.95);
+  EXPECT_TRUE(FromMessage(m, 3, &out).ok());
+  EXPECT_EQ(out.resident.size(), 1u);
+  EXPECT_EQ(FromMessage(m, 2, &out).code(), StatusCode::kCorruption);
+  EXPECT_TRUE(out.resident.empty());
+  m.mutable_resident(0)->set_similarity(std::nan(""));
+  EXPECT_EQ(FromMessage(m, 3, &out).code(), StatusCode::kCorruption);
+  m.clear_resident();
+  pb::BatchMatchMsg* b = m.add_in_batch();
+  b->set_a(1);
+  b->set_b(1);
+  b->set_similarity(1);
+  EXPECT_EQ(FromMessage(m, 3, &out).code(), StatusCode::kCorruption);
+  b->set_a(0);
+  EXPECT_TRUE(FromMessage(m, 3, &out).ok());
+  b->set_b(0xffffffffu);
+  EXPECT_EQ(FromMessage(m, 3, &out).code(), StatusCode::kCorruption);
+  m.clear_in_batch();
+  m.add_superseded(3);
+  EXPECT_EQ(FromMessage(m, 3, &out).code(), StatusCode::kCorruption);
+  m.clear_superseded();
+  m.add_empty(7);
+  EXPECT_EQ(FromMessage(m, 3, &out).code(), StatusCode::kCorruption);
 }
 
 }  // namespace

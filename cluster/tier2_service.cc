@@ -3,6 +3,10 @@
 #include <chrono>
 #include <mutex>
 
+#include <spdlog/spdlog.h>
+
+#include "common/config.h"
+
 namespace neardup::cluster {
 namespace {
 
@@ -69,8 +73,30 @@ void ToMessage(const tier2::CompareResult& r, pb::CompareResponse* out) {
   s->set_fetched_bytes(r.stats.fetched_bytes);
 }
 
-void FromMessage(const pb::CompareResponse& m, tier2::CompareResult* out) {
+Status FromMessage(const pb::CompareResponse& m, size_t batch_pages, tier2::CompareResult* out) {
   *out = tier2::CompareResult{};
+  auto bad = [&](const std::string& what) {
+    *out = tier2::CompareResult{};
+    return Corruption("tier2: a comparison's answer " + what + " (a batch of " + std::to_string(batch_pages) +
+                      " pages)");
+  };
+  auto similarity_ok = [](double s) { return s >= 0 && s <= 1; };  // NaN fails both
+  for (const auto& x : m.resident()) {
+    if (x.page() >= batch_pages) return bad("names page " + std::to_string(x.page()));
+    if (!similarity_ok(x.similarity())) return bad("gives a similarity of " + std::to_string(x.similarity()));
+  }
+  for (const auto& x : m.in_batch()) {
+    if (x.a() >= x.b() || x.b() >= batch_pages) {
+      return bad("pairs pages " + std::to_string(x.a()) + " and " + std::to_string(x.b()));
+    }
+    if (!similarity_ok(x.similarity())) return bad("gives a similarity of " + std::to_string(x.similarity()));
+  }
+  for (const uint32_t i : m.superseded()) {
+    if (i >= batch_pages) return bad("names superseded page " + std::to_string(i));
+  }
+  for (const uint32_t i : m.empty()) {
+    if (i >= batch_pages) return bad("names empty page " + std::to_string(i));
+  }
   for (const auto& x : m.resident()) out->resident.push_back({x.page(), x.url(), x.similarity()});
   for (const auto& x : m.in_batch()) out->in_batch.push_back({x.a(), x.b(), x.similarity()});
   out->superseded.assign(m.superseded().begin(), m.superseded().end());
@@ -86,6 +112,7 @@ void FromMessage(const pb::CompareResponse& m, tier2::CompareResult* out) {
                 .batch_merged = s.batch_merged(),
                 .batch_pairs = s.batch_pairs(),
                 .fetched_bytes = s.fetched_bytes()};
+  return Status::Ok();
 }
 
 void ToMessage(const tier2::ShardStats& s, pb::ShardStatsMsg* out) {
@@ -126,10 +153,45 @@ tier2::ShardStats FromMessage(const pb::ShardStatsMsg& m) {
   return s;
 }
 
+namespace {
+
+// An OpenShards request within what a store can be: its shard count in pipeline.shards' range, and
+// the shards to serve (and expected postings) among them, each once.
+Status CheckOpenRequest(const pb::OpenShardsRequest& o) {
+  if (auto rule = ConfigRangeError("pipeline.shards", o.shards()); !rule.empty()) {
+    return InvalidArgument("tier2: OpenShards for " + std::to_string(o.shards()) + " shards: " + rule);
+  }
+  if (static_cast<uint64_t>(o.expected_postings_size()) > o.shards()) {
+    return InvalidArgument("tier2: OpenShards with " + std::to_string(o.expected_postings_size()) +
+                           " expected postings for " + std::to_string(o.shards()) + " shards");
+  }
+  if (static_cast<uint64_t>(o.serve_size()) > o.shards()) {
+    return InvalidArgument("tier2: OpenShards serving " + std::to_string(o.serve_size()) + " shards of " +
+                           std::to_string(o.shards()));
+  }
+  std::vector<bool> seen(o.shards(), false);
+  for (const uint32_t m : o.serve()) {
+    if (m >= o.shards() || seen[m]) {
+      return InvalidArgument("tier2: OpenShards serves shard " + std::to_string(m) +
+                             (m >= o.shards() ? " of " + std::to_string(o.shards()) : std::string(" twice")));
+    }
+    seen[m] = true;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 pb::Tier2Response Tier2Service::Open(const pb::Tier2Request& request) {
   pb::Tier2Response r;
   r.set_id(request.id());
   const pb::OpenShardsRequest& o = request.open();
+  // Checked before the running shards are closed: a bad request changes nothing.
+  if (Status bad = CheckOpenRequest(o); !bad.ok()) {
+    spdlog::warn("{}; the shards open stay open", bad.message());
+    SetStatus(bad, &r);
+    return r;
+  }
   pipeline::ShardSetOptions so;
   so.layout.dir = store_dir_;
   so.config = o.config();
@@ -145,6 +207,7 @@ pb::Tier2Response Tier2Service::Open(const pb::Tier2Request& request) {
   shards_.reset();  // a store's shards are open in one set at a time (their locks)
   auto opened = pipeline::OpenLocalShardSet(so);
   if (!opened.ok()) {
+    spdlog::error("tier2: cannot open the store's shards: {}", opened.status().ToString());
     SetStatus(opened.status(), &r);
     return r;
   }

@@ -54,7 +54,10 @@ class Tier2Service {
 
 // Conversions between pipeline/shard_set.h's types and their messages (both sides use them).
 void ToMessage(const tier2::CompareResult& r, pb::CompareResponse* out);
-void FromMessage(const pb::CompareResponse& m, tier2::CompareResult* out);
+// A comparison's answer for a batch of `batch_pages` pages, from a peer: Corruption (and *out
+// left empty) when a page index is outside the batch, a batch pair is not a < b, or a similarity
+// is not in [0, 1].
+Status FromMessage(const pb::CompareResponse& m, size_t batch_pages, tier2::CompareResult* out);
 void ToMessage(const tier2::ShardStats& s, pb::ShardStatsMsg* out);
 tier2::ShardStats FromMessage(const pb::ShardStatsMsg& m);
 // Pages of a request: the signatures stay in `m`, which must outlive the result.

@@ -167,9 +167,7 @@ class ServiceTest : public BinaryTest {
   static std::string ApiOf(const Outcome& up) {
     const size_t at = up.out.find("http://");
     if (at == std::string::npos) return "";
-    std::string server = up.out.substr(at);
-    while (!server.empty() && server.back() == '\n') server.pop_back();
-    return server;
+    return up.out.substr(at, up.out.find('\n', at) - at);  // the address, to its line's end
   }
   std::vector<std::string> Tier1Args(const std::string& tier2) {
     return {"tier1-server", "--config", Path("t1.textproto"), "--listen", "127.0.0.1:0", "--store", Path("cl"),
@@ -544,7 +542,12 @@ TEST_F(ServiceTest, ClusterUpSupervisesAndClusterDownStops) {
   ASSERT_FALSE(server.empty()) << up.out;
   auto client = cluster::HttpClient::Create(server);
   ASSERT_TRUE(client.ok());
-  ASSERT_EQ(Neardup("ingest --server " + server + " --input " + crawl_).code, 0);
+  // The cluster made its writers' token; the client given the cluster's configuration finds the
+  // API and the token (without them: refused).
+  EXPECT_EQ(std::filesystem::status(Path("cl/token")).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_NE(Neardup("ingest --server " + server + " --input " + crawl_).code, 0);
+  ASSERT_EQ(Neardup("ingest --config " + Path("cluster.textproto") + " --input " + crawl_).code, 0);
   // A Tier 2 server dies: the supervisor starts it again on its address.
   const std::string view = Read(Path("cl/membership.textproto"));
   const size_t t2 = view.find("name: \"tier2-1\"");
@@ -584,7 +587,7 @@ TEST_F(ServiceTest, ClusterScaleAddsAndDrainsATier2ServerWhileIngestRuns) {
   auto client = cluster::HttpClient::Create(server);
   ASSERT_TRUE(client.ok());
   WriteCrawlHalves();
-  ASSERT_EQ(Neardup("ingest --server " + server + " --input " + Path("first.jsonl")).code, 0);
+  ASSERT_EQ(Neardup("ingest --config " + config + " --input " + Path("first.jsonl")).code, 0);
   ASSERT_TRUE(WaitSettled(**client, 60)) << Read(Path("cl/logs/tier1.log"));
   // Resident pages summed over the shards /metrics names (each page on one shard).
   auto resident = [&](cluster::HttpClient& c) {
@@ -603,7 +606,7 @@ TEST_F(ServiceTest, ClusterScaleAddsAndDrainsATier2ServerWhileIngestRuns) {
 
   Outcome add;
   std::thread scale([&] { add = Neardup("cluster scale --config " + config + " --tier2-servers 5 --max-move 0.5"); });
-  Outcome ingest = Neardup("ingest --server " + server + " --input " + Path("second.jsonl") + " --batch-records 50");
+  Outcome ingest = Neardup("ingest --config " + config + " --input " + Path("second.jsonl") + " --batch-records 50");
   scale.join();
   ASSERT_EQ(add.code, 0) << add.out << add.err << Read(Path("cl/logs/supervisor.log"));
   EXPECT_EQ(ingest.code, 0) << ingest.err;

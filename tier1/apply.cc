@@ -173,7 +173,8 @@ Status Tier1::RecomputeWinners(GroupStore::Txn& txn, uint64_t group, std::vector
 }
 
 Status Tier1::UpdateWinners(GroupStore::Txn& txn, Touched* touched) {
-  for (auto& [gid, entry] : touched->groups) {
+  for (auto& [group_id, entry] : touched->groups) {
+    const auto gid = group_id;  // a copy: clang 14 does not let a lambda capture a structured binding
     KeptWorkOf(gid);  // a new winner is kept
     ASSIGN_OR_RETURN(const pb::Tier1Group* found, txn.FindGroup(gid));
     if (found == nullptr) continue;

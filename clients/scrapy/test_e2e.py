@@ -210,7 +210,7 @@ def start_tier1(neardup, tmp, pages, site_url):
                          capture_output=True, text=True, timeout=RUN_TIMEOUT)
     check(run.returncode == 0, f"neardup run failed ({run.returncode}):\n{run.stderr}")
     token_file = os.path.join(tmp, "token")
-    with open(token_file, "w") as f:
+    with open(os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(TOKEN + "\n")
     port_file = os.path.join(tmp, "tier1.port")
     with open(os.path.join(tmp, "tier1.log"), "w") as log:
