@@ -20,6 +20,7 @@ void RegisterTier2Server(CLI::App& app, int* exit_code);  // tier2_server_comman
 void RegisterTier1Server(CLI::App& app, int* exit_code);  // tier1_server_command.cc
 void RegisterClients(CLI::App& app, int* exit_code);      // ingest (client_commands.cc)
 void RegisterCluster(CLI::App& app, int* exit_code);      // cluster up / down (cluster_command.cc)
+void RegisterCerts(CLI::App& app, int* exit_code);        // certs init (certs_command.cc)
 // neardup status --server: each URL's answer from the API, a JSON line each; the exit code.
 int StatusOverHttp(const std::string& server, const std::vector<std::string>& urls);
 // neardup rebalance --server: starts a rebalance through the API's admin endpoint and follows it

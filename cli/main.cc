@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   neardup::cli::RegisterTier1Server(app, &exit_code);
   neardup::cli::RegisterClients(app, &exit_code);
   neardup::cli::RegisterCluster(app, &exit_code);
+  neardup::cli::RegisterCerts(app, &exit_code);
   neardup::cli::RegisterFaultProxy(app, &exit_code);
   neardup::cli::RegisterEmail(app, &exit_code);
   try {

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/common_options.h"
 #include "cluster/remote_shard_set.h"
+#include "cluster/tls.h"
 #include "common/config.h"
 #include "common/json_write.h"
 #include "common/progress.h"
@@ -90,6 +91,7 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
     uint64_t max_records = 0;
     bool abandon_interrupted = false;
     std::vector<std::string> tier2;
+    std::string tier2_tls_dir;
     SharedOptions shared;
   };
   auto a = std::make_shared<Args>();
@@ -106,6 +108,9 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
                   "Tier 2 servers (host:port, comma-separated) that hold the store's shards, shard m on server m % N; "
                   "default: the shards in this process")
       ->delimiter(',');
+  cmd->add_option("--tier2-tls-dir", a->tier2_tls_dir,
+                  "mutual TLS to the Tier 2 servers with DIR/ca.pem, member.pem, member.key (neardup certs init); "
+                  "default: tier1_server.tier2_tls");
   cmd->add_flag("--abandon-interrupted", a->abandon_interrupted,
                 "the store stopped in the middle of another input: leave its rest unread, take this one as the next crawl");
   AddSharedOptions(cmd, &a->shared);
@@ -129,6 +134,8 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
     if (!a->tier2.empty()) {
       cluster::RemoteShardSetOptions remote;
       remote.servers = a->tier2;
+      remote.tls = a->tier2_tls_dir.empty() ? cluster::TlsFiles::From(opts->config.tier1_server().tier2_tls())
+                                            : cluster::TlsFiles::InDir(a->tier2_tls_dir);
       o.open_shards = [remote](const pipeline::ShardSetOptions& so) { return cluster::OpenRemoteShardSet(remote, so); };
     }
     o.batch_pages = a->batch.value_or(o.config.tier2().batch_pages());

@@ -16,6 +16,7 @@
 #include "cli/common_options.h"
 #include "cluster/bearer_token.h"
 #include "cluster/http_api.h"
+#include "cluster/tls.h"
 #include "cluster/http_server.h"
 #include "cluster/tier1_service.h"
 #include "cluster/net.h"
@@ -28,7 +29,7 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
                                  "Serve the crawlers' HTTP API: ingest, status, groups; Tier 1 and the batch loop");
   auto shared = std::make_shared<SharedOptions>();
   struct Args {
-    std::optional<std::string> listen, store, map, token_file;
+    std::optional<std::string> listen, store, map, token_file, tier2_tls_dir;
     std::vector<std::string> tier2;
     std::string port_file;
     std::optional<uint32_t> batch;
@@ -40,6 +41,8 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
   cmd->add_option("--map", a->map, "partition map of a new store (overrides tier1_server.map)");
   cmd->add_option("--tier2", a->tier2, "Tier 2 servers host:port,... (overrides tier1_server.tier2)")->delimiter(',');
   cmd->add_option("--bearer-token-file", a->token_file, "file holding the writers' bearer token");
+  cmd->add_option("--tier2-tls-dir", a->tier2_tls_dir,
+                  "mutual TLS to the Tier 2 servers with DIR/ca.pem, member.pem, member.key (overrides tier1_server.tier2_tls)");
   cmd->add_option("--batch", a->batch, "pages per batch (B)");
   cmd->add_option("--port-file", a->port_file, "write the API's port here once listening (for scripts)");
   cmd->callback([shared, a, exit_code] {
@@ -65,6 +68,12 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
       for (const auto& t : a->tier2) c.add_tier2(t);
     }
     if (a->token_file) c.set_bearer_token_file(*a->token_file);
+    if (a->tier2_tls_dir) {
+      const cluster::TlsFiles t = cluster::TlsFiles::InDir(*a->tier2_tls_dir);
+      c.mutable_tier2_tls()->set_ca_file(t.ca);
+      c.mutable_tier2_tls()->set_cert_file(t.cert);
+      c.mutable_tier2_tls()->set_key_file(t.key);
+    }
     so.threshold = opts->threshold;
     so.signer = opts->signer;
     so.given = opts->given;

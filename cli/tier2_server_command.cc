@@ -17,7 +17,7 @@ void RegisterTier2Server(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("tier2-server", "Serve Tier 2 shards over TCP to a Tier 1 (neardup run --tier2)");
   struct Args {
     std::string config, port_file;
-    std::optional<std::string> listen, store;
+    std::optional<std::string> listen, store, tls_dir;
     std::optional<int> io_threads, work_threads;
     std::optional<uint32_t> stall_timeout_ms, idle_timeout_ms;
   };
@@ -32,6 +32,8 @@ void RegisterTier2Server(CLI::App& app, int* exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--idle-timeout-ms", a->idle_timeout_ms, "close a connection with no new frame for this long")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--tls-dir", a->tls_dir,
+                  "mutual TLS with DIR/ca.pem, member.pem, member.key (neardup certs init; overrides tier2_server.tls)");
   cmd->add_option("--port-file", a->port_file, "write the port listened on here once listening (for scripts)");
   cmd->callback([a, exit_code] {
     auto cfg = a->config.empty() ? StatusOr<pb::NeardupConfig>(DefaultConfig()) : LoadConfig(a->config);
@@ -51,6 +53,7 @@ void RegisterTier2Server(CLI::App& app, int* exit_code) {
     o.max_connections = c.max_connections();
     o.max_request_bytes = c.max_request_bytes();
     o.max_inflight_bytes = c.max_inflight_bytes();
+    o.tls = a->tls_dir ? cluster::TlsFiles::InDir(*a->tls_dir) : cluster::TlsFiles::From(c.tls());
     if (o.store.empty()) {
       spdlog::error("tier2-server: --store (or tier2_server.store) is required");
       *exit_code = 2;

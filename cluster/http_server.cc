@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/net.h"
+#include "common/utf8.h"
 #include "proto/api.pb.h"
 
 namespace neardup::cluster {
@@ -257,7 +258,13 @@ std::string ApiJson(const google::protobuf::Message& m) {
 
 HttpResponse JsonError(const HttpRequest& request, unsigned status, const std::string& what, uint64_t line) {
   pb::ErrorReply e;
-  e.set_error(what);
+  // An error may quote what a client sent (a Host header, an id): valid UTF-8 whatever it was, or
+  // the JSON printer gives up on the whole answer.
+  if (IsValidUtf8(what)) {
+    e.set_error(what);
+  } else {
+    AppendRepairedUtf8(what, e.mutable_error());
+  }
   e.set_line(line);
   return JsonResponse(request, status, ApiJson(e));
 }

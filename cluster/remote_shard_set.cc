@@ -9,11 +9,13 @@
 #include <thread>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <fmt/format.h>
 
 #include "cluster/frame.h"
 #include "cluster/net.h"
 #include "cluster/tier2_service.h"
+#include "cluster/tls.h"
 #include "proto/cluster.pb.h"
 
 namespace neardup::cluster {
@@ -34,24 +36,35 @@ int64_t UnixMs(Clock::time_point deadline) {
 // io_context, driven by the calling thread until they finish or the deadline passes.
 class Connection {
  public:
-  Connection() : socket_(io_) {}
+  // `tls` null: plain TCP.
+  explicit Connection(const std::shared_ptr<asio::ssl::context>& tls) : socket_(io_) {
+    if (tls != nullptr) tls_ = std::make_unique<asio::ssl::stream<tcp::socket>>(io_, *tls);
+  }
 
   Status Connect(const tcp::endpoint& endpoint, Clock::time_point deadline, const std::string& name) {
     boost::system::error_code result = asio::error::would_block;
-    socket_.async_connect(endpoint, [&](const boost::system::error_code& ec) { result = ec; });
+    raw().async_connect(endpoint, [&](const boost::system::error_code& ec) { result = ec; });
     if (!RunUntil(deadline)) return Unavailable("tier2 " + name + ": connect timed out");
     if (result) return Unavailable("tier2 " + name + ": connect: " + result.message());
     boost::system::error_code ec;
-    socket_.set_option(tcp::no_delay(true), ec);
+    raw().set_option(tcp::no_delay(true), ec);
+    if (tls_ != nullptr) {
+      // Mutual TLS: the server's certificate must be of the cluster's CA, and ours is checked too.
+      result = asio::error::would_block;
+      tls_->async_handshake(asio::ssl::stream_base::client, [&](const boost::system::error_code& e) { result = e; });
+      if (!RunUntil(deadline)) return Unavailable("tier2 " + name + ": TLS handshake timed out");
+      if (result) return Unavailable("tier2 " + name + ": TLS handshake: " + result.message());
+    }
     return Status::Ok();
   }
 
   // Whether the connection, idle in the pool, may carry a call: not when the server has closed it
-  // (its idle timeout, a restart) or sent bytes nobody asked for. Does not block.
+  // (its idle timeout, a restart) or sent bytes nobody asked for. Does not block. (A server sends
+  // no TLS session tickets: cluster/tls.h.)
   bool Usable() {
-    if (!socket_.is_open()) return false;
+    if (!raw().is_open()) return false;
     char byte;
-    const ssize_t n = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    const ssize_t n = ::recv(raw().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
 
@@ -62,8 +75,10 @@ class Connection {
     RETURN_IF_ERROR(EncodeFrame(MessageType::kTier2Request, request, &out));
     boost::system::error_code wrote = asio::error::would_block, read = asio::error::would_block;
     char header[kFrameHeaderBytes];
-    asio::async_write(socket_, asio::buffer(out), [&](const boost::system::error_code& ec, size_t) { wrote = ec; });
-    asio::async_read(socket_, asio::buffer(header), [&](const boost::system::error_code& ec, size_t) { read = ec; });
+    WithStream([&](auto& stream) {
+      asio::async_write(stream, asio::buffer(out), [&](const boost::system::error_code& ec, size_t) { wrote = ec; });
+      asio::async_read(stream, asio::buffer(header), [&](const boost::system::error_code& ec, size_t) { read = ec; });
+    });
     if (!RunUntil(deadline)) return DeadlineExceeded("tier2 " + name + ": no answer in time");
     if (wrote) return Unavailable("tier2 " + name + ": send: " + wrote.message());
     if (read) return Unavailable("tier2 " + name + ": receive: " + read.message());
@@ -79,11 +94,13 @@ class Connection {
       body.resize(want);
       read = asio::error::would_block;
       size_t n = 0;
-      asio::async_read(socket_, asio::buffer(body.data() + got, want - got),
-                       [&](const boost::system::error_code& ec, size_t bytes) {
-                         read = ec;
-                         n = bytes;
-                       });
+      WithStream([&](auto& stream) {
+        asio::async_read(stream, asio::buffer(body.data() + got, want - got),
+                         [&](const boost::system::error_code& ec, size_t bytes) {
+                           read = ec;
+                           n = bytes;
+                         });
+      });
       if (!RunUntil(deadline)) return DeadlineExceeded("tier2 " + name + ": no answer in time");
       if (read) return Unavailable("tier2 " + name + ": receive: " + read.message());
       got += n;
@@ -106,7 +123,7 @@ class Connection {
       if (io_.run_one_until(deadline) == 0 && !io_.stopped()) {
         if (Clock::now() >= deadline) {
           boost::system::error_code ec;
-          socket_.close(ec);
+          raw().close(ec);
           io_.restart();
           io_.run();  // the cancelled handlers
           return false;
@@ -116,15 +133,26 @@ class Connection {
     return true;
   }
 
+  // The TCP socket under the stream.
+  tcp::socket& raw() { return tls_ != nullptr ? tls_->next_layer() : socket_; }
+  // Calls f with the stream the frames go over: TLS's, or the socket.
+  template <typename F>
+  void WithStream(F&& f) {
+    if (tls_ != nullptr) f(*tls_);
+    else f(socket_);
+  }
+
   asio::io_context io_;
-  tcp::socket socket_;
+  tcp::socket socket_;                                       // plain TCP (unused with TLS)
+  std::unique_ptr<asio::ssl::stream<tcp::socket>> tls_;      // null: plain TCP
 };
 
 // The connections to one server.
 class ServerLink {
  public:
-  ServerLink(std::string name, tcp::endpoint endpoint, const RemoteShardSetOptions& o)
-      : name_(std::move(name)), endpoint_(endpoint), options_(o) {}
+  ServerLink(std::string name, tcp::endpoint endpoint, const RemoteShardSetOptions& o,
+             std::shared_ptr<asio::ssl::context> tls)
+      : name_(std::move(name)), endpoint_(endpoint), options_(o), tls_(std::move(tls)) {}
 
   // The call with the deadline `timeout_ms` from now (0: call_timeout_ms).
   StatusOr<pb::Tier2Response> Call(pb::Tier2Request request, uint32_t timeout_ms = 0) {
@@ -154,7 +182,7 @@ class ServerLink {
     const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
     auto backoff = std::chrono::milliseconds(20);
     for (;;) {
-      auto c = std::make_unique<Connection>();
+      auto c = std::make_unique<Connection>(tls_);
       Status s = c->Connect(endpoint_, deadline, name_);
       if (s.ok()) return c;
       if (Clock::now() + backoff >= deadline) return s;
@@ -170,6 +198,7 @@ class ServerLink {
   const std::string name_;
   const tcp::endpoint endpoint_;
   const RemoteShardSetOptions options_;
+  const std::shared_ptr<asio::ssl::context> tls_;  // null: plain TCP
   std::atomic<uint64_t> next_id_{1};
   std::mutex mu_;
   std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
@@ -294,6 +323,10 @@ StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenRemoteShardSet(const RemoteSha
   for (uint32_t at : placement) {
     if (at >= remote.servers.size()) return InvalidArgument("remote shard set: a placement names server " + std::to_string(at));
   }
+  std::shared_ptr<asio::ssl::context> tls;
+  if (remote.tls.enabled()) {
+    ASSIGN_OR_RETURN(tls, MakeTlsContext(remote.tls, TlsRole::kClient));
+  }
   std::vector<std::unique_ptr<ServerLink>> links;
   for (const std::string& s : remote.servers) {
     std::string host;
@@ -302,7 +335,7 @@ StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenRemoteShardSet(const RemoteSha
     boost::system::error_code ec;
     const auto address = asio::ip::make_address(host, ec);
     if (ec) return InvalidArgument("remote shard set: " + host + " is not an IP address");
-    links.push_back(std::make_unique<ServerLink>(s, tcp::endpoint(address, port), remote));
+    links.push_back(std::make_unique<ServerLink>(s, tcp::endpoint(address, port), remote, tls));
   }
   // Each server opens its shards of the store, at once.
   const size_t n = links.size();

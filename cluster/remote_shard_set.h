@@ -14,8 +14,12 @@
 // noticed before it is used and replaced. A call is not retried (a write step is not
 // idempotent): the error goes to the caller.
 //
-// Errors, besides the shard's own (carried back with their code and message): Unavailable when a
-// server cannot be reached or the connection breaks (the server named); DeadlineExceeded when the
+// With `tls`, every connection is mutual TLS: the server must present a certificate of the
+// cluster's CA, and this side presents its own.
+//
+// Errors, besides the shard's own (carried back with their code and message): InvalidArgument at
+// open for TLS files that cannot be read; Unavailable when a server cannot be reached, refuses the
+// TLS handshake, or the connection breaks (the server named); DeadlineExceeded when the
 // answer does not come in time; Corruption for a reply that is not a valid frame.
 //
 // Thread safety: as ShardSet (calls for different shards at once; for one shard, reads at any
@@ -28,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/tls.h"
 #include "pipeline/shard_set.h"
 
 namespace neardup::cluster {
@@ -47,6 +52,8 @@ struct RemoteShardSetOptions {
   // Called (from the open's threads) for every shard with its server's answer to the open, so a
   // caller learns which shards are down when the open fails. May be empty.
   std::function<void(uint32_t shard, const Status& status)> on_open;
+  // Mutual TLS to the servers (cluster/tls.h); none given: plain TCP.
+  TlsFiles tls;
 };
 
 StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenRemoteShardSet(const RemoteShardSetOptions& remote,

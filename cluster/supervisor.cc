@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "cluster/bearer_token.h"
 #include "cluster/http_client.h"
 #include "cluster/net.h"
+#include "cluster/tls.h"
 #include "partitioner/partition_map.h"
 #include "pipeline/store.h"
 #include "storage/file_env.h"
@@ -144,6 +146,7 @@ Supervisor::Member Supervisor::Tier2Member(uint32_t i) const {
   m.args = {"--log-level", "info", "tier2-server"};
   if (!o_.config_path.empty()) m.args.insert(m.args.end(), {"--config", o_.config_path});
   m.args.insert(m.args.end(), {"--store", m.store});
+  if (!tls_dir_.empty()) m.args.insert(m.args.end(), {"--tls-dir", tls_dir_});
   if (c.tier2_base_port() != 0) m.address = c.host() + ":" + std::to_string(c.tier2_base_port() + i);
   else m.address = c.host() + ":0";
   return m;
@@ -166,6 +169,7 @@ Status Supervisor::Start() {
   // Writers need a token: the configuration's, or one made for the cluster (kept across starts,
   // mode 0600), where the clients given this configuration find it.
   RETURN_IF_ERROR(EnsureToken());
+  RETURN_IF_ERROR(EnsureCertificates());
   std::string tier2_list;
   // A cluster scaled since its configuration was written starts the servers it was scaled to.
   uint32_t servers = c.tier2_servers();
@@ -208,6 +212,7 @@ Status Supervisor::Start() {
   t1.args.insert(t1.args.end(), with_config.begin(), with_config.end());
   t1.args.insert(t1.args.end(), {"--store", t1.store, "--tier2", tier2_list});
   if (!token_file_.empty()) t1.args.insert(t1.args.end(), {"--bearer-token-file", token_file_});
+  if (!tls_dir_.empty()) t1.args.insert(t1.args.end(), {"--tier2-tls-dir", tls_dir_});
   t1.address = o_.config.tier1_server().listen();
   members_.push_back(std::move(t1));
   Status s = Spawn(members_.back());
@@ -234,6 +239,26 @@ Status Supervisor::EnsureToken() {
   if (fs::exists(token_file_)) return ReadBearerTokenFile(token_file_).status();
   RETURN_IF_ERROR(WriteBearerTokenFile(token_file_, GenerateBearerToken()));
   spdlog::info("cluster: a bearer token for writers made in {}", token_file_);
+  return Status::Ok();
+}
+
+Status Supervisor::EnsureCertificates() {
+  if (!o_.config.cluster().tls()) return Status::Ok();
+  if (TlsFiles::From(o_.config.tier2_server().tls()).enabled() ||
+      TlsFiles::From(o_.config.tier1_server().tier2_tls()).enabled()) {
+    return Status::Ok();  // the configuration's own certificates
+  }
+  const std::string dir = fs::absolute(o_.config.cluster().dir()).lexically_normal().string();
+  const TlsFiles files = TlsFiles::InDir(dir);
+  if (!fs::exists(files.ca) || !fs::exists(files.cert) || !fs::exists(files.key)) {
+    std::vector<std::string> hosts = {"127.0.0.1", "localhost", "::1"};
+    if (const std::string& h = o_.config.cluster().host(); std::find(hosts.begin(), hosts.end(), h) == hosts.end()) {
+      hosts.push_back(h);
+    }
+    RETURN_IF_ERROR(MakeClusterCertificates(dir, hosts, 825));
+    spdlog::info("cluster: mutual TLS between the tiers: CA and member certificate made in {}", dir);
+  }
+  tls_dir_ = dir;
   return Status::Ok();
 }
 

@@ -19,7 +19,8 @@
 //
 // Layout under cluster.dir: tier1/ (the Tier 1 server's store), tier2-I/ (server I's shards),
 // logs/NAME.log (each member's standard error), NAME.port, membership.textproto, tier2_servers,
-// and token (the writers' bearer token, mode 0600) unless the configuration names one.
+// and token (the writers' bearer token, mode 0600) unless the configuration names one, and with
+// cluster.tls the cluster's CA and member certificate (ca.pem, ca.key, member.pem, member.key).
 //
 // Thread safety: Start, then Run on one thread; Scale on another while Run runs (one at a time);
 // Stop (or RequestStop) from any thread.
@@ -100,6 +101,9 @@ class Supervisor {
   // The configuration names no token: cluster.dir/token is made (once; mode 0600) and given to
   // the Tier 1 server. InvalidArgument/IoError when it cannot be read or written.
   Status EnsureToken();
+  // cluster.tls and no certificates in the configuration: the cluster's CA and member certificate
+  // in cluster.dir (made once), given to every member (--tls-dir, --tier2-tls-dir).
+  Status EnsureCertificates();
   Member Tier2Member(uint32_t i) const;
   uint32_t Tier2Count() const;
   std::string Path(const std::string& name) const;
@@ -110,6 +114,7 @@ class Supervisor {
   std::vector<Member> members_;
   std::string api_;
   std::string token_file_;  // the token the cluster made (EnsureToken); empty: the configuration's
+  std::string tls_dir_;     // the certificates the cluster made (EnsureCertificates); empty: none
   std::unique_ptr<Membership> membership_;
   uint32_t shards_ = 0;
   uint64_t map_generation_ = 0;

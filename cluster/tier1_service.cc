@@ -207,6 +207,7 @@ pipeline::ShardSetOpener Tier1Service::OpenerFor(std::vector<std::string> server
   remote.call_timeout_ms = c.tier2_deadline_ms();
   remote.connect_timeout_ms = std::min<uint32_t>(c.tier2_deadline_ms(), 5000);
   remote.on_open = [h = health_.get()](uint32_t shard, const Status& status) { h->Record(shard, status); };
+  remote.tls = TlsFiles::From(c.tier2_tls());
   return [remote](const pipeline::ShardSetOptions& so) { return OpenRemoteShardSet(remote, so); };
 }
 

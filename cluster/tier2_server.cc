@@ -12,11 +12,13 @@
 
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include "cluster/frame.h"
 #include "cluster/net.h"
 #include "cluster/tier2_service.h"
+#include "cluster/tls.h"
 #include "common/log_limit.h"
 
 // g++ 12 at -O1 (the sanitizer builds) inlines the connection coroutine's frame allocation into
@@ -42,6 +44,17 @@ class Tier2ServerImpl final : public Tier2Server {
   ~Tier2ServerImpl() override { Stop(); }
 
   Status Listen() {
+    if (options_.tls.enabled()) {
+      ASSIGN_OR_RETURN(tls_, MakeTlsContext(options_.tls, TlsRole::kServer));
+    } else {
+      std::string host;
+      uint16_t port = 0;
+      RETURN_IF_ERROR(ParseHostPort(options_.listen, &host, &port));
+      if (!IsLoopbackHost(host)) {
+        return InvalidArgument("tier2 server: listening on " + options_.listen +
+                               " (beyond loopback) needs mutual TLS: tier2_server.tls (neardup certs init)");
+      }
+    }
     RETURN_IF_ERROR(ListenOn(acceptor_, options_.listen, "tier2 server"));
     port_ = acceptor_.local_endpoint().port();
     asio::co_spawn(io_.context(0), Accept(), asio::detached);
@@ -57,6 +70,7 @@ class Tier2ServerImpl final : public Tier2Server {
     s.refused_connections = refused_connections_;
     s.refused_frames = refused_frames_;
     s.inflight_bytes = inflight_;
+    s.refused_handshakes = refused_handshakes_;
     return s;
   }
 
@@ -148,12 +162,38 @@ class Tier2ServerImpl final : public Tier2Server {
       std::atomic<uint64_t>& n;
       ~Open() { --n; }
     } open{open_};
-    Inflight held{inflight_};
-    Registered registered(this, &socket);
     std::string peer;
     boost::system::error_code ec;
     const auto remote = socket.remote_endpoint(ec);
     peer = ec ? std::string("?") : remote.address().to_string() + ":" + std::to_string(remote.port());
+    if (tls_ == nullptr) {
+      Registered registered(this, &socket);
+      co_await ServeFrames(socket, peer);
+      co_return;
+    }
+    // Mutual TLS: the handshake must end within the stall timeout, and the peer must present a
+    // certificate of the cluster's CA (the context verifies it).
+    asio::ssl::stream<tcp::socket> stream(std::move(socket), *tls_);
+    Registered registered(this, &stream.next_layer());
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    timer.expires_after(std::chrono::milliseconds(options_.stall_timeout_ms));
+    using namespace asio::experimental::awaitable_operators;
+    const auto shook = co_await (stream.async_handshake(asio::ssl::stream_base::server, kTuple) || timer.async_wait(kTuple));
+    if (shook.index() == 1 || std::get<0>(std::get<0>(shook))) {
+      ++refused_handshakes_;
+      Warn("{}: {}; closing the connection", peer,
+           shook.index() == 1 ? std::string("no TLS handshake in time")
+                              : "TLS handshake refused: " + std::get<0>(std::get<0>(shook)).message());
+      co_return;
+    }
+    co_await ServeFrames(stream, peer);
+  }
+
+  // One connection's frames: in, answered, in order. It runs on its context's one thread, where
+  // its reads and writes race their timer.
+  template <typename Stream>
+  asio::awaitable<void> ServeFrames(Stream& socket, const std::string& peer) {
+    Inflight held{inflight_};
     asio::steady_timer timer(co_await asio::this_coro::executor);
     const auto stall = std::chrono::milliseconds(options_.stall_timeout_ms);
     const auto idle = std::chrono::milliseconds(options_.idle_timeout_ms);
@@ -270,13 +310,15 @@ class Tier2ServerImpl final : public Tier2Server {
   }
 
   // Some bytes into [data, data + size), or nothing moved within `timeout`.
-  static asio::awaitable<Io> ReadSome(tcp::socket& socket, asio::steady_timer& timer, char* data, size_t size,
+  template <typename Stream>
+  static asio::awaitable<Io> ReadSome(Stream& socket, asio::steady_timer& timer, char* data, size_t size,
                                       std::chrono::milliseconds timeout) {
     using namespace asio::experimental::awaitable_operators;
     timer.expires_after(timeout);
     co_return Result(co_await (socket.async_read_some(asio::buffer(data, size), kTuple) || timer.async_wait(kTuple)));
   }
-  static asio::awaitable<Io> WriteSome(tcp::socket& socket, asio::steady_timer& timer, const char* data, size_t size,
+  template <typename Stream>
+  static asio::awaitable<Io> WriteSome(Stream& socket, asio::steady_timer& timer, const char* data, size_t size,
                                        std::chrono::milliseconds timeout) {
     using namespace asio::experimental::awaitable_operators;
     timer.expires_after(timeout);
@@ -306,7 +348,8 @@ class Tier2ServerImpl final : public Tier2Server {
   asio::thread_pool work_;
   tcp::acceptor acceptor_;
   uint16_t port_ = 0;
-  std::atomic<uint64_t> open_{0}, refused_connections_{0}, refused_frames_{0}, inflight_{0};
+  std::atomic<uint64_t> open_{0}, refused_connections_{0}, refused_frames_{0}, inflight_{0}, refused_handshakes_{0};
+  std::shared_ptr<asio::ssl::context> tls_;  // null: plain TCP
   LogLimit log_limit_{5};
   std::mutex mu_;
   std::condition_variable cv_;

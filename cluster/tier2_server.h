@@ -28,6 +28,7 @@
 #include <memory>
 #include <string>
 
+#include "cluster/tls.h"
 #include "common/status.h"
 
 namespace neardup::cluster {
@@ -49,16 +50,21 @@ struct Tier2ServerOptions {
   uint32_t max_connections = 256;
   uint64_t max_request_bytes = uint64_t{256} << 20;
   uint64_t max_inflight_bytes = uint64_t{512} << 20;
+  // Mutual TLS (cluster/tls.h): every connection's peer must present a certificate of the
+  // cluster's CA. Without it the server listens on loopback only.
+  TlsFiles tls;
 };
 
 struct Tier2ServerStats {
   uint64_t open_connections = 0, refused_connections = 0, refused_frames = 0, inflight_bytes = 0;
+  uint64_t refused_handshakes = 0;  // TLS handshakes that failed (no certificate of the cluster, none in time)
 };
 
 class Tier2Server {
  public:
   // Binds and starts serving. Errors: InvalidArgument for a bad address, thread count or a
-  // timeout of 0; IoError when the address cannot be bound (named).
+  // timeout of 0, TLS files that cannot be read, or an address beyond loopback without TLS;
+  // IoError when the address cannot be bound (named).
   static StatusOr<std::unique_ptr<Tier2Server>> Start(const Tier2ServerOptions& options);
   virtual ~Tier2Server() = default;
   virtual uint16_t port() const = 0;

@@ -19,11 +19,13 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <thread>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 
 #include "cluster/frame.h"
 #include "cluster/remote_shard_set.h"
@@ -154,7 +156,7 @@ class Tier2ServerTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(); }
   // The server (with `configure`'s changes to its options) and the well-behaved client.
-  void Start(const std::function<void(Tier2ServerOptions*)>& configure = nullptr) {
+  void Start(const std::function<void(Tier2ServerOptions*)>& configure = nullptr, const TlsFiles& client_tls = {}) {
     Tier2ServerOptions so;
     so.store = dir_.File("tier2");
     so.stall_timeout_ms = kStallMs;
@@ -167,6 +169,7 @@ class Tier2ServerTest : public ::testing::Test {
     remote.servers = {"127.0.0.1:" + std::to_string(server_->port())};
     remote.connect_timeout_ms = 2000;
     remote.call_timeout_ms = 5000;
+    remote.tls = client_tls;
     pipeline::ShardSetOptions options;
     options.config = DefaultConfig();
     options.config.mutable_tier2()->set_sync(false);
@@ -522,6 +525,113 @@ TEST(Tier2Service, ACompareAnswerNamingPagesOutsideTheBatchIsRefused) {
   m.clear_superseded();
   m.add_empty(7);
   EXPECT_EQ(FromMessage(m, 3, &out).code(), StatusCode::kCorruption);
+}
+
+}  // namespace
+}  // namespace neardup::cluster
+
+namespace neardup::cluster {
+namespace {
+
+// The cluster's certificates (neardup certs init), and another cluster's.
+class Tier2ServerTlsTest : public Tier2ServerTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(MakeClusterCertificates(dir_.File("certs"), {"127.0.0.1"}, 2).ok());
+    ASSERT_TRUE(MakeClusterCertificates(dir_.File("other"), {"127.0.0.1"}, 2).ok());
+    Start([this](Tier2ServerOptions* o) { o->tls = TlsFiles::InDir(dir_.File("certs")); },
+          TlsFiles::InDir(dir_.File("certs")));
+  }
+  // A shard set opened on the server with `tls`.
+  StatusOr<std::unique_ptr<pipeline::ShardSet>> OpenWith(const TlsFiles& tls) {
+    RemoteShardSetOptions remote;
+    remote.servers = {"127.0.0.1:" + std::to_string(port())};
+    remote.connect_timeout_ms = 1000;
+    remote.call_timeout_ms = 3000;
+    remote.tls = tls;
+    pipeline::ShardSetOptions options;
+    options.config = DefaultConfig();
+    options.config.mutable_tier2()->set_sync(false);
+    options.shards = 1;
+    return OpenRemoteShardSet(remote, options);
+  }
+};
+
+// With mutual TLS, the well-behaved client (a member certificate of the cluster) is served
+// (TearDown checks its calls); a peer with another cluster's certificate, a TLS peer without a
+// certificate and a plain TCP peer get nothing: their shards, signatures and writes stay out of
+// reach.
+TEST_F(Tier2ServerTlsTest, OnlyPeersWithACertificateOfTheClusterAreServed) {
+  // Another cluster's member: the handshake fails (either side refuses the other's CA).
+  auto other = OpenWith(TlsFiles::InDir(dir_.File("other")));
+  EXPECT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kUnavailable) << other.status().ToString();
+  // Plain TCP: a frame is no TLS handshake; the connection closes unanswered.
+  {
+    RawClient c(port());
+    c.Send(Frame(CommittedBatchRequest(1)));
+    EXPECT_TRUE(c.ClosedWithin(milliseconds(kStallMs) + kSlack));
+  }
+  // TLS that trusts the cluster's CA but presents no certificate: nothing is answered.
+  {
+    asio::io_context io;
+    asio::ssl::context ctx(asio::ssl::context::tls_client);
+    ctx.load_verify_file(TlsFiles::InDir(dir_.File("certs")).ca);
+    ctx.set_verify_mode(asio::ssl::verify_peer);
+    asio::ssl::stream<tcp::socket> s(io, ctx);
+    boost::system::error_code ec;
+    s.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port()), ec);
+    ASSERT_FALSE(ec) << ec.message();
+    s.handshake(asio::ssl::stream_base::client, ec);  // TLS 1.3: the server's refusal comes after
+    if (!ec) {
+      asio::write(s, asio::buffer(Frame(CommittedBatchRequest(2))), ec);
+      char header[kFrameHeaderBytes];
+      asio::read(s, asio::buffer(header), ec);
+    }
+    EXPECT_TRUE(ec) << "a peer without a certificate was answered";
+  }
+  for (int i = 0; i < 200 && server_->stats().refused_handshakes < 3; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_GE(server_->stats().refused_handshakes, 3u);
+}
+
+// Beyond loopback, a Tier 2 server needs mutual TLS.
+TEST(Tier2Server, BeyondLoopbackWithoutTlsIsRefused) {
+  test::TempDir dir;
+  Tier2ServerOptions so;
+  so.store = dir.File("tier2");
+  so.listen = "0.0.0.0:0";
+  auto s = Tier2Server::Start(so);
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("TLS"), std::string::npos) << s.status().ToString();
+}
+
+// certs init: a CA and a member certificate that load as both sides' contexts; keys for the owner
+// alone; a second init keeps the CA and signs a new member certificate with it.
+TEST(Tls, ClusterCertificatesLoadAndKeepTheirCa) {
+  test::TempDir dir;
+  ASSERT_TRUE(MakeClusterCertificates(dir.File("c"), {"127.0.0.1", "node-1.example"}, 30).ok());
+  const TlsFiles f = TlsFiles::InDir(dir.File("c"));
+  EXPECT_TRUE(MakeTlsContext(f, TlsRole::kServer).ok());
+  EXPECT_TRUE(MakeTlsContext(f, TlsRole::kClient).ok());
+  for (const std::string& key : {f.key, dir.File("c") + "/ca.key"}) {
+    EXPECT_EQ(std::filesystem::status(key).permissions() & std::filesystem::perms::all,
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write)
+        << key;
+  }
+  std::ifstream ca1(f.ca);
+  const std::string before((std::istreambuf_iterator<char>(ca1)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(MakeClusterCertificates(dir.File("c"), {"127.0.0.1"}, 30).ok());
+  std::ifstream ca2(f.ca);
+  EXPECT_EQ(before, std::string((std::istreambuf_iterator<char>(ca2)), std::istreambuf_iterator<char>()));
+  EXPECT_TRUE(MakeTlsContext(f, TlsRole::kServer).ok());
+  // A key that is not the certificate's is refused by name.
+  ASSERT_TRUE(MakeClusterCertificates(dir.File("d"), {"127.0.0.1"}, 30).ok());
+  TlsFiles mixed = f;
+  mixed.key = TlsFiles::InDir(dir.File("d")).key;
+  auto bad = MakeTlsContext(mixed, TlsRole::kServer);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeTlsContext({.ca = f.ca, .cert = f.cert, .key = ""}, TlsRole::kClient).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace

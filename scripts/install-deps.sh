@@ -21,13 +21,14 @@ PACKAGES=(
   zlib1g-dev                          # gzip- and deflate-encoded HTTP bodies inside WARC records
   libgoogle-perftools-dev             # tcmalloc: the neardup binary's allocator
   libboost1.81-dev                    # Boost.Asio: the servers and clients between the tiers
+  libssl-dev                          # OpenSSL: mutual TLS between the tiers, neardup certs init
+  wget                                # tests/warc_test.cc crawls a local site into a WARC with it
   python3-scrapy                      # clients/scrapy: the Scrapy middleware's end-to-end test
   prometheus                          # promtool: a test checks the /metrics exposition
   clang libclang-rt-14-dev            # libFuzzer (clang's runtime) for the fuzz targets: scripts/fuzz.sh
 )
 if [ "${1:-}" = "experiments" ]; then
   PACKAGES+=(gnuplot-nox)             # PNG plots of experiments/results/*.csv
-  PACKAGES+=(wget)                    # experiments/real_docs.sh: crawls the served manuals into a WARC
   PACKAGES+=(python3-numpy)           # experiments/peers.sh: the Python tool measured beside neardup imports it
 fi
 

@@ -36,6 +36,10 @@ class ServiceTest : public BinaryTest {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
     }
+    // A cluster a failed test left up (its supervisor runs detached) is stopped too.
+    if (std::filesystem::exists(Path("cluster.textproto")) && std::filesystem::exists(Path("cl/membership.textproto"))) {
+      (void)Neardup("cluster down --config " + Path("cluster.textproto"));
+    }
     BinaryTest::TearDown();
   }
 
