@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -95,7 +96,12 @@ TEST_F(RebalanceCrashTest, KilledAtRandomStepsThenResumedEndsAsAnUninterruptedMo
   ASSERT_EQ(Neardup("run --input " + rest + " --store " + whole + " --out " + Path("whole-groups.jsonl") + sync).code, 0);
   const std::string expected_groups = Read(Path("whole-groups.jsonl"));
 
-  const unsigned seed = std::random_device{}();
+  // The kill points' seed: printed, and settable (NEARDUP_CRASH_SEED=N) to replay a failure.
+  unsigned seed = std::random_device{}();
+  if (const char* given = std::getenv("NEARDUP_CRASH_SEED"); given != nullptr && *given != '\0') {
+    seed = static_cast<unsigned>(std::strtoul(given, nullptr, 10));
+  }
+  std::printf("rebalance_crash_test: kill points from seed %u (NEARDUP_CRASH_SEED=%u replays them)\n", seed, seed);
   std::mt19937 rng(seed);
   std::uniform_int_distribution<uint64_t> pick(1, steps);
   for (int kill = 0; kill < 5; ++kill) {
