@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -322,18 +323,27 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     partners[m.a].emplace_back(m.b, m.similarity);
     partners[m.b].emplace_back(m.a, m.similarity);
   }
-  // Resident versions of URLs whose new version is in this batch (re-compared, kept by the fast
-  // path with new content, emptied, turned into a redirect or gone) are stale: matches with them
-  // do not count. The new versions of kTier2 and kFastPath pages meet the batch's kTier2 pages in
-  // the in-batch join instead.
-  std::unordered_set<std::string_view> stale;
+  // A batch is applied as its records would be one after another, so that where batches (and
+  // inputs) are cut does not change the groups: each page meets every other URL as the crawl had
+  // it at the page's own place. A URL whose record in this batch (re-compared, kept by the fast
+  // path with new content, emptied, turned into a redirect or gone) comes before the page was
+  // replaced by then: a match with its resident version is stale and does not count (the page
+  // meets the new version in the in-batch join instead, or nothing when it has none). A URL whose
+  // record comes after the page is still its resident version there: that match counts, and the
+  // URL's own record is applied afterwards (it may leave the group the page joined through it).
+  // replaced_at: each URL's record in the batch (its last: earlier ones are superseded).
+  std::unordered_map<std::string_view, size_t> replaced_at;
   for (size_t i = 0; i < n; ++i) {
     if (classes[i] == Classification::kTier2 || classes[i] == Classification::kFastPath ||
         classes[i] == Classification::kEmpty || classes[i] == Classification::kRedirect ||
         classes[i] == Classification::kGone) {
-      stale.insert(batch[i].url);
+      replaced_at[batch[i].url] = i;
     }
   }
+  auto stale_for = [&](std::string_view url, size_t page) {
+    const auto it = replaced_at.find(url);
+    return it != replaced_at.end() && it->second < page;
+  };
 
   GroupStore::Txn& txn = txn_;
   // A failed Apply must not leave half a batch in the working set.
@@ -366,13 +376,8 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     return Status::Ok();
   };
 
-  // 1. Gone pages, first: the batch's other records never join them (a redirect to one finds it
-  // gone, or a placeholder, as a target never crawled).
-  for (size_t i = 0; i < n; ++i) {
-    if (classes[i] == Classification::kGone) RETURN_IF_ERROR(ApplyGone(txn, batch[i].url, &touched, outcome));
-  }
-
-  // 2. Pages Tier 1 kept: refresh their records; a changed rank may change the winner.
+  // 1. Pages Tier 1 kept: refresh their records; a changed rank may change the winner. They stay
+  // in their groups, so refreshing them first changes no group the next steps see.
   for (size_t i = 0; i < n; ++i) {
     if (classes[i] != Classification::kUnchanged && classes[i] != Classification::kFastPath) continue;
     const PageUpdate& u = batch[i];
@@ -400,12 +405,17 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     txn.AddCounter(classes[i] == Classification::kUnchanged ? "unchanged" : "fast_path", 1);
   }
 
-  // 3. Pages Tier 2 decided, in input order (Cases 1 and 2). A page kept by the fast path is in
-  // its group already: a kTier2 page matching its new version joins that group.
-  std::vector<bool> done(n, false);
-  for (size_t i = 0; i < n; ++i) done[i] = classes[i] == Classification::kFastPath;
+  // 2. Gone pages and the pages Tier 2 decided (Cases 1 and 2), in input order. A page kept by the
+  // fast path is in its group already: a kTier2 page after it that matches its new version joins
+  // that group (one before it met its resident version).
+  std::vector<bool> done(n, false);  // passed: an in-batch pair is linked by its later page
   std::vector<std::string> moving;
   for (size_t i = 0; i < n; ++i) {
+    if (classes[i] == Classification::kFastPath) done[i] = true;
+    // A gone page leaves where it stands: the pages before it met it (and may have joined its
+    // group), the pages after it find it gone, and a redirect to it (step 3) finds it gone, or a
+    // placeholder, as a target never crawled.
+    if (classes[i] == Classification::kGone) RETURN_IF_ERROR(ApplyGone(txn, batch[i].url, &touched, outcome));
     if (classes[i] != Classification::kTier2 && classes[i] != Classification::kEmpty) continue;
     const PageUpdate& u = batch[i];
     ASSIGN_OR_RETURN(const pb::Tier1Page* found, txn.FindPage(u.url));
@@ -418,7 +428,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     // The groups of its duplicates, best match first.
     std::vector<std::pair<double, uint64_t>> targets;
     for (const auto& [url, sim] : resident[i]) {
-      if (url == u.url || stale.count(url) > 0) continue;
+      if (url == u.url || stale_for(url, i)) continue;
       // Only the group matters here: most matches are old pages the cache no longer holds.
       ASSIGN_OR_RETURN(const uint64_t gid, txn.ContentGroupOf(url));
       if (gid != 0) targets.emplace_back(sim, gid);
@@ -483,7 +493,9 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     txn.AddCounter(classes[i] == Classification::kEmpty ? "empty" : "tier2", 1);
   }
 
-  // 4. Redirects (Case 3), after the content pages they may point to.
+  // 3. Redirects (Case 3), after the content pages they may point to (the groups come out as in
+  // input order: a redirect joins its target's group wherever the target's record stands, and the
+  // pages before it met its source's resident version).
   for (size_t i = 0; i < n; ++i) {
     if (classes[i] != Classification::kRedirect) continue;
     const PageUpdate& u = batch[i];
@@ -539,7 +551,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
   }
 
   RETURN_IF_ERROR(UpdateWinners(txn, &touched));
-  // 5. Each page's route: how its latest record was classified (status answers give it). Kept
+  // 4. Each page's route: how its latest record was classified (status answers give it). Kept
   // sets: the batch's pages with new content (or none now) are decided again in their groups,
   // with their new signatures (the shards store them only after this commit).
   std::unordered_map<std::string, const pb::PageSignature*> signatures;
