@@ -284,7 +284,7 @@ Status Tier1::ApplyGone(GroupStore::Txn& txn, const std::string& url, Touched* t
   return MovePages(txn, closure, gid, into, touched);
 }
 
-// ---- Apply: the batch, in four steps -----------------------------------------------------------
+// ---- Apply: the batch, in two steps ------------------------------------------------------------
 
 Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classification> classes,
                     const Tier2Matches& matches, const pb::Tier1Progress* progress, ApplyOutcome* outcome) {
@@ -376,10 +376,10 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     return Status::Ok();
   };
 
-  // 1. Pages Tier 1 kept: refresh their records; a changed rank may change the winner. They stay
-  // in their groups, so refreshing them first changes no group the next steps see.
-  for (size_t i = 0; i < n; ++i) {
-    if (classes[i] != Classification::kUnchanged && classes[i] != Classification::kFastPath) continue;
+  std::vector<bool> done(n, false);  // applied: an in-batch pair is linked by its later page
+  std::vector<std::string> moving;
+  // A page Tier 1 kept: its record refreshed; a changed rank may change the winner.
+  auto apply_kept = [&](size_t i) -> Status {
     const PageUpdate& u = batch[i];
     ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn.MutablePage(u.url));
     const bool rank_changed = rec->popularity() != u.popularity || rec->market() != u.market;
@@ -403,20 +403,13 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
       }
     }
     txn.AddCounter(classes[i] == Classification::kUnchanged ? "unchanged" : "fast_path", 1);
-  }
+    return Status::Ok();
+  };
 
-  // 2. Gone pages and the pages Tier 2 decided (Cases 1 and 2), in input order. A page kept by the
-  // fast path is in its group already: a kTier2 page after it that matches its new version joins
-  // that group (one before it met its resident version).
-  std::vector<bool> done(n, false);  // passed: an in-batch pair is linked by its later page
-  std::vector<std::string> moving;
-  for (size_t i = 0; i < n; ++i) {
-    if (classes[i] == Classification::kFastPath) done[i] = true;
-    // A gone page leaves where it stands: the pages before it met it (and may have joined its
-    // group), the pages after it find it gone, and a redirect to it (step 3) finds it gone, or a
-    // placeholder, as a target never crawled.
-    if (classes[i] == Classification::kGone) RETURN_IF_ERROR(ApplyGone(txn, batch[i].url, &touched, outcome));
-    if (classes[i] != Classification::kTier2 && classes[i] != Classification::kEmpty) continue;
+  // A page Tier 2 decided (Cases 1 and 2). A page kept by the fast path is in its group already:
+  // a kTier2 page after it that matches its new version joins that group (one before it met its
+  // resident version).
+  auto apply_decided = [&](size_t i) -> Status {
     const PageUpdate& u = batch[i];
     ASSIGN_OR_RETURN(const pb::Tier1Page* found, txn.FindPage(u.url));
     const bool existed = found != nullptr;
@@ -489,15 +482,12 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
         RETURN_IF_ERROR(MovePages(txn, moving, 0, gid, &touched));
       }
     }
-    done[i] = true;
     txn.AddCounter(classes[i] == Classification::kEmpty ? "empty" : "tier2", 1);
-  }
+    return Status::Ok();
+  };
 
-  // 3. Redirects (Case 3), after the content pages they may point to (the groups come out as in
-  // input order: a redirect joins its target's group wherever the target's record stands, and the
-  // pages before it met its source's resident version).
-  for (size_t i = 0; i < n; ++i) {
-    if (classes[i] != Classification::kRedirect) continue;
+  // A redirect (Case 3): q1 and its redirectors join the group its chain ends in.
+  auto apply_redirect = [&](size_t i) -> Status {
     const PageUpdate& u = batch[i];
     ASSIGN_OR_RETURN(const pb::Tier1Page* found, txn.FindPage(u.url));
     const pb::Tier1Page old = found != nullptr ? *found : pb::Tier1Page();
@@ -548,10 +538,39 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     if (now->group() != 0 && now->group() != into) ++outcome->moves;
     RETURN_IF_ERROR(MovePages(txn, moving, 0, into, &touched));
     txn.AddCounter("redirects", 1);
-  }
+    return Status::Ok();
+  };
 
+  // 1. The records in input order, each as a batch of its own would apply it (gone, kept, decided
+  // by Tier 2, or a redirect): the next record meets the groups as they stand at its place. The
+  // winners of the groups the batch touched are brought up to date once, after it (a group made
+  // in this batch gets the plain order: its pages have no incumbent among them).
+  for (size_t i = 0; i < n; ++i) {
+    switch (classes[i]) {
+      case Classification::kUnchanged:
+      case Classification::kFastPath:
+        RETURN_IF_ERROR(apply_kept(i));
+        break;
+      case Classification::kGone: {
+        // The pages before it met it (and may have joined its group), the pages after it find it
+        // gone, and a redirect to it finds it gone, or a placeholder, as a target never crawled.
+        RETURN_IF_ERROR(ApplyGone(txn, batch[i].url, &touched, outcome));
+        break;
+      }
+      case Classification::kTier2:
+      case Classification::kEmpty:
+        RETURN_IF_ERROR(apply_decided(i));
+        break;
+      case Classification::kRedirect:
+        RETURN_IF_ERROR(apply_redirect(i));
+        break;
+      case Classification::kSuperseded:
+        break;
+    }
+    done[i] = true;
+  }
   RETURN_IF_ERROR(UpdateWinners(txn, &touched));
-  // 4. Each page's route: how its latest record was classified (status answers give it). Kept
+  // 2. Each page's route: how its latest record was classified (status answers give it). Kept
   // sets: the batch's pages with new content (or none now) are decided again in their groups,
   // with their new signatures (the shards store them only after this commit).
   std::unordered_map<std::string, const pb::PageSignature*> signatures;
