@@ -369,6 +369,13 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     rec->set_market(u.market);
     rec->set_fetched_at_ms(u.fetched_at_ms);
   };
+  // The groups a page with content left (or stayed in without it): a group with rejections may be
+  // due for a repair now that it counts fewer content members (the repair threshold falls with
+  // them), though no new rejection queues it. Queued after the batch, for the next Flush.
+  std::vector<uint64_t> content_left;
+  auto note_content_left = [&](const pb::Tier1Page& old) {
+    if (old.has_signature() && old.group() != 0) content_left.push_back(old.group());
+  };
   auto drop_rejection = [&](uint64_t gid) -> Status {
     if (gid == 0) return Status::Ok();
     ASSIGN_OR_RETURN(pb::Tier1Group * g, txn.MutableGroup(gid));
@@ -414,6 +421,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     ASSIGN_OR_RETURN(const pb::Tier1Page* found, txn.FindPage(u.url));
     const bool existed = found != nullptr;
     const pb::Tier1Page old = existed ? *found : pb::Tier1Page();
+    note_content_left(old);
     if (existed && !old.redirect_to().empty()) txn.RemoveRedirect(old.redirect_to(), u.url);
     if (existed && old.has_signature() && (classes[i] == Classification::kEmpty || old.home_cell() != u.home_cell)) {
       outcome->tier2_removals.emplace_back(u.url, old.home_cell());
@@ -491,6 +499,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     const PageUpdate& u = batch[i];
     ASSIGN_OR_RETURN(const pb::Tier1Page* found, txn.FindPage(u.url));
     const pb::Tier1Page old = found != nullptr ? *found : pb::Tier1Page();
+    note_content_left(old);
     if (old.has_signature()) outcome->tier2_removals.emplace_back(u.url, old.home_cell());
     if (!old.redirect_to().empty() && old.redirect_to() != u.redirect_to) txn.RemoveRedirect(old.redirect_to(), u.url);
     txn.AddRedirect(u.redirect_to, u.url);
@@ -554,6 +563,8 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
       case Classification::kGone: {
         // The pages before it met it (and may have joined its group), the pages after it find it
         // gone, and a redirect to it finds it gone, or a placeholder, as a target never crawled.
+        ASSIGN_OR_RETURN(const pb::Tier1Page* gone, txn.FindPage(batch[i].url));
+        if (gone != nullptr) note_content_left(*gone);
         RETURN_IF_ERROR(ApplyGone(txn, batch[i].url, &touched, outcome));
         break;
       }
@@ -570,6 +581,10 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     done[i] = true;
   }
   RETURN_IF_ERROR(UpdateWinners(txn, &touched));
+  for (const uint64_t gid : content_left) {
+    ASSIGN_OR_RETURN(const pb::Tier1Group* g, txn.FindGroup(gid));
+    if (g != nullptr && g->rejections() > 0) repair_queue_.push_back(gid);
+  }
   // 2. Each page's route: how its latest record was classified (status answers give it). Kept
   // sets: the batch's pages with new content (or none now) are decided again in their groups,
   // with their new signatures (the shards store them only after this commit).

@@ -166,6 +166,38 @@ TEST(Tier1Split, RepairThresholdCountsContentMembersOnly) {
 }
 
 
+// A group's repair threshold falls with its content members, so a group can come due without a
+// new rejection: here x's rejection (against w, 90/110) is counted while the group has three
+// content members (threshold 2), then y, the page linking x to w, turns into a redirect to w and
+// leaves two (threshold 1). Counted after the redirect (one batch holding both, or a cut after
+// the redirect) the rejection repairs the group; counted before it, the group must be checked
+// again when y loses its content, or where the batches end decides whether x stays.
+TEST(Tier1Split, AGroupThatLosesContentMembersIsCheckedForARepairAgain) {
+  for (const bool rejected_first : {true, false}) {
+    SCOPED_TRACE(rejected_first ? "rejection, then the redirect" : "the redirect, then the rejection");
+    World w;  // defaults: repair_min_rejections 2, repair_rejection_share 0.2
+    // F(w, y), F(y, x), not F(w, x); w the winner.
+    w.Run({Page("http://w.com/", R(0, 100), 100), Page("http://y.com/", R(5, 105), 1), Page("http://x.com/", R(10, 110), 1)});
+    const uint64_t g = w.GroupOf("http://w.com/");
+    ASSERT_EQ(w.MembersOf("http://x.com/"), (Urls{"http://w.com/", "http://x.com/", "http://y.com/"}));
+    if (rejected_first) {
+      EXPECT_LT(w.Query("http://x.com/").similarity_to_winner, 0.9);
+      EXPECT_TRUE(w.Flush().empty());  // 1 rejection of 3 content members: not due
+      EXPECT_EQ(w.Group(g).rejections(), 1u);
+    }
+    w.Run({Redirect("http://y.com/", "http://w.com/")});
+    if (!rejected_first) {
+      EXPECT_LT(w.Query("http://x.com/").similarity_to_winner, 0.9);
+    }
+    const std::vector<RepairReport> repairs = w.Flush();
+    ASSERT_EQ(repairs.size(), 1u);
+    EXPECT_EQ(repairs[0].group, g);
+    EXPECT_EQ(repairs[0].components, 2u);
+    EXPECT_EQ(w.MembersOf("http://x.com/"), Urls{"http://x.com/"});
+    EXPECT_EQ(w.MembersOf("http://w.com/"), (Urls{"http://w.com/", "http://y.com/"}));
+  }
+}
+
 // ---- Winner hysteresis -------------------------------------------------------------------------
 
 // A repair recomputes the winners of the part that keeps the group: its winner stays although a

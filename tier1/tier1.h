@@ -241,7 +241,9 @@ class Tier1 {
   // Writes what queries learnt, and repairs the groups whose rejections (loser versions rejected
   // by verification) reach min(max(repair_min_rejections, repair_rejection_share * c),
   // max(c - 1, 1)), c being the group's content members (pages with a signature; redirects and
-  // never-crawled targets do not count): c - 1 losers at most can be rejected.
+  // never-crawled targets do not count): c - 1 losers at most can be rejected. It checks the
+  // groups of the rejections counted since the last Flush, and the groups with rejections that
+  // the batches applied since left with fewer content members (their threshold fell).
   Status Flush(std::vector<RepairReport>* repairs = nullptr);
 
   // Recomputes a group's membership exactly and splits it into connected components (the largest
