@@ -369,9 +369,11 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     rec->set_market(u.market);
     rec->set_fetched_at_ms(u.fetched_at_ms);
   };
-  // The groups a page with content left (or stayed in without it): a group with rejections may be
-  // due for a repair now that it counts fewer content members (the repair threshold falls with
-  // them), though no new rejection queues it. Queued after the batch, for the next Flush.
+  // The groups a page with content left (or stayed in without it): checked again after the batch.
+  // Their losers are verified again (Reverify: a repair that kept the group whole may have counted
+  // on the page that left, and started their verification afresh), and a group with rejections may
+  // be due for a repair now that it counts fewer content members (the repair threshold falls with
+  // them), though no new rejection queues it.
   std::vector<uint64_t> content_left;
   auto note_content_left = [&](const pb::Tier1Page& old) {
     if (old.has_signature() && old.group() != 0) content_left.push_back(old.group());
@@ -583,7 +585,9 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
   RETURN_IF_ERROR(UpdateWinners(txn, &touched));
   for (const uint64_t gid : content_left) {
     ASSIGN_OR_RETURN(const pb::Tier1Group* g, txn.FindGroup(gid));
-    if (g != nullptr && g->rejections() > 0) repair_queue_.push_back(gid);
+    if (g == nullptr || g->members() <= 1) continue;
+    reverify_.push_back(gid);
+    if (g->rejections() > 0) repair_queue_.push_back(gid);
   }
   // 2. Each page's route: how its latest record was classified (status answers give it). Kept
   // sets: the batch's pages with new content (or none now) are decided again in their groups,

@@ -234,9 +234,12 @@ class Tier1 {
   // changed in the applied batches since the last call, or whose winner's content changed, or
   // that took in another group's pages: their cached verifications name the old winner, and a
   // status query would otherwise verify them again (two signature fetches) every time it is asked
-  // until they are crawled again. Groups over reverify_max_members members are left to be
-  // verified when asked. The pipeline calls it after the batch's acknowledgements, before Flush.
-  // Errors: the store's, and the signature source's.
+  // until they are crawled again. Also every group that a page with content left (or stayed in
+  // without it): a repair that kept the group whole started its members' verification afresh,
+  // perhaps counting on that page, so the rejections Flush weighs must be counted again. Members
+  // whose verification is current cost no fetch, nor does a group of them. Groups over
+  // reverify_max_members members are left to be verified when asked. The pipeline calls it after
+  // the batch's acknowledgements, before Flush. Errors: the store's, and the signature source's.
   Status Reverify(ReverifyReport* report = nullptr);
   // Writes what queries learnt, and repairs the groups whose rejections (loser versions rejected
   // by verification) reach min(max(repair_min_rejections, repair_rejection_share * c),
