@@ -1,7 +1,8 @@
 // The pipeline through its seam: a ShardSet supplied by PipelineOptions::open_shards takes every
 // Tier 2 step, gives the groups the local shards give, and a failure of it stops the run so that a
 // restart finishes it with the same groups. Gone records through the whole pipeline, with a crash
-// in the batch that carries them.
+// in the batch that carries them. A property: a crawl cut at random into inputs run one after
+// another into one store groups its pages as one run over it.
 #include "pipeline/pipeline.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +20,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gencrawl/crawl_generator.h"
