@@ -27,7 +27,10 @@
 // (threshold, k, dims, routing, map) are recorded in its first commit and rule every later run;
 // each input is known by its content. An input read to its end is recorded as consumed (run again,
 // it is reported and nothing is done); any other file is the next crawl, whose records join the
-// groups the store holds, as if the inputs had been one crawl.
+// groups the store holds, as if the inputs had been one crawl: Tier 1 applies a batch as its
+// records one after another (tier1/tier1.h), so a crawl cut into inputs, whose batches are cut
+// elsewhere, ends with the same groups as one run over it (winners, kept by the rules once per
+// batch, may differ; what batches still decide is in tier1/README.md, Input order).
 //
 // Restart: run again with the same store and the interrupted input (recognised by the bytes
 // committed of it), the pipeline redoes step 5 of the last batch for any shard that had not seen

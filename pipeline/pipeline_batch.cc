@@ -255,8 +255,9 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
       ++sum_.tier2_sends;
     }
   }
-  // Pages the fast path kept meet the batch's compared pages in their new versions (their
-  // resident versions are stale for this batch), on the shards that compare some of them.
+  // Pages the fast path kept meet the batch's compared pages in their new versions, on the shards
+  // that compare some of them (Tier 1 takes such a pair only when the kept page comes first: the
+  // pages before it meet its resident version).
   for (size_t i = 0; i < n; ++i) {
     if (classes[i] != Classification::kFastPath) continue;
     for (uint32_t m : b.shards[i]) {

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -284,7 +285,7 @@ Status Tier1::ApplyGone(GroupStore::Txn& txn, const std::string& url, Touched* t
   return MovePages(txn, closure, gid, into, touched);
 }
 
-// ---- Apply: the batch, in four steps -----------------------------------------------------------
+// ---- Apply: the batch, in two steps ------------------------------------------------------------
 
 Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classification> classes,
                     const Tier2Matches& matches, const pb::Tier1Progress* progress, ApplyOutcome* outcome) {
@@ -323,18 +324,27 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     partners[m.a].emplace_back(m.b, m.similarity);
     partners[m.b].emplace_back(m.a, m.similarity);
   }
-  // Resident versions of URLs whose new version is in this batch (re-compared, kept by the fast
-  // path with new content, emptied, turned into a redirect or gone) are stale: matches with them
-  // do not count. The new versions of kTier2 and kFastPath pages meet the batch's kTier2 pages in
-  // the in-batch join instead.
-  std::unordered_set<std::string_view> stale;
+  // A batch is applied as its records would be one after another, so that where batches (and
+  // inputs) are cut does not change the groups: each page meets every other URL as the crawl had
+  // it at the page's own place. A URL whose record in this batch (re-compared, kept by the fast
+  // path with new content, emptied, turned into a redirect or gone) comes before the page was
+  // replaced by then: a match with its resident version is stale and does not count (the page
+  // meets the new version in the in-batch join instead, or nothing when it has none). A URL whose
+  // record comes after the page is still its resident version there: that match counts, and the
+  // URL's own record is applied afterwards (it may leave the group the page joined through it).
+  // replaced_at: each URL's record in the batch (its last: earlier ones are superseded).
+  std::unordered_map<std::string_view, size_t> replaced_at;
   for (size_t i = 0; i < n; ++i) {
     if (classes[i] == Classification::kTier2 || classes[i] == Classification::kFastPath ||
         classes[i] == Classification::kEmpty || classes[i] == Classification::kRedirect ||
         classes[i] == Classification::kGone) {
-      stale.insert(batch[i].url);
+      replaced_at[batch[i].url] = i;
     }
   }
+  auto stale_for = [&](std::string_view url, size_t page) {
+    const auto it = replaced_at.find(url);
+    return it != replaced_at.end() && it->second < page;
+  };
 
   GroupStore::Txn& txn = txn_;
   // A failed Apply must not leave half a batch in the working set.
@@ -360,6 +370,15 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     rec->set_market(u.market);
     rec->set_fetched_at_ms(u.fetched_at_ms);
   };
+  // The groups a page with content left (or stayed in without it): checked again after the batch.
+  // Their losers are verified again (Reverify: a repair that kept the group whole may have counted
+  // on the page that left, and started their verification afresh), and a group with rejections may
+  // be due for a repair now that it counts fewer content members (the repair threshold falls with
+  // them), though no new rejection queues it.
+  std::vector<uint64_t> content_left;
+  auto note_content_left = [&](const pb::Tier1Page& old) {
+    if (old.has_signature() && old.group() != 0) content_left.push_back(old.group());
+  };
   auto drop_rejection = [&](uint64_t gid) -> Status {
     if (gid == 0) return Status::Ok();
     ASSIGN_OR_RETURN(pb::Tier1Group * g, txn.MutableGroup(gid));
@@ -367,15 +386,10 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     return Status::Ok();
   };
 
-  // 1. Gone pages, first: the batch's other records never join them (a redirect to one finds it
-  // gone, or a placeholder, as a target never crawled).
-  for (size_t i = 0; i < n; ++i) {
-    if (classes[i] == Classification::kGone) RETURN_IF_ERROR(ApplyGone(txn, batch[i].url, &touched, outcome));
-  }
-
-  // 2. Pages Tier 1 kept: refresh their records; a changed rank may change the winner.
-  for (size_t i = 0; i < n; ++i) {
-    if (classes[i] != Classification::kUnchanged && classes[i] != Classification::kFastPath) continue;
+  std::vector<bool> done(n, false);  // applied: an in-batch pair is linked by its later page
+  std::vector<std::string> moving;
+  // A page Tier 1 kept: its record refreshed; a changed rank may change the winner.
+  auto apply_kept = [&](size_t i) -> Status {
     const PageUpdate& u = batch[i];
     ASSIGN_OR_RETURN(pb::Tier1Page * rec, txn.MutablePage(u.url));
     const bool rank_changed = rec->popularity() != u.popularity || rec->market() != u.market;
@@ -399,19 +413,18 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
       }
     }
     txn.AddCounter(classes[i] == Classification::kUnchanged ? "unchanged" : "fast_path", 1);
-  }
+    return Status::Ok();
+  };
 
-  // 3. Pages Tier 2 decided, in input order (Cases 1 and 2). A page kept by the fast path is in
-  // its group already: a kTier2 page matching its new version joins that group.
-  std::vector<bool> done(n, false);
-  for (size_t i = 0; i < n; ++i) done[i] = classes[i] == Classification::kFastPath;
-  std::vector<std::string> moving;
-  for (size_t i = 0; i < n; ++i) {
-    if (classes[i] != Classification::kTier2 && classes[i] != Classification::kEmpty) continue;
+  // A page Tier 2 decided (Cases 1 and 2). A page kept by the fast path is in its group already:
+  // a kTier2 page after it that matches its new version joins that group (one before it met its
+  // resident version).
+  auto apply_decided = [&](size_t i) -> Status {
     const PageUpdate& u = batch[i];
     ASSIGN_OR_RETURN(const pb::Tier1Page* found, txn.FindPage(u.url));
     const bool existed = found != nullptr;
     const pb::Tier1Page old = existed ? *found : pb::Tier1Page();
+    note_content_left(old);
     if (existed && !old.redirect_to().empty()) txn.RemoveRedirect(old.redirect_to(), u.url);
     if (existed && old.has_signature() && (classes[i] == Classification::kEmpty || old.home_cell() != u.home_cell)) {
       outcome->tier2_removals.emplace_back(u.url, old.home_cell());
@@ -419,7 +432,7 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     // The groups of its duplicates, best match first.
     std::vector<std::pair<double, uint64_t>> targets;
     for (const auto& [url, sim] : resident[i]) {
-      if (url == u.url || stale.count(url) > 0) continue;
+      if (url == u.url || stale_for(url, i)) continue;
       // Only the group matters here: most matches are old pages the cache no longer holds.
       ASSIGN_OR_RETURN(const uint64_t gid, txn.ContentGroupOf(url));
       if (gid != 0) targets.emplace_back(sim, gid);
@@ -480,16 +493,16 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
         RETURN_IF_ERROR(MovePages(txn, moving, 0, gid, &touched));
       }
     }
-    done[i] = true;
     txn.AddCounter(classes[i] == Classification::kEmpty ? "empty" : "tier2", 1);
-  }
+    return Status::Ok();
+  };
 
-  // 4. Redirects (Case 3), after the content pages they may point to.
-  for (size_t i = 0; i < n; ++i) {
-    if (classes[i] != Classification::kRedirect) continue;
+  // A redirect (Case 3): q1 and its redirectors join the group its chain ends in.
+  auto apply_redirect = [&](size_t i) -> Status {
     const PageUpdate& u = batch[i];
     ASSIGN_OR_RETURN(const pb::Tier1Page* found, txn.FindPage(u.url));
     const pb::Tier1Page old = found != nullptr ? *found : pb::Tier1Page();
+    note_content_left(old);
     if (old.has_signature()) outcome->tier2_removals.emplace_back(u.url, old.home_cell());
     if (!old.redirect_to().empty() && old.redirect_to() != u.redirect_to) txn.RemoveRedirect(old.redirect_to(), u.url);
     txn.AddRedirect(u.redirect_to, u.url);
@@ -537,10 +550,47 @@ Status Tier1::Apply(std::span<const PageUpdate> batch, std::span<const Classific
     if (now->group() != 0 && now->group() != into) ++outcome->moves;
     RETURN_IF_ERROR(MovePages(txn, moving, 0, into, &touched));
     txn.AddCounter("redirects", 1);
-  }
+    return Status::Ok();
+  };
 
+  // 1. The records in input order, each as a batch of its own would apply it (gone, kept, decided
+  // by Tier 2, or a redirect): the next record meets the groups as they stand at its place. The
+  // winners of the groups the batch touched are brought up to date once, after it (a group made
+  // in this batch gets the plain order: its pages have no incumbent among them).
+  for (size_t i = 0; i < n; ++i) {
+    switch (classes[i]) {
+      case Classification::kUnchanged:
+      case Classification::kFastPath:
+        RETURN_IF_ERROR(apply_kept(i));
+        break;
+      case Classification::kGone: {
+        // The pages before it met it (and may have joined its group), the pages after it find it
+        // gone, and a redirect to it finds it gone, or a placeholder, as a target never crawled.
+        ASSIGN_OR_RETURN(const pb::Tier1Page* gone, txn.FindPage(batch[i].url));
+        if (gone != nullptr) note_content_left(*gone);
+        RETURN_IF_ERROR(ApplyGone(txn, batch[i].url, &touched, outcome));
+        break;
+      }
+      case Classification::kTier2:
+      case Classification::kEmpty:
+        RETURN_IF_ERROR(apply_decided(i));
+        break;
+      case Classification::kRedirect:
+        RETURN_IF_ERROR(apply_redirect(i));
+        break;
+      case Classification::kSuperseded:
+        break;
+    }
+    done[i] = true;
+  }
   RETURN_IF_ERROR(UpdateWinners(txn, &touched));
-  // 5. Each page's route: how its latest record was classified (status answers give it). Kept
+  for (const uint64_t gid : content_left) {
+    ASSIGN_OR_RETURN(const pb::Tier1Group* g, txn.FindGroup(gid));
+    if (g == nullptr || g->members() <= 1) continue;
+    reverify_.push_back(gid);
+    if (g->rejections() > 0) repair_queue_.push_back(gid);
+  }
+  // 2. Each page's route: how its latest record was classified (status answers give it). Kept
   // sets: the batch's pages with new content (or none now) are decided again in their groups,
   // with their new signatures (the shards store them only after this commit).
   std::unordered_map<std::string, const pb::PageSignature*> signatures;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -333,6 +334,92 @@ TEST(Tier1Batch, SameUrlTwiceLastVersionWins) {
   EXPECT_EQ(r.classes[1], Classification::kRedirect);
   EXPECT_EQ(w.GroupOf("http://c.com/"), w.GroupOf("http://o.com/"));
   EXPECT_EQ(w.last_check().redirects, 1u);
+}
+
+// ---- A batch as its records one after another ----------------------------------------------
+
+// The groups after `setup` (one batch each) and then `records`: as one batch, and one record per
+// batch. Where batches are cut must not change the groups (pipeline/pipeline.h: inputs one after
+// another into one store are one crawl), so both must hold every URL with the same co-members.
+struct Cut {
+  std::map<std::string, Urls> one_batch, one_by_one;  // url -> its group's members
+};
+Cut GroupsBothWays(const std::vector<std::vector<In>>& setup, const std::vector<In>& records) {
+  Cut out;
+  for (const bool one_by_one : {false, true}) {
+    World w;
+    for (const std::vector<In>& batch : setup) w.Run(batch);
+    if (one_by_one) {
+      for (const In& r : records) w.Run({r});
+    } else {
+      w.Run(records);
+    }
+    std::map<std::string, Urls>& groups = one_by_one ? out.one_by_one : out.one_batch;
+    auto note = [&](const std::vector<In>& batch) {
+      for (const In& r : batch) {
+        if (w.HasPage(r.url)) groups[r.url] = w.MembersOf(r.url);
+      }
+    };
+    for (const std::vector<In>& batch : setup) note(batch);
+    note(records);
+  }
+  return out;
+}
+
+// The defect: x's match with u's resident version was dropped as stale because u's recrawl came
+// later in the same batch, while a batch cut between them (two inputs, or a smaller batch) let x
+// join u's group before u left it. In input order x meets u as it stands at x's place: x joins
+// {u, w} through u, then u's rewrite leaves {w, x} (Case 1 does not recompute the group it
+// leaves), whichever way the batches are cut. w and x are their markets' winners: the group's two
+// members both answer `winner`, as in either cut.
+TEST(Tier1InputOrder, APageMeetsTheResidentVersionOfAPageRecrawledLaterInItsBatch) {
+  // A ~ B ~ C, not A ~ C (tier1_test_util.h); Z is like none of them.
+  const std::vector<std::vector<In>> setup = {
+      {Page("http://u.com/", R(5, 105), 5, "uk"), Page("http://w.co.uk/", R(10, 110), 1, "uk")}};
+  const std::vector<In> records = {Page("http://x.fr/", R(0, 100), 1, "fr"), Page("http://u.com/", R(1000, 1100), 5, "uk")};
+  const Cut cut = GroupsBothWays(setup, records);
+  EXPECT_EQ(cut.one_batch, cut.one_by_one);
+  EXPECT_EQ(cut.one_batch.at("http://x.fr/"), (Urls{"http://w.co.uk/", "http://x.fr/"}));
+  EXPECT_EQ(cut.one_batch.at("http://u.com/"), (Urls{"http://u.com/"}));
+  World w;
+  for (const auto& batch : setup) w.Run(batch);
+  w.Run(records);
+  EXPECT_EQ(w.ReadOnlyQuery("http://x.fr/").status, StatusAnswer::kWinner);
+  EXPECT_EQ(w.ReadOnlyQuery("http://w.co.uk/").status, StatusAnswer::kWinner);
+}
+
+// The same with u gone (404) after x in the batch: x joins u's group first, then u leaves it.
+// (Gone pages used to be taken out before the batch's other records.)
+TEST(Tier1InputOrder, APageMeetsAPageThatIsGoneLaterInItsBatch) {
+  const std::vector<std::vector<In>> setup = {{Page("http://u.com/", R(5, 105)), Page("http://w.com/", R(10, 110))}};
+  const Cut cut = GroupsBothWays(setup, {Page("http://x.com/", R(0, 100)), Gone("http://u.com/")});
+  EXPECT_EQ(cut.one_batch, cut.one_by_one);
+  EXPECT_EQ(cut.one_batch.at("http://x.com/"), (Urls{"http://w.com/", "http://x.com/"}));
+  EXPECT_EQ(cut.one_batch.count("http://u.com/"), 0u);
+  // Gone before x: x finds it gone, and is alone.
+  const Cut before = GroupsBothWays(setup, {Gone("http://u.com/"), Page("http://x.com/", R(0, 100))});
+  EXPECT_EQ(before.one_batch, before.one_by_one);
+  EXPECT_EQ(before.one_batch.at("http://x.com/"), (Urls{"http://x.com/"}));
+}
+
+// A page kept by the fast path later in the batch is met in its resident version by the pages
+// before it, and in its new version only by the pages after it.
+TEST(Tier1InputOrder, APageBeforeAFastPathPageMeetsItsResidentVersion) {
+  // J(y new, y old) = 97/103: kept. x ~ y's new version only (95/105; 92/108 to the old one).
+  const std::vector<std::vector<In>> setup = {{Page("http://y.com/", R(0, 100), 10)}};
+  for (const bool x_first : {true, false}) {
+    SCOPED_TRACE(x_first ? "x first" : "y first");
+    std::vector<In> records = {Page("http://x.com/", R(8, 108), 1), Page("http://y.com/", R(3, 103), 10)};
+    if (!x_first) std::swap(records[0], records[1]);
+    const Cut cut = GroupsBothWays(setup, records);
+    EXPECT_EQ(cut.one_batch, cut.one_by_one);
+    EXPECT_EQ(cut.one_batch.at("http://x.com/"), x_first ? Urls{"http://x.com/"} : (Urls{"http://x.com/", "http://y.com/"}));
+  }
+  // x ~ y's old version only (95/105; 92/108 to the new one): before y's record, x joins y.
+  const std::vector<std::vector<In>> old_setup = {{Page("http://y.com/", R(10, 110), 10)}};
+  const Cut cut = GroupsBothWays(old_setup, {Page("http://x.com/", R(15, 115), 1), Page("http://y.com/", R(7, 107), 10)});
+  EXPECT_EQ(cut.one_batch, cut.one_by_one);
+  EXPECT_EQ(cut.one_batch.at("http://x.com/"), (Urls{"http://x.com/", "http://y.com/"}));
 }
 
 TEST(Tier1Batch, BadInputIsRefused) {

@@ -49,12 +49,14 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Classifica
     ~ClearOnExit() { m->clear(); }
   } clear_on_exit{&batch_signatures_};
   // The changed pages' representatives: the winner's signature, or when the page is the winner,
-  // its previous version. Found first and hinted to the source together, then fetched.
+  // its previous version. Found first and hinted to the source together, then fetched. A winner
+  // recrawled in this batch is met in its new version only by the pages after its record: a page
+  // before it meets the version the store holds, as it would had the batch been cut between them.
   struct Representative {
     size_t page;                        // in the batch
     const std::string* url;             // the winner's URL (a stored record's: stable here)
     const pb::Tier1Page* record;        // the winner's page record
-    bool own;                           // the page is its group's winner
+    bool stored;                        // R is the stored version: the page's own, or the winner's
   };
   std::vector<Representative> reps;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -81,19 +83,22 @@ Status Tier1::Classify(std::span<const PageUpdate> batch, std::vector<Classifica
       continue;
     }
     ASSIGN_OR_RETURN(const pb::Tier1Page* winner_page, txn_.FindPage(group->winner()));
-    if (winner_page != nullptr) reps.push_back({i, &group->winner(), winner_page, false});
+    if (winner_page == nullptr) continue;
+    const auto winner_record = last.find(group->winner());
+    reps.push_back({i, &group->winner(), winner_page, winner_record != last.end() && winner_record->second > i});
   }
   std::vector<SignatureRef> hint;
   hint.reserve(reps.size());
   for (const Representative& r : reps) {
-    if (r.record->has_signature() && (r.own || !batch_signatures_.contains(*r.url))) {
+    if (r.record->has_signature() && (r.stored || !batch_signatures_.contains(*r.url))) {
       hint.push_back({*r.url, r.record->home_cell()});
     }
   }
   if (!hint.empty()) source_->WillFetch(hint);
   for (const Representative& r : reps) {
-    StatusOr<pb::PageSignature> rep =
-        r.own ? source_->Fetch(*r.url, r.record->home_cell()) : FetchSignature(*r.url, *r.record);
+    StatusOr<pb::PageSignature> rep = !r.stored                  ? FetchSignature(*r.url, *r.record)
+                                      : r.record->has_signature() ? source_->Fetch(*r.url, r.record->home_cell())
+                                                                  : NotFound("no stored signature");
     if (!rep.ok()) {
       if (rep.status().code() == StatusCode::kNotFound) continue;
       return rep.status();

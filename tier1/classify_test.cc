@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,31 @@ TEST(Tier1FastPath, WinnerChangingALittleUpdatesTheRepresentative) {
   r = w.Run({Page("http://a.com/", R(13, 113), 10), Page("http://b.com/", R(12, 112), 1)});
   EXPECT_EQ(r.classes[0], Classification::kTier2);  // 90/110 from [3,103)
   EXPECT_EQ(r.classes[1], Classification::kFastPath);  // 99/101 from a's batch version
+}
+
+// A page before its winner's recrawl in the batch compares with the winner the store holds, as it
+// would with a batch cut between them: here it is then no longer similar, Tier 2 finds nothing
+// like it, and it leaves; compared with the winner's new version it would have stayed. After the
+// recrawl, a page compares with the new version (WinnerChangingALittleUpdatesTheRepresentative).
+TEST(Tier1FastPath, APageBeforeItsWinnersRecrawlComparesWithTheStoredWinner) {
+  std::map<std::string, Urls> groups[2];
+  for (const bool one_by_one : {false, true}) {
+    World w;
+    w.Run({Page("http://a.com/", R(0, 100), 10), Page("http://b.com/", R(1, 101), 1)});
+    ASSERT_EQ(w.GroupOf("http://b.com/"), w.GroupOf("http://a.com/"));
+    // b's [8,108): 92/108 from a's stored [0,100), 95/105 from a's new [3,103).
+    const std::vector<In> records = {Page("http://b.com/", R(8, 108), 1), Page("http://a.com/", R(3, 103), 10)};
+    if (one_by_one) {
+      for (const In& r : records) w.Run({r});
+    } else {
+      Result r = w.Run(records);
+      EXPECT_EQ(r.classes[0], Classification::kTier2);
+      EXPECT_EQ(r.classes[1], Classification::kFastPath);
+    }
+    for (const char* url : {"http://a.com/", "http://b.com/"}) groups[one_by_one][url] = w.MembersOf(url);
+  }
+  EXPECT_EQ(groups[0], groups[1]);
+  EXPECT_EQ(groups[0]["http://b.com/"], Urls{"http://b.com/"});
 }
 
 // Classify finds the batch's representatives first and hints them to the source in one call

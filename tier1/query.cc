@@ -227,16 +227,18 @@ Status Tier1::Reverify(ReverifyReport* report) {
       continue;
     }
     // The group's winners (default and per market), copied: recording changes the working set.
+    // Each winner's signature is fetched once, when a member first needs it (a group whose members
+    // are all current, as after a page left it, costs no fetch).
     const pb::Tier1Group g = *found;
     std::map<std::string, std::string> winner_digest;  // winner URL -> its content digest
+    std::map<std::string, pb::Tier1Page> winner_page;  // winner URL -> its record, until fetched
     reverify_signatures_.clear();
     auto add_winner = [&](const std::string& w) -> Status {
       if (winner_digest.count(w) > 0) return Status::Ok();
       ASSIGN_OR_RETURN(const pb::Tier1Page* wp, txn_.FindPage(w));
       if (wp == nullptr || !wp->has_signature()) return Status::Ok();
       winner_digest[w] = wp->content_digest();
-      const pb::Tier1Page copy = *wp;
-      ASSIGN_OR_RETURN(reverify_signatures_[w], FetchSignature(w, copy));
+      winner_page[w] = *wp;
       return Status::Ok();
     };
     RETURN_IF_ERROR(add_winner(g.winner()));
@@ -258,6 +260,10 @@ Status Tier1::Reverify(ReverifyReport* report) {
       if (p->verified_winner() == winner && p->verified_winner_digest() == wd->second &&
           p->verified_digest() == p->content_digest()) {
         continue;  // current already
+      }
+      if (auto wp = winner_page.find(winner); wp != winner_page.end()) {
+        ASSIGN_OR_RETURN(reverify_signatures_[winner], FetchSignature(winner, wp->second));
+        winner_page.erase(wp);
       }
       RETURN_IF_ERROR(Answer(url, nullptr, /*record=*/true, &a));
       ++r.verified;

@@ -166,6 +166,70 @@ TEST(Tier1Split, RepairThresholdCountsContentMembersOnly) {
 }
 
 
+// A group's repair threshold falls with its content members, so a group can come due without a
+// new rejection: here x's rejection (against w, 90/110) is counted while the group has three
+// content members (threshold 2), then y, the page linking x to w, turns into a redirect to w and
+// leaves two (threshold 1). Counted after the redirect (one batch holding both, or a cut after
+// the redirect) the rejection repairs the group; counted before it, the group must be checked
+// again when y loses its content, or where the batches end decides whether x stays.
+TEST(Tier1Split, AGroupThatLosesContentMembersIsCheckedForARepairAgain) {
+  for (const bool rejected_first : {true, false}) {
+    SCOPED_TRACE(rejected_first ? "rejection, then the redirect" : "the redirect, then the rejection");
+    World w;  // defaults: repair_min_rejections 2, repair_rejection_share 0.2
+    // F(w, y), F(y, x), not F(w, x); w the winner.
+    w.Run({Page("http://w.com/", R(0, 100), 100), Page("http://y.com/", R(5, 105), 1), Page("http://x.com/", R(10, 110), 1)});
+    const uint64_t g = w.GroupOf("http://w.com/");
+    ASSERT_EQ(w.MembersOf("http://x.com/"), (Urls{"http://w.com/", "http://x.com/", "http://y.com/"}));
+    if (rejected_first) {
+      EXPECT_LT(w.Query("http://x.com/").similarity_to_winner, 0.9);
+      EXPECT_TRUE(w.Flush().empty());  // 1 rejection of 3 content members: not due
+      EXPECT_EQ(w.Group(g).rejections(), 1u);
+    }
+    w.Run({Redirect("http://y.com/", "http://w.com/")});
+    if (!rejected_first) {
+      EXPECT_LT(w.Query("http://x.com/").similarity_to_winner, 0.9);
+    }
+    const std::vector<RepairReport> repairs = w.Flush();
+    ASSERT_EQ(repairs.size(), 1u);
+    EXPECT_EQ(repairs[0].group, g);
+    EXPECT_EQ(repairs[0].components, 2u);
+    EXPECT_EQ(w.MembersOf("http://x.com/"), Urls{"http://x.com/"});
+    EXPECT_EQ(w.MembersOf("http://w.com/"), (Urls{"http://w.com/", "http://y.com/"}));
+  }
+}
+
+// A repair that keeps a group whole starts its members' verification afresh (no rejection left),
+// though it may have counted on a page that leaves later: here b links l1 and l2 to w, their
+// acknowledgements reject them against w, the repair finds the group connected through b and
+// keeps it, then b is gone. The group must be checked again when b leaves (its losers verified
+// again, Reverify, and its repair threshold weighed), or it keeps l1 and l2 with w for good,
+// while a cut that puts b's gone record before their acknowledgements splits them off.
+TEST(Tier1Split, AGroupKeptWholeByARepairIsCheckedAgainWhenAPageLeavesIt) {
+  World w;  // defaults: repair_min_rejections 2, repair_rejection_share 0.2
+  // A batch as the pipeline takes it: applied, each page acknowledged, Reverify, Flush.
+  auto batch = [&](const std::vector<In>& records) {
+    w.Run(records);
+    for (const In& r : records) {
+      if (w.HasPage(r.url)) w.Query(r.url);
+    }
+    EXPECT_TRUE(w.t1().Reverify().ok());
+    return w.Flush();
+  };
+  // F(w, b), F(b, l1), F(b, l2), F(l1, l2); not F(w, l1), not F(w, l2). w the winner.
+  const std::vector<RepairReport> confirmed =
+      batch({Page("http://w.com/", R(0, 100), 100), Page("http://b.com/", R(5, 105), 1),
+             Page("http://l1.com/", R(10, 110), 1), Page("http://l2.com/", R(10, 110), 2)});
+  ASSERT_EQ(confirmed.size(), 1u);  // l1 and l2 rejected: 2 of 4 content members
+  EXPECT_EQ(confirmed[0].components, 1u);
+  EXPECT_EQ(w.MembersOf("http://w.com/").size(), 4u);
+  EXPECT_EQ(w.GroupOfUrl("http://w.com/").rejections(), 0u);
+  const std::vector<RepairReport> repairs = batch({Gone("http://b.com/")});
+  ASSERT_EQ(repairs.size(), 1u);
+  EXPECT_EQ(repairs[0].components, 2u);
+  EXPECT_EQ(w.MembersOf("http://w.com/"), Urls{"http://w.com/"});
+  EXPECT_EQ(w.MembersOf("http://l1.com/"), (Urls{"http://l1.com/", "http://l2.com/"}));
+}
+
 // ---- Winner hysteresis -------------------------------------------------------------------------
 
 // A repair recomputes the winners of the part that keeps the group: its winner stays although a

@@ -14,7 +14,7 @@
 //    Case 2 (new page): joins its best match's group (merging the others), or forms a new one.
 //    Case 3 (q1 -> q2 -> ... -> qt): q1 and its redirecting pages join qt's group; a target never
 //      crawled gets a placeholder page; a cycle is counted and the walk stops where it closes.
-//    Gone (the crawler got 404 or 410: PageUpdate::gone), before the batch's other records: the
+//    Gone (the crawler got 404 or 410: PageUpdate::gone), where its record stands in the batch: the
 //      page leaves its group (a winner, or a market's winner, leaving is replaced by the winner
 //      rules over the members left; a group left without members is deleted; a rejection counted
 //      against it goes with it), its signature leaves Tier 2 (ApplyOutcome::tier2_removals), and
@@ -132,8 +132,9 @@ inline const std::string& MarketWinnerUrl(const pb::Tier1Group& g, const pb::Mar
 }
 
 // Tier 2's answer for the kTier2 pages of a batch. In-batch pairs join a kTier2 page with another
-// kTier2 page or with a kFastPath page (whose new version the batch's new pages must meet: it stays
-// in its group, and its resident, older version is stale for the batch).
+// kTier2 page or with a kFastPath page (whose new version the batch's pages after it must meet: it
+// stays in its group, and its resident, older version is stale for them). Apply takes a pair from
+// its later page, as the records would meet one after another.
 struct Tier2Matches {
   struct Resident { uint32_t page; std::string url; double similarity; };
   struct InBatch { uint32_t a, b; double similarity; };   // batch indices
@@ -199,17 +200,21 @@ class Tier1 {
   Tier1(GroupStore* store, SignatureSource* source, Tier1Options options);
 
   // Decides, per page of the batch, whether Tier 1 keeps it (classes[i]) without Tier 2. Reads the
-  // store and the representatives' signatures; changes nothing. The batch's own signatures are
-  // used for representatives that are in the batch. InvalidArgument for a page without a URL, one
-  // with neither content nor a redirect nor gone, or one gone with content or a redirect.
+  // store and the representatives' signatures; changes nothing. A representative whose record is
+  // in the batch before the page is compared in its batch version, one whose record comes after it
+  // in its stored version (the groups are as the batch starts). InvalidArgument for a page without
+  // a URL, one with neither content nor a redirect nor gone, or one gone with content or a redirect.
   // `changed`, when given, is set per page: true for a recrawl whose content changed (kFastPath,
   // or kTier2 for a page that had content before), the denominator of the fast path's share.
   Status Classify(std::span<const PageUpdate> batch, std::vector<Classification>* classes,
                   std::vector<bool>* changed = nullptr);
 
   // Applies a classified batch and Tier 2's matches for its kTier2 pages (gone pages, cases 1-3,
-  // merges, winners) and commits it, with `progress` (may be empty) in the meta row "progress", in
-  // one atomic write. InvalidArgument when classes or matches do not fit the batch.
+  // merges, winners) as its records one after another (a page meets each other URL as it stands at
+  // the page's place in the batch, so that where batches are cut does not change the groups; within
+  // a batch the last record of a URL wins) and commits it, with `progress` (may be empty) in the
+  // meta row "progress", in one atomic write. InvalidArgument when classes or matches do not fit
+  // the batch.
   // `progress` (may be null) is stored with the outcome's Tier 2 removals added.
   Status Apply(std::span<const PageUpdate> batch, std::span<const Classification> classes,
                const Tier2Matches& matches, const pb::Tier1Progress* progress, ApplyOutcome* outcome);
@@ -229,14 +234,19 @@ class Tier1 {
   // changed in the applied batches since the last call, or whose winner's content changed, or
   // that took in another group's pages: their cached verifications name the old winner, and a
   // status query would otherwise verify them again (two signature fetches) every time it is asked
-  // until they are crawled again. Groups over reverify_max_members members are left to be
-  // verified when asked. The pipeline calls it after the batch's acknowledgements, before Flush.
-  // Errors: the store's, and the signature source's.
+  // until they are crawled again. Also every group that a page with content left (or stayed in
+  // without it): a repair that kept the group whole started its members' verification afresh,
+  // perhaps counting on that page, so the rejections Flush weighs must be counted again. Members
+  // whose verification is current cost no fetch, nor does a group of them. Groups over
+  // reverify_max_members members are left to be verified when asked. The pipeline calls it after
+  // the batch's acknowledgements, before Flush. Errors: the store's, and the signature source's.
   Status Reverify(ReverifyReport* report = nullptr);
   // Writes what queries learnt, and repairs the groups whose rejections (loser versions rejected
   // by verification) reach min(max(repair_min_rejections, repair_rejection_share * c),
   // max(c - 1, 1)), c being the group's content members (pages with a signature; redirects and
-  // never-crawled targets do not count): c - 1 losers at most can be rejected.
+  // never-crawled targets do not count): c - 1 losers at most can be rejected. It checks the
+  // groups of the rejections counted since the last Flush, and the groups with rejections that
+  // the batches applied since left with fewer content members (their threshold fell).
   Status Flush(std::vector<RepairReport>* repairs = nullptr);
 
   // Recomputes a group's membership exactly and splits it into connected components (the largest
