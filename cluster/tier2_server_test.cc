@@ -247,7 +247,8 @@ TEST(Tier2Service, ACompareStopsAtItsRequestsDeadline) {
   pb::Tier2Request q;
   q.set_id(1);
   *q.mutable_open()->mutable_config() = ConfigDefaults();
-  q.mutable_open()->mutable_config()->mutable_tier2()->set_max_matches_per_page(0);  // every pair: a crowd costs all of it
+  // Every pair: a crowd of copies costs a compare the whole crowd.
+  q.mutable_open()->mutable_config()->mutable_tier2()->set_max_matches_per_page(0);
   q.mutable_open()->mutable_config()->mutable_tier2()->set_sync(false);
   q.mutable_open()->set_shards(1);
   pb::Tier2Response r = service.Handle(q);
@@ -272,7 +273,8 @@ TEST(Tier2Service, ACompareStopsAtItsRequestsDeadline) {
   q.mutable_compare()->set_threshold(0.9);
   copies("http://b/", 1000, q.mutable_compare()->mutable_pages());  // 4M verifications, 500k merges
   const auto t0 = Clock::now();
-  q.set_deadline_unix_ms(std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count() + 100);
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  q.set_deadline_unix_ms(std::chrono::duration_cast<milliseconds>(now).count() + 100);
   r = service.Handle(q);
   EXPECT_EQ(static_cast<StatusCode>(r.code()), StatusCode::kDeadlineExceeded) << r.message();
   EXPECT_NE(r.message().find("passed its deadline"), std::string::npos) << r.message();

@@ -185,9 +185,11 @@ void PrefixIndex::OverflowGrow() {
   }
 }
 
-void PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots) const {
+bool PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots, uint32_t max_per_token) const {
   constexpr size_t kGroup = 16;  // buckets in flight
-  uint32_t begin[kGroup], end[kGroup];
+  const uint32_t most = max_per_token == 0 ? UINT32_MAX : max_per_token;
+  bool cut = false;
+  uint32_t begin[kGroup], end[kGroup], taken[kGroup];
   for (size_t g = 0; g < tokens.size(); g += kGroup) {
     const size_t n = std::min(kGroup, tokens.size() - g);
     for (size_t i = 0; i < n; ++i) __builtin_prefetch(&offsets_[Bucket(tokens[g + i])]);
@@ -195,13 +197,20 @@ void PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t
       const uint32_t b = Bucket(tokens[g + i]);
       begin[i] = offsets_[b];
       end[i] = offsets_[b + 1];
+      taken[i] = 0;
       __builtin_prefetch(postings_.data() + begin[i]);  // data(): postings_ may be empty
       if (overflow_count_ > 0) __builtin_prefetch(&overflow_[OverflowSlot(b)]);
     }
     for (size_t i = 0; i < n; ++i) {
       const uint32_t fp = Fingerprint(tokens[g + i]);
       for (uint32_t k = begin[i]; k < end[i]; ++k) {
-        if ((postings_[k] & 0xFF) == fp) slots->push_back(postings_[k] >> 8);
+        if ((postings_[k] & 0xFF) != fp) continue;
+        if (taken[i] == most) {
+          cut = true;
+          break;
+        }
+        ++taken[i];
+        slots->push_back(postings_[k] >> 8);
       }
     }
     if (overflow_count_ == 0) continue;
@@ -213,11 +222,17 @@ void PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t
         const uint64_t e = overflow_[k];
         if (e == kEmpty) break;
         if ((e & 0xFFFFFFFF00000000ull) == want && (static_cast<uint32_t>(e) & 0xFF) == fp) {
+          if (taken[i] == most) {
+            cut = true;
+            break;
+          }
+          ++taken[i];
           slots->push_back(static_cast<uint32_t>(e) >> 8);
         }
       }
     }
   }
+  return cut;
 }
 
 bool PrefixIndex::NeedsCompaction() const {

@@ -82,8 +82,10 @@ class PrefixIndex {
 
   // Appends to *slots the slot of every posting in the tokens' buckets with their fingerprints,
   // dead slots included (check IsLive on the few that matter), one entry per matching posting.
-  // Prefetches every bucket before reading any, so the cache misses of a probe overlap.
-  void Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots) const;
+  // Prefetches every bucket before reading any, so the cache misses of a probe overlap. With
+  // max_per_token > 0, at most that many of each token's postings, the main array's first (the
+  // pages indexed longest), and returns whether a token had more; 0: all of them (false).
+  bool Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots, uint32_t max_per_token = 0) const;
 
   // A posting list many live pages share: every token of `bucket` and `fingerprint` files there,
   // so it is usually one token's (InGroup tells which tokens it may be).

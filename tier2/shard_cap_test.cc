@@ -72,13 +72,14 @@ TEST(ShardCap, APageOfACrowdOfCopiesGetsAtMostKMatches) {
 }
 
 // A page of another group among a crowd of copies: a copy's content is met once before any
-// second copy, so the cap leaves room for the other pages.
+// second copy, so the cap leaves room for the other pages (within the window a probe reads of a
+// crowd, 16 K postings a token, 64 at a cap of 4: these are 63).
 TEST(ShardCap, OneOfEachContentComesBeforeASecondCopy) {
   TempDir dir;
   auto shard = Shard::Open(Capped(dir.str(), 4));
   ASSERT_TRUE(shard.ok());
   const std::vector<uint64_t> text = Text(2, 40);
-  std::vector<pb::PageSignature> resident = Copies("http://copy/", text, 300);
+  std::vector<pb::PageSignature> resident = Copies("http://copy/", text, 60);
   for (int i = 0; i < 3; ++i) resident.push_back(MakeSig(Name("http://other/", i), Edit(text, 1, i)));  // J 0.95
   ASSERT_NO_FATAL_FAILURE(Load(**shard, resident));
   std::vector<pb::PageSignature> batch = {MakeSig("http://new/", text)};
@@ -92,6 +93,66 @@ TEST(ShardCap, OneOfEachContentComesBeforeASecondCopy) {
   EXPECT_EQ(std::count_if(r.resident.begin(), r.resident.end(),
                           [](const ResidentMatch& m) { return m.url.rfind("http://other/", 0) == 0; }),
             3);
+}
+
+// A crowd of distinct near-copies (a soft-404 family) far larger than the window: a page of it
+// reads a window of each of its prefix tokens' postings, not one posting per page of the crowd,
+// and gets its K matches from there.
+TEST(ShardCap, ACrowdBeyondTheWindowCostsAPageTheWindowOnly) {
+  const std::vector<uint64_t> text = Text(10, 40);
+  std::vector<pb::PageSignature> crowd;
+  for (int i = 0; i < 3000; ++i) {  // each 0.95 from the text, 0.905 from one another
+    crowd.push_back(MakeSig(Name("http://soft404/", i), Edit(text, 1, i)));
+  }
+  for (uint32_t cap : {0u, 4u}) {
+    SCOPED_TRACE("cap " + std::to_string(cap));
+    TempDir dir;
+    auto shard = Shard::Open(Capped(dir.str(), cap));
+    ASSERT_TRUE(shard.ok());
+    ASSERT_NO_FATAL_FAILURE(Load(**shard, crowd));
+    std::vector<pb::PageSignature> batch = {MakeSig("http://new/", Edit(text, 1, 9999))};
+    auto pages = Pages(batch);
+    CompareResult r;
+    ASSERT_TRUE((*shard)->CompareBatch(pages, 0.9, &r).ok());
+    if (cap == 0) {
+      EXPECT_EQ(r.resident.size(), 3000u);
+      EXPECT_GE(r.stats.postings_scanned, 3000u);
+    } else {
+      EXPECT_EQ(r.resident.size(), cap);
+      EXPECT_EQ(r.stats.capped_pages, 1u);
+      EXPECT_LT(r.stats.postings_scanned, 3000u) << "the probe read the crowd";
+    }
+  }
+}
+
+// When the window's candidates give fewer than K matches, the page is probed in full: a crowd
+// sharing the page's prefix tokens but not near it does not hide its one copy, indexed last.
+TEST(ShardCap, AWindowThatFallsShortIsFollowedByTheWholeProbe) {
+  ShardOptions o;
+  TempDir dir;
+  o = Capped(dir.str(), 2);
+  o.order_sample_pages = 0;   // hash order throughout: the crowd keeps sharing the page's prefix
+  o.crowded_token_pages = 0;
+  auto shard = Shard::Open(o);
+  ASSERT_TRUE(shard.ok());
+  std::vector<uint64_t> text(40);
+  for (size_t i = 0; i < text.size(); ++i) text[i] = 1000 + i * 7919;  // low hashes: first in hash order
+  std::vector<pb::PageSignature> resident;
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 2000; ++i) {  // text's 20 first tokens and 20 high ones: Jaccard 1/3
+    std::vector<uint64_t> h(text.begin(), text.begin() + 20);
+    for (int k = 0; k < 20; ++k) h.push_back(rng() | (uint64_t{1} << 63));
+    resident.push_back(MakeSig(Name("http://crowd/", i), h));
+  }
+  resident.push_back(MakeSig("http://copy/", text));
+  ASSERT_NO_FATAL_FAILURE(Load(**shard, resident));
+  std::vector<pb::PageSignature> batch = {MakeSig("http://new/", text)};
+  auto pages = Pages(batch);
+  CompareResult r;
+  ASSERT_TRUE((*shard)->CompareBatch(pages, 0.9, &r).ok());
+  ASSERT_EQ(r.resident.size(), 1u);
+  EXPECT_EQ(r.resident[0].url, "http://copy/");
+  EXPECT_GE(r.stats.postings_scanned, 2000u) << "the whole probe";
 }
 
 // Resident versions the batch replaces (its own URLs under a cap, and the caller's stale URLs
@@ -163,7 +224,8 @@ TEST(ShardCap, CopiesInABatchAreAnsweredThroughTheFirst) {
 // Tier 1 applies an in-batch pair when it decides the later of its pages (a join-only page is in
 // its group before any is decided): what the pages before it and the page are connected through,
 // step by step, is the same with the pairs a cap keeps as with every pair.
-std::vector<std::vector<uint32_t>> Steps(const std::vector<pb::PageSignature>& batch, const std::vector<bool>& join_only,
+std::vector<std::vector<uint32_t>> Steps(const std::vector<pb::PageSignature>& batch,
+                                         const std::vector<bool>& join_only,
                                          const std::vector<std::pair<uint32_t, uint32_t>>& pairs) {
   const uint32_t n = static_cast<uint32_t>(batch.size());
   std::vector<uint32_t> parent(n);
@@ -199,7 +261,8 @@ TEST(ShardCap, InBatchPairsKeptConnectWhatEveryPairConnectsAtEveryStep) {
     std::vector<pb::PageSignature> batch;
     for (int crowd = 0; crowd < 4; ++crowd) {
       const std::vector<uint64_t> text = Text(100 + seed * 10 + crowd, 60);
-      for (int i = 0; i < 120; ++i) batch.push_back(MakeSig(Name("http://c" + std::to_string(crowd) + "/", i), Edit(text, 1 + rng() % 3, rng())));
+      const std::string prefix = Name("http://c", crowd) + "/";
+      for (int i = 0; i < 120; ++i) batch.push_back(MakeSig(Name(prefix, i), Edit(text, 1 + rng() % 3, rng())));
     }
     std::vector<uint64_t> chain = Text(200 + seed, 60);
     for (int i = 0; i < 30; ++i) {  // each 0.94 from the one before, far from the first after a few

@@ -23,10 +23,14 @@
 namespace neardup::tier2 {
 namespace {
 
-// Under a cap of K, a page's first kVerifyAhead * K candidates are kept for its verification (and
-// hinted to the log with the batch's): a page of a crowd of thousands of copies holds that many,
-// not the crowd. Fewer than K of them matching (rare: the filters pass few non-matches), the
-// page's candidates are found again and the rest verified.
+// Under a cap of K, a page's probe first reads at most kWindow * K postings of each of its prefix
+// tokens, the pages indexed longest first: a crowd of thousands of copies or near-copies sharing
+// the page's prefix tokens costs it that much, not the crowd (a crowd's pages share most of their
+// prefix tokens, so the window's pages are counted in several and pass the count filter). Its
+// first kVerifyAhead * K candidates are kept for its verification (and hinted to the log with the
+// batch's). When they give fewer than K matches and a token's list or the candidates were cut,
+// the page is probed again in full and the candidates not verified yet are.
+constexpr uint32_t kWindow = 16;
 constexpr uint32_t kVerifyAhead = 4;
 
 // The deadline is looked at between pages, and every this many verifications or merges within one.
@@ -101,7 +105,7 @@ uint64_t Shard::Impl::ContentKey(uint32_t slot) const {
 }
 
 void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, const CompareCall& call, Scratch* s,
-                                     std::vector<uint32_t>* verify, bool* truncated) const {
+                                     std::vector<uint32_t>* verify, bool* more) const {
   const double t = call.t;
   const auto xs = Shingles(x);
   const uint32_t n = static_cast<uint32_t>(xs.size());
@@ -117,7 +121,8 @@ void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, const CompareCa
   // Every posting that matches a prefix token, then counted per slot by sorting: only the few
   // slots with enough matches are looked up in the page table.
   s->touched.clear();
-  index_.Collect(s->prefix, &s->touched);
+  const bool window = more != nullptr && call.cap > 0;
+  const bool cut = index_.Collect(s->prefix, &s->touched, window ? kWindow * call.cap : 0);
   s->stats.postings_scanned += s->touched.size();
   s->hits.clear();
   auto keep = [&](uint32_t slot, uint32_t matches) {
@@ -173,7 +178,7 @@ void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, const CompareCa
     if (!BitmapsAllow(s->bitmap.data(), n, &bits_[size_t{slot} * kBitmapWords], size_[slot], t)) continue;
     verify->push_back(slot);
   }
-  if (truncated != nullptr) *truncated = false;
+  if (more != nullptr) *more = cut;
   if (call.cap == 0 || verify->size() <= call.cap) return;
   // More candidates than the page may keep matches: one of each content key first (identical
   // pages share theirs, and copies of a page are in one group, so a match with a second copy
@@ -196,47 +201,53 @@ void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, const CompareCa
   }
   verify->resize(kept);
   verify->insert(verify->end(), s->later.begin(), s->later.end());
-  if (truncated != nullptr && verify->size() > size_t{kVerifyAhead} * call.cap) {
+  if (more != nullptr && verify->size() > size_t{kVerifyAhead} * call.cap) {
     verify->resize(size_t{kVerifyAhead} * call.cap);
-    *truncated = true;
+    *more = true;
   }
 }
 
 Status Shard::Impl::VerifyResident(uint32_t page, const pb::PageSignature& x, const CompareCall& call,
-                                   std::span<const uint32_t> verify, bool truncated, Scratch* s,
+                                   std::span<const uint32_t> verify, bool more, Scratch* s,
                                    std::vector<ResidentMatch>* out) const {
   const double t = call.t;
   const auto xs = Shingles(x);
   const uint32_t n = static_cast<uint32_t>(xs.size());
   uint32_t found = 0;
-  std::span<const uint32_t> list = verify;
-  for (size_t k = 0;; ++k) {
-    if (k == list.size()) {
-      if (!truncated) return Status::Ok();
-      // The first part gave fewer than the cap: the whole list again (the same order), from here.
-      truncated = false;
+  uint64_t done = 0;
+  s->verified.clear();
+  // Pass 0: the candidates found first. Pass 1, when they gave fewer than the cap and were not
+  // all (more): the page probed again in full, and its candidates not verified in pass 0.
+  for (int pass = 0; pass < 2; ++pass) {
+    std::span<const uint32_t> list = verify;
+    if (pass == 1) {
+      if (!more) return Status::Ok();
+      std::sort(s->verified.begin(), s->verified.end());
       ResidentCandidates(x, call, s, &s->rest, nullptr);
       list = s->rest;
-      if (k >= list.size()) return Status::Ok();
     }
-    if (k % kDeadlineEvery == kDeadlineEvery - 1 && call.Late()) return DeadlineExceeded("");
-    const uint32_t slot = list[k];
-    ++s->stats.verifications;
-    RETURN_IF_ERROR(ReadSignature(slot, &s->value, &s->other));
-    s->stats.fetched_bytes += s->value.size();
-    if (call.Excluded(s->other.url(), x.url())) continue;
-    const auto ys = Shingles(s->other);
-    const size_t o = OverlapIfAtLeast(xs, ys, MinOverlap(n, static_cast<uint32_t>(ys.size()), t));
-    if (JaccardAtLeast(o, n, ys.size(), t)) {
+    for (size_t k = 0; k < list.size(); ++k) {
+      const uint32_t slot = list[k];
+      if (pass == 1 && std::binary_search(s->verified.begin(), s->verified.end(), slot)) continue;
+      if (++done % kDeadlineEvery == 0 && call.Late()) return DeadlineExceeded("");
+      if (pass == 0 && more) s->verified.push_back(slot);
+      ++s->stats.verifications;
+      RETURN_IF_ERROR(ReadSignature(slot, &s->value, &s->other));
+      s->stats.fetched_bytes += s->value.size();
+      if (call.Excluded(s->other.url(), x.url())) continue;
+      const auto ys = Shingles(s->other);
+      const size_t o = OverlapIfAtLeast(xs, ys, MinOverlap(n, static_cast<uint32_t>(ys.size()), t));
+      if (!JaccardAtLeast(o, n, ys.size(), t)) continue;
       ++s->stats.resident_pairs;
       out->push_back(ResidentMatch{page, s->other.url(),
                                    static_cast<double>(o) / static_cast<double>(n + ys.size() - o)});
       if (call.cap > 0 && ++found == call.cap) {
-        if (k + 1 < list.size() || truncated) ++s->stats.capped_pages;  // candidates left unverified
+        if (k + 1 < list.size() || (pass == 0 && more)) ++s->stats.capped_pages;  // candidates left unverified
         return Status::Ok();
       }
     }
   }
+  return Status::Ok();
 }
 
 Status Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live,
@@ -352,12 +363,13 @@ Status Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vecto
       const uint32_t na = static_cast<uint32_t>(x.shingles_size());
       if (na < sizes.lo || na > sizes.hi) continue;
       ++out->stats.batch_candidates;
-      if (!positional_allows(pa, pb, shared, na, nb)) continue;
-      // Past the cap, a pair whose pages the kept pairs connect already adds nothing to the groups.
+      // Past the cap, a pair whose pages the kept pairs connect already adds nothing to the groups
+      // (looked at first: in a crowd, most pairs).
       if (call.cap > 0 && kept >= call.cap && root(pa) == root(pb)) {
         ++out->stats.batch_connected;
         continue;
       }
+      if (!positional_allows(pa, pb, shared, na, nb)) continue;
       if (static_cast<size_t>(x.shingle_vector_size()) == d && static_cast<size_t>(y.shingle_vector_size()) == d &&
           !LengthVectorsAllow(std::span<const uint32_t>(x.shingle_vector().data(), d), na,
                               std::span<const uint32_t>(y.shingle_vector().data(), d), nb, t)) {
@@ -434,12 +446,12 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
   std::vector<std::vector<ResidentMatch>> found(workers);
   std::vector<Status> errors(workers);
   std::vector<std::vector<uint32_t>> verify(plan.live.size());
-  std::vector<char> truncated(plan.live.size(), 0);
+  std::vector<char> more(plan.live.size(), 0);  // verify[i] is not all of page i's candidates
   ParallelFor(workers, plan.live.size(), [&](int w, size_t i) {
     if (!probes(i) || call.Late()) return;
     bool cut = false;
     ResidentCandidates(*batch[plan.live[i]].signature, call, scratch[w].get(), &verify[i], &cut);
-    truncated[i] = cut;
+    more[i] = cut;
   });
   if (call.Late()) {
     ReturnScratch(std::move(scratch));
@@ -462,7 +474,7 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
       errors[w] = DeadlineExceeded("");
       return;
     }
-    errors[w] = VerifyResident(plan.live[i], *batch[plan.live[i]].signature, call, verify[i], truncated[i] != 0,
+    errors[w] = VerifyResident(plan.live[i], *batch[plan.live[i]].signature, call, verify[i], more[i] != 0,
                                scratch[w].get(), &found[w]);
     std::vector<uint32_t>().swap(verify[i]);  // a crowd's lists go as soon as they are done with
   });

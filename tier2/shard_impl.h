@@ -168,7 +168,8 @@ class Shard::Impl {
     ParityBitmap bitmap;           // the probe's
     std::vector<uint64_t> seen;    // the content keys met (ResidentCandidates' order under a cap)
     std::vector<uint32_t> later;   // candidates whose content key was met before
-    std::vector<uint32_t> rest;    // a capped page's whole candidate list, when its first part fell short
+    std::vector<uint32_t> rest;      // a capped page's whole candidate list, when its first part fell short
+    std::vector<uint32_t> verified;  // the slots of that first part
     std::string value;
     pb::PageSignature other;
     CompareStats stats;
@@ -196,14 +197,15 @@ class Shard::Impl {
   // A page against the resident pages, in two steps: the candidates past every filter that needs
   // no signature (the slots to verify, in *verify), then their verification by merge (matches
   // appended to *out). Between them CompareBatch hints the whole batch's reads to the log.
-  // Under a cap the candidates come one of each content key first (ContentKey), then the others,
-  // and with `truncated` given, a list longer than kVerifyAhead caps is cut there (*truncated):
-  // VerifyResident asks for the whole list again only if its first part gave fewer than the cap.
+  // Under a cap the candidates come one of each content key first (ContentKey), then the others;
+  // with `more` given, the probe reads a window of each prefix token's postings and keeps the
+  // first kVerifyAhead caps of the candidates (shard_compare.cc), and *more says whether it left
+  // any out: VerifyResident probes in full (more null) only if those gave fewer than the cap.
   void ResidentCandidates(const pb::PageSignature& x, const CompareCall& call, Scratch* s,
-                          std::vector<uint32_t>* verify, bool* truncated) const;
+                          std::vector<uint32_t>* verify, bool* more) const;
   // DeadlineExceeded (its message left to the caller) once call.Late().
   Status VerifyResident(uint32_t page, const pb::PageSignature& x, const CompareCall& call,
-                        std::span<const uint32_t> verify, bool truncated, Scratch* s,
+                        std::span<const uint32_t> verify, bool more, Scratch* s,
                         std::vector<ResidentMatch>* out) const;
   // The in-batch pairs of the live pages; copy_of[l]: the live index of the first live page with
   // live[l]'s shingles (l itself when it is the first, and for every page without a cap).
