@@ -249,7 +249,10 @@ class Shard {
   //    meets what that page meets, through it (CompareStats::copies);
   //  - a page keeps at most K resident matches: past K the verifications stop
   //    (CompareStats::capped_pages). Candidates are verified one of each distinct size and parity
-  //    bitmap first (identical pages have the same), then the others, in slot order;
+  //    bitmap first (identical pages have the same), then the others, in slot order. The probe
+  //    reads 16 K postings of each prefix token at most (the pages indexed longest first), and
+  //    again all of them only when those give fewer than K matches: a page with at most K
+  //    matches gets them all;
   //  - in-batch pairs are counted for the later page of each (join-only pages come before every
   //    other: they are in their groups already); a page keeps all its pairs up to K, and past K
   //    only those with a page it is not connected to yet through the pairs kept so far: the

@@ -302,6 +302,40 @@ TEST(ShardCap, InBatchPairsKeptConnectWhatEveryPairConnectsAtEveryStep) {
   }
 }
 
+// Under a cap too, the answer does not depend on how many workers share the batch's pages, and
+// concurrent compares on one shard each get it.
+TEST(ShardCap, ThreadsGiveTheSameAnswer) {
+  const std::vector<uint64_t> text = Text(12, 40);
+  std::vector<pb::PageSignature> resident = Copies("http://copy/", text, 300);
+  for (int i = 0; i < 300; ++i) resident.push_back(MakeSig(Name("http://near/", i), Edit(text, 1, i)));
+  for (const auto& s : Corpus(13, 300, {20, 60}, 5, "http://other/")) resident.push_back(s);
+  std::vector<pb::PageSignature> batch = Copies("http://b/", text, 40);
+  for (int i = 0; i < 40; ++i) batch.push_back(MakeSig(Name("http://bnear/", i), Edit(text, 2, 1000 + i)));
+  for (const auto& s : Corpus(14, 80, {20, 60}, 5, "http://bother/")) batch.push_back(s);
+  std::vector<CompareResult> results(2);
+  TempDir d1, d2;
+  std::unique_ptr<Shard> shard;
+  for (int k = 0; k < 2; ++k) {
+    ShardOptions o = Capped((k == 0 ? d1 : d2).str(), 4);
+    o.threads = k == 0 ? 1 : 3;
+    auto opened = Shard::Open(o);
+    ASSERT_TRUE(opened.ok());
+    shard = std::move(*opened);
+    ASSERT_NO_FATAL_FAILURE(Load(*shard, resident));
+    auto pages = Pages(batch);
+    ASSERT_TRUE(shard->CompareBatch(pages, 0.9, &results[k]).ok());
+  }
+  EXPECT_EQ(Found(batch, results[0]), Found(batch, results[1]));
+  EXPECT_EQ(results[0].stats.verifications, results[1].stats.verifications);
+  EXPECT_GT(results[0].stats.capped_pages, 0u);
+  auto pages = Pages(batch);
+  std::vector<CompareResult> rs(4);
+  std::vector<std::thread> ts;
+  for (auto& r : rs) ts.emplace_back([&] { ASSERT_TRUE(shard->CompareBatch(pages, 0.9, &r).ok()); });
+  for (auto& t : ts) t.join();
+  for (const auto& r : rs) EXPECT_EQ(Found(batch, r), Found(batch, results[0]));
+}
+
 // Deadlines: a compare whose deadline passes while it works stops there, answering
 // DeadlineExceeded and nothing else, long before its work would end; one whose deadline has passed
 // does nothing; the shard answers the next compare in full.
