@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "common/mapped_array.h"
@@ -139,6 +140,9 @@ class PrefixIndex {
   void AdvanceScan();  // scan_ to the lowest slot at or above it that is free (or state_.size())
   // The slot's postings for `tokens`, into the overflow.
   void InsertPostings(uint32_t slot, std::span<const uint64_t> tokens);
+  // Files `entry` at the first free place from `at`, its bucket's (or after the bucket's last entry
+  // when run_end_ knows it).
+  void OverflowPlace(uint64_t at, uint64_t entry, uint64_t mask);
   void OverflowInsert(uint64_t entry);
   void OverflowGrow();
 
@@ -149,6 +153,10 @@ class PrefixIndex {
   std::vector<uint64_t> overflow_;  // bucket << 32 | posting, linear probing, kEmpty = free
   int overflow_shift_;
   uint64_t overflow_count_ = 0;
+  // The place of the last overflow entry of each bucket whose run of entries grew long (an insert
+  // walked kLongRun places or more): inserts go on from there. Cleared with the table's entries.
+  static constexpr uint32_t kLongRun = 32;
+  std::unordered_map<uint32_t, uint64_t> run_end_;
   std::vector<uint8_t> state_;      // per slot
   std::vector<uint32_t> free_;      // purged slots
   uint32_t scan_ = 0;               // slots below are not fresh
