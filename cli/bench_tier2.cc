@@ -176,6 +176,8 @@ int Tier2Bench::Run() {
   fs::remove_all(shard_options_.path, ec);
   shard_options_.dims = static_cast<uint32_t>(r_.signer.dims);
   shard_options_.shingle_k = static_cast<uint32_t>(r_.signer.k);
+  // The exact engine's cost, every pair (step 4 checks them against brute force, pair for pair).
+  shard_options_.max_matches_per_page = 0;
   shard_options_.min_threshold = r_.threshold;
   if (a_.prefix_overlap > 0) shard_options_.prefix_overlap = a_.prefix_overlap;
   shard_options_.max_batch_pages = std::max(shard_options_.max_batch_pages, a_.batch);

@@ -217,10 +217,12 @@ class RemoteShardSet final : public pipeline::ShardSet {
   uint32_t size() const override { return shards_; }
 
   Status Compare(uint32_t shard, std::span<const tier2::ShardPage> pages, double threshold,
-                 tier2::CompareResult* out) const override {
+                 const tier2::CompareOptions& compare, tier2::CompareResult* out) const override {
     pb::Tier2Request q;
     ToMessage(pages, q.mutable_compare()->mutable_pages());
     q.mutable_compare()->set_threshold(threshold);
+    q.mutable_compare()->mutable_stale_url_hashes()->Add(compare.stale_url_hashes.begin(),
+                                                         compare.stale_url_hashes.end());
     ASSIGN_OR_RETURN(pb::Tier2Response r, Call(shard, std::move(q)));
     return FromMessage(r.compare(), pages.size(), out);
   }

@@ -26,8 +26,8 @@ class ObservedShardSet final : public pipeline::ShardSet {
 
   uint32_t size() const override { return inner_->size(); }
   Status Compare(uint32_t shard, std::span<const tier2::ShardPage> pages, double threshold,
-                 tier2::CompareResult* out) const override {
-    return Seen(shard, inner_->Compare(shard, pages, threshold, out));
+                 const tier2::CompareOptions& compare, tier2::CompareResult* out) const override {
+    return Seen(shard, inner_->Compare(shard, pages, threshold, compare, out));
   }
   Status Stage(uint32_t shard, std::span<const tier2::ShardPage> pages) override {
     return Seen(shard, inner_->Stage(shard, pages));

@@ -19,7 +19,10 @@ class FakeShardSet final : public pipeline::ShardSet {
     for (uint32_t m = 0; m < n; ++m) down[m] = false, resident[m] = 0, stats_calls[m] = 0;
   }
   uint32_t size() const override { return static_cast<uint32_t>(down.size()); }
-  Status Compare(uint32_t m, std::span<const tier2::ShardPage>, double, tier2::CompareResult*) const override { return Answer(m); }
+  Status Compare(uint32_t m, std::span<const tier2::ShardPage>, double, const tier2::CompareOptions&,
+                 tier2::CompareResult*) const override {
+    return Answer(m);
+  }
   Status Stage(uint32_t m, std::span<const tier2::ShardPage>) override { return Answer(m); }
   void Drop(uint32_t) override {}
   Status Publish(uint32_t m, std::span<const std::string>, uint64_t) override { return Answer(m); }
@@ -131,7 +134,7 @@ TEST(ShardHealth, CallsMarkShardsUpAndDown) {
   EXPECT_GT(s[1].last_success_unix, 1.7e9);
   EXPECT_EQ(s[0].server, "");  // in this process
   o.fake->down[1] = true;
-  EXPECT_FALSE(o.set->Compare(1, {}, 0.9, nullptr).ok());
+  EXPECT_FALSE(o.set->Compare(1, {}, 0.9, {}, nullptr).ok());
   EXPECT_FALSE(o.set->CommittedBatch(1).ok());
   s = health.Snapshot();
   EXPECT_FALSE(s[1].up);
@@ -198,7 +201,7 @@ TEST(ShardHealth, ConcurrentCallsAndSnapshots) {
   std::vector<std::thread> writers;
   for (uint32_t m = 0; m < 4; ++m) {
     writers.emplace_back([&, m] {
-      for (int i = 0; i < 500; ++i) (void)(i % 2 ? o.set->Commit(m) : o.set->Compare(m, {}, 0.9, nullptr));
+      for (int i = 0; i < 500; ++i) (void)(i % 2 ? o.set->Commit(m) : o.set->Compare(m, {}, 0.9, {}, nullptr));
     });
   }
   for (auto& t : writers) t.join();

@@ -795,7 +795,10 @@ StatusOr<PageStatus> Tier1Service::Probe(std::string_view record) {
   for (size_t i = 0; i < routed.size(); ++i) {
     const double w = std::max<double>(1, static_cast<double>(view_.shards->Stats(routed[i]).resident_pages));
     total += w;
-    if (!view_.shards->Compare(routed[i], std::span(&probe, 1), view_.threshold, &results[i]).ok()) continue;
+    // Under tier2.max_matches_per_page a shard answers the first matches it verified, one of each
+    // distinct content first: the best of those, whose group is the page's as long as they are
+    // one group (tier2/README.md: Copies).
+    if (!view_.shards->Compare(routed[i], std::span(&probe, 1), view_.threshold, {}, &results[i]).ok()) continue;
     answered += w;
     for (const auto& m : results[i].resident) {
       if (m.url == r.url) continue;  // its own stored version

@@ -33,6 +33,7 @@
 #include "common/coding.h"
 #include "common/config.h"
 #include "proto/cluster.pb.h"
+#include "testing/signatures.h"
 #include "testing/temp_dir.h"
 
 namespace neardup::cluster {
@@ -243,6 +244,56 @@ TEST(Tier2Service, ReadsAnswerAtOnceAndTheRestIsLeftForThePool) {
   q.mutable_compare()->set_threshold(0.9);
   EXPECT_FALSE(service.TryHandleRead(q).has_value());
   EXPECT_EQ(q.compare().threshold(), 0.9);
+}
+
+// A compare whose request's deadline passes while the shard works stops there: the service
+// answers DeadlineExceeded at about the deadline, not once the work would have ended, and answers
+// the next request as usual.
+TEST(Tier2Service, ACompareStopsAtItsRequestsDeadline) {
+  test::TempDir dir;
+  Tier2Service service(dir.File("t2"));
+  pb::Tier2Request q;
+  q.set_id(1);
+  *q.mutable_open()->mutable_config() = ConfigDefaults();
+  // Every pair: a crowd of copies costs a compare the whole crowd.
+  q.mutable_open()->mutable_config()->mutable_tier2()->set_max_matches_per_page(0);
+  q.mutable_open()->mutable_config()->mutable_tier2()->set_sync(false);
+  q.mutable_open()->set_shards(1);
+  pb::Tier2Response r = service.Handle(q);
+  ASSERT_EQ(r.code(), 0u) << r.message();
+  std::vector<uint64_t> text(20);
+  for (size_t i = 0; i < text.size(); ++i) text[i] = 1000 + i * 7919;
+  auto copies = [&](const std::string& prefix, int n, google::protobuf::RepeatedPtrField<pb::ShardPageMsg>* out) {
+    for (int i = 0; i < n; ++i) {
+      pb::ShardPageMsg* m = out->Add();
+      *m->mutable_signature() = test::SignatureOf(prefix + std::to_string(i), text);
+      m->set_home(true);
+    }
+  };
+  q.Clear();
+  copies("http://copy/", 4000, q.mutable_stage()->mutable_pages());
+  ASSERT_EQ(service.Handle(q).code(), 0u);
+  q.Clear();
+  q.mutable_apply()->set_batch(1);
+  ASSERT_EQ(service.Handle(q).code(), 0u);
+
+  q.Clear();
+  q.mutable_compare()->set_threshold(0.9);
+  copies("http://b/", 1000, q.mutable_compare()->mutable_pages());  // 4M verifications, 500k merges
+  const auto t0 = Clock::now();
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  q.set_deadline_unix_ms(std::chrono::duration_cast<milliseconds>(now).count() + 100);
+  r = service.Handle(q);
+  EXPECT_EQ(static_cast<StatusCode>(r.code()), StatusCode::kDeadlineExceeded) << r.message();
+  EXPECT_NE(r.message().find("passed its deadline"), std::string::npos) << r.message();
+  EXPECT_EQ(r.compare().resident_size(), 0);
+  EXPECT_LT(Clock::now() - t0, milliseconds(100) + kSlack);
+
+  q.Clear();
+  q.set_stats(true);
+  r = service.Handle(q);
+  ASSERT_EQ(r.code(), 0u) << r.message();
+  EXPECT_EQ(r.stats().resident_pages(), 4000u);
 }
 
 TEST(Tier2Server, TimeoutsOfZeroAreRefused) {

@@ -71,6 +71,9 @@ void ToMessage(const tier2::CompareResult& r, pb::CompareResponse* out) {
   s->set_batch_merged(r.stats.batch_merged);
   s->set_batch_pairs(r.stats.batch_pairs);
   s->set_fetched_bytes(r.stats.fetched_bytes);
+  s->set_copies(r.stats.copies);
+  s->set_capped_pages(r.stats.capped_pages);
+  s->set_batch_connected(r.stats.batch_connected);
 }
 
 Status FromMessage(const pb::CompareResponse& m, size_t batch_pages, tier2::CompareResult* out) {
@@ -103,6 +106,8 @@ Status FromMessage(const pb::CompareResponse& m, size_t batch_pages, tier2::Comp
   out->empty.assign(m.empty().begin(), m.empty().end());
   const pb::CompareStatsMsg& s = m.stats();
   out->stats = {.pages = s.pages(),
+                .copies = s.copies(),
+                .capped_pages = s.capped_pages(),
                 .postings_scanned = s.postings_scanned(),
                 .candidates = s.candidates(),
                 .positional_passed = s.positional_passed(),
@@ -110,6 +115,7 @@ Status FromMessage(const pb::CompareResponse& m, size_t batch_pages, tier2::Comp
                 .resident_pairs = s.resident_pairs(),
                 .batch_candidates = s.batch_candidates(),
                 .batch_merged = s.batch_merged(),
+                .batch_connected = s.batch_connected(),
                 .batch_pairs = s.batch_pairs(),
                 .fetched_bytes = s.fetched_bytes()};
   return Status::Ok();
@@ -266,7 +272,16 @@ pb::Tier2Response Tier2Service::HandleLocked(pb::Tier2Request request) {
     case pb::Tier2Request::kCompare: {
       tier2::CompareResult result;
       const std::vector<tier2::ShardPage> pages = PagesOf(request.compare().pages());
-      s = shards_->Compare(m, pages, request.compare().threshold(), &result);
+      tier2::CompareOptions compare;
+      compare.stale_url_hashes = {request.compare().stale_url_hashes().data(),
+                                  static_cast<size_t>(request.compare().stale_url_hashes_size())};
+      // The caller gives up at the deadline: the compare stops there too, and frees what it held,
+      // instead of working on for nobody (and for the retries that follow it).
+      if (request.deadline_unix_ms() != 0) {
+        compare.deadline = std::chrono::steady_clock::now() +
+                           std::chrono::milliseconds(request.deadline_unix_ms() - NowUnixMs());
+      }
+      s = shards_->Compare(m, pages, request.compare().threshold(), compare, &result);
       if (s.ok()) ToMessage(result, r.mutable_compare());
       break;
     }

@@ -8,7 +8,8 @@
 // Errors travel in the response: code (common/status.h's StatusCode) and message, the shard's own
 // or FailedPrecondition before an OpenShards, InvalidArgument for a shard not served here or a
 // request without a body, and DeadlineExceeded when the request's deadline has passed before the
-// work starts (the work is then not done).
+// work starts (the work is then not done), or, for a compare, while it runs: the shard checks the
+// deadline inside the compare and stops there, dropping what it found (tier2::CompareOptions).
 //
 // Thread safety: Handle may be called from any thread, for different shards at once; for one
 // shard as ShardSet allows (reads at any time, the write steps one at a time). OpenShards waits

@@ -395,8 +395,10 @@ std::string FormatSummary(const PipelineSummary& s) {
   o += fmt::format("tier 1 fast path   {} of {} changed pages ({:.1f}%) kept without Tier 2\n", s.fast_path, s.changed,
                    100.0 * s.fast_path_share());
   o += fmt::format("tier 2             {} pages compared, {} page-shard sends over {} shards ({} cells), {} candidates, "
-                   "{} verified, {} pairs\n",
-                   s.tier2_pages, s.tier2_sends, s.shards, s.cells, s.tier2_candidates, s.tier2_verifications, s.tier2_pairs);
+                   "{} verified, {} pairs ({} sends answered through an identical page of their batch, {} at the cap "
+                   "on matches)\n",
+                   s.tier2_pages, s.tier2_sends, s.shards, s.cells, s.tier2_candidates, s.tier2_verifications, s.tier2_pairs,
+                   s.tier2_copies, s.tier2_capped);
   o += fmt::format("groups             {} merges, {} moves (splits), {} new groups, {} redirect cycles\n", s.merges,
                    s.moves, s.new_groups, s.redirect_cycles);
   o += fmt::format("verification       {} checks ({} after a winner changed), {} rejections ({:.2f}%), {} repairs, {} "

@@ -180,6 +180,9 @@ struct PipelineSummary {
   uint64_t tier2_candidates = 0;   // pairs past the prefix and size filters (resident and in-batch)
   uint64_t tier2_verifications = 0;  // of those, past every filter: merged
   uint64_t tier2_pairs = 0;
+  // (page, shard) comparisons answered through an identical page of the batch, and those whose
+  // resident matches stopped at tier2.max_matches_per_page (tier2/README.md: Copies).
+  uint64_t tier2_copies = 0, tier2_capped = 0;
   uint64_t redirects = 0, empty = 0, superseded = 0;
   // Gone records (404/410) applied: pages removed (or, when pages redirect to them, left as
   // placeholders without content), and records for URLs the store held no crawled page of.

@@ -266,12 +266,31 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
       pages[m].push_back({&b.signatures[i], false, /*validated=*/true, /*join_only=*/true});
     }
   }
+  // The URLs whose resident versions Tier 1 will take as stale (tier1::Tier1::Apply): a shard
+  // does not let a match with one of them take the place of one that counts (its cap on matches
+  // per page, tier2/README.md: Copies).
+  std::vector<uint64_t> stale;
+  for (size_t i = 0; i < n; ++i) {
+    switch (classes[i]) {
+      case Classification::kTier2:
+      case Classification::kFastPath:
+      case Classification::kEmpty:
+      case Classification::kRedirect:
+      case Classification::kGone:
+        stale.push_back(UrlHash(b.records[i].url));
+        break;
+      default:
+        break;
+    }
+  }
+  tier2::CompareOptions compare;
+  compare.stale_url_hashes = stale;
   std::vector<tier2::CompareResult> results(P);
   t0 = SteadyClock::now();
   std::vector<Status> compared(P);
   Status all_compared = ForEachShard(*compare_pool_, [&](size_t m) -> Status {
     if (pages[m].empty()) return Status::Ok();
-    compared[m] = shards_->Compare(static_cast<uint32_t>(m), pages[m], threshold_, &results[m]);
+    compared[m] = shards_->Compare(static_cast<uint32_t>(m), pages[m], threshold_, compare, &results[m]);
     return compared[m];
   }, &sum_.shard_compare_seconds);
   if (!all_compared.ok()) {
@@ -288,6 +307,8 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
     const auto& res = results[m];
     sum_.tier2_candidates += res.stats.candidates + res.stats.batch_candidates;
     sum_.tier2_verifications += res.stats.verifications + res.stats.batch_merged;
+    sum_.tier2_copies += res.stats.copies;
+    sum_.tier2_capped += res.stats.capped_pages;
     for (const auto& r : res.resident) {
       if (move_ != nullptr && !seen_resident.emplace(index[m][r.page], r.url).second) continue;
       matches.resident.push_back({index[m][r.page], r.url, r.similarity});

@@ -31,6 +31,7 @@
 #include "common/json_write.h"
 #include "common/progress.h"
 #include "common/thread_priority.h"
+#include "common/url_hash_map.h"
 #include "common/worker_pool.h"
 #include "document/crawl_signer.h"
 #include "partitioner/crawl_sample.h"

@@ -45,9 +45,9 @@ class ObservedShardSet : public ShardSet {
       : inner_(std::move(inner)), counts_(counts), fail_batch_(fail_batch) {}
   uint32_t size() const override { return inner_->size(); }
   Status Compare(uint32_t shard, std::span<const tier2::ShardPage> pages, double threshold,
-                 tier2::CompareResult* out) const override {
+                 const tier2::CompareOptions& compare, tier2::CompareResult* out) const override {
     ++counts_->compare;
-    return inner_->Compare(shard, pages, threshold, out);
+    return inner_->Compare(shard, pages, threshold, compare, out);
   }
   Status Stage(uint32_t shard, std::span<const tier2::ShardPage> pages) override {
     ++counts_->stage;

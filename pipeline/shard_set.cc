@@ -16,9 +16,9 @@ class LocalShardSet : public ShardSet {
   uint32_t size() const override { return static_cast<uint32_t>(shards_.size()); }
 
   Status Compare(uint32_t shard, std::span<const tier2::ShardPage> pages, double threshold,
-                 tier2::CompareResult* out) const override {
+                 const tier2::CompareOptions& compare, tier2::CompareResult* out) const override {
     RETURN_IF_ERROR(Check(shard));
-    return shards_[shard]->CompareBatch(pages, threshold, out);
+    return shards_[shard]->CompareBatch(pages, threshold, out, compare);
   }
   Status Stage(uint32_t shard, std::span<const tier2::ShardPage> pages) override {
     RETURN_IF_ERROR(Check(shard));

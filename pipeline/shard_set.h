@@ -9,7 +9,7 @@
 // and Apply with nothing staged do nothing and succeed.
 //
 //   ASSIGN_OR_RETURN(auto shards, OpenLocalShardSet(options));
-//   RETURN_IF_ERROR(shards->Compare(m, pages, 0.9, &result));   // every pair >= 0.9, exact
+//   RETURN_IF_ERROR(shards->Compare(m, pages, 0.9, {}, &result));   // the pairs >= 0.9, exact
 //   RETURN_IF_ERROR(shards->Stage(m, home_pages));
 //   RETURN_IF_ERROR(shards->Publish(m, removed_urls, batch_number));
 //   RETURN_IF_ERROR(shards->Commit(m));
@@ -47,9 +47,12 @@ class ShardSet {
   virtual ~ShardSet() = default;
   virtual uint32_t size() const = 0;
 
-  // Every pair of a batch page with a resident page or another batch page with Jaccard >= threshold.
+  // Every pair of a batch page with a resident page or another batch page with Jaccard >= threshold;
+  // under the shards' max_matches_per_page, what the groups need of them (tier2::Shard::
+  // CompareBatch). `compare`: the URLs whose resident versions are stale, and a deadline (a remote
+  // set's calls keep their own, its call timeout, which the server keeps inside the compare).
   virtual Status Compare(uint32_t shard, std::span<const tier2::ShardPage> pages, double threshold,
-                         tier2::CompareResult* out) const = 0;
+                         const tier2::CompareOptions& compare, tier2::CompareResult* out) const = 0;
 
   // The write steps of one batch (see above).
   virtual Status Stage(uint32_t shard, std::span<const tier2::ShardPage> pages) = 0;

@@ -25,7 +25,7 @@ else
   (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j2 --timeout 900)
   phase "sanitizer tests"
-  concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_compare_test shard_write_test pipeline_test
+  concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_compare_test shard_cap_test shard_write_test pipeline_test
               remote_shard_set_test tier2_server_test fault_proxy_test store_test ingest_log_test http_api_test service_test
               net_test shard_health_test email_api_test email_cluster_store_test
               email_thread_weaver_test email_domain_counts_test)

@@ -110,11 +110,7 @@ void PrefixIndex::InsertPostings(uint32_t slot, std::span<const uint64_t> tokens
       at[i] = OverflowSlot(Bucket(t));
       __builtin_prefetch(&overflow_[at[i]], 1);
     }
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t k = at[i];
-      while (overflow_[k] != kEmpty) k = (k + 1) & mask;
-      overflow_[k] = entry[i];
-    }
+    for (size_t i = 0; i < n; ++i) OverflowPlace(at[i], entry[i], mask);
     overflow_count_ += n;
   }
   live_postings_ += tokens.size();
@@ -166,12 +162,24 @@ bool PrefixIndex::Remove(uint32_t slot, uint32_t postings) {
   return true;
 }
 
+void PrefixIndex::OverflowPlace(uint64_t at, uint64_t entry, uint64_t mask) {
+  // A bucket's entries fill a run from its place, with nothing taken out until Compact() or
+  // OverflowGrow(): a crowded bucket's new entry goes on after its last one instead of walking
+  // the run (thousands of copies of a page filed under one token would make each insert walk all
+  // of them since the last compaction). The table is the same either way.
+  const uint32_t bucket = static_cast<uint32_t>(entry >> 32);
+  auto end = run_end_.empty() ? run_end_.end() : run_end_.find(bucket);
+  if (end != run_end_.end()) at = end->second;
+  uint32_t walked = 0;
+  while (overflow_[at] != kEmpty) at = (at + 1) & mask, ++walked;
+  overflow_[at] = entry;
+  if (end != run_end_.end()) end->second = at;
+  else if (walked >= kLongRun) run_end_.emplace(bucket, at);
+}
+
 void PrefixIndex::OverflowInsert(uint64_t entry) {
   if ((overflow_count_ + 1) * 10 > overflow_.size() * 6) OverflowGrow();
-  const uint64_t mask = overflow_.size() - 1;
-  uint64_t i = OverflowSlot(static_cast<uint32_t>(entry >> 32));
-  while (overflow_[i] != kEmpty) i = (i + 1) & mask;
-  overflow_[i] = entry;
+  OverflowPlace(OverflowSlot(static_cast<uint32_t>(entry >> 32)), entry, overflow_.size() - 1);
   ++overflow_count_;
 }
 
@@ -180,14 +188,17 @@ void PrefixIndex::OverflowGrow() {
   old.swap(overflow_);
   --overflow_shift_;
   overflow_count_ = 0;
+  run_end_.clear();
   for (uint64_t e : old) {
     if (e != kEmpty) OverflowInsert(e);
   }
 }
 
-void PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots) const {
+bool PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots, uint32_t max_per_token) const {
   constexpr size_t kGroup = 16;  // buckets in flight
-  uint32_t begin[kGroup], end[kGroup];
+  const uint32_t most = max_per_token == 0 ? UINT32_MAX : max_per_token;
+  bool cut = false;
+  uint32_t begin[kGroup], end[kGroup], taken[kGroup];
   for (size_t g = 0; g < tokens.size(); g += kGroup) {
     const size_t n = std::min(kGroup, tokens.size() - g);
     for (size_t i = 0; i < n; ++i) __builtin_prefetch(&offsets_[Bucket(tokens[g + i])]);
@@ -195,13 +206,20 @@ void PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t
       const uint32_t b = Bucket(tokens[g + i]);
       begin[i] = offsets_[b];
       end[i] = offsets_[b + 1];
+      taken[i] = 0;
       __builtin_prefetch(postings_.data() + begin[i]);  // data(): postings_ may be empty
       if (overflow_count_ > 0) __builtin_prefetch(&overflow_[OverflowSlot(b)]);
     }
     for (size_t i = 0; i < n; ++i) {
       const uint32_t fp = Fingerprint(tokens[g + i]);
       for (uint32_t k = begin[i]; k < end[i]; ++k) {
-        if ((postings_[k] & 0xFF) == fp) slots->push_back(postings_[k] >> 8);
+        if ((postings_[k] & 0xFF) != fp) continue;
+        if (taken[i] == most) {
+          cut = true;
+          break;
+        }
+        ++taken[i];
+        slots->push_back(postings_[k] >> 8);
       }
     }
     if (overflow_count_ == 0) continue;
@@ -213,11 +231,17 @@ void PrefixIndex::Collect(std::span<const uint64_t> tokens, std::vector<uint32_t
         const uint64_t e = overflow_[k];
         if (e == kEmpty) break;
         if ((e & 0xFFFFFFFF00000000ull) == want && (static_cast<uint32_t>(e) & 0xFF) == fp) {
+          if (taken[i] == most) {
+            cut = true;
+            break;
+          }
+          ++taken[i];
           slots->push_back(static_cast<uint32_t>(e) >> 8);
         }
       }
     }
   }
+  return cut;
 }
 
 bool PrefixIndex::NeedsCompaction() const {
@@ -261,6 +285,7 @@ void PrefixIndex::Compact(bool purge) {
   // fault in and zero, and a freed one it must unmap (TLB shootdowns: ~9% of the pipeline's CPU).
   std::fill(overflow_.begin(), overflow_.end(), kEmpty);
   overflow_count_ = 0;
+  run_end_.clear();
 
   // Pass 1, forward: drop dead postings (moves left only).
   uint32_t w = static_cast<uint32_t>(postings_.size());

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "common/mapped_array.h"
@@ -82,8 +83,10 @@ class PrefixIndex {
 
   // Appends to *slots the slot of every posting in the tokens' buckets with their fingerprints,
   // dead slots included (check IsLive on the few that matter), one entry per matching posting.
-  // Prefetches every bucket before reading any, so the cache misses of a probe overlap.
-  void Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots) const;
+  // Prefetches every bucket before reading any, so the cache misses of a probe overlap. With
+  // max_per_token > 0, at most that many of each token's postings, the main array's first (the
+  // pages indexed longest), and returns whether a token had more; 0: all of them (false).
+  bool Collect(std::span<const uint64_t> tokens, std::vector<uint32_t>* slots, uint32_t max_per_token = 0) const;
 
   // A posting list many live pages share: every token of `bucket` and `fingerprint` files there,
   // so it is usually one token's (InGroup tells which tokens it may be).
@@ -137,6 +140,9 @@ class PrefixIndex {
   void AdvanceScan();  // scan_ to the lowest slot at or above it that is free (or state_.size())
   // The slot's postings for `tokens`, into the overflow.
   void InsertPostings(uint32_t slot, std::span<const uint64_t> tokens);
+  // Files `entry` at the first free place from `at`, its bucket's (or after the bucket's last entry
+  // when run_end_ knows it).
+  void OverflowPlace(uint64_t at, uint64_t entry, uint64_t mask);
   void OverflowInsert(uint64_t entry);
   void OverflowGrow();
 
@@ -147,6 +153,10 @@ class PrefixIndex {
   std::vector<uint64_t> overflow_;  // bucket << 32 | posting, linear probing, kEmpty = free
   int overflow_shift_;
   uint64_t overflow_count_ = 0;
+  // The place of the last overflow entry of each bucket whose run of entries grew long (an insert
+  // walked kLongRun places or more): inserts go on from there. Cleared with the table's entries.
+  static constexpr uint32_t kLongRun = 32;
+  std::unordered_map<uint32_t, uint64_t> run_end_;
   std::vector<uint8_t> state_;      // per slot
   std::vector<uint32_t> free_;      // purged slots
   uint32_t scan_ = 0;               // slots below are not fresh

@@ -285,6 +285,44 @@ TEST(PrefixIndex, GrowthOnlyCompactionsKeepEveryPosting) {
 }
 
 // Regression: probing an index with no postings at all indexed an empty vector (UBSan).
+// Copies: thousands of pages filed under one token between compactions (their inserts go on
+// after the bucket's last entry instead of walking its run), mixed with other tokens, some in the
+// same bucket; the overflow table grows and is compacted meanwhile. Every posting is found, and
+// Collect with a limit takes that many of a token's postings, the main array's first, and says
+// that it left some out.
+TEST(PrefixIndex, ACrowdedBucketKeepsEveryPosting) {
+  PrefixIndex index(8);
+  const uint64_t crowd = 0xABull << 40 | 7;  // fingerprint 0xAB, bucket 7
+  const uint64_t neighbour = 0xCDull << 40 | 7;  // the same bucket, another fingerprint
+  std::vector<uint32_t> crowd_slots, neighbour_slots;
+  for (int i = 0; i < 6000; ++i) {
+    const uint32_t slot = index.AllocateSlot();
+    std::vector<uint64_t> tokens = {crowd, 1000 + static_cast<uint64_t>(i)};
+    if (i % 10 == 0) tokens.push_back(neighbour);
+    ASSERT_TRUE(index.Add(slot, tokens));
+    crowd_slots.push_back(slot);
+    if (i % 10 == 0) neighbour_slots.push_back(slot);
+    if (i % 500 == 0) {  // every posting found between compactions too, and after
+      EXPECT_EQ(Lookup(index, crowd).size(), crowd_slots.size()) << "after page " << i;
+      EXPECT_EQ(Lookup(index, neighbour).size(), neighbour_slots.size()) << "after page " << i;
+    }
+    if (i == 2500 || i == 4000) index.Compact();
+  }
+  const std::set<uint32_t> want_crowd(crowd_slots.begin(), crowd_slots.end());
+  EXPECT_EQ(Lookup(index, crowd), want_crowd);
+  EXPECT_EQ(Lookup(index, neighbour), std::set<uint32_t>(neighbour_slots.begin(), neighbour_slots.end()));
+  for (int i = 0; i < 6000; i += 101) EXPECT_EQ(Lookup(index, 1000 + i).count(crowd_slots[i]), 1u);
+  std::vector<uint32_t> got;
+  EXPECT_FALSE(index.Collect(std::vector<uint64_t>{crowd}, &got));
+  EXPECT_EQ(std::set<uint32_t>(got.begin(), got.end()), want_crowd);
+  got.clear();
+  EXPECT_TRUE(index.Collect(std::vector<uint64_t>{crowd, neighbour}, &got, 100));
+  ASSERT_EQ(got.size(), 200u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(got[i], crowd_slots[i]) << "the main array's first";
+  index.Compact();
+  EXPECT_EQ(Lookup(index, crowd), want_crowd);
+}
+
 TEST(PrefixIndex, CollectOnAnEmptyIndex) {
   PrefixIndex index(8);
   std::vector<uint32_t> got;

@@ -26,6 +26,7 @@ ShardOptions ShardOptionsFromConfig(const pb::NeardupConfig& config, const std::
   o.frequent_min_pages = t.frequent_min_pages();
   o.crowded_token_pages = t.crowded_token_pages();
   o.read_ahead = t.read_ahead();
+  o.max_matches_per_page = t.max_matches_per_page();
   return o;
 }
 
@@ -101,8 +102,9 @@ StatusOr<std::unique_ptr<Shard>> Shard::Open(const ShardOptions& options) {
   RETURN_IF_ERROR(impl->Open());
   return std::unique_ptr<Shard>(new Shard(std::move(impl)));
 }
-Status Shard::CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const {
-  return impl_->CompareBatch(batch, threshold, out);
+Status Shard::CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out,
+                           const CompareOptions& compare) const {
+  return impl_->CompareBatch(batch, threshold, out, compare);
 }
 Status Shard::Apply(std::span<const ShardPage> batch, std::span<const std::string> removed_urls, ApplyStats* stats,
                     uint64_t sequence) {

@@ -35,6 +35,7 @@
 // options.env (storage/file_env.h).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -92,6 +93,11 @@ struct ShardOptions {
   uint64_t dense_count_slots = uint64_t{1} << 16;
   // The signature log is compacted when its dead bytes exceed both its live bytes and this.
   uint64_t log_compact_min_bytes = 64ull << 20;
+  // K: CompareBatch answers what transitive groups need rather than every pair: at most K
+  // resident matches a page, in-batch pairs past K a page only where they connect, and a page
+  // identical to an earlier one of its batch through the pair with it (CompareBatch says how).
+  // 0: every pair, as brute force finds them.
+  uint32_t max_matches_per_page = ConfigDefaults().tier2().max_matches_per_page();
   // Open for reading only (Get, CompareBatch, Stats): the store must exist and its files stay as
   // they are (an uncommitted tail is ignored, not cut; nothing is created or removed); a shared
   // lock lets other readers in and keeps a writer out. Every write returns FailedPrecondition.
@@ -137,6 +143,8 @@ struct BatchMatch {
 
 struct CompareStats {
   uint64_t pages = 0;             // pages compared (not superseded, not empty)
+  uint64_t copies = 0;            // of those, answered through an identical earlier page of the batch
+  uint64_t capped_pages = 0;      // pages whose resident matches stopped at max_matches_per_page
   uint64_t postings_scanned = 0;  // postings whose fingerprint matched a probe token
   uint64_t candidates = 0;        // resident pages that passed the prefix-count and size filters
   uint64_t positional_passed = 0; // of those, passed the positional bound
@@ -144,8 +152,22 @@ struct CompareStats {
   uint64_t resident_pairs = 0;
   uint64_t batch_candidates = 0;  // in-batch pairs that share a prefix token and pass the size filter
   uint64_t batch_merged = 0;      // of those, passed the positional, length-vector and bitmap filters: merged
+  uint64_t batch_connected = 0;   // of the candidates, not merged: past the cap, their pages were connected already
   uint64_t batch_pairs = 0;
   uint64_t fetched_bytes = 0;     // signature bytes read from the log for verification
+};
+
+// What a caller adds to a CompareBatch.
+struct CompareOptions {
+  // UrlHash (common/url_hash_map.h) of URLs whose resident versions must not be matched: the
+  // caller replaces or removes them with this batch (in the pipeline: every URL of the batch
+  // that Tier 1 re-compared, kept with new content, emptied, redirected or found gone), so a
+  // match with one would be thrown away, and must not take the place of one that counts under
+  // max_matches_per_page. Any order; duplicates are fine. Not owned.
+  std::span<const uint64_t> stale_url_hashes;
+  // The compare stops here: it checks the time between pages (and every few verifications or
+  // in-batch merges) and returns DeadlineExceeded, its partial answer dropped. max(): none.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 struct CompareResult {
@@ -214,11 +236,33 @@ class Shard {
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;
 
-  // Every pair (batch page, resident page) and (batch page, batch page) with Jaccard >= threshold.
-  // A page is never paired with the resident version of its own URL. Errors: InvalidArgument for a
-  // threshold outside [options.min_threshold, 1] or a bad batch (see the batch rules); IoError or
-  // Corruption when a resident signature cannot be read. *out is overwritten.
-  Status CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const;
+  // Every pair (batch page, resident page) and (batch page, batch page) with Jaccard >= threshold,
+  // with exact similarities. A page is never paired with the resident version of its own URL, nor
+  // of a URL in compare.stale_url_hashes.
+  //
+  // With options.max_matches_per_page = K > 0 (the configuration's default) it answers what
+  // transitive grouping needs instead of every pair (tier2/README.md, "Copies"; the pipeline's
+  // Tier 1 joins a page to the groups of its matches):
+  //  - resident pages under a URL of the batch are not matched either (the batch replaces them);
+  //  - a live page whose shingles equal those of an earlier live page of the batch (neither
+  //    join-only) is paired with the first such page (similarity 1) and with nothing else: it
+  //    meets what that page meets, through it (CompareStats::copies);
+  //  - a page keeps at most K resident matches: past K the verifications stop
+  //    (CompareStats::capped_pages). Candidates are verified one of each distinct size and parity
+  //    bitmap first (identical pages have the same), then the others, in slot order. The probe
+  //    reads 16 K postings of each prefix token at most (the pages indexed longest first), and
+  //    again all of them only when those give fewer than K matches: a page with at most K
+  //    matches gets them all;
+  //  - in-batch pairs are counted for the later page of each (join-only pages come before every
+  //    other: they are in their groups already); a page keeps all its pairs up to K, and past K
+  //    only those with a page it is not connected to yet through the pairs kept so far: the
+  //    pairs kept connect exactly the pages all pairs connect (CompareStats::batch_connected).
+  // Errors: InvalidArgument for a threshold outside [options.min_threshold, 1] or a bad batch (see
+  // the batch rules); IoError or Corruption when a resident signature cannot be read;
+  // DeadlineExceeded when compare.deadline passes before the answer is complete (the work stops
+  // there). *out is overwritten (left empty on an error).
+  Status CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out,
+                      const CompareOptions& compare = {}) const;
 
   // Stores the batch's home pages (insert, or replace the URL's previous version) and removes
   // `removed_urls` (pages that disappeared or turned into redirects; unknown URLs are ignored), in

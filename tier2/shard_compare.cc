@@ -1,9 +1,12 @@
 // Shard::CompareBatch: the batch rules, every live page probed against the resident pages
-// (candidates from the prefix index, the filters, verification by merge), and the in-batch join.
+// (candidates from the prefix index, the filters, verification by merge), and the in-batch join;
+// under max_matches_per_page, copies answered through their first page and the matches capped.
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstring>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -12,12 +15,31 @@
 
 #include "common/bucket_sort.h"
 #include "common/run_on_threads.h"
+#include "common/url_hash_map.h"
 #include "document/shingle.h"
 #include "document/signature.h"
 #include "tier2/shard_impl.h"
 
 namespace neardup::tier2 {
 namespace {
+
+// Under a cap of K, a page's probe first reads at most kWindow * K postings of each of its prefix
+// tokens, the pages indexed longest first: a crowd of thousands of copies or near-copies sharing
+// the page's prefix tokens costs it that much, not the crowd (a crowd's pages share most of their
+// prefix tokens, so the window's pages are counted in several and pass the count filter). Its
+// first kVerifyAhead * K candidates are kept for its verification (and hinted to the log with the
+// batch's). When they give fewer than K matches and a token's list or the candidates were cut,
+// the page is probed again in full and the candidates not verified yet are.
+constexpr uint32_t kWindow = 16;
+constexpr uint32_t kVerifyAhead = 4;
+
+// The deadline is looked at between pages, and every this many verifications or merges within one.
+constexpr uint32_t kDeadlineEvery = 64;
+
+// Hash of a shingle set's bytes (finds a batch's identical pages; equality is checked after).
+uint64_t ShinglesKey(std::span<const uint64_t> shingles) {
+  return UrlHash(std::string_view(reinterpret_cast<const char*>(shingles.data()), shingles.size_bytes()));
+}
 
 template <typename F>
 void ParallelFor(int threads, size_t n, F&& f) {
@@ -65,11 +87,26 @@ Status Shard::Impl::PlanBatch(std::span<const ShardPage> batch, Plan* plan) cons
     else if (batch[i].signature->shingles_size() == 0) plan->empty.push_back(i);
     else plan->live.push_back(i);
   }
+  plan->last = std::move(last);
   return Status::Ok();
 }
 
-void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, double t, Scratch* s,
-                                     std::vector<uint32_t>* verify) const {
+bool Shard::Impl::CompareCall::Excluded(std::string_view url, std::string_view own) const {
+  if (url == own) return true;  // the previous version of this very page
+  if (cap > 0 && plan->last.count(url) > 0) return true;
+  return !stale.empty() && std::binary_search(stale.begin(), stale.end(), UrlHash(url));
+}
+
+uint64_t Shard::Impl::ContentKey(uint32_t slot) const {
+  const uint64_t* b = &bits_[size_t{slot} * kBitmapWords];
+  uint64_t k = size_[slot] * 0x9E3779B97F4A7C15ull;
+  for (size_t w = 0; w < kBitmapWords; ++w) k = std::rotl(k ^ b[w], 27) * 0xC2B2AE3D27D4EB4Full;
+  return k | 1;
+}
+
+void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, const CompareCall& call, Scratch* s,
+                                     std::vector<uint32_t>* verify, bool* more) const {
+  const double t = call.t;
   const auto xs = Shingles(x);
   const uint32_t n = static_cast<uint32_t>(xs.size());
   const uint32_t c = options_.prefix_overlap;
@@ -84,7 +121,8 @@ void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, double t, Scrat
   // Every posting that matches a prefix token, then counted per slot by sorting: only the few
   // slots with enough matches are looked up in the page table.
   s->touched.clear();
-  index_.Collect(s->prefix, &s->touched);
+  const bool window = more != nullptr && call.cap > 0;
+  const bool cut = index_.Collect(s->prefix, &s->touched, window ? kWindow * call.cap : 0);
   s->stats.postings_scanned += s->touched.size();
   s->hits.clear();
   auto keep = [&](uint32_t slot, uint32_t matches) {
@@ -140,53 +178,117 @@ void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, double t, Scrat
     if (!BitmapsAllow(s->bitmap.data(), n, &bits_[size_t{slot} * kBitmapWords], size_[slot], t)) continue;
     verify->push_back(slot);
   }
+  if (more != nullptr) *more = cut;
+  if (call.cap == 0 || verify->size() <= call.cap) return;
+  // More candidates than the page may keep matches: one of each content key first (identical
+  // pages share theirs, and copies of a page are in one group, so a match with a second copy
+  // tells Tier 1 nothing the first did not; a page of another group is more likely under another
+  // key), then the others, each part in slot order.
+  const size_t table = std::bit_ceil(2 * verify->size());
+  s->seen.assign(table, 0);
+  s->later.clear();
+  size_t kept = 0;
+  for (uint32_t slot : *verify) {
+    const uint64_t key = ContentKey(slot);
+    size_t h = static_cast<size_t>(key * 0x9E3779B97F4A7C15ull >> 32) & (table - 1);
+    while (s->seen[h] != 0 && s->seen[h] != key) h = (h + 1) & (table - 1);
+    if (s->seen[h] == key) {
+      s->later.push_back(slot);
+    } else {
+      s->seen[h] = key;
+      (*verify)[kept++] = slot;
+    }
+  }
+  verify->resize(kept);
+  verify->insert(verify->end(), s->later.begin(), s->later.end());
+  if (more != nullptr && verify->size() > size_t{kVerifyAhead} * call.cap) {
+    verify->resize(size_t{kVerifyAhead} * call.cap);
+    *more = true;
+  }
 }
 
-Status Shard::Impl::VerifyResident(uint32_t page, const pb::PageSignature& x, double t, std::span<const uint32_t> verify,
-                                   Scratch* s, std::vector<ResidentMatch>* out) const {
+Status Shard::Impl::VerifyResident(uint32_t page, const pb::PageSignature& x, const CompareCall& call,
+                                   std::span<const uint32_t> verify, bool more, Scratch* s,
+                                   std::vector<ResidentMatch>* out) const {
+  const double t = call.t;
   const auto xs = Shingles(x);
   const uint32_t n = static_cast<uint32_t>(xs.size());
-  for (uint32_t slot : verify) {
-    ++s->stats.verifications;
-    RETURN_IF_ERROR(ReadSignature(slot, &s->value, &s->other));
-    s->stats.fetched_bytes += s->value.size();
-    if (s->other.url() == x.url()) continue;  // the previous version of this very page
-    const auto ys = Shingles(s->other);
-    const size_t o = OverlapIfAtLeast(xs, ys, MinOverlap(n, static_cast<uint32_t>(ys.size()), t));
-    if (JaccardAtLeast(o, n, ys.size(), t)) {
+  uint32_t found = 0;
+  uint64_t done = 0;
+  s->verified.clear();
+  // Pass 0: the candidates found first. Pass 1, when they gave fewer than the cap and were not
+  // all (more): the page probed again in full, and its candidates not verified in pass 0.
+  for (int pass = 0; pass < 2; ++pass) {
+    std::span<const uint32_t> list = verify;
+    if (pass == 1) {
+      if (!more) return Status::Ok();
+      std::sort(s->verified.begin(), s->verified.end());
+      ResidentCandidates(x, call, s, &s->rest, nullptr);
+      list = s->rest;
+    }
+    for (size_t k = 0; k < list.size(); ++k) {
+      const uint32_t slot = list[k];
+      if (pass == 1 && std::binary_search(s->verified.begin(), s->verified.end(), slot)) continue;
+      if (++done % kDeadlineEvery == 0 && call.Late()) return DeadlineExceeded("");
+      if (pass == 0 && more) s->verified.push_back(slot);
+      ++s->stats.verifications;
+      RETURN_IF_ERROR(ReadSignature(slot, &s->value, &s->other));
+      s->stats.fetched_bytes += s->value.size();
+      if (call.Excluded(s->other.url(), x.url())) continue;
+      const auto ys = Shingles(s->other);
+      const size_t o = OverlapIfAtLeast(xs, ys, MinOverlap(n, static_cast<uint32_t>(ys.size()), t));
+      if (!JaccardAtLeast(o, n, ys.size(), t)) continue;
       ++s->stats.resident_pairs;
       out->push_back(ResidentMatch{page, s->other.url(),
                                    static_cast<double>(o) / static_cast<double>(n + ys.size() - o)});
+      if (call.cap > 0 && ++found == call.cap) {
+        if (k + 1 < list.size() || (pass == 0 && more)) ++s->stats.capped_pages;  // candidates left unverified
+        return Status::Ok();
+      }
     }
   }
   return Status::Ok();
 }
 
-void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live, double t,
-                            CompareResult* out) const {
+Status Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live,
+                              const std::vector<uint32_t>& copy_of, const CompareCall& call, CompareResult* out) const {
+  const double t = call.t;
+  // A copy is paired with the first page of its shingles, which stands for it in the join below.
+  // The pages that take part: part[p] is an index into live.
+  std::vector<uint32_t> part;
+  for (uint32_t l = 0; l < live.size(); ++l) {
+    if (copy_of[l] == l) {
+      part.push_back(l);
+    } else {
+      out->in_batch.push_back(BatchMatch{live[copy_of[l]], live[l], 1.0});
+    }
+  }
+  auto sig = [&](uint32_t p) -> const pb::PageSignature& { return *batch[live[part[p]]].signature; };
+  auto join_only = [&](uint32_t p) { return batch[live[part[p]]].join_only; };
+  bool any_join_only = false;
+  for (uint32_t p = 0; p < part.size(); ++p) any_join_only = any_join_only || join_only(p);
   // Prefix join (c = 1, the shard's token order) of the batch's own pages: every (token, page) of
   // every prefix, sorted by token; pages that share a token are candidate pairs.
   std::vector<std::pair<uint64_t, uint32_t>> entries;
   std::vector<uint64_t> prefix;
-  // Each prefix's keys, ascending (Prefix gives its tokens in key order): page l's are
-  // keys[key_start[l] .. key_start[l + 1]).
+  // Each prefix's keys, ascending (Prefix gives its tokens in key order): page p's are
+  // keys[key_start[p] .. key_start[p + 1]).
   std::vector<uint64_t> keys;
-  std::vector<uint32_t> key_start(live.size() + 1, 0);
-  for (uint32_t li = 0; li < live.size(); ++li) {
-    const pb::PageSignature& x = *batch[live[li]].signature;
+  std::vector<uint32_t> key_start(part.size() + 1, 0);
+  for (uint32_t p = 0; p < part.size(); ++p) {
+    const pb::PageSignature& x = sig(p);
     order_.Prefix(Shingles(x), PrefixLength(static_cast<uint32_t>(x.shingles_size()), t, 1), &prefix);
     for (uint64_t h : prefix) {
-      entries.emplace_back(h, li);
+      entries.emplace_back(h, p);
       keys.push_back(order_.Key(h));
     }
-    key_start[li + 1] = static_cast<uint32_t>(keys.size());
+    key_start[p + 1] = static_cast<uint32_t>(keys.size());
   }
   std::vector<std::pair<uint64_t, uint32_t>> scratch;
   SortByLeadingBits(&entries, 64, [](const std::pair<uint64_t, uint32_t>& e) { return e.first; }, &scratch);
   // Runs of equal tokens are the pages sharing that token, in page order. Each page walks the
-  // runs of its own tokens for the later pages in them: a pair is met once per prefix token the
-  // two share.
-  std::vector<uint32_t> run_start, runs_of_page_start(live.size() + 1, 0), runs_of_page(entries.size());
+  // runs of its own tokens for its partners: a pair is met once per prefix token the two share.
+  std::vector<uint32_t> run_start, runs_of_page_start(part.size() + 1, 0), runs_of_page(entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {
     if (i == 0 || entries[i].first != entries[i - 1].first) run_start.push_back(static_cast<uint32_t>(i));
     ++runs_of_page_start[entries[i].second + 1];
@@ -203,73 +305,96 @@ void Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vector<
   // partners[] which pages it met), and the positional bound drops it before any other filter:
   // with H the lower of the two prefixes' last keys, the shared tokens below H lie in both
   // prefixes (counted), the others among the page's tokens from H on.
-  auto positional_allows = [&](uint32_t la, uint32_t lb, uint32_t shared, uint32_t na, uint32_t nb) {
-    if (key_start[la] == key_start[la + 1] || key_start[lb] == key_start[lb + 1]) return true;
-    const uint64_t h = std::min(keys[key_start[la + 1] - 1], keys[key_start[lb + 1] - 1]);
+  auto positional_allows = [&](uint32_t pa, uint32_t pb, uint32_t shared, uint32_t na, uint32_t nb) {
+    if (key_start[pa] == key_start[pa + 1] || key_start[pb] == key_start[pb + 1]) return true;
+    const uint64_t h = std::min(keys[key_start[pa + 1] - 1], keys[key_start[pb + 1] - 1]);
     const uint32_t need = MinOverlap(na, nb, t);
-    for (const auto& [l, n] : {std::pair{la, na}, std::pair{lb, nb}}) {
-      const auto first = keys.begin() + key_start[l], last = keys.begin() + key_start[l + 1];
+    for (const auto& [p, n] : {std::pair{pa, na}, std::pair{pb, nb}}) {
+      const auto first = keys.begin() + key_start[p], last = keys.begin() + key_start[p + 1];
       const size_t below = static_cast<size_t>(std::lower_bound(first, last, h) - first);
       if (shared + (n - below) < need) return false;
     }
     return true;
   };
-  std::vector<std::pair<uint32_t, uint32_t>> cand;
-  std::vector<uint32_t> count(live.size(), 0), partners;
-  for (uint32_t la = 0; la < live.size(); ++la) {
-    const uint32_t na = static_cast<uint32_t>(batch[live[la]].signature->shingles_size());
-    const SizeRange sizes = PartnerSizes(na, t);
-    partners.clear();
-    for (uint32_t k = runs_of_page_start[la]; k < runs_of_page_start[la + 1]; ++k) {
-      const uint32_t r = runs_of_page[k];
-      for (uint32_t e = run_start[r + 1]; e-- > run_start[r];) {
-        const uint32_t lb = entries[e].second;
-        if (lb <= la) break;  // a run is in page order: the rest come before la
-        if (count[lb]++ == 0) partners.push_back(lb);
-      }
-    }
-    for (uint32_t lb : partners) {
-      const uint32_t shared = count[lb];
-      count[lb] = 0;
-      if (batch[live[la]].join_only && batch[live[lb]].join_only) continue;  // nobody asked
-      const uint32_t nb = static_cast<uint32_t>(batch[live[lb]].signature->shingles_size());
-      if (nb < sizes.lo || nb > sizes.hi) continue;
-      ++out->stats.batch_candidates;
-      if (positional_allows(la, lb, shared, na, nb)) cand.emplace_back(la, lb);
-    }
-  }
   // The resident probe's exact filters, on each pair before its merge: length vectors, then
   // parity bitmaps (made once per page, for pages in some pair); the merge stops once the pair
   // cannot reach the overlap it needs.
-  std::vector<std::optional<ParityBitmap>> bitmap(live.size());
-  auto bitmap_of = [&](uint32_t l) -> const ParityBitmap& {
-    if (!bitmap[l]) bitmap[l] = MakeParityBitmap(Shingles(*batch[live[l]].signature));
-    return *bitmap[l];
+  std::vector<std::optional<ParityBitmap>> bitmap(part.size());
+  auto bitmap_of = [&](uint32_t p) -> const ParityBitmap& {
+    if (!bitmap[p]) bitmap[p] = MakeParityBitmap(Shingles(sig(p)));
+    return *bitmap[p];
   };
   const size_t d = options_.dims;
-  for (const auto& [la, lb] : cand) {
-    const pb::PageSignature& x = *batch[live[la]].signature;
-    const pb::PageSignature& y = *batch[live[lb]].signature;
-    const uint32_t nx = static_cast<uint32_t>(x.shingles_size()), ny = static_cast<uint32_t>(y.shingles_size());
-    if (static_cast<size_t>(x.shingle_vector_size()) == d && static_cast<size_t>(y.shingle_vector_size()) == d &&
-        !LengthVectorsAllow(std::span<const uint32_t>(x.shingle_vector().data(), d), nx,
-                            std::span<const uint32_t>(y.shingle_vector().data(), d), ny, t)) {
-      continue;
+  // Under a cap, the pages the pairs kept so far connect (union-find, path halving).
+  std::vector<uint32_t> parent(call.cap > 0 ? part.size() : 0);
+  std::iota(parent.begin(), parent.end(), 0u);
+  auto root = [&](uint32_t p) {
+    while (parent[p] != p) p = parent[p] = parent[parent[p]];
+    return p;
+  };
+  // Each pair is the later page's: Tier 1 applies it when it decides that page, and the pages a
+  // join-only page meets are decided after it (it is in its group already). So a page walks its
+  // partners among the pages before it and the join-only pages; two join-only pages are never
+  // paired (nobody asked), and a join-only page walks none.
+  std::vector<uint32_t> count(part.size(), 0), partners;
+  for (uint32_t pb = 0; pb < part.size(); ++pb) {
+    if (join_only(pb)) continue;
+    if (call.Late()) return DeadlineExceeded("");
+    partners.clear();
+    for (uint32_t k = runs_of_page_start[pb]; k < runs_of_page_start[pb + 1]; ++k) {
+      const uint32_t r = runs_of_page[k];
+      for (uint32_t e = run_start[r]; e < run_start[r + 1]; ++e) {
+        const uint32_t pa = entries[e].second;
+        if (pa >= pb) {
+          if (!any_join_only) break;  // a run is in page order: the rest come after pb
+          if (pa == pb || !join_only(pa)) continue;
+        }
+        if (count[pa]++ == 0) partners.push_back(pa);
+      }
     }
-    if (!BitmapsAllow(bitmap_of(la).data(), nx, bitmap_of(lb).data(), ny, t)) continue;
-    ++out->stats.batch_merged;
-    const size_t o = OverlapIfAtLeast(Shingles(x), Shingles(y), MinOverlap(nx, ny, t));
-    if (JaccardAtLeast(o, x.shingles_size(), y.shingles_size(), t)) {
-      const uint32_t a = live[la], b = live[lb];
-      out->in_batch.push_back(BatchMatch{std::min(a, b), std::max(a, b),
-                                         static_cast<double>(o) /
-                                             static_cast<double>(x.shingles_size() + y.shingles_size() - o)});
+    const pb::PageSignature& y = sig(pb);
+    const uint32_t nb = static_cast<uint32_t>(y.shingles_size());
+    const SizeRange sizes = PartnerSizes(nb, t);
+    uint32_t kept = 0;
+    for (uint32_t pa : partners) {
+      const uint32_t shared = count[pa];
+      count[pa] = 0;
+      const pb::PageSignature& x = sig(pa);
+      const uint32_t na = static_cast<uint32_t>(x.shingles_size());
+      if (na < sizes.lo || na > sizes.hi) continue;
+      ++out->stats.batch_candidates;
+      // Past the cap, a pair whose pages the kept pairs connect already adds nothing to the groups
+      // (looked at first: in a crowd, most pairs).
+      if (call.cap > 0 && kept >= call.cap && root(pa) == root(pb)) {
+        ++out->stats.batch_connected;
+        continue;
+      }
+      if (!positional_allows(pa, pb, shared, na, nb)) continue;
+      if (static_cast<size_t>(x.shingle_vector_size()) == d && static_cast<size_t>(y.shingle_vector_size()) == d &&
+          !LengthVectorsAllow(std::span<const uint32_t>(x.shingle_vector().data(), d), na,
+                              std::span<const uint32_t>(y.shingle_vector().data(), d), nb, t)) {
+        continue;
+      }
+      if (!BitmapsAllow(bitmap_of(pa).data(), na, bitmap_of(pb).data(), nb, t)) continue;
+      if (++out->stats.batch_merged % kDeadlineEvery == 0 && call.Late()) return DeadlineExceeded("");
+      const size_t o = OverlapIfAtLeast(Shingles(x), Shingles(y), MinOverlap(na, nb, t));
+      if (JaccardAtLeast(o, na, nb, t)) {
+        const uint32_t a = live[part[pa]], b = live[part[pb]];
+        out->in_batch.push_back(BatchMatch{std::min(a, b), std::max(a, b),
+                                           static_cast<double>(o) / static_cast<double>(na + nb - o)});
+        if (call.cap > 0) {
+          ++kept;
+          parent[root(pa)] = root(pb);
+        }
+      }
     }
   }
   out->stats.batch_pairs = out->in_batch.size();
+  return Status::Ok();
 }
 
-Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const {
+Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out,
+                                 const CompareOptions& compare) const {
   *out = CompareResult{};
   if (!(threshold >= options_.min_threshold && threshold <= 1)) {
     return InvalidArgument("threshold " + std::to_string(threshold) + " is outside [" +
@@ -278,9 +403,42 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
   }
   Plan plan;
   RETURN_IF_ERROR(PlanBatch(batch, &plan));
+  CompareCall call;
+  call.t = threshold;
+  call.cap = options_.max_matches_per_page;
+  call.stale.assign(compare.stale_url_hashes.begin(), compare.stale_url_hashes.end());
+  std::sort(call.stale.begin(), call.stale.end());
+  call.plan = &plan;
+  call.deadline = compare.deadline;
+  // Dropped on every error: what a compare that did not finish found is of no use to anyone.
+  auto fail = [&](Status s, const char* where) {
+    *out = CompareResult{};
+    if (s.code() != StatusCode::kDeadlineExceeded) return s;
+    return DeadlineExceeded("tier2 shard " + options_.path + ": the compare of " + std::to_string(plan.live.size()) +
+                            " pages passed its deadline " + where + "; stopped there");
+  };
   out->superseded = plan.superseded;
   out->empty = plan.empty;
   out->stats.pages = plan.live.size();
+  // Under a cap, a page identical to an earlier one of the batch (neither join-only) is answered
+  // through it: copy_of[l] is the live index of the first page with live[l]'s shingles.
+  std::vector<uint32_t> copy_of(plan.live.size());
+  std::iota(copy_of.begin(), copy_of.end(), 0u);
+  if (call.cap > 0) {
+    std::unordered_map<uint64_t, uint32_t> first;
+    for (uint32_t l = 0; l < plan.live.size(); ++l) {
+      if (batch[plan.live[l]].join_only) continue;
+      const auto xs = Shingles(*batch[plan.live[l]].signature);
+      const auto [it, fresh] = first.emplace(ShinglesKey(xs), l);
+      if (fresh) continue;
+      const auto fs = Shingles(*batch[plan.live[it->second]].signature);
+      if (std::equal(xs.begin(), xs.end(), fs.begin(), fs.end())) {
+        copy_of[l] = it->second;
+        ++out->stats.copies;
+      }
+    }
+  }
+  auto probes = [&](size_t l) { return !batch[plan.live[l]].join_only && copy_of[l] == l; };
   std::shared_lock lock(mu_);
   std::shared_lock loc(loc_mu_);
   const int workers = static_cast<int>(std::min<size_t>(options_.threads, std::max<size_t>(plan.live.size(), 1)));
@@ -288,11 +446,17 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
   std::vector<std::vector<ResidentMatch>> found(workers);
   std::vector<Status> errors(workers);
   std::vector<std::vector<uint32_t>> verify(plan.live.size());
+  std::vector<char> more(plan.live.size(), 0);  // verify[i] is not all of page i's candidates
   ParallelFor(workers, plan.live.size(), [&](int w, size_t i) {
-    const uint32_t page = plan.live[i];
-    if (batch[page].join_only) return;
-    ResidentCandidates(*batch[page].signature, threshold, scratch[w].get(), &verify[i]);
+    if (!probes(i) || call.Late()) return;
+    bool cut = false;
+    ResidentCandidates(*batch[plan.live[i]].signature, call, scratch[w].get(), &verify[i], &cut);
+    more[i] = cut;
   });
+  if (call.Late()) {
+    ReturnScratch(std::move(scratch));
+    return fail(DeadlineExceeded(""), "while finding candidates");
+  }
   if (options_.read_ahead) {
     // Past the page cache, each verification waits for its read: hinted all at once, the batch's
     // reads reach the disk together.
@@ -305,15 +469,19 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
     log_->WillNeed(refs);
   }
   ParallelFor(workers, plan.live.size(), [&](int w, size_t i) {
-    if (!errors[w].ok()) return;
-    const uint32_t page = plan.live[i];
-    if (batch[page].join_only) return;
-    errors[w] = VerifyResident(page, *batch[page].signature, threshold, verify[i], scratch[w].get(), &found[w]);
+    if (!errors[w].ok() || !probes(i)) return;
+    if (call.Late()) {
+      errors[w] = DeadlineExceeded("");
+      return;
+    }
+    errors[w] = VerifyResident(plan.live[i], *batch[plan.live[i]].signature, call, verify[i], more[i] != 0,
+                               scratch[w].get(), &found[w]);
+    std::vector<uint32_t>().swap(verify[i]);  // a crowd's lists go as soon as they are done with
   });
   for (int w = 0; w < workers; ++w) {
     if (!errors[w].ok()) {
       ReturnScratch(std::move(scratch));
-      return errors[w];
+      return fail(errors[w], "while verifying candidates");
     }
     const CompareStats& s = scratch[w]->stats;
     out->stats.postings_scanned += s.postings_scanned;
@@ -322,6 +490,7 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
     out->stats.verifications += s.verifications;
     out->stats.resident_pairs += s.resident_pairs;
     out->stats.fetched_bytes += s.fetched_bytes;
+    out->stats.capped_pages += s.capped_pages;
     out->resident.insert(out->resident.end(), std::make_move_iterator(found[w].begin()),
                          std::make_move_iterator(found[w].end()));
   }
@@ -329,7 +498,7 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
   std::sort(out->resident.begin(), out->resident.end(), [](const ResidentMatch& a, const ResidentMatch& b) {
     return a.page != b.page ? a.page < b.page : a.url < b.url;
   });
-  JoinBatch(batch, plan.live, threshold, out);
+  if (Status s = JoinBatch(batch, plan.live, copy_of, call, out); !s.ok()) return fail(s, "in the in-batch join");
   std::sort(out->in_batch.begin(), out->in_batch.end(),
             [](const BatchMatch& a, const BatchMatch& b) { return a.a != b.a ? a.a < b.a : a.b < b.b; });
   return Status::Ok();

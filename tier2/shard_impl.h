@@ -12,6 +12,8 @@
 //   url_slots.h       the URL -> slot map
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -106,7 +108,8 @@ class Shard::Impl {
   Impl& operator=(const Impl&) = delete;
 
   Status Open();
-  Status CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out) const;
+  Status CompareBatch(std::span<const ShardPage> batch, double threshold, CompareResult* out,
+                      const CompareOptions& compare) const;
   StatusOr<std::unique_ptr<StagedBatch>> Stage(std::span<const ShardPage> batch);
   // *published (when given): whether the batch was stored and awaits CommitPublished.
   Status Publish(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed, ApplyStats* stats,
@@ -131,6 +134,26 @@ class Shard::Impl {
     std::vector<uint32_t> live;        // not superseded, not empty
     std::vector<uint32_t> superseded;
     std::vector<uint32_t> empty;
+    std::unordered_map<std::string_view, uint32_t> last;  // each URL of the batch: its last page
+  };
+  // What the steps of one CompareBatch share.
+  struct CompareCall {
+    double t = 0;           // the threshold
+    uint32_t cap = 0;       // options_.max_matches_per_page (0: every pair)
+    std::vector<uint64_t> stale;  // CompareOptions::stale_url_hashes, sorted
+    const Plan* plan = nullptr;   // with a cap, its URLs' resident versions are stale too
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    mutable std::atomic<bool> late{false};
+    // Whether the deadline has passed (it stays passed once seen).
+    bool Late() const {
+      if (deadline == std::chrono::steady_clock::time_point::max()) return false;
+      if (late.load(std::memory_order_relaxed)) return true;
+      if (std::chrono::steady_clock::now() < deadline) return false;
+      late.store(true, std::memory_order_relaxed);
+      return true;
+    }
+    // Whether the resident page under `url` must not be matched with the batch page `own`.
+    bool Excluded(std::string_view url, std::string_view own) const;
   };
   Status PlanBatch(std::span<const ShardPage> batch, Plan* plan) const;
   // Resident matches of one page (appended to *out).
@@ -143,6 +166,10 @@ class Shard::Impl {
     std::vector<uint64_t> prefix;  // the probe's prefix in token order
     std::vector<uint64_t> keys;    // and its keys
     ParityBitmap bitmap;           // the probe's
+    std::vector<uint64_t> seen;    // the content keys met (ResidentCandidates' order under a cap)
+    std::vector<uint32_t> later;   // candidates whose content key was met before
+    std::vector<uint32_t> rest;      // a capped page's whole candidate list, when its first part fell short
+    std::vector<uint32_t> verified;  // the slots of that first part
     std::string value;
     pb::PageSignature other;
     CompareStats stats;
@@ -170,11 +197,23 @@ class Shard::Impl {
   // A page against the resident pages, in two steps: the candidates past every filter that needs
   // no signature (the slots to verify, in *verify), then their verification by merge (matches
   // appended to *out). Between them CompareBatch hints the whole batch's reads to the log.
-  void ResidentCandidates(const pb::PageSignature& x, double t, Scratch* s, std::vector<uint32_t>* verify) const;
-  Status VerifyResident(uint32_t page, const pb::PageSignature& x, double t, std::span<const uint32_t> verify,
-                        Scratch* s, std::vector<ResidentMatch>* out) const;
-  void JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live, double t,
-                 CompareResult* out) const;
+  // Under a cap the candidates come one of each content key first (ContentKey), then the others;
+  // with `more` given, the probe reads a window of each prefix token's postings and keeps the
+  // first kVerifyAhead caps of the candidates (shard_compare.cc), and *more says whether it left
+  // any out: VerifyResident probes in full (more null) only if those gave fewer than the cap.
+  void ResidentCandidates(const pb::PageSignature& x, const CompareCall& call, Scratch* s,
+                          std::vector<uint32_t>* verify, bool* more) const;
+  // DeadlineExceeded (its message left to the caller) once call.Late().
+  Status VerifyResident(uint32_t page, const pb::PageSignature& x, const CompareCall& call,
+                        std::span<const uint32_t> verify, bool more, Scratch* s,
+                        std::vector<ResidentMatch>* out) const;
+  // The in-batch pairs of the live pages; copy_of[l]: the live index of the first live page with
+  // live[l]'s shingles (l itself when it is the first, and for every page without a cap).
+  // DeadlineExceeded once call.Late().
+  Status JoinBatch(std::span<const ShardPage> batch, const std::vector<uint32_t>& live,
+                   const std::vector<uint32_t>& copy_of, const CompareCall& call, CompareResult* out) const;
+  // Slot's size and parity bitmap mixed into 64 bits, never 0: identical pages have the same key.
+  uint64_t ContentKey(uint32_t slot) const;
   // Rebuilds the index and page tables from the resident pages' signatures in the log (restart,
   // a new token order, or growth past the bucket table).
   Status RebuildIndex(int bucket_bits);

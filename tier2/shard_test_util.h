@@ -55,6 +55,7 @@ inline ShardOptions Options(const std::string& path, double min_threshold = 0.5,
   o.prefix_overlap = c;
   o.sync = false;
   o.expected_pages = 256;
+  o.max_matches_per_page = 0;  // every pair, as the brute force finds them (the cap's tests set one)
   return o;
 }
 
