@@ -519,16 +519,20 @@ TEST_F(Tier2ServerCapsTest, RequestsOverTheirBytesAreRefusedOnTheHeader) {
   }
   RawClient first(port());
   first.Send(RequestHeader(1 << 20) + std::string(1000, 'x'));  // held: 1 MiB of the 1.5
-  for (int i = 0; i < 200 && server_->stats().inflight_bytes == 0; ++i) std::this_thread::sleep_for(milliseconds(5));
-  EXPECT_EQ(server_->stats().inflight_bytes, uint64_t{1} << 20);
+  // (The well-behaved client's small requests come and go in the count too.)
+  for (int i = 0; i < 400 && server_->stats().inflight_bytes < (uint64_t{1} << 20); ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_GE(server_->stats().inflight_bytes, uint64_t{1} << 20);
+  EXPECT_LT(server_->stats().inflight_bytes, (uint64_t{1} << 20) + 4096);
   RawClient second(port());
   second.Send(RequestHeader(1 << 20));
   Clock::duration took{};
   EXPECT_TRUE(second.ClosedWithin(milliseconds(kStallMs) + kSlack, &took));
   EXPECT_LT(took, milliseconds(kStallMs));  // at once, not by the stall timeout
   EXPECT_TRUE(first.ClosedWithin(milliseconds(kStallMs) + kSlack));  // its stall
-  for (int i = 0; i < 200 && server_->stats().inflight_bytes > 0; ++i) std::this_thread::sleep_for(milliseconds(5));
-  EXPECT_EQ(server_->stats().inflight_bytes, 0u);  // released when its connection closed
+  for (int i = 0; i < 400 && server_->stats().inflight_bytes >= 4096; ++i) std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_LT(server_->stats().inflight_bytes, 4096u);  // released when its connection closed
   EXPECT_GE(server_->stats().refused_frames, 2u);
 }
 

@@ -305,6 +305,16 @@ TEST(Config, EveryFieldOfEverySectionDeclaresItsDefault) {
     for (int i = 0; i < d->field_count(); ++i) {
       const auto* f = d->field(i);
       const std::string path = section->name() + "." + f->name();
+      if (f->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE && !f->is_repeated()) {
+        // A group of fields inside a section (e.g. tier2_server.tls): each of its fields declares
+        // its default.
+        for (int j = 0; j < f->message_type()->field_count(); ++j) {
+          const auto* g = f->message_type()->field(j);
+          EXPECT_TRUE(g->options().HasExtension(pb::default_value))
+              << path << "." << g->name() << " declares no (default_value)";
+        }
+        continue;
+      }
       EXPECT_TRUE(f->options().HasExtension(pb::default_value)) << path << " declares no (default_value)";
       if (f->is_repeated()) continue;
       // Presence ("optional"): a value written in a file, even 0 or false, is told from a default.
