@@ -24,7 +24,7 @@
 #include <simdjson.h>
 
 #include "cluster/http_client.h"
-#include "tests/binary_test.h"
+#include "tests/process_test.h"
 
 extern char** environ;
 
@@ -40,40 +40,8 @@ constexpr uint64_t kDefaultCopies = 20000;
 constexpr uint64_t kDefaultCopies = 200000;
 #endif
 
-class CopiesTest : public BinaryTest {
+class CopiesTest : public ProcessTest {
  protected:
-  void TearDown() override {
-    for (auto& [name, pid] : procs_) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-    BinaryTest::TearDown();
-  }
-
-  // Starts `neardup <args> --port-file F` as process `name`; its port once F appears ("" after 30 s).
-  std::string Start(const std::string& name, std::vector<std::string> args) {
-    const std::string port_file = Path(name + ".port");
-    args.insert(args.begin(), {NEARDUP_BIN, "--log-level", "warn"});
-    args.push_back("--port-file");
-    args.push_back(port_file);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    const std::string log = Path(name + ".log");
-    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, NEARDUP_BIN, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return "";
-    procs_[name] = pid;
-    for (int i = 0; i < 3000 && !std::filesystem::exists(port_file); ++i) std::this_thread::sleep_for(milliseconds(10));
-    std::string port = Read(port_file);
-    while (!port.empty() && port.back() == '\n') port.pop_back();
-    return port;
-  }
-
   // A metric's value in a /metrics body (-1 when absent).
   static double Metric(const std::string& body, const std::string& name) {
     const size_t at = body.find("\n" + name + " ");
@@ -92,7 +60,6 @@ class CopiesTest : public BinaryTest {
             std::string(e["status"].get_string().value_unsafe())};
   }
 
-  std::map<std::string, pid_t> procs_;
 };
 
 // `prefix` + n + `suffix` (GCC 12 warns falsely on const char* + std::to_string()).

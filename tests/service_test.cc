@@ -23,7 +23,7 @@
 
 #include "cluster/http_client.h"
 #include "email/email_test_util.h"
-#include "tests/binary_test.h"
+#include "tests/process_test.h"
 
 extern char** environ;
 
@@ -32,13 +32,9 @@ namespace {
 
 using std::chrono::milliseconds;
 
-class ServiceTest : public BinaryTest {
+class ServiceTest : public ProcessTest {
  protected:
   void TearDown() override {
-    for (auto& [name, pid] : procs_) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
     // A cluster a failed test left up (its supervisor runs detached) is stopped too: only when its
     // supervisor still runs (its command line names this test's configuration), so that a pid
     // used again by another process is never signalled.
@@ -51,32 +47,7 @@ class ServiceTest : public BinaryTest {
         (void)Neardup("cluster down --config " + Path("cluster.textproto"));
       }
     }
-    BinaryTest::TearDown();
-  }
-
-  // Starts `neardup <args> --port-file F` as process `name`; its port once F appears ("" after 30 s).
-  std::string Start(const std::string& name, std::vector<std::string> args) {
-    const std::string port_file = Path(name + ".port");
-    std::filesystem::remove(port_file);
-    args.insert(args.begin(), {NEARDUP_BIN, "--log-level", "warn"});
-    args.push_back("--port-file");
-    args.push_back(port_file);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    const std::string log = Path(name + ".log");
-    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, NEARDUP_BIN, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return "";
-    procs_[name] = pid;
-    for (int i = 0; i < 3000 && !std::filesystem::exists(port_file); ++i) std::this_thread::sleep_for(milliseconds(10));
-    std::string port = Read(port_file);
-    while (!port.empty() && port.back() == '\n') port.pop_back();
-    return port;
+    ProcessTest::TearDown();
   }
 
   // Sends `sig`; the exit code (-1: killed by a signal, or still running after 30 s).
@@ -226,7 +197,6 @@ class ServiceTest : public BinaryTest {
   }
 
   const std::string crawl_ = std::string(NEARDUP_SOURCE_DIR) + "/data/sample-crawl.jsonl";
-  std::map<std::string, pid_t> procs_;
 };
 
 TEST_F(ServiceTest, IngestOverHttpEndsAsTheEmbeddedRun) {
