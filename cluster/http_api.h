@@ -117,14 +117,12 @@ class HttpApi {
   HttpResponse StatusReply(const HttpRequest& request, const std::string& url, const StatusOr<PageStatus>& s);
   HttpResponse Group(const HttpRequest& request, const std::string& id);
   HttpResponse Metrics(const HttpRequest& request);
-  bool Authorized(const HttpRequest& request) const;
   boost::asio::awaitable<HttpResponse> ProbeBounded(HttpRequest& request);
   void Observe(Endpoint e, unsigned code, double seconds);
 
   Tier1Service* const service_;
   const HttpApiOptions o_;
   const HttpAccess access_;
-  const std::string& token_ = o_.access.write_token;
   const uint32_t retry_after_;
   std::atomic<const HttpServer*> server_{nullptr};
   EmailApi* email_ = nullptr;
