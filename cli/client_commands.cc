@@ -26,15 +26,17 @@ void RegisterClients(CLI::App& app, int* exit_code) {
   // neardup ingest
   auto* ingest = app.add_subcommand("ingest", "Send a crawl (JSON Lines records, or a .warc / .warc.gz file) to a Tier 1 server's API");
   struct IngestArgs {
-    std::string server, input, token_file, config;
+    std::string server, input, token_file, config, ca_file;
     uint64_t batch_records = 1000;
     uint32_t max_retries = 20;
   };
   auto ia = std::make_shared<IngestArgs>();
-  ingest->add_option("--server", ia->server, "the API, http://host:port (default: the --config cluster's)");
+  ingest->add_option("--server", ia->server, "the API, http(s)://host:port (default: the --config cluster's)");
   ingest->add_option("--config", ia->config, "the cluster's configuration: its API and the token cluster up made");
   ingest->add_option("--input", ia->input, "crawl: JSON Lines, or WARC (.warc, .warc.gz: its HTML responses)")->required();
   ingest->add_option("--bearer-token-file", ia->token_file, "file holding the writers' bearer token");
+  ingest->add_option("--ca-file", ia->ca_file, "https: the CA the API's certificate is checked against "
+                                               "(default: the --config cluster's, else the system's)");
   ingest->add_option("--batch-records", ia->batch_records, "records per request")->capture_default_str()->check(CLI::PositiveNumber);
   ingest->add_option("--max-retries", ia->max_retries, "attempts per request on 429, 503 or a lost connection")->capture_default_str();
   ingest->footer(
@@ -42,7 +44,7 @@ void RegisterClients(CLI::App& app, int* exit_code) {
       "file could not be read to its end; "
       "3 the server stopped accepting (unreachable, or still busy after --max-retries).");
   ingest->callback([ia, exit_code] {
-    auto target = ResolveClusterClient(ia->config, ia->server, ia->token_file);
+    auto target = ResolveClusterClient(ia->config, ia->server, ia->token_file, ia->ca_file);
     if (!target.ok()) {
       spdlog::error("{}", target.status().message());
       *exit_code = 2;
@@ -51,6 +53,7 @@ void RegisterClients(CLI::App& app, int* exit_code) {
     cluster::ServiceClientOptions so;
     so.server = target->server;
     so.token = target->token;
+    so.ca_file = target->ca_file;
     so.batch_records = ia->batch_records;
     so.max_retries = ia->max_retries;
     so.source = ia->input;
@@ -123,7 +126,7 @@ void RegisterClients(CLI::App& app, int* exit_code) {
 namespace neardup::cli {
 
 int RebalanceOverHttp(const RebalanceOverHttpArgs& a) {
-  auto client = cluster::HttpClient::Create(a.server);
+  auto client = cluster::HttpClient::Create(a.server, {.ca_file = a.ca_file});
   if (!client.ok()) {
     spdlog::error("{}", client.status().message());
     return 2;
@@ -174,9 +177,9 @@ int RebalanceOverHttp(const RebalanceOverHttpArgs& a) {
   return state.find("\"state\":\"done\"") != std::string::npos ? 0 : 1;
 }
 
-int StatusOverHttp(const std::string& server, const std::vector<std::string>& urls) {
+int StatusOverHttp(const std::string& server, const std::string& ca_file, const std::vector<std::string>& urls) {
   // Status reads are open to any client: no token.
-  auto client = cluster::HttpClient::Create(server);
+  auto client = cluster::HttpClient::Create(server, {.ca_file = ca_file});
   if (!client.ok()) {
     spdlog::error("{}", client.status().message());
     return 2;

@@ -208,6 +208,10 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
       std::cout << "cluster: writers present the bearer token in " << dir
                 << "/token (the clients given this --config find it there)\n";
     }
+    if (report.substr(1).starts_with("https://") && std::filesystem::exists(dir + "/ca.pem")) {
+      std::cout << "cluster: the API's certificate is signed by the CA in " << dir
+                << "/ca.pem (the clients given this --config check it there)\n";
+    }
     *exit_code = 0;
   });
 

@@ -22,12 +22,12 @@ void RegisterClients(CLI::App& app, int* exit_code);      // ingest (client_comm
 void RegisterCluster(CLI::App& app, int* exit_code);      // cluster up / down (cluster_command.cc)
 void RegisterCerts(CLI::App& app, int* exit_code);        // certs init (certs_command.cc)
 // neardup status --server: each URL's answer from the API, a JSON line each; the exit code.
-int StatusOverHttp(const std::string& server, const std::vector<std::string>& urls);
+int StatusOverHttp(const std::string& server, const std::string& ca_file, const std::vector<std::string>& urls);
 // neardup rebalance --server: starts a rebalance through the API's admin endpoint and follows it
 // to its end; the last stdout line is its state as one JSON object. Exit code: 0 done, 1 failed,
 // 2 refused (bad request, or one running), 3 the server did not answer.
 struct RebalanceOverHttpArgs {
-  std::string server, token;  // ResolveClusterClient's
+  std::string server, token, ca_file;  // ResolveClusterClient's
   uint32_t shards = 0;
   std::vector<std::string> tier2;
   double max_move = 0.1, max_mb_per_s = 0;

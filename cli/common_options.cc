@@ -81,9 +81,10 @@ void WritePortFile(const std::string& path, uint16_t port) {
 namespace neardup::cli {
 
 StatusOr<ClusterClient> ResolveClusterClient(const std::string& config, const std::string& server,
-                                             const std::string& token_file) {
+                                             const std::string& token_file, const std::string& ca_file) {
   ClusterClient c;
   c.server = server;
+  c.ca_file = ca_file;
   if (!token_file.empty()) {
     ASSIGN_OR_RETURN(c.token, cluster::ReadBearerTokenFile(token_file));
   }
@@ -93,6 +94,17 @@ StatusOr<ClusterClient> ResolveClusterClient(const std::string& config, const st
   }
   ASSIGN_OR_RETURN(pb::NeardupConfig cfg, LoadConfig(config));
   const pb::Tier1ServerConfig& t = cfg.tier1_server();
+  // HTTPS with the configuration's certificates, or with those cluster up made in its directory.
+  bool https = false;
+  std::string ca;
+  if (!t.tls().cert_file().empty()) {
+    https = true;
+    ca = t.tls().ca_file();
+  } else if (const std::string made = cfg.cluster().dir() + "/ca.pem"; cfg.cluster().tls() && std::filesystem::exists(made)) {
+    https = true;
+    ca = made;
+  }
+  if (c.ca_file.empty() && (c.server.empty() || c.server.starts_with("https://"))) c.ca_file = ca;
   if (c.server.empty()) {
     std::string host;
     uint16_t port = 0;
@@ -110,7 +122,7 @@ StatusOr<ClusterClient> ResolveClusterClient(const std::string& config, const st
       }
       port = static_cast<uint16_t>(taken);
     }
-    c.server = "http://" + host + ":" + std::to_string(port);
+    c.server = (https ? "https://" : "http://") + host + ":" + std::to_string(port);
   }
   if (token_file.empty()) {
     if (!t.bearer_token().empty()) {

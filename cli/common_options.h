@@ -39,18 +39,22 @@ void AddSharedOptions(CLI::App* cmd, SharedOptions* o);
 // file:line:column for a bad config, or naming the flag for a bad value.
 StatusOr<ResolvedOptions> ResolveShared(const SharedOptions& o);
 
-// Where a client of a running cluster sends its requests and with which token: --server and
-// --bearer-token-file when given, else from the cluster's configuration (--config): the API at
-// tier1_server.listen (a wildcard address asked on loopback), and the token the configuration
-// names (bearer_token, bearer_token_file) or the one `neardup cluster up` made (cluster.dir/token).
+// Where a client of a running cluster sends its requests, with which token and which CA: --server,
+// --bearer-token-file and --ca-file when given, else from the cluster's configuration (--config):
+// the API at tier1_server.listen (a wildcard address asked on loopback; port 0: the one cluster
+// up's Tier 1 server wrote to cluster.dir/tier1.port), over HTTPS when the configuration gives
+// the API certificates (tier1_server.tls: its ca_file is the CA) or cluster up made them
+// (cluster.tls and cluster.dir/ca.pem); the token the configuration names (bearer_token,
+// bearer_token_file) or the one cluster up made (cluster.dir/token).
 struct ClusterClient {
-  std::string server;  // http://host:port
-  std::string token;   // empty: none
+  std::string server;   // http://host:port or https://host:port
+  std::string token;    // empty: none
+  std::string ca_file;  // https: the CA the server is verified against (empty: the system's)
 };
 // InvalidArgument when neither --server nor --config is given, or for a bad configuration or
 // token file (cluster/bearer_token.h).
 StatusOr<ClusterClient> ResolveClusterClient(const std::string& config, const std::string& server,
-                                             const std::string& token_file);
+                                             const std::string& token_file, const std::string& ca_file = "");
 
 // A server's --port-file: the port it listens on, written atomically (a temporary file renamed),
 // so that a script waiting for the file never reads half of it. Nothing when `path` is empty.

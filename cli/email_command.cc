@@ -25,6 +25,7 @@
 #include "cluster/email_api.h"
 #include "cluster/http_server.h"
 #include "cluster/net.h"
+#include "cluster/tls.h"
 #include "common/config.h"
 #include "common/json_write.h"
 #include "common/progress.h"
@@ -36,7 +37,7 @@ namespace {
 
 struct EmailArgs {
   std::string input, config, out, assignments, store, mode;
-  std::string listen = "127.0.0.1:8090", token_file, port_file, threads_store, domains_store;
+  std::string listen = "127.0.0.1:8090", token_file, port_file, threads_store, domains_store, tls_dir;
   std::optional<uint32_t> k;
   double batch_sample = 0.005;
 };
@@ -249,9 +250,15 @@ int Serve(const EmailArgs& a) {
   std::string host;
   uint16_t port = 0;
   if (Status s = cluster::ParseHostPort(a.listen, &host, &port); !s.ok()) return Fail(s);
-  if (!cluster::IsLoopbackHost(host) && token.empty()) {
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  if (!a.tls_dir.empty()) {
+    auto ctx = cluster::MakeHttpsServerContext(cluster::TlsFiles::InDir(a.tls_dir));
+    if (!ctx.ok()) return Fail(InvalidArgument("email serve: --tls-dir: " + ctx.status().message()));
+    tls = *ctx;
+  }
+  if (!cluster::IsLoopbackHost(host) && (token.empty() || tls == nullptr)) {
     return Fail(InvalidArgument("email serve: listening on " + a.listen +
-                                " (beyond loopback) needs a bearer token: --bearer-token-file"));
+                                " (beyond loopback) needs HTTPS (--tls-dir) and a bearer token (--bearer-token-file)"));
   }
   auto api = cluster::EmailApi::Open({.config = cfg->email(),
                                       .store = a.store,
@@ -265,6 +272,7 @@ int Serve(const EmailArgs& a) {
   cluster::EmailApi* e = api->get();
   cluster::HttpServerOptions ho;
   ho.listen = a.listen;
+  ho.tls = tls;
   ho.io_threads = 1;
   // Writes need the token; a web page cannot write; on loopback, only requests addressed to it.
   cluster::HttpAccessOptions ao;
@@ -291,7 +299,7 @@ int Serve(const EmailArgs& a) {
     co_return co_await e->Handle(r);
   }, check);
   if (!server.ok()) return Fail(server.status());
-  spdlog::info("email serve: store {}, API on http://{}:{}/", a.store, host, (*server)->port());
+  spdlog::info("email serve: store {}, API on {}://{}:{}/", a.store, tls ? "https" : "http", host, (*server)->port());
   WritePortFile(a.port_file, (*server)->port());
   int sig = 0;
   sigwait(&signals, &sig);
@@ -339,6 +347,7 @@ void RegisterEmail(CLI::App& app, int* exit_code) {
   serve->add_option("--listen", args->listen, "host:port to listen on (port 0: a free one)")->capture_default_str();
   serve->add_option("--bearer-token-file", args->token_file, "file holding the writers' bearer token");
   serve->add_option("--port-file", args->port_file, "write the port here once listening (for scripts)");
+  serve->add_option("--tls-dir", args->tls_dir, "HTTPS with DIR/member.pem and member.key (neardup certs init)");
   serve->add_option("--threads-store", args->threads_store, "unified threads' store: serves POST and GET /v1/threads");
   serve->add_option("--domains-store", args->domains_store,
                     "domain counts' store: serves POST /v1/domain-events and GET /v1/domains/classify");

@@ -97,7 +97,7 @@ void RegisterEval(CLI::App& app, int* exit_code) {
       "eval", "Replay a crawl, stop at milestones, and compare the two tiers with the exact baseline at each (Table 1: "
               "REP/RER per shard count; drop precision, redundancy, Tier 1 share, rejections, repairs)");
   struct Args {
-    std::string input, out, milestones = "10%,20%,30%,50%,75%,100%", routing, server, token_file;
+    std::string input, out, milestones = "10%,20%,30%,50%,75%,100%", routing, server, token_file, ca_file;
     std::vector<uint32_t> shards{4, 12, 24};
     std::optional<double> rho;
     std::optional<uint32_t> batch;
@@ -117,6 +117,7 @@ void RegisterEval(CLI::App& app, int* exit_code) {
                   "--routing must be the service's")
       ->excludes(shards_opt);
   cmd->add_option("--bearer-token-file", a->token_file, "with --server: file holding the writers' bearer token");
+  cmd->add_option("--ca-file", a->ca_file, "with an https:// --server: the CA its certificate is checked against");
   cmd->add_option("--routing", a->routing, "exact or rho (default pipeline.routing)");
   cmd->add_option("--rho", a->rho, "enlarging factor for --routing rho (default pipeline.rho)");
   cmd->add_option("--batch", a->batch, "pages per batch (default tier2.batch_pages)");
@@ -135,6 +136,7 @@ void RegisterEval(CLI::App& app, int* exit_code) {
     o.milestones = *milestones;
     o.shards = a->server.empty() ? a->shards : std::vector<uint32_t>{};
     o.server = a->server;
+    o.server_ca_file = a->ca_file;
     if (!a->token_file.empty()) {
       auto t = cluster::ReadBearerTokenFile(a->token_file);
       if (!t.ok()) return fail(t.status(), 2);

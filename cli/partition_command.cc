@@ -174,7 +174,7 @@ struct RebalanceArgs {
   bool no_reslice = false;
   double min_batch_share = 0;
   // The cluster form: a running Tier 1 server's admin endpoint.
-  std::string server, token_file;
+  std::string server, token_file, ca_file;
   std::vector<std::string> tier2;
 };
 
@@ -255,9 +255,10 @@ int RunRebalance(const RebalanceArgs& a) {
       return FailByCode(InvalidArgument("rebalance: --server takes no --store, --map, --input, --out, --plan or --resident"));
     }
     if (a.defer) return FailByCode(InvalidArgument("rebalance: --defer needs --store (a server's runs always move the pages between their batches)"));
-    auto client = ResolveClusterClient(a.shared.config, a.server, a.token_file);
+    auto client = ResolveClusterClient(a.shared.config, a.server, a.token_file, a.ca_file);
     if (!client.ok()) return FailByCode(client.status());
-    return RebalanceOverHttp({.server = client->server, .token = client->token, .shards = a.shards.value_or(0),
+    return RebalanceOverHttp({.server = client->server, .token = client->token, .ca_file = client->ca_file,
+                              .shards = a.shards.value_or(0),
                               .tier2 = a.tier2, .max_move = a.max_move, .max_mb_per_s = a.max_mb_per_s,
                               .min_batch_share = a.min_batch_share, .dry_run = a.dry_run});
   }
@@ -377,11 +378,13 @@ void RegisterPartition(CLI::App& app, int* exit_code) {
   reb->add_option("--shards", r->shards, "with --store or --server: shard count after the move (add shards, or drain the last)")
       ->check(CLI::Range(1, 1024));
   reb->add_flag("--dry-run", r->dry_run, "with --store or --server: plan and report, move nothing");
-  reb->add_option("--server", r->server, "a running Tier 1 server's API (http://host:port): rebalance its Tier 2 "
+  reb->add_option("--server", r->server, "a running Tier 1 server's API (http(s)://host:port): rebalance its Tier 2 "
                                          "shards while it takes ingest (its admin endpoint)");
   reb->add_option("--tier2", r->tier2, "with --server: the Tier 2 servers after the move (host:port,...; add "
                                        "servers at the end, or leave drained ones out)")->delimiter(',');
   reb->add_option("--bearer-token-file", r->token_file, "with --server: file holding the writers' bearer token");
+  reb->add_option("--ca-file", r->ca_file, "with an https:// API: the CA its certificate is checked against "
+                                         "(default: the --config cluster's, else the system's)");
   reb->add_option("--max-mb-per-s", r->max_mb_per_s, "with --store or --server: copy at most this many MB of "
                                                       "signatures per second (0: no limit)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);

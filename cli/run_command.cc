@@ -287,13 +287,15 @@ void RegisterStatusCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("status", "Duplicate status of URLs from a run's store (verifying the content given, if "
                                           "any), or from a Tier 1 server's API (--server)");
   struct Args {
-    std::string store, input, server;
+    std::string store, input, server, ca_file;
     std::vector<std::string> urls;
     SharedOptions shared;
   };
   auto a = std::make_shared<Args>();
   auto* store = cmd->add_option("--store", a->store, "store directory of neardup run");
-  auto* server = cmd->add_option("--server", a->server, "or ask a Tier 1 server's API, http://host:port");
+  auto* server = cmd->add_option("--server", a->server, "or ask a Tier 1 server's API, http(s)://host:port");
+  cmd->add_option("--ca-file", a->ca_file, "https: the CA the API's certificate is checked against "
+                                           "(default: the --config cluster's, else the system's)");
   store->excludes(server);
   cmd->add_option("--url", a->urls, "URL to ask about (repeatable)");
   cmd->add_option("--input", a->input, "crawl records to ask about (JSON Lines; content, when present, is verified)");
@@ -306,9 +308,9 @@ void RegisterStatusCommand(CLI::App& app, int* exit_code) {
     const bool cluster_config = a->store.empty() && !a->shared.config.empty();
     if (!a->server.empty() || cluster_config) {
       if (!a->input.empty()) { *exit_code = Fail(InvalidArgument("--server takes --url"), 2); return; }
-      auto target = ResolveClusterClient(a->shared.config, a->server, "");
+      auto target = ResolveClusterClient(a->shared.config, a->server, "", a->ca_file);
       if (!target.ok()) { *exit_code = Fail(target.status(), 2); return; }
-      *exit_code = StatusOverHttp(target->server, a->urls);
+      *exit_code = StatusOverHttp(target->server, target->ca_file, a->urls);
       return;
     }
     if (a->store.empty()) { *exit_code = Fail(InvalidArgument("give --store or --server"), 2); return; }

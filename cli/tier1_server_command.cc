@@ -29,7 +29,7 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
                                  "Serve the crawlers' HTTP API: ingest, status, groups; Tier 1 and the batch loop");
   auto shared = std::make_shared<SharedOptions>();
   struct Args {
-    std::optional<std::string> listen, store, map, token_file, tier2_tls_dir;
+    std::optional<std::string> listen, store, map, token_file, tier2_tls_dir, tls_dir;
     std::vector<std::string> tier2;
     std::string port_file;
     std::optional<uint32_t> batch;
@@ -43,6 +43,9 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
   cmd->add_option("--bearer-token-file", a->token_file, "file holding the writers' bearer token");
   cmd->add_option("--tier2-tls-dir", a->tier2_tls_dir,
                   "mutual TLS to the Tier 2 servers with DIR/ca.pem, member.pem, member.key (overrides tier1_server.tier2_tls)");
+  cmd->add_option("--tls-dir", a->tls_dir,
+                  "HTTPS on the API with DIR/member.pem and member.key (DIR/ca.pem for the clients; overrides "
+                  "tier1_server.tls)");
   cmd->add_option("--batch", a->batch, "pages per batch (B)");
   cmd->add_option("--port-file", a->port_file, "write the API's port here once listening (for scripts)");
   cmd->callback([shared, a, exit_code] {
@@ -74,6 +77,12 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
       c.mutable_tier2_tls()->set_cert_file(t.cert);
       c.mutable_tier2_tls()->set_key_file(t.key);
     }
+    if (a->tls_dir) {
+      const cluster::TlsFiles t = cluster::TlsFiles::InDir(*a->tls_dir);
+      c.mutable_tls()->set_ca_file(t.ca);
+      c.mutable_tls()->set_cert_file(t.cert);
+      c.mutable_tls()->set_key_file(t.key);
+    }
     so.threshold = opts->threshold;
     so.signer = opts->signer;
     so.given = opts->given;
@@ -102,10 +111,19 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
     std::string host;
     uint16_t port = 0;
     if (Status s = cluster::ParseHostPort(c.listen(), &host, &port); !s.ok()) return fail(s);
-    if (!cluster::IsLoopbackHost(host) && token.empty()) {
-      return fail(InvalidArgument("tier1-server: listening on " + c.listen() +
-                                  " (beyond loopback) needs a bearer token: tier1_server.bearer_token or "
-                                  "bearer_token_file"));
+    // HTTPS when the configuration gives the API a certificate; beyond loopback, required, with a
+    // token (as a server that anyone on the network reaches must be).
+    std::shared_ptr<boost::asio::ssl::context> tls;
+    if (!c.tls().cert_file().empty() || !c.tls().key_file().empty()) {
+      auto ctx = cluster::MakeHttpsServerContext(cluster::TlsFiles::From(c.tls()));
+      if (!ctx.ok()) return fail(InvalidArgument("tier1-server: tier1_server.tls: " + ctx.status().message()));
+      tls = *ctx;
+    }
+    if (!cluster::IsLoopbackHost(host) && (token.empty() || tls == nullptr)) {
+      return fail(InvalidArgument("tier1-server: listening on " + c.listen() + " (beyond loopback) needs " +
+                                  (tls == nullptr ? "HTTPS (tier1_server.tls or --tls-dir)" : "") +
+                                  (tls == nullptr && token.empty() ? " and " : "") +
+                                  (token.empty() ? "a bearer token (tier1_server.bearer_token or bearer_token_file)" : "")));
     }
     if (c.email_store().empty() && (!c.threads_store().empty() || !c.domains_store().empty())) {
       return fail(InvalidArgument(std::string("tier1-server: tier1_server.") +
@@ -141,13 +159,15 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
     ho.read_timeout_ms = c.read_timeout_ms();
     ho.idle_timeout_ms = c.idle_timeout_ms();
     ho.max_connections = c.max_connections();
+    ho.tls = tls;
     auto server = cluster::HttpServer::Start(ho, api.Handler(), api.HeaderCheck());
     if (!server.ok()) {
       (*service)->Stop();
       return fail(server.status());
     }
     api.set_server(server->get());
-    spdlog::info("tier1-server: store {}, API on http://{}:{}/ ({} Tier 2 servers{})", c.store(), host, (*server)->port(),
+    spdlog::info("tier1-server: store {}, API on {}://{}:{}/ ({} Tier 2 servers{})", c.store(), tls ? "https" : "http",
+                 host.find(':') != std::string::npos ? "[" + host + "]" : host, (*server)->port(),
                  c.tier2_size(), email ? ", email store " + c.email_store() : std::string());
     WritePortFile(a->port_file, (*server)->port());
     int sig = 0;

@@ -4,9 +4,13 @@
 //   ASSIGN_OR_RETURN(auto client, HttpClient::Create("http://127.0.0.1:8080"));
 //   ASSIGN_OR_RETURN(HttpClient::Reply r, client->Request("GET", "/v1/status?url=...", ""));
 //
+// https:// URLs speak TLS: the server's certificate must be signed by options.ca_file (or, without
+// one, by a CA the system trusts) and name the host asked for (DNS name or IP address).
+//
 // A request on a connection the server closed is sent again once on a new connection. Errors:
-// InvalidArgument for a URL that is not http://host:port[/]; Unavailable when the server cannot be
-// reached or the connection fails; DeadlineExceeded past the timeout.
+// InvalidArgument for a URL that is not http(s)://host:port[/] or an unreadable CA file;
+// Unavailable when the server cannot be reached, the connection fails or the server's certificate
+// is refused; DeadlineExceeded past the timeout.
 //
 // Thread safety: one thread at a time per client.
 #pragma once
@@ -21,6 +25,11 @@
 
 namespace neardup::cluster {
 
+struct HttpClientOptions {
+  std::chrono::milliseconds timeout = std::chrono::seconds(30);  // per call: connect, handshake, write, read
+  std::string ca_file = "";  // https: the CA the server's certificate is verified against; empty: the system's
+};
+
 class HttpClient {
  public:
   struct Reply {
@@ -28,8 +37,7 @@ class HttpClient {
     std::string body;
     std::map<std::string, std::string> headers;  // lower-case names
   };
-  static StatusOr<std::unique_ptr<HttpClient>> Create(const std::string& base_url,
-                                                      std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  static StatusOr<std::unique_ptr<HttpClient>> Create(const std::string& base_url, const HttpClientOptions& options = {});
   virtual ~HttpClient() = default;
   // `headers`: extra "Name: value" lines' pairs, e.g. {{"Authorization", "Bearer x"}}.
   virtual StatusOr<Reply> Request(const std::string& method, const std::string& target, const std::string& body,

@@ -9,8 +9,12 @@
 //   ASSIGN_OR_RETURN(auto server, HttpServer::Start(o, [&](HttpRequest& req) -> asio::awaitable<HttpResponse> {...}));
 //   server->port();  server->Stop();
 //
+// With `tls` (cluster/tls.h MakeHttpsServerContext) it speaks HTTPS only: the TLS handshake is part
+// of the first request's read_timeout, and a client that fails it is closed (counted).
+//
 // Bad requests are answered by the server itself, and the connection closed: malformed HTTP 400,
-// a header over its limit 431, a body over its limit 413, past max_connections 503. A request not
+// a header over its limit 431, a body over its limit 413, past max_connections 503 (over TLS:
+// closed before the handshake, the work the limit saves). A request not
 // read within the time (or a connection idle past idle_timeout_ms) is cut off: the connection is
 // closed without an answer. A handler that throws is answered 500 and the connection closed; the
 // exception is logged (at most one line a second) and the connection's slot released, as on every
@@ -28,6 +32,7 @@
 #include <string_view>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/beast/http.hpp>
 
 #include "common/status.h"
@@ -59,6 +64,7 @@ struct HttpServerOptions {
   uint32_t read_timeout_ms = 10000;  // from a request's first byte (or the connection's idle start) to its end
   uint32_t idle_timeout_ms = 10000;  // a kept-alive connection with no request for this long closes
   uint32_t max_connections = 1024;
+  std::shared_ptr<boost::asio::ssl::context> tls;  // null: plain HTTP; else HTTPS only (shared, read-only)
 };
 
 struct HttpServerStats {
@@ -66,6 +72,7 @@ struct HttpServerStats {
   uint64_t bad_requests = 0, timeouts = 0, refused_connections = 0;
   uint64_t handler_errors = 0;    // handlers that threw (answered 500)
   uint64_t refused_requests = 0;  // refused by the header check, their body unread
+  uint64_t tls_failures = 0;      // connections that did not complete the TLS handshake
 };
 
 class HttpServer {

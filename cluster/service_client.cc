@@ -13,7 +13,7 @@ namespace neardup::cluster {
 
 StatusOr<std::unique_ptr<ServiceClient>> ServiceClient::Create(ServiceClientOptions options) {
   if (options.batch_records == 0) return InvalidArgument("service client: batch_records must be >= 1");
-  ASSIGN_OR_RETURN(std::unique_ptr<HttpClient> http, HttpClient::Create(options.server, options.timeout));
+  ASSIGN_OR_RETURN(std::unique_ptr<HttpClient> http, HttpClient::Create(options.server, {.timeout = options.timeout, .ca_file = options.ca_file}));
   return std::unique_ptr<ServiceClient>(new ServiceClient(std::move(options), std::move(http)));
 }
 
@@ -113,7 +113,7 @@ StatusOr<std::vector<std::string>> ServiceClient::Statuses(const std::vector<std
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   auto work = [&](unsigned k) {
-    StatusOr<std::unique_ptr<HttpClient>> http = HttpClient::Create(o_.server, o_.timeout);
+    StatusOr<std::unique_ptr<HttpClient>> http = HttpClient::Create(o_.server, {.timeout = o_.timeout, .ca_file = o_.ca_file});
     if (!http.ok()) {
       failed[k] = http.status();
       stop = true;

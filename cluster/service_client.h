@@ -29,8 +29,9 @@
 namespace neardup::cluster {
 
 struct ServiceClientOptions {
-  std::string server;              // http://host:port
+  std::string server;              // http://host:port or https://host:port
   std::string token;               // the writers' bearer token ("" for none)
+  std::string ca_file;             // https: the CA the server's certificate is checked against ("" the system's)
   uint64_t batch_records = 1000;   // lines per ingest request
   uint32_t max_retries = 20;       // attempts per request on 429, 503 or a lost connection
   std::string source = "input";    // names the lines' source in messages
@@ -39,7 +40,7 @@ struct ServiceClientOptions {
 
 class ServiceClient {
  public:
-  // InvalidArgument for a server address that is not http://host:port.
+  // InvalidArgument for a server address that is not http(s)://host:port, or an unreadable CA file.
   static StatusOr<std::unique_ptr<ServiceClient>> Create(ServiceClientOptions options);
 
   // Queues one record's line (line_no: its line in the source, for messages); a request goes out

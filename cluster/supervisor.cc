@@ -118,7 +118,7 @@ Status Supervisor::WaitHealthy(Member& m, Clock::time_point deadline) {
     if (!port.empty()) {
       const std::string address = o_.config.cluster().host() + ":" + port;
       if (m.role == "tier1") {
-        auto c = HttpClient::Create("http://" + address, milliseconds(2000));
+        auto c = HttpClient::Create(api_scheme_ + "://" + address, {.timeout = milliseconds(2000), .ca_file = api_ca_});
         if (c.ok()) {
           auto r = (*c)->Request("GET", "/healthz", "");
           if (r.ok() && r->status == 200) {
@@ -213,6 +213,7 @@ Status Supervisor::Start() {
   t1.args.insert(t1.args.end(), {"--store", t1.store, "--tier2", tier2_list});
   if (!token_file_.empty()) t1.args.insert(t1.args.end(), {"--bearer-token-file", token_file_});
   if (!tls_dir_.empty()) t1.args.insert(t1.args.end(), {"--tier2-tls-dir", tls_dir_});
+  if (!api_tls_dir_.empty()) t1.args.insert(t1.args.end(), {"--tls-dir", api_tls_dir_});
   t1.address = o_.config.tier1_server().listen();
   members_.push_back(std::move(t1));
   Status s = Spawn(members_.back());
@@ -221,7 +222,7 @@ Status Supervisor::Start() {
     StopAll();
     return s;
   }
-  api_ = "http://" + members_.back().address;
+  api_ = api_scheme_ + "://" + members_.back().address;
   // The shards each Tier 2 server holds, once the store's map is there.
   auto map = partitioner::PartitionMap::Load(pipeline::StoreLayout{t1.store}.map());
   if (map.ok()) {
@@ -243,11 +244,16 @@ Status Supervisor::EnsureToken() {
 }
 
 Status Supervisor::EnsureCertificates() {
-  if (!o_.config.cluster().tls()) return Status::Ok();
-  if (TlsFiles::From(o_.config.tier2_server().tls()).enabled() ||
-      TlsFiles::From(o_.config.tier1_server().tier2_tls()).enabled()) {
-    return Status::Ok();  // the configuration's own certificates
+  const pb::TlsConfig& api = o_.config.tier1_server().tls();
+  if (!api.cert_file().empty()) {
+    api_scheme_ = "https";  // the configuration's own certificate on the API
+    api_ca_ = api.ca_file();
   }
+  if (!o_.config.cluster().tls()) return Status::Ok();
+  // The configuration's own certificates serve where it names them.
+  const bool tiers = !TlsFiles::From(o_.config.tier2_server().tls()).enabled() &&
+                     !TlsFiles::From(o_.config.tier1_server().tier2_tls()).enabled();
+  if (!tiers && !api.cert_file().empty()) return Status::Ok();
   const std::string dir = fs::absolute(o_.config.cluster().dir()).lexically_normal().string();
   const TlsFiles files = TlsFiles::InDir(dir);
   if (!fs::exists(files.ca) || !fs::exists(files.cert) || !fs::exists(files.key)) {
@@ -256,9 +262,14 @@ Status Supervisor::EnsureCertificates() {
       hosts.push_back(h);
     }
     RETURN_IF_ERROR(MakeClusterCertificates(dir, hosts, 825));
-    spdlog::info("cluster: mutual TLS between the tiers: CA and member certificate made in {}", dir);
+    spdlog::info("cluster: TLS: CA and member certificate made in {}", dir);
   }
-  tls_dir_ = dir;
+  if (tiers) tls_dir_ = dir;
+  if (api.cert_file().empty()) {
+    api_tls_dir_ = dir;
+    api_scheme_ = "https";
+    api_ca_ = files.ca;
+  }
   return Status::Ok();
 }
 
@@ -386,7 +397,7 @@ StatusOr<std::string> Supervisor::Scale(const ScaleRequest& q) {
     for (uint32_t i = 0; i < Tier2Count(); ++i) before.push_back(members_[i].address);
   }
   // The rebalance onto the first tier2_servers servers, followed to its end.
-  auto client = HttpClient::Create(api_, milliseconds(10000));
+  auto client = HttpClient::Create(api_, {.timeout = milliseconds(10000), .ca_file = api_ca_});
   if (!client.ok()) return client.status();
   std::map<std::string, std::string> headers;
   if (const std::string& token = o_.config.tier1_server().bearer_token(); !token.empty()) {
@@ -413,7 +424,7 @@ StatusOr<std::string> Supervisor::Scale(const ScaleRequest& q) {
   std::string state = started->body;
   while (state.find("\"state\":\"running\"") != std::string::npos && !stop_) {
     std::this_thread::sleep_for(milliseconds(200));
-    auto r = (*client)->Request("GET", "/v1/admin/rebalance", "");
+    auto r = (*client)->Request("GET", "/v1/admin/rebalance", "", headers);  // a read token may guard it
     if (r.ok() && r->status == 200) state = r->body;
   }
   while (!state.empty() && state.back() == '\n') state.pop_back();

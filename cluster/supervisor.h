@@ -66,7 +66,7 @@ class Supervisor {
   // the member that did not come up (its log's last lines included); the members started are
   // stopped again.
   Status Start();
-  // The API's base URL (http://host:port), once started.
+  // The API's base URL (https://host:port, or http:// without TLS), once started.
   const std::string& api() const { return api_; }
   // Supervises until RequestStop(): restarts members that die. Then stops them all.
   void Run();
@@ -101,8 +101,9 @@ class Supervisor {
   // The configuration names no token: cluster.dir/token is made (once; mode 0600) and given to
   // the Tier 1 server. InvalidArgument/IoError when it cannot be read or written.
   Status EnsureToken();
-  // cluster.tls and no certificates in the configuration: the cluster's CA and member certificate
-  // in cluster.dir (made once), given to every member (--tls-dir, --tier2-tls-dir).
+  // cluster.tls: the cluster's CA and member certificate in cluster.dir (made once), given to the
+  // members for what the configuration names no certificates of its own: the links between the
+  // tiers (--tls-dir, --tier2-tls-dir) and HTTPS on the API (the Tier 1 server's --tls-dir).
   Status EnsureCertificates();
   Member Tier2Member(uint32_t i) const;
   uint32_t Tier2Count() const;
@@ -114,7 +115,10 @@ class Supervisor {
   std::vector<Member> members_;
   std::string api_;
   std::string token_file_;  // the token the cluster made (EnsureToken); empty: the configuration's
-  std::string tls_dir_;     // the certificates the cluster made (EnsureCertificates); empty: none
+  std::string tls_dir_;     // the certificates the cluster made, for the tiers' links; empty: none
+  std::string api_tls_dir_;  // ... for HTTPS on the API; empty: the configuration's, or none
+  std::string api_scheme_ = "http";
+  std::string api_ca_;       // the CA the API's certificate is checked against (https)
   std::unique_ptr<Membership> membership_;
   uint32_t shards_ = 0;
   uint64_t map_generation_ = 0;

@@ -174,7 +174,8 @@ std::string ClusterRebalanceJson(const ClusterRebalanceState& s) {
   }
   if (s.state == ClusterRebalanceState::kDone) {
     const std::string r = pipeline::RebalanceReportJson(s.report);
-    j += "," + r.substr(1, r.size() - 2);
+    j += ',';
+    j.append(r, 1, r.size() - 2);
   }
   auto list = [&](const char* key, const std::vector<std::string>& v) {
     j += std::string(",\"") + key + "\":[";

@@ -81,7 +81,9 @@ StatusOr<Cert> NewCertificate(EVP_PKEY* key, const std::string& cn, X509* issuer
     std::string san;
     for (const std::string& h : hosts) {
       const bool ip = !h.empty() && (h.find(':') != std::string::npos || h.find_first_not_of("0123456789.") == std::string::npos);
-      san += (san.empty() ? "" : ",") + std::string(ip ? "IP:" : "DNS:") + h;
+      if (!san.empty()) san += ',';
+      san += ip ? "IP:" : "DNS:";
+      san += h;
     }
     ok = ok && AddExtension(cert.get(), as_issuer, NID_basic_constraints, "critical,CA:FALSE") &&
          AddExtension(cert.get(), as_issuer, NID_key_usage, "critical,digitalSignature,keyEncipherment") &&
@@ -135,29 +137,76 @@ TlsFiles TlsFiles::InDir(const std::string& dir) {
 
 TlsFiles TlsFiles::From(const pb::TlsConfig& c) { return {.ca = c.ca_file(), .cert = c.cert_file(), .key = c.key_file()}; }
 
-StatusOr<std::shared_ptr<ssl::context>> MakeTlsContext(const TlsFiles& files, TlsRole role) {
-  for (const auto& [what, path] : {std::pair{"ca", &files.ca}, {"cert", &files.cert}, {"key", &files.key}}) {
-    if (path->empty()) return InvalidArgument(std::string("tls: no ") + what + " file (give ca, cert and key)");
-    if (!std::filesystem::exists(*path)) return InvalidArgument("tls: " + *path + " does not exist");
-  }
-  auto ctx = std::make_shared<ssl::context>(role == TlsRole::kServer ? ssl::context::tls_server : ssl::context::tls_client);
+namespace {
+
+// TLS 1.2 at least, for either side.
+StatusOr<std::shared_ptr<ssl::context>> NewContext(bool server) {
+  auto ctx = std::make_shared<ssl::context>(server ? ssl::context::tls_server : ssl::context::tls_client);
   boost::system::error_code ec;
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
                        ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
                    ec);
   if (ec) return Internal("tls: options: " + ec.message());
-  ctx->load_verify_file(files.ca, ec);
-  if (ec) return InvalidArgument("tls: cannot read the CA certificate " + files.ca + ": " + ec.message());
-  ctx->use_certificate_chain_file(files.cert, ec);
+  return ctx;
+}
+
+Status RequireFile(const char* what, const std::string& path, const char* give) {
+  if (path.empty()) return InvalidArgument(std::string("tls: no ") + what + " file (give " + give + ")");
+  if (!std::filesystem::exists(path)) return InvalidArgument("tls: " + path + " does not exist");
+  return Status::Ok();
+}
+
+// The certificate chain and its key, checked to match.
+Status UseIdentity(ssl::context& ctx, const TlsFiles& files) {
+  boost::system::error_code ec;
+  ctx.use_certificate_chain_file(files.cert, ec);
   if (ec) return InvalidArgument("tls: cannot read the certificate " + files.cert + ": " + ec.message());
-  ctx->use_private_key_file(files.key, ssl::context::pem, ec);
+  ctx.use_private_key_file(files.key, ssl::context::pem, ec);
   if (ec) return InvalidArgument("tls: cannot read the key " + files.key + ": " + ec.message());
-  if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+  if (SSL_CTX_check_private_key(ctx.native_handle()) != 1) {
     return InvalidArgument("tls: the key " + files.key + " does not match the certificate " + files.cert);
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<ssl::context>> MakeTlsContext(const TlsFiles& files, TlsRole role) {
+  for (const auto& [what, path] : {std::pair{"ca", &files.ca}, {"cert", &files.cert}, {"key", &files.key}}) {
+    RETURN_IF_ERROR(RequireFile(what, *path, "ca, cert and key"));
+  }
+  ASSIGN_OR_RETURN(auto ctx, NewContext(role == TlsRole::kServer));
+  boost::system::error_code ec;
+  ctx->load_verify_file(files.ca, ec);
+  if (ec) return InvalidArgument("tls: cannot read the CA certificate " + files.ca + ": " + ec.message());
+  RETURN_IF_ERROR(UseIdentity(*ctx, files));
   ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert, ec);
   if (ec) return Internal("tls: verify mode: " + ec.message());
   if (role == TlsRole::kServer) SSL_CTX_set_num_tickets(ctx->native_handle(), 0);
+  return ctx;
+}
+
+StatusOr<std::shared_ptr<ssl::context>> MakeHttpsServerContext(const TlsFiles& files) {
+  RETURN_IF_ERROR(RequireFile("cert", files.cert, "cert and key"));
+  RETURN_IF_ERROR(RequireFile("key", files.key, "cert and key"));
+  ASSIGN_OR_RETURN(auto ctx, NewContext(true));
+  RETURN_IF_ERROR(UseIdentity(*ctx, files));
+  return ctx;
+}
+
+StatusOr<std::shared_ptr<ssl::context>> MakeHttpsClientContext(const std::string& ca_file) {
+  ASSIGN_OR_RETURN(auto ctx, NewContext(false));
+  boost::system::error_code ec;
+  if (ca_file.empty()) {
+    ctx->set_default_verify_paths(ec);
+    if (ec) return Internal("tls: the system's trusted CAs: " + ec.message());
+  } else {
+    if (!std::filesystem::exists(ca_file)) return InvalidArgument("tls: the CA file " + ca_file + " does not exist");
+    ctx->load_verify_file(ca_file, ec);
+    if (ec) return InvalidArgument("tls: cannot read the CA certificate " + ca_file + ": " + ec.message());
+  }
+  ctx->set_verify_mode(ssl::verify_peer, ec);
+  if (ec) return Internal("tls: verify mode: " + ec.message());
   return ctx;
 }
 

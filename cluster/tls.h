@@ -44,6 +44,17 @@ enum class TlsRole { kServer, kClient };
 // missing, unreadable, or the key does not match the certificate.
 StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeTlsContext(const TlsFiles& files, TlsRole role);
 
+// HTTPS on the crawlers' API (server side): presents files.cert and files.key; clients are not
+// asked for a certificate (writers authenticate by bearer token), so files.ca is not read here
+// (it is what the clients verify the server against). InvalidArgument naming a missing or
+// unreadable file, or a key that does not match the certificate.
+StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeHttpsServerContext(const TlsFiles& files);
+
+// HTTPS client side: verifies the server's certificate against `ca_file` (empty: the system's
+// trusted CAs). The name check against the host asked for is per connection (HttpClient sets it).
+// InvalidArgument naming an unreadable CA file.
+StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeHttpsClientContext(const std::string& ca_file);
+
 // Makes a cluster CA (ca.pem, ca.key) and a member certificate it signs (member.pem, member.key;
 // for server and client use; subject alternative names: `hosts`, IP addresses or DNS names) in
 // `dir`, valid `days` days; EC P-256 keys, SHA-256 signatures, keys written mode 0600. A CA

@@ -122,6 +122,7 @@ class ServiceReplay {
     cluster::ServiceClientOptions so;
     so.server = o.server;
     so.token = o.server_token;
+    so.ca_file = o.server_ca_file;
     so.source = o.run.input;
     so.batch_records = 1000;
     ASSIGN_OR_RETURN(std::unique_ptr<cluster::ServiceClient> c, cluster::ServiceClient::Create(so));

@@ -70,6 +70,7 @@ struct EvalOptions {
   // milestone's records.
   std::string server;
   std::string server_token;              // the writers' bearer token, when the service asks for one
+  std::string server_ca_file;            // https: the CA the service's certificate is checked against
   unsigned server_connections = 4;       // status queries at once
   uint32_t server_settle_seconds = 3600; // longest wait for the service to decide what it was sent
   // input, config (routing, rho), threshold, signer, reader, threads, batch_pages; store,

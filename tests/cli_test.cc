@@ -153,6 +153,32 @@ TEST_F(CliTest, BadFlagsAreRefused) {
   EXPECT_THAT(r.err, HasSubstr("missing.jsonl"));
 }
 
+// A server that anyone on the network can reach needs both HTTPS and a writers' token: without
+// either it refuses to start, naming what is missing (and never binds a port beyond loopback).
+TEST_F(CliTest, ServersRefuseToListenBeyondLoopbackWithoutHttpsAndAToken) {
+  ASSERT_EQ(Neardup("certs init --dir " + Path("certs") + " --hosts 127.0.0.1").code, 0);
+  Write("token", "a-token-of-the-writers\n");
+  fs::permissions(Path("token"), fs::perms::owner_read | fs::perms::owner_write);
+  const std::string t1 = "tier1-server --listen 0.0.0.0:0 --store " + Path("store");
+  Outcome r = Neardup(t1);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("needs HTTPS (tier1_server.tls or --tls-dir) and a bearer token"));
+  r = Neardup(t1 + " --bearer-token-file " + Path("token"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("needs HTTPS"));
+  EXPECT_THAT(r.err, Not(HasSubstr("bearer token")));
+  r = Neardup(t1 + " --tls-dir " + Path("certs"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("needs a bearer token"));
+  r = Neardup(t1 + " --tls-dir " + Path("nowhere") + " --bearer-token-file " + Path("token"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("nowhere/member.pem does not exist"));
+  r = Neardup("email serve --listen 0.0.0.0:0 --store " + Path("email") + " --bearer-token-file " + Path("token"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("needs HTTPS (--tls-dir)"));
+  EXPECT_FALSE(fs::exists(Path("store") + "/ingest.jsonl"));  // refused before the store was opened
+}
+
 TEST_F(CliTest, GenCrawlIsDeterministic) {
   ASSERT_EQ(Neardup("gen-crawl --pages 500 --seed 4 --out " + Path("a.jsonl") + " --truth " + Path("t.jsonl")).code, 0);
   ASSERT_EQ(Neardup("gen-crawl --pages 500 --seed 4 --out " + Path("b.jsonl")).code, 0);

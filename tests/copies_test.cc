@@ -106,7 +106,7 @@ TEST_F(CopiesTest, ACrawlOfCopiesKeepsTheBatchLoopsRate) {
                                           "--store", Path("store"), "--map", Path("map.pb"), "--tier2",
                                           "127.0.0.1:" + a + ",127.0.0.1:" + b});
   ASSERT_FALSE(api.empty()) << Read(Path("tier1.log"));
-  auto client = cluster::HttpClient::Create("http://127.0.0.1:" + api, std::chrono::seconds(60));
+  auto client = cluster::HttpClient::Create("http://127.0.0.1:" + api, {.timeout = std::chrono::seconds(60)});
   ASSERT_TRUE(client.ok());
   auto posted = (*client)->Request("POST", "/v1/pages", crawl, {{"Authorization", "Bearer copies"}});
   ASSERT_TRUE(posted.ok()) << posted.status().ToString();

@@ -149,9 +149,11 @@ class ServiceTest : public ProcessTest {
     Write("second.jsonl", second);
     return {first, second};
   }
-  // The API's URL that `cluster up` printed (empty when it printed none).
+  // The API's URL that `cluster up` printed (empty when it printed none): https:// with the
+  // cluster's TLS (its default), else http://.
   static std::string ApiOf(const Outcome& up) {
-    const size_t at = up.out.find("http://");
+    size_t at = up.out.find("https://");
+    if (at == std::string::npos) at = up.out.find("http://");
     if (at == std::string::npos) return "";
     return up.out.substr(at, up.out.find('\n', at) - at);  // the address, to its line's end
   }
@@ -523,15 +525,21 @@ TEST_F(ServiceTest, ClusterUpSupervisesAndClusterDownStops) {
                              "tier2 { batch_pages: 100 }\n");
   Outcome up = Neardup("cluster up --config " + Path("cluster.textproto"));
   ASSERT_EQ(up.code, 0) << up.err << Read(Path("cl/logs/supervisor.log"));
+  // The API speaks HTTPS with the cluster's CA (cl/ca.pem), which a client must trust.
   const std::string server = ApiOf(up);
-  ASSERT_FALSE(server.empty()) << up.out;
-  auto client = cluster::HttpClient::Create(server);
+  ASSERT_TRUE(server.starts_with("https://")) << up.out;
+  auto client = cluster::HttpClient::Create(server, {.ca_file = Path("cl/ca.pem")});
   ASSERT_TRUE(client.ok());
+  auto plain = cluster::HttpClient::Create("http://" + server.substr(8), {.timeout = std::chrono::seconds(5)});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE((*plain)->Request("GET", "/healthz", "").ok());
+  EXPECT_NE(Neardup("status --server " + server + " --url http://a.example/").code, 0);  // the CA not trusted
+  EXPECT_EQ(Neardup("status --server " + server + " --ca-file " + Path("cl/ca.pem") + " --url http://a.example/").code, 0);
   // The cluster made its writers' token; the client given the cluster's configuration finds the
-  // API and the token (without them: refused).
+  // API, the token and the CA (without the token: refused).
   EXPECT_EQ(std::filesystem::status(Path("cl/token")).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  EXPECT_NE(Neardup("ingest --server " + server + " --input " + crawl_).code, 0);
+  EXPECT_NE(Neardup("ingest --server " + server + " --ca-file " + Path("cl/ca.pem") + " --input " + crawl_).code, 0);
   ASSERT_EQ(Neardup("ingest --config " + Path("cluster.textproto") + " --input " + crawl_).code, 0);
   // A Tier 2 server dies: the supervisor starts it again on its address.
   const std::string view = Read(Path("cl/membership.textproto"));
@@ -569,7 +577,7 @@ TEST_F(ServiceTest, ClusterScaleAddsAndDrainsATier2ServerWhileIngestRuns) {
   ASSERT_EQ(up.code, 0) << up.err << Read(Path("cl/logs/supervisor.log"));
   std::string server = ApiOf(up);
   ASSERT_FALSE(server.empty()) << up.out;
-  auto client = cluster::HttpClient::Create(server);
+  auto client = cluster::HttpClient::Create(server, {.ca_file = Path("cl/ca.pem")});
   ASSERT_TRUE(client.ok());
   WriteCrawlHalves();
   ASSERT_EQ(Neardup("ingest --config " + config + " --input " + Path("first.jsonl")).code, 0);
@@ -630,7 +638,7 @@ TEST_F(ServiceTest, ClusterScaleAddsAndDrainsATier2ServerWhileIngestRuns) {
   up = Neardup("cluster up --config " + config);
   ASSERT_EQ(up.code, 0) << up.err << Read(Path("cl/logs/supervisor.log")) << Read(Path("cl/logs/tier1.log"));
   server = ApiOf(up);
-  client = cluster::HttpClient::Create(server);
+  client = cluster::HttpClient::Create(server, {.ca_file = Path("cl/ca.pem")});
   ASSERT_TRUE(client.ok());
   EXPECT_EQ(Differences(**client, Expected(Path("local.jsonl"))), 0);
   EXPECT_EQ(Neardup("cluster down --config " + config).code, 0);

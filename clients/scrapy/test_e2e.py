@@ -21,11 +21,13 @@ import json
 import os
 import random
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -150,12 +152,13 @@ class SiteSpider(scrapy.Spider):
                        "stats": stats}, f)
 
 
-def crawl(start_url, service_url, result):
+def crawl(start_url, service_url, ca_file, result):
     """The subprocess: crawls the site through the middleware, writes what it saw to `result`."""
     process = CrawlerProcess({
         "DOWNLOADER_MIDDLEWARES": {"neardup_scrapy.NeardupMiddleware": 570},
         "NEARDUP_URL": service_url,
         "NEARDUP_TOKEN": TOKEN,
+        "NEARDUP_CA_FILE": ca_file,
         "NEARDUP_TIMEOUT": 10,
         "ROBOTSTXT_OBEY": False,
         "RETRY_ENABLED": False,
@@ -178,9 +181,10 @@ def check(condition, message):
         raise Failed(message)
 
 
-def no_proxy_opener():
-    """urllib without proxies: everything here is on loopback."""
-    return urllib.request.build_opener(urllib.request.ProxyHandler({}))
+def no_proxy_opener(ca_file):
+    """urllib without proxies (everything here is on loopback), trusting the cluster's CA."""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                       urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca_file)))
 
 
 def ask(opener, service_url, url):
@@ -212,11 +216,16 @@ def start_tier1(neardup, tmp, pages, site_url):
     token_file = os.path.join(tmp, "token")
     with open(os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(TOKEN + "\n")
+    # HTTPS, as a cluster serves it: the cluster's CA and a member certificate for loopback.
+    certs = os.path.join(tmp, "certs")
+    made = subprocess.run([neardup, "--log-level", "warn", "certs", "init", "--dir", certs, "--hosts", "127.0.0.1"],
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    check(made.returncode == 0, f"neardup certs init failed ({made.returncode}):\n{made.stderr}")
     port_file = os.path.join(tmp, "tier1.port")
     with open(os.path.join(tmp, "tier1.log"), "w") as log:
         proc = subprocess.Popen([neardup, "--log-level", "warn", "tier1-server", "--listen", "127.0.0.1:0",
                                  "--store", os.path.join(tmp, "store"), "--map", os.path.join(tmp, "mapstore", "map.pb"),
-                                 "--bearer-token-file", token_file, "--port-file", port_file],
+                                 "--bearer-token-file", token_file, "--tls-dir", certs, "--port-file", port_file],
                                 stdout=log, stderr=subprocess.STDOUT)
     try:
         give_up = time.monotonic() + START_TIMEOUT
@@ -225,7 +234,7 @@ def start_tier1(neardup, tmp, pages, site_url):
             check(time.monotonic() < give_up, "tier1-server did not listen in time")
             time.sleep(0.05)
         with open(port_file) as f:
-            return proc, f"http://127.0.0.1:{f.read().strip()}"
+            return proc, f"https://127.0.0.1:{f.read().strip()}", os.path.join(certs, "ca.pem")
     except BaseException:
         stop(proc)
         raise
@@ -242,14 +251,14 @@ def stop(proc):
             proc.wait()
 
 
-def run_crawl(tmp, name, site_url, service_url):
+def run_crawl(tmp, name, site_url, service_url, ca_file):
     """Crawls the site in a subprocess through the middleware asking `service_url`: what the spider
     saw (SiteSpider.closed). Its log is tmp/<name>.log."""
     result_file = os.path.join(tmp, f"{name}.json")
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     with open(os.path.join(tmp, f"{name}.log"), "w") as log:
         child = subprocess.run([sys.executable, os.path.abspath(__file__), "--crawl", site_url + "/",
-                                "--service", service_url, "--result", result_file],
+                                "--service", service_url, "--ca-file", ca_file, "--result", result_file],
                                stdout=log, stderr=subprocess.STDOUT, env=env, timeout=CRAWL_TIMEOUT)
     check(child.returncode == 0 and os.path.exists(result_file), f"{name} failed ({child.returncode})")
     with open(result_file) as f:
@@ -279,13 +288,19 @@ def run_test(neardup, tmp):
     dead_urls = {site_url + p for p in DEAD}
     tier1 = None
     try:
-        tier1, service_url = start_tier1(neardup, tmp, pages, site_url)
-        result = run_crawl(tmp, "crawl", site_url, service_url)
+        tier1, service_url, ca_file = start_tier1(neardup, tmp, pages, site_url)
+        # A client that does not trust the cluster's CA gets no answer from the HTTPS API.
+        try:
+            no_proxy_opener(None).open(f"{service_url}/healthz", timeout=5)
+            raise Failed("the API answered a client that does not trust its CA")
+        except urllib.error.URLError as e:
+            check(isinstance(e.reason, ssl.SSLCertVerificationError), f"an untrusting client: {e!r}")
+        result = run_crawl(tmp, "crawl", site_url, service_url, ca_file)
         check_reached("crawl", result, html_urls, dead_urls)
         stats, kept, dropped = result["stats"], set(result["kept"]), set(result["dropped"])
         check(stats.get("neardup/unavailable", 0) == 0, f"the service did not answer for some pages: {stats}")
 
-        opener = no_proxy_opener()
+        opener = no_proxy_opener(ca_file)
         give_up = time.monotonic() + SETTLE_TIMEOUT
         while True:
             answers = {u: ask(opener, service_url, u)["status"] for u in html_urls | dead_urls}
@@ -301,7 +316,7 @@ def run_test(neardup, tmp):
 
         # Fail open: with the service stopped, every page is kept and counted unavailable.
         stop(tier1)
-        result = run_crawl(tmp, "crawl-unavailable", site_url, service_url)
+        result = run_crawl(tmp, "crawl-unavailable", site_url, service_url, ca_file)
         check_reached("crawl-unavailable", result, html_urls, dead_urls)
         stats = result["stats"]
         check(not result["dropped"] and stats.get("neardup/unavailable") == len(html_urls),
@@ -319,9 +334,10 @@ def main():
     parser.add_argument("--crawl", metavar="START_URL", help=argparse.SUPPRESS)
     parser.add_argument("--service", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
+    parser.add_argument("--ca-file", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.crawl:
-        crawl(args.crawl, args.service, args.result)
+        crawl(args.crawl, args.service, args.ca_file, args.result)
         return 0
     if not args.neardup:
         parser.error("--neardup is required")

@@ -18,8 +18,11 @@ request, or the page still pending), the response is kept, unless NEARDUP_ON_UNA
 "drop". Either way it is counted in neardup/unavailable and logged.
 
 Settings:
-  NEARDUP_URL             the Tier 1 server's base URL, e.g. "http://127.0.0.1:8080"; unset: the
+  NEARDUP_URL             the Tier 1 server's base URL, e.g. "https://127.0.0.1:8080"; unset: the
                           middleware is disabled (NotConfigured)
+  NEARDUP_CA_FILE         for an https:// URL: the CA certificate the server's is checked against
+                          (a `neardup cluster up` cluster's is its directory's ca.pem); unset: the
+                          system's trusted CAs
   NEARDUP_TIMEOUT         seconds for one page's whole exchange: send, wait, answer (default 10)
   NEARDUP_TOKEN           bearer token for the writes, when the server is configured with one
   NEARDUP_ON_UNAVAILABLE  "pass" (default: keep the response) or "drop"
@@ -44,6 +47,7 @@ run in that shared pool.
 import http.client
 import json
 import logging
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -73,9 +77,14 @@ class ServiceError(Exception):
 class NeardupClient:
     """The HTTP exchanges with a Tier 1 server. Blocking: called on the middleware's threads."""
 
-    def __init__(self, base_url, token=None):
+    def __init__(self, base_url, token=None, ca_file=None):
         self.base_url = base_url.rstrip("/")
         self.token = token
+        # https: the server's certificate checked against ca_file (or the system's CAs), and its
+        # name against the URL's host (the default context checks both).
+        self.tls = ssl.create_default_context(cafile=ca_file) if self.base_url.startswith("https://") else None
+        if ca_file and self.tls is None:
+            raise ValueError(f"NEARDUP_CA_FILE is set but NEARDUP_URL {base_url!r} is not https://")
 
     def answer(self, record, deadline):
         """Sends one crawl record and returns the service's answer for its URL once it is no
@@ -127,7 +136,7 @@ class NeardupClient:
             raise ServiceError(f"{method} {path}: timed out")
         request = urllib.request.Request(self.base_url + path, data=body, headers=headers, method=method)
         try:
-            with urllib.request.urlopen(request, timeout=left) as r:
+            with urllib.request.urlopen(request, timeout=left, context=self.tls) as r:
                 return r.status, r.headers, r.read()
         except urllib.error.HTTPError as e:
             with e:
@@ -167,7 +176,7 @@ class NeardupMiddleware:
         base_url = settings.get("NEARDUP_URL")
         if not base_url:
             raise NotConfigured("NEARDUP_URL is not set")
-        self.client = NeardupClient(base_url, settings.get("NEARDUP_TOKEN"))
+        self.client = NeardupClient(base_url, settings.get("NEARDUP_TOKEN"), settings.get("NEARDUP_CA_FILE"))
         self.timeout = settings.getfloat("NEARDUP_TIMEOUT", 10.0)
         self.on_unavailable = settings.get("NEARDUP_ON_UNAVAILABLE", "pass")
         if self.on_unavailable not in ("pass", "drop"):
