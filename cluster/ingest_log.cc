@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -57,6 +58,16 @@ StatusOr<std::unique_ptr<IngestLog>> IngestLog::Open(const Options& options) {
       const Status s = IoError(Errno("ingest log: cannot cut the torn tail of", options.path));
       ::close(fd);
       return s;
+    }
+  }
+  // The file's entry in its directory, durable before the first acknowledgement: syncing the
+  // file's data does not sync the directory that names it.
+  if (options.sync) {
+    std::string dir = std::filesystem::path(options.path).parent_path().string();
+    if (dir.empty()) dir = ".";
+    if (Status s = options.env->SyncDir(dir); !s.ok()) {
+      ::close(fd);
+      return IoError("ingest log " + options.path + ": " + s.message());
     }
   }
   return std::unique_ptr<IngestLog>(new IngestLog(options, fd, *whole));

@@ -7,6 +7,10 @@
 // durable_bytes() is how far the file may be read (whole records, synced): the pipeline follows it
 // (pipeline/ingest_feed.h).
 //
+// Open makes the log's directory entry durable (a sync of its directory) before anything can be
+// acknowledged: a log created, or left by a process that crashed before its directory was synced,
+// would otherwise vanish with every record in it at a power cut, however often its data was synced.
+//
 // A crash can leave a torn tail (bytes written, never synced or acknowledged): Open cuts the file
 // back to its last whole line. A write or sync that fails fails its appends and every later one
 // (after a failed fsync nothing is known of what reached the disk): the server must restart.
@@ -29,6 +33,7 @@
 #include <thread>
 
 #include "common/status.h"
+#include "storage/file_env.h"
 
 namespace neardup::cluster {
 
@@ -38,7 +43,9 @@ class IngestLog {
     std::string path;
     // Appends waiting to be written may hold this many bytes; past it Append refuses at once.
     uint64_t max_pending_bytes = uint64_t{64} << 20;
-    bool sync = true;  // fdatasync each group (off: tests of the logic only)
+    bool sync = true;  // fdatasync each group, sync the directory at Open (off: tests of the logic only)
+    // The file system whose SyncDir makes the log's directory entry durable (tests inject faults).
+    FileEnv* env = FileEnv::Default();
   };
   struct Stats {
     uint64_t appends = 0, records = 0, bytes = 0, syncs = 0;
@@ -47,7 +54,8 @@ class IngestLog {
   };
   using Done = std::function<void(const Status& status, uint64_t end_offset)>;
 
-  // Opens or creates the log, cutting a torn tail. IoError when it cannot.
+  // Opens or creates the log, cutting a torn tail, and syncs its directory (with `sync`). IoError
+  // when it cannot (the directory's sync included).
   static StatusOr<std::unique_ptr<IngestLog>> Open(const Options& options);
   // Writes what is pending, then closes (Close()).
   ~IngestLog();

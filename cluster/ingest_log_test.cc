@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/fault_file_env.h"
 #include "testing/files.h"
 #include "testing/temp_dir.h"
 
@@ -27,7 +28,7 @@ std::pair<Status, uint64_t> AppendAndWait(IngestLog& log, const std::string& lin
 
 TEST(IngestLog, AcknowledgesInOrderOnceDurable) {
   test::TempDir dir;
-  auto log = IngestLog::Open({dir.File("log"), 1 << 20, true});
+  auto log = IngestLog::Open({.path = dir.File("log"), .max_pending_bytes = 1 << 20, .sync = true});
   ASSERT_TRUE(log.ok()) << log.status().ToString();
   auto [s1, e1] = AppendAndWait(**log, "{\"a\":1}\n", 1);
   ASSERT_TRUE(s1.ok());
@@ -46,7 +47,7 @@ TEST(IngestLog, AcknowledgesInOrderOnceDurable) {
 // Many writers at once: every append acknowledged, each line whole, fewer syncs than appends.
 TEST(IngestLog, OneSyncCoversManyAppends) {
   test::TempDir dir;
-  auto log = IngestLog::Open({dir.File("log"), 64 << 20, true});
+  auto log = IngestLog::Open({.path = dir.File("log"), .max_pending_bytes = 64 << 20, .sync = true});
   ASSERT_TRUE(log.ok());
   constexpr int kThreads = 8, kEach = 200;
   std::atomic<int> acked{0};
@@ -75,7 +76,7 @@ TEST(IngestLog, ATornTailIsCutAtOpen) {
   {
     std::ofstream(dir.File("log")) << "{\"a\":1}\n{\"b\":2}\n{\"c\":";  // a crash in the middle of a write
   }
-  auto log = IngestLog::Open({dir.File("log"), 1 << 20, true});
+  auto log = IngestLog::Open({.path = dir.File("log"), .max_pending_bytes = 1 << 20, .sync = true});
   ASSERT_TRUE(log.ok());
   EXPECT_EQ((*log)->durable_bytes(), 16u);
   auto [s, end] = AppendAndWait(**log, "{\"d\":4}\n", 1);
@@ -84,9 +85,33 @@ TEST(IngestLog, ATornTailIsCutAtOpen) {
   EXPECT_EQ(test::ReadFile(dir.File("log")), "{\"a\":1}\n{\"b\":2}\n{\"d\":4}\n");
 }
 
+// The log's entry in its directory is made durable at Open, before anything is acknowledged: a
+// directory sync that fails fails Open, naming the directory; without `sync` none is attempted.
+TEST(IngestLog, OpenSyncsTheLogsDirectory) {
+  test::TempDir dir;
+  FaultFileEnv env(FileEnv::Default());
+  env.FailSyncs(true);
+  auto refused = IngestLog::Open({.path = dir.File("log"), .sync = true, .env = &env});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kIoError);
+  EXPECT_NE(refused.status().message().find("sync directory " + dir.str()), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(env.failed_syncs(), 1u);
+  auto unsynced = IngestLog::Open({.path = dir.File("log"), .sync = false, .env = &env});
+  EXPECT_TRUE(unsynced.ok()) << unsynced.status().ToString();
+  EXPECT_EQ(env.failed_syncs(), 1u);
+  unsynced->reset();
+  env.FailSyncs(false);
+  auto log = IngestLog::Open({.path = dir.File("log"), .sync = true, .env = &env});
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  auto [s, end] = AppendAndWait(**log, "{}\n", 1);
+  EXPECT_TRUE(s.ok());
+  EXPECT_EQ(end, 3u);
+}
+
 TEST(IngestLog, RefusesPastItsPendingBoundAndAfterClose) {
   test::TempDir dir;
-  auto log = IngestLog::Open({dir.File("log"), 64, true});
+  auto log = IngestLog::Open({.path = dir.File("log"), .max_pending_bytes = 64, .sync = true});
   ASSERT_TRUE(log.ok());
   // A first append larger than the bound is taken (else it could never be); a second waiting
   // behind it is refused while the first is pending, or taken once it is written.
@@ -101,7 +126,7 @@ TEST(IngestLog, RefusesPastItsPendingBoundAndAfterClose) {
 
 TEST(IngestLog, WaitDurableReturnsWhenBytesArrive) {
   test::TempDir dir;
-  auto log = IngestLog::Open({dir.File("log"), 1 << 20, false});
+  auto log = IngestLog::Open({.path = dir.File("log"), .max_pending_bytes = 1 << 20, .sync = false});
   ASSERT_TRUE(log.ok());
   std::thread writer([&] {
     std::this_thread::sleep_for(milliseconds(50));
