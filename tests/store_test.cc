@@ -1,7 +1,8 @@
 // End-to-end tests of a store's life across commands: its own parameters rule every later
 // command, a status query changes no file, --out is the store as the run leaves it, one input after
-// another adds to it as if they had been one crawl, and a crash between a batch's commit and its
-// status lines loses no acknowledgement.
+// another adds to it as if they had been one crawl, a crash between a batch's commit and its
+// status lines loses no acknowledgement, and a rebalance that adds a shard says the move budget
+// it takes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
