@@ -222,7 +222,8 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
   auto stimeout = std::make_shared<uint32_t>(3600);
   scale->add_option("--config", *sconfig, "the cluster's configuration (its cluster.dir)");
   scale->add_option("--tier2-servers", sq->tier2_servers, "Tier 2 servers after it")->required()->check(CLI::Range(1, 256));
-  scale->add_option("--max-move", sq->max_move, "share of resident pages cell moves may move")
+  scale->add_option("--max-move", sq->max_move, "share of resident pages cell moves may move (more when the new "
+                                                "server count needs more to reach the balance target)")
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   scale->add_option("--max-mb-per-s", sq->max_mb_per_s, "copy at most this many MB of signatures per second (0: no limit)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);

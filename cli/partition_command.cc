@@ -1,6 +1,7 @@
 // neardup partition build | partition route, and neardup rebalance: the partitioner's commands.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -222,6 +223,11 @@ int RunStoreRebalance(const RebalanceArgs& a) {
     std::printf("resident pages %llu (sampled %llu, rate %.4f); shards %u -> %u\n", (unsigned long long)r->resident_pages,
                 (unsigned long long)r->sampled_pages, r->sample_rate, r->shards_before, r->shards_after);
     std::printf("imbalance before %.4f  pages per shard: %s\n", r->imbalance_before, list(r->shard_pages_before).c_str());
+    if (r->move_budget > r->max_move + 1e-12) {
+      std::printf("move budget %.3f of the pages, above --max-move %.2f: %u -> %u shards needs it to reach %.3f\n",
+                  r->move_budget, r->max_move, r->shards_before, r->shards_after,
+                  std::max(r->target_imbalance, r->planned_imbalance));
+    }
     if (r->cells_split > 0) {
       std::printf("whole cells could not reach %.2f: %u cells split (their pages are relabelled before they move)\n",
                   o.target_imbalance, r->cells_split);
@@ -241,6 +247,7 @@ int RunStoreRebalance(const RebalanceArgs& a) {
                               : "");
   }
   std::printf("imbalance after %.4f  pages per shard: %s\n", r->imbalance_after, list(r->shard_pages_after).c_str());
+  if (!r->note.empty()) std::printf("note: %s\n", r->note.c_str());
   const std::string j = pipeline::RebalanceReportJson(*r) + "\n";
   std::fputs(j.c_str(), stdout);
   return 0;
@@ -402,7 +409,10 @@ void RegisterPartition(CLI::App& app, int* exit_code) {
   reb->add_option("--resident", r->resident, "resident pages (crawl JSON Lines): list every page that moves");
   reb->add_option("--sample-rate", r->sample_rate, "share of the input's URLs (--store: resident pages, 0.05) sampled")
       ->capture_default_str()->each([r](const std::string&) { r->sample_rate_given = true; });
-  reb->add_option("--max-move", r->max_move, "share of pages cell reassignment may move")->capture_default_str();
+  reb->add_option("--max-move", r->max_move, "share of pages cell reassignment may move (--store, --server: a "
+                                             "change of --shards moves more when it needs more to reach the target; "
+                                             "the report gives the budget used)")
+      ->capture_default_str();
   reb->add_flag("--no-reslice", r->no_reslice, "--store: move whole cells only, even when they cannot reach the target");
   reb->add_option("--target-imbalance", r->target, "re-slice (--store: stop moving) when reassignment reaches this "
                                                    "(--store: 1.05)")

@@ -17,6 +17,56 @@ std::vector<double> Loads(const std::vector<double>& cell_weight, const std::vec
   return load;
 }
 
+// ReassignCells' plan within `budget` (a share of `total`): each cell's shard among `shards`.
+std::vector<uint32_t> AssignWithin(const std::vector<double>& w, const std::vector<uint32_t>& old_shard,
+                                   uint32_t shards_before, uint32_t shards, double total, double target_imbalance,
+                                   double budget) {
+  const size_t cells = w.size();
+  std::vector<uint32_t> shard_of = old_shard;
+  // Drained shards' cells first: heaviest first, to the least-loaded shard that stays.
+  std::vector<double> load(shards, 0.0);
+  std::vector<uint32_t> drained;
+  for (uint32_t c = 0; c < cells; ++c) {
+    if (shard_of[c] < shards) load[shard_of[c]] += w[c];
+    else drained.push_back(c);
+  }
+  std::stable_sort(drained.begin(), drained.end(), [&](uint32_t a, uint32_t b) { return w[a] > w[b]; });
+  double forced = 0;
+  for (uint32_t c : drained) {
+    const uint32_t to = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    shard_of[c] = to;
+    load[to] += w[c];
+    forced += w[c];
+  }
+  // Growing: the new shards are filled largest cell first, each cell staying where it is while
+  // its shard has room (the mean times target_imbalance), else going to the least-loaded shard,
+  // within the budget. (The local search below, alone, spends its budget on cells it moves twice.)
+  if (shards > shards_before) {
+    const double cap = total / shards * std::max(1.0, target_imbalance);
+    std::vector<uint32_t> order;
+    for (uint32_t c = 0; c < cells; ++c) {
+      if (w[c] > 0) order.push_back(c);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return w[a] > w[b]; });
+    std::vector<double> placed(shards, 0.0);
+    for (uint32_t c : order) {
+      const uint32_t least = static_cast<uint32_t>(std::min_element(placed.begin(), placed.end()) - placed.begin());
+      uint32_t to = shard_of[c];
+      if (placed[to] + w[c] > cap && placed[least] + w[c] < placed[to] + w[c] && forced + w[c] <= budget * total) {
+        to = least;
+        forced += w[c];
+      }
+      placed[to] += w[c];
+      shard_of[c] = to;
+    }
+  }
+  RefineAssignment(w, &shard_of, shards,
+                   {.move_budget = std::max(0.0, budget * total - forced),
+                    .target_imbalance = target_imbalance,
+                    .compound = false});
+  return shard_of;
+}
+
 }  // namespace
 
 StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSample& fresh, const RebalanceOptions& o) {
@@ -41,6 +91,7 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
   for (uint32_t c = 0; c < old_map.cells(); ++c) old_shard[c] = old_map.ShardOf(c);
 
   RebalanceResult r{old_map};
+  r.move_budget = o.max_move;
   r.imbalance_before = Imbalance(Loads(w, old_shard, shards));
 
   // Step 1.
@@ -149,51 +200,38 @@ StatusOr<RebalanceResult> ReassignCells(const PartitionMap& old_map, const std::
     total += w[c];
   }
   const uint32_t cells = old_map.cells();
-  std::vector<uint32_t> old_shard(cells), shard_of(cells);
-  for (uint32_t c = 0; c < cells; ++c) old_shard[c] = shard_of[c] = old_map.ShardOf(c);
+  std::vector<uint32_t> old_shard(cells);
+  for (uint32_t c = 0; c < cells; ++c) old_shard[c] = old_map.ShardOf(c);
   RebalanceResult r{old_map};
   r.imbalance_before = Imbalance(Loads(w, old_shard, old_map.shards()));
-  // Drained shards' cells first: heaviest first, to the least-loaded shard that stays.
-  std::vector<double> load(shards, 0.0);
-  std::vector<uint32_t> drained;
-  for (uint32_t c = 0; c < cells; ++c) {
-    if (shard_of[c] < shards) load[shard_of[c]] += w[c];
-    else drained.push_back(c);
-  }
-  std::stable_sort(drained.begin(), drained.end(), [&](uint32_t a, uint32_t b) { return w[a] > w[b]; });
-  double forced = 0;
-  for (uint32_t c : drained) {
-    const uint32_t to = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    shard_of[c] = to;
-    load[to] += w[c];
-    forced += w[c];
-  }
-  // Growing: the new shards are filled largest cell first, each cell staying where it is while
-  // its shard has room (the mean times target_imbalance), else going to the least-loaded shard,
-  // within the budget. (The local search below, alone, spends its budget on cells it moves twice.)
-  if (shards > old_map.shards()) {
-    const double cap = total / shards * std::max(1.0, o.target_imbalance);
-    std::vector<uint32_t> order;
-    for (uint32_t c = 0; c < cells; ++c) {
-      if (w[c] > 0) order.push_back(c);
-    }
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return w[a] > w[b]; });
-    std::vector<double> placed(shards, 0.0);
-    for (uint32_t c : order) {
-      const uint32_t least = static_cast<uint32_t>(std::min_element(placed.begin(), placed.end()) - placed.begin());
-      uint32_t to = shard_of[c];
-      if (placed[to] + w[c] > cap && placed[least] + w[c] < placed[to] + w[c] && forced + w[c] <= o.max_move * total) {
-        to = least;
-        forced += w[c];
+  auto plan = [&](double budget) {
+    return AssignWithin(w, old_shard, old_map.shards(), shards, total, o.target_imbalance, budget);
+  };
+  std::vector<uint32_t> shard_of = plan(o.max_move);
+  r.move_budget = o.max_move;
+  // A shard-count change takes the budget it needs: the least share (bisected to 1/4096) whose
+  // plan reaches target_imbalance, or, when no budget does, the balance of the plan with no limit.
+  constexpr double kSlack = 1e-9;
+  if (shards != old_map.shards() && !o.resize_within_max_move && o.max_move < 1 &&
+      Imbalance(Loads(w, shard_of, shards)) > o.target_imbalance + kSlack) {
+    std::vector<uint32_t> free_hand = plan(1.0);
+    const double goal = std::max(o.target_imbalance, Imbalance(Loads(w, free_hand, shards))) + kSlack;
+    if (Imbalance(Loads(w, shard_of, shards)) > goal) {
+      double lo = o.max_move, hi = 1.0;
+      while (hi - lo > 1.0 / 4096) {
+        const double mid = (lo + hi) / 2;
+        std::vector<uint32_t> s = plan(mid);
+        if (Imbalance(Loads(w, s, shards)) <= goal) {
+          hi = mid;
+          free_hand = std::move(s);
+        } else {
+          lo = mid;
+        }
       }
-      placed[to] += w[c];
-      shard_of[c] = to;
+      shard_of = std::move(free_hand);
+      r.move_budget = hi;
     }
   }
-  RefineAssignment(w, &shard_of, shards,
-                   {.move_budget = std::max(0.0, o.max_move * total - forced),
-                    .target_imbalance = o.target_imbalance,
-                    .compound = false});
   pb::PartitionMap p = old_map.proto();
   p.set_generation(p.generation() + 1);
   p.set_shards(shards);

@@ -26,6 +26,9 @@ namespace neardup::partitioner {
 struct RebalanceOptions {
   double max_move = 0.1;          // share of pages step 1 may move
   double target_imbalance = 1.15; // re-slice only above this
+  // ReassignCells onto another shard count: keep within max_move even when that cannot reach
+  // target_imbalance (by default the change takes the budget it needs; see ReassignCells).
+  bool resize_within_max_move = false;
 };
 
 struct CellMove {
@@ -41,6 +44,9 @@ struct RebalanceResult {
   double imbalance_before = 0;        // the fresh sample under the old map
   double imbalance_after = 0;         // the fresh sample under the new map
   double moved_share = 0;             // share of sample pages whose shard changes
+  // Share of the weight the plan could move: max_move, or more when ReassignCells raised it for
+  // a shard-count change.
+  double move_budget = 0;
   std::vector<CellMove> moves = {};   // aggregated, largest first
 };
 
@@ -56,14 +62,21 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
 // filled first, largest cell first, each staying on its shard while that has room (the mean times
 // target_imbalance) and going to the least-loaded one otherwise, within max_move; then
 // RefineAssignment with moves and swaps while the imbalance is above target_imbalance and the
-// weight moved stays within max_move of the total. The result's map has generation + 1, `shards` shards and cell_weight as
+// weight moved stays within max_move of the total.
+// A shard-count change cannot be balanced within a small budget (a fifth shard needs a fifth of
+// the pages), so unless options.resize_within_max_move, when the plan within max_move stays above
+// target_imbalance, the budget is raised to what the change needs: the least share (bisected to
+// 1/4096) whose plan reaches target_imbalance, or, when no budget does (cells too coarse), the
+// balance the plan with no limit reaches. The result's move_budget says which budget was used.
+// The result's map has generation + 1, `shards` shards and cell_weight as
 // its weights; moves are per cell (from_cell == to_cell), imbalances and moved_share by weight.
 // InvalidArgument for shards == 0, a cell_weight of another size than the map's cells or with a
 // negative entry, or max_move outside [0, 1].
 StatusOr<RebalanceResult> ReassignCells(const PartitionMap& old_map, const std::vector<double>& cell_weight,
                                         uint32_t shards, const RebalanceOptions& options);
 
-// ReassignCells first, with the weights of `sample` (pages' vectors of the map's feature); when
+// ReassignCells first (raising the budget for a shard-count change as it does), with the weights
+// of `sample` (pages' vectors of the map's feature); when
 // that leaves the imbalance above target_imbalance, re-slices: splits the heaviest cell that can be
 // split in two at the median of its sample pages' last length (SplitCells: every other cell keeps
 // its number and box, so only pages of split cells change cell), until the map has as many cells

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
+#include <utility>
 
 #include "partitioner/map_builder.h"
 
@@ -130,6 +132,58 @@ TEST(ReassignCells, DrainingEmptiesTheLastShardsWhateverTheBudget) {
     }
   }
   EXPECT_LT(r->imbalance_after, 1.4);
+}
+
+// A fifth shard needs a fifth of the pages: growing 4 -> 5 shards within a 10% budget leaves the
+// new shard at half the mean. The change takes the budget it needs (move_budget above max_move)
+// and reaches the target; with resize_within_max_move it keeps to max_move. The old shards'
+// weights drift from balanced (median 300) to skewed (median 340-380, as the store of the issue).
+TEST(ReassignCells, AddingAShardTakesTheBudgetItNeedsToReachTheTarget) {
+  auto map = BuildPartitionMap(Sample(30000, 300, 1), {.dims = 3, .shards = 4, .threshold = 0.9,
+                                                       .routing = pb::PartitionMap::EXACT_L1});
+  ASSERT_TRUE(map.ok());
+  for (const auto& [median, seed] : {std::pair<double, uint64_t>{300, 2}, {340, 3}, {380, 4}}) {
+    SCOPED_TRACE("sample median " + std::to_string(median) + ", seed " + std::to_string(seed));
+    const std::vector<double> w = CellWeights(*map, Sample(30000, median, seed));
+    const RebalanceOptions o{.max_move = 0.1, .target_imbalance = 1.05};
+    auto capped = ReassignCells(*map, w, 5, {.max_move = 0.1, .target_imbalance = 1.05, .resize_within_max_move = true});
+    ASSERT_TRUE(capped.ok()) << capped.status().message();
+    EXPECT_LE(capped->moved_share, 0.1 + 1e-12);
+    EXPECT_DOUBLE_EQ(capped->move_budget, 0.1);
+    EXPECT_GT(capped->imbalance_after, 1.05) << "10% cannot fill a fifth shard";
+
+    auto r = ReassignCells(*map, w, 5, o);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    std::printf("[ grow 4-5 ] median %.0f: imbalance %.4f -> %.4f within max_move 0.1 (moved %.4f), %.4f with "
+                "budget %.4f (moved %.4f)\n",
+                median, r->imbalance_before, capped->imbalance_after, capped->moved_share, r->imbalance_after,
+                r->move_budget, r->moved_share);
+    EXPECT_LE(r->imbalance_after, 1.05 + 1e-9);
+    EXPECT_GT(r->move_budget, 0.1);
+    EXPECT_LE(r->moved_share, r->move_budget + 1e-12);
+    std::vector<double> load(5, 0.0);
+    for (uint32_t c = 0; c < map->cells(); ++c) load[r->map.ShardOf(c)] += w[c];
+    EXPECT_NEAR(Imbalance(load), r->imbalance_after, 1e-12);
+    EXPECT_LE(r->move_budget, 0.4) << "twice what the new shard needs";
+    // A smaller budget given explicitly, and kept to, does not reach the target (the budget is
+    // bisected: just under it fails).
+    auto under = ReassignCells(*map, w, 5, {.max_move = r->move_budget - 1.0 / 4096, .target_imbalance = 1.05,
+                                            .resize_within_max_move = true});
+    ASSERT_TRUE(under.ok());
+    EXPECT_GT(under->imbalance_after, 1.05 + 1e-9);
+  }
+}
+
+// The same shard count keeps to max_move: only a shard-count change raises the budget.
+TEST(ReassignCells, AnUnchangedShardCountKeepsToMaxMove) {
+  auto map = BuildPartitionMap(Sample(30000, 300, 1), Options());
+  ASSERT_TRUE(map.ok());
+  const std::vector<double> w = CellWeights(*map, Sample(30000, 380, 4));
+  auto r = ReassignCells(*map, w, 16, {.max_move = 0.02, .target_imbalance = 1.0001});
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->move_budget, 0.02);
+  EXPECT_LE(r->moved_share, 0.02 + 1e-12);
+  EXPECT_GT(r->imbalance_after, 1.0001);
 }
 
 TEST(ReassignCells, RefusesBadArguments) {

@@ -725,6 +725,36 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
   }
   report.imbalance_before = ImbalanceOf(report.shard_pages_before);
   report.imbalance_after = ImbalanceOf(report.shard_pages_after);
+  report.max_move = o.max_move;
+  report.move_budget = plan.move_budget;
+  report.target_imbalance = o.target_imbalance;
+  report.planned_imbalance = plan.imbalance_after;
+  report.target_reached = plan.imbalance_after <= o.target_imbalance + 1e-9;
+  if (!report.target_reached) {
+    if (shards_after == map.shards()) {
+      report.note = fmt::format(
+          "target {:.2f} out of reach: moves and swaps within --max-move {:.2f} reach {:.3f} on the sample{}",
+          o.target_imbalance, o.max_move, plan.imbalance_after,
+          o.reslice ? "" : " (--no-reslice: whole cells only)");
+    } else {
+      report.note = fmt::format(
+          "target {:.2f} out of reach: no move budget gets {} -> {} shards below {:.3f} on the sample with {}",
+          o.target_imbalance, map.shards(), shards_after, plan.imbalance_after,
+          !o.reslice ? "whole cells (--no-reslice)" : report.cells_split > 0 ? "these cells, split ones included"
+                                                                              : "these cells (none could be split)");
+    }
+  }
+  if (report.imbalance_after > report.imbalance_before + 1e-9) {
+    report.note += fmt::format("{}the imbalance after ({:.3f}, {} shards) is above the one before ({:.3f}, {} shards)",
+                               report.note.empty() ? "" : "; ", report.imbalance_after, shards_after,
+                               report.imbalance_before, map.shards());
+  }
+  if (report.move_budget > o.max_move + 1e-12) {
+    spdlog::info("rebalance: store {}: {} -> {} shards needs a move budget of {:.3f} of the pages to reach {:.2f} "
+                 "(--max-move {:.2f})",
+                 o.dir, map.shards(), shards_after, report.move_budget, o.target_imbalance, o.max_move);
+  }
+  if (!report.note.empty()) spdlog::warn("rebalance: store {}: {}", o.dir, report.note);
   for (partitioner::CellMove m : plan.moves) {
     report.estimated_pages += m.pages / rate;
     m.pages = plan_pages[m.to_cell];
@@ -810,8 +840,16 @@ std::string RebalanceReportJson(const StoreRebalanceReport& r) {
   AppendJsonField(&j, "seconds", r.seconds);
   AppendJsonField(&j, "throttled_seconds", r.throttled_seconds);
   j += ",\"steps\":" + std::to_string(r.steps);
-  j += std::string(",\"dry_run\":") + (r.dry_run ? "true" : "false") + ",\"resumed\":" + (r.resumed ? "true" : "false") +
-       "}";
+  j += std::string(",\"dry_run\":") + (r.dry_run ? "true" : "false") + ",\"resumed\":" + (r.resumed ? "true" : "false");
+  if (!r.resumed) {
+    AppendJsonField(&j, "max_move", r.max_move);
+    AppendJsonField(&j, "move_budget", r.move_budget);
+    AppendJsonField(&j, "target_imbalance", r.target_imbalance);
+    AppendJsonField(&j, "planned_imbalance", r.planned_imbalance);
+    j += std::string(",\"target_reached\":") + (r.target_reached ? "true" : "false") + ",\"note\":";
+    AppendJsonString(&j, r.note);
+  }
+  j += "}";
   return j;
 }
 

@@ -4,7 +4,8 @@
 //
 // The plan: every resident page's cell comes from Tier 1's page records (home_cell); a sample of
 // them (by URL hash) weighs the cells, and partitioner::ReassignCells gives cells to the new
-// shard count (drained shards first, then moves and swaps within max_move). Cells keep their
+// shard count (drained shards first, then moves and swaps within max_move, or within what a
+// shard-count change needs to reach the target when that is more). Cells keep their
 // boundaries, so no page changes cell and Tier 1's records stay as they are. Only when that
 // cannot reach target_imbalance (cells too coarse for the shards, as after growing far), the
 // sampled pages' signatures are read and partitioner::ReassignOrSplitCells splits the heaviest
@@ -47,7 +48,10 @@ struct StoreRebalanceOptions {
   std::string dir;
   pb::NeardupConfig config;       // shard options and the group store's; the store's parameters rule
   uint32_t shards = 0;            // the shard count after the move; 0: as many as now
-  double max_move = 0.1;          // share of resident pages moves and swaps may move
+  // Share of resident pages moves and swaps may move. A change of the shard count moves at least
+  // what it needs to reach target_imbalance (or the best balance the cells allow), beyond this
+  // when need be: the report's move_budget (partitioner::ReassignCells).
+  double max_move = 0.1;
   double target_imbalance = 1.05; // moves and swaps stop at this (on the sample: headroom for 1.10 on all pages)
   // Share of resident pages (by URL hash) that weighs the cells; raised so that at least 20000
   // pages are sampled (all of a smaller store).
@@ -93,11 +97,22 @@ struct StoreRebalanceReport {
   bool deferred = false;          // defer_move: the journal is written, no page moved yet
   uint32_t cells_split = 0;       // cells split because whole cells could not reach the target
   uint64_t pages_relabelled = 0;  // Tier 1 records given a split cell's part by this process
+  // The plan (not set when a move was resumed): options.max_move; move_budget, the share of the
+  // sampled pages it could move (more than max_move when a shard-count change needs more to reach
+  // the target: partitioner::ReassignCells); the target and the plan's imbalance on the sample,
+  // which the target is checked against.
+  double max_move = 0, move_budget = 0, target_imbalance = 0, planned_imbalance = 0;
+  bool target_reached = false;
+  // Empty, or why the target was out of reach, and that the imbalance after is above the one
+  // before when it is (one or two sentences).
+  std::string note;
 };
 
 // The report as one JSON object (no newline): map_version_before/after, shards_before/after,
 // imbalance_before/after, cells_moved, cells_split, pages_moved, bytes_moved, pages_planned,
-// pages_estimated, pages_relabelled, seconds, throttled_seconds, steps, dry_run, resumed.
+// pages_estimated, pages_relabelled, seconds, throttled_seconds, steps, dry_run, resumed; and,
+// unless resumed, max_move, move_budget, target_imbalance, planned_imbalance, target_reached,
+// note.
 std::string RebalanceReportJson(const StoreRebalanceReport& r);
 
 // Plans and (unless dry_run) applies a rebalance to the store in options.dir, finishing an

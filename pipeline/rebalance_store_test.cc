@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -187,6 +188,42 @@ TEST_F(RebalanceStoreTest, AddingAShardMovesWholeCellsAndCheckIsClean) {
   p = CheckPlacement(StoreLayout{dir}, DefaultConfig());
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
+}
+
+// The sample crawl on 4 shards is skewed (1.23: 238 248 166 154 pages). A fifth shard with the
+// default --max-move (0.1) and target: the change takes the budget it needs (a fifth of the pages
+// at least), and the store ends balanced, the new shard near the mean, the report saying so.
+// Within 10% the new shard got 80 pages and the imbalance rose to 1.28.
+TEST_F(RebalanceStoreTest, AddingAShardWithDefaultFlagsReachesTheTarget) {
+  PipelineOptions run = SampleRun(*dir_, "four");
+  run.config.mutable_pipeline()->set_shards(4);
+  ASSERT_TRUE(RunPipeline(run).ok());
+  StoreRebalanceOptions o;
+  o.dir = run.store;
+  o.config = Options(run.store, 5).config;
+  o.shards = 5;
+  ASSERT_DOUBLE_EQ(o.max_move, 0.1);
+  auto r = RebalanceStore(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string json = RebalanceReportJson(*r);
+  std::printf("[ 4 -> 5   ] %s\n", json.c_str());
+  EXPECT_GT(r->imbalance_before, 1.15) << "the crawl no longer makes a skewed 4-shard store";
+  EXPECT_TRUE(r->applied);
+  EXPECT_EQ(r->shards_after, 5u);
+  EXPECT_LE(r->imbalance_after, 1.15);
+  EXPECT_LT(r->imbalance_after, r->imbalance_before);
+  EXPECT_TRUE(r->target_reached) << r->note;
+  EXPECT_TRUE(r->note.empty()) << r->note;
+  EXPECT_DOUBLE_EQ(r->max_move, 0.1);
+  EXPECT_GT(r->move_budget, 0.1);
+  EXPECT_NE(json.find("\"move_budget\":"), std::string::npos);
+  ASSERT_EQ(r->shard_pages_after.size(), 5u);
+  EXPECT_GE(r->shard_pages_after[4] * 5.0, r->resident_pages * 0.8) << "the new shard is far below the mean";
+  auto p = CheckPlacement(StoreLayout{run.store}, DefaultConfig());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->violation_count, 0u) << (p->violations.empty() ? "" : p->violations[0]);
+  EXPECT_EQ(p->shard_pages, r->shard_pages_after);
+  EXPECT_LE(p->imbalance, 1.15);
 }
 
 // Grown from 3 to 24 shards, the map's 64 cells cannot balance them whole: cells are split, their

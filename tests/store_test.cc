@@ -1,7 +1,8 @@
 // End-to-end tests of a store's life across commands: its own parameters rule every later
 // command, a status query changes no file, --out is the store as the run leaves it, one input after
-// another adds to it as if they had been one crawl, and a crash between a batch's commit and its
-// status lines loses no acknowledgement.
+// another adds to it as if they had been one crawl, a crash between a batch's commit and its
+// status lines loses no acknowledgement, and a rebalance that adds a shard says the move budget
+// it takes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -270,6 +271,47 @@ TEST_F(StoreTest, StatusAnswersAsBeforeWhileASplitMoveIsUnfinished) {
   EXPECT_EQ(Answers(r.out), expected);
   r = Neardup("check --store " + store);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
+// `rebalance --store S --shards 5` with the default flags on the sample crawl's skewed 4-shard
+// store (1.23): the move budget is raised to what the fifth shard needs, and said; the store ends
+// within 1.15 and check is clean. At an unchanged shard count a --max-move too small for the
+// target says that the target was out of reach, and why.
+TEST_F(StoreTest, AddingAShardSaysItsMoveBudgetAndEndsBalanced) {
+  const std::string store = Path("store");
+  Outcome r = Neardup("--log-level warn run --input " + std::string(NEARDUP_SOURCE_DIR) +
+                      "/data/sample-crawl.jsonl --store " + store + " --shards 4 --batch 100");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto report = [](const std::string& out) {
+    const size_t start = out.rfind('{');
+    EXPECT_NE(start, std::string::npos) << out;
+    return start == std::string::npos ? std::string("{}") : out.substr(start);
+  };
+  r = Neardup("--log-level warn rebalance --store " + store + " --shards 5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("above --max-move 0.10: 4 -> 5 shards needs it"));
+  simdjson::dom::parser parser;
+  simdjson::dom::element j;
+  ASSERT_EQ(parser.parse(report(r.out)).get(j), simdjson::SUCCESS) << r.out;
+  double before = 0, after = 0, budget = 0;
+  bool reached = false;
+  ASSERT_EQ(j["imbalance_before"].get_double().get(before), simdjson::SUCCESS);
+  ASSERT_EQ(j["imbalance_after"].get_double().get(after), simdjson::SUCCESS);
+  ASSERT_EQ(j["move_budget"].get_double().get(budget), simdjson::SUCCESS);
+  ASSERT_EQ(j["target_reached"].get_bool().get(reached), simdjson::SUCCESS);
+  EXPECT_GT(before, 1.15) << r.out;
+  EXPECT_LE(after, 1.15) << r.out;
+  EXPECT_GT(budget, 0.1) << r.out;
+  EXPECT_TRUE(reached) << r.out;
+  r = Neardup("check --store " + store);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+
+  r = Neardup("--log-level warn rebalance --store " + store + " --max-move 0 --target-imbalance 1.0001 --dry-run");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("note: target 1.00 out of reach: moves and swaps within --max-move 0.00"));
+  ASSERT_EQ(parser.parse(report(r.out)).get(j), simdjson::SUCCESS) << r.out;
+  ASSERT_EQ(j["target_reached"].get_bool().get(reached), simdjson::SUCCESS);
+  EXPECT_FALSE(reached);
 }
 
 }  // namespace
