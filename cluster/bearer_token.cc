@@ -6,8 +6,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
+
+#include "storage/file_env.h"
 
 namespace neardup::cluster {
 
@@ -57,7 +60,9 @@ Status WriteBearerTokenFile(const std::string& path, const std::string& token) {
     ::unlink(tmp.c_str());
     return IoError("cannot write the bearer token file " + path + ": " + std::strerror(ok ? errno : err));
   }
-  return Status::Ok();
+  // The rename durable too: a power cut must not take back a token a client was given.
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return FileEnv::Default()->SyncDir(dir.empty() ? "." : dir);
 }
 
 }  // namespace neardup::cluster

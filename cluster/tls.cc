@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "proto/config.pb.h"
+#include "storage/file_env.h"
 
 namespace neardup::cluster {
 namespace {
@@ -108,7 +109,9 @@ Status WritePem(const std::string& path, const std::string& pem, bool secret) {
     ::unlink(tmp.c_str());
     return IoError("tls: cannot write " + path);
   }
-  return Status::Ok();
+  // The rename durable too: after a power cut the members must find the certificates they used.
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return FileEnv::Default()->SyncDir(dir.empty() ? "." : dir);
 }
 
 template <typename Write>

@@ -219,8 +219,10 @@ class PowerLossTest : public BinaryTest {
     const size_t at = up.out.find("supervisor pid ");
     return at == std::string::npos ? 0 : static_cast<pid_t>(std::strtol(up.out.c_str() + at + 15, nullptr, 10));
   }
+  // The API's URL that `cluster up` printed: https:// with the cluster's TLS (its default).
   static std::string ApiOf(const Outcome& up) {
-    const size_t at = up.out.find("http://");
+    size_t at = up.out.find("https://");
+    if (at == std::string::npos) at = up.out.find("http://");
     if (at == std::string::npos) return "";
     return up.out.substr(at, up.out.find('\n', at) - at);
   }
@@ -332,7 +334,7 @@ TEST_F(PowerLossTest, AcknowledgedRecordsSurviveAPowerCut) {
   supervisor = SupervisorOf(up);
   ASSERT_GT(supervisor, 0) << up.out;
   const std::string token = Trimmed(Read(Path("disk/cl/token")));
-  auto client = cluster::HttpClient::Create(ApiOf(up));
+  auto client = cluster::HttpClient::Create(ApiOf(up), {.ca_file = Path("disk/cl/ca.pem")});
   ASSERT_TRUE(client.ok()) << up.out;
 
   // Ingest, 20 records a request, paced (about 800 records a second) so that the cut finds
@@ -342,7 +344,7 @@ TEST_F(PowerLossTest, AcknowledgedRecordsSurviveAPowerCut) {
   std::atomic<bool> stop{false};
   std::atomic<size_t> acked_count{0};
   std::thread ingest([&] {
-    auto c = cluster::HttpClient::Create(ApiOf(up), std::chrono::seconds(5));
+    auto c = cluster::HttpClient::Create(ApiOf(up), {.timeout = std::chrono::seconds(5), .ca_file = Path("disk/cl/ca.pem")});
     if (!c.ok()) return;
     for (size_t i = 0; i < records.size() && !stop;) {
       std::string body;
@@ -387,7 +389,7 @@ TEST_F(PowerLossTest, AcknowledgedRecordsSurviveAPowerCut) {
   up = Neardup("cluster up --config " + Path("cluster.textproto"));
   ASSERT_EQ(up.code, 0) << up.err << Read(Path("disk/cl/logs/supervisor.log")) << Read(Path("disk/cl/logs/tier1.log"));
   supervisor = SupervisorOf(up);
-  client = cluster::HttpClient::Create(ApiOf(up));
+  client = cluster::HttpClient::Create(ApiOf(up), {.ca_file = Path("disk/cl/ca.pem")});
   ASSERT_TRUE(client.ok());
   int unknown = 0, pending = 0;
   for (const std::string& url : acked) {
@@ -452,7 +454,7 @@ TEST_F(PowerLossTest, AcknowledgedWithoutSyncAreLost) {
   ASSERT_EQ(up.code, 0) << up.err << Read(Path("disk/cl/logs/supervisor.log"));
   supervisor = SupervisorOf(up);
   ASSERT_GT(supervisor, 0) << up.out;
-  auto client = cluster::HttpClient::Create(ApiOf(up));
+  auto client = cluster::HttpClient::Create(ApiOf(up), {.ca_file = Path("disk/cl/ca.pem")});
   ASSERT_TRUE(client.ok());
   // Fewer records than a batch holds: none is cut, they wait in the log only.
   const auto records = Records();
@@ -473,7 +475,7 @@ TEST_F(PowerLossTest, AcknowledgedWithoutSyncAreLost) {
   up = Neardup("cluster up --config " + Path("cluster.textproto"));
   ASSERT_EQ(up.code, 0) << up.err << Read(Path("disk/cl/logs/supervisor.log")) << Read(Path("disk/cl/logs/tier1.log"));
   supervisor = SupervisorOf(up);
-  client = cluster::HttpClient::Create(ApiOf(up));
+  client = cluster::HttpClient::Create(ApiOf(up), {.ca_file = Path("disk/cl/ca.pem")});
   ASSERT_TRUE(client.ok());
   int unknown = 0;
   for (size_t k = 0; k < 50; ++k) unknown += StatusOf(**client, records[k].first) == "unknown";
