@@ -32,7 +32,7 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
     std::optional<std::string> listen, store, map, token_file, tier2_tls_dir, tls_dir;
     std::vector<std::string> tier2;
     std::string port_file;
-    std::optional<uint32_t> batch;
+    std::optional<uint32_t> batch, new_store_shards;
   };
   auto a = std::make_shared<Args>();
   AddSharedOptions(cmd, shared.get());
@@ -47,6 +47,10 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
                   "HTTPS on the API with DIR/member.pem and member.key (DIR/ca.pem for the clients; overrides "
                   "tier1_server.tls)");
   cmd->add_option("--batch", a->batch, "pages per batch (B)");
+  cmd->add_option("--new-store-shards", a->new_store_shards,
+                  "shards of the map a new store given no map builds from its first records (default pipeline.shards; "
+                  "no effect on a store that has a map)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--port-file", a->port_file, "write the API's port here once listening (for scripts)");
   cmd->callback([shared, a, exit_code] {
     sigset_t signals;
@@ -87,6 +91,7 @@ void RegisterTier1Server(CLI::App& app, int* exit_code) {
     so.signer = opts->signer;
     so.given = opts->given;
     so.batch_pages = a->batch.value_or(so.config.tier2().batch_pages());
+    so.new_store_shards = a->new_store_shards.value_or(0);
     // Crash tests: NEARDUP_REBALANCE_KILL_AT=K kills the server (SIGKILL) after a rebalance's K-th
     // durable step, as `neardup rebalance --store` does.
     if (const char* k = std::getenv("NEARDUP_REBALANCE_KILL_AT"); k != nullptr && *k != '\0') {

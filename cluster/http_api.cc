@@ -268,7 +268,9 @@ asio::awaitable<HttpResponse> HttpApi::Route(HttpRequest& request, Endpoint* e) 
   if (path == "/healthz") {
     *e = kHealth;
     const neardup::Status h = service_->Health();
-    co_return h.ok() ? JsonResponse(request, 200, R"({"status":"ok"})") : JsonError(request, 503, h.message());
+    if (!h.ok()) co_return JsonError(request, 503, h.message());
+    // A new store whose map is not built yet takes ingest (its records answer pending).
+    co_return JsonResponse(request, 200, service_->BuildingMap() ? R"({"status":"ok","map":"building"})" : R"({"status":"ok"})");
   }
   if (path == "/metrics") {
     *e = kMetrics;

@@ -18,7 +18,8 @@
 //                              (Tier1Service::StartRebalance) -> 202 with its state; 409 while
 //                              one runs; 400 for a bad field or server list
 //   GET    /v1/admin/rebalance -> 200 the last rebalance's state (ClusterRebalanceJson)
-//   GET    /healthz            -> 200 {"status":"ok"}, or 503 with the reason
+//   GET    /healthz            -> 200 {"status":"ok"} (with "map":"building" while a new store's map
+//                                  is not built yet), or 503 with the reason
 //   GET    /metrics            -> Prometheus text exposition (version 0.0.4)
 //
 // Access (cluster/http_access.h), checked on the request's header before its body is read

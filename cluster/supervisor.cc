@@ -214,6 +214,8 @@ Status Supervisor::Start() {
   if (!token_file_.empty()) t1.args.insert(t1.args.end(), {"--bearer-token-file", token_file_});
   if (!tls_dir_.empty()) t1.args.insert(t1.args.end(), {"--tier2-tls-dir", tls_dir_});
   if (!api_tls_dir_.empty()) t1.args.insert(t1.args.end(), {"--tls-dir", api_tls_dir_});
+  // A new store given no map builds it from its first records: one shard per Tier 2 server.
+  t1.args.insert(t1.args.end(), {"--new-store-shards", std::to_string(servers)});
   t1.address = o_.config.tier1_server().listen();
   members_.push_back(std::move(t1));
   Status s = Spawn(members_.back());
@@ -223,12 +225,7 @@ Status Supervisor::Start() {
     return s;
   }
   api_ = api_scheme_ + "://" + members_.back().address;
-  // The shards each Tier 2 server holds, once the store's map is there.
-  auto map = partitioner::PartitionMap::Load(pipeline::StoreLayout{t1.store}.map());
-  if (map.ok()) {
-    shards_ = map->shards();
-    map_generation_ = map->proto().generation();
-  }
+  ReadMap();
   Publish();
   return Status::Ok();
 }
@@ -271,6 +268,14 @@ Status Supervisor::EnsureCertificates() {
     api_ca_ = files.ca;
   }
   return Status::Ok();
+}
+
+bool Supervisor::ReadMap() {
+  auto map = partitioner::PartitionMap::Load(pipeline::StoreLayout{Path("tier1")}.map());
+  if (!map.ok() || (map->shards() == shards_ && map->proto().generation() == map_generation_)) return false;
+  shards_ = map->shards();
+  map_generation_ = map->proto().generation();
+  return true;
 }
 
 void Supervisor::Publish() {
@@ -321,6 +326,11 @@ void Supervisor::Run() {
         }
         changed = true;
       }
+    }
+    // A new store's map, once the Tier 1 server built it: the shards each Tier 2 server holds.
+    if (shards_ == 0 && fs::exists(pipeline::StoreLayout{Path("tier1")}.map()) && ReadMap()) {
+      spdlog::info("cluster: the store's partition map is built: {} shards, generation {}", shards_, map_generation_);
+      changed = true;
     }
     if (changed) Publish();
     lock.unlock();
@@ -439,10 +449,7 @@ StatusOr<std::string> Supervisor::Scale(const ScaleRequest& q) {
     if (ec) spdlog::warn("cluster: cannot remove {}: {}", members_[i].store, ec.message());
   }
   if (q.tier2_servers < servers) members_.erase(members_.begin() + q.tier2_servers, members_.begin() + servers);
-  if (auto m = partitioner::PartitionMap::Load(pipeline::StoreLayout{store}.map()); m.ok()) {
-    shards_ = m->shards();
-    map_generation_ = m->proto().generation();
-  }
+  ReadMap();
   Publish();
   if (Status s = WriteFileAtomically(FileEnv::Default(), Path("tier2_servers"), std::to_string(q.tier2_servers) + "\n",
                                      /*sync=*/true);

@@ -13,6 +13,10 @@
 // lives on server m: a rebalance moves cells between shards, never shards between servers). The
 // count is kept in tier2_servers (beside the config), which a later `cluster up` starts.
 //
+// A new cluster needs no map: the Tier 1 server builds its store's map from the first records it
+// takes, with one shard per Tier 2 server (tier1-server --new-store-shards; cluster/README.md, A
+// new store's map), and the membership names each server's shards once that map is there.
+//
 // A cluster started again (after `cluster down`) gives each Tier 2 server the address the
 // membership recorded for it, as its store records them (with tier2_base_port 0, the first start
 // took free ports).
@@ -98,6 +102,10 @@ class Supervisor {
   // Waits for `m`, signalled, to exit; SIGKILL past `deadline` (grace_ms names it in the log).
   void AwaitStop(Member& m, std::chrono::steady_clock::time_point deadline, uint32_t grace_ms);
   void Publish();
+  // shards_ and map_generation_ from the Tier 1 store's map.pb; false when it has none yet, or
+  // they did not change. A new store's map is built by the Tier 1 server from its first records
+  // (cluster/tier1_service.h): Run picks it up once it is there.
+  bool ReadMap();
   // The configuration names no token: cluster.dir/token is made (once; mode 0600) and given to
   // the Tier 1 server. InvalidArgument/IoError when it cannot be read or written.
   Status EnsureToken();

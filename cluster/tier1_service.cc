@@ -37,11 +37,10 @@ StatusOr<std::unique_ptr<Tier1Service>> Tier1Service::Open(const Tier1ServiceOpt
   std::error_code ec;
   fs::create_directories(c.store(), ec);
   if (ec) return IoError("tier1-server: cannot create " + c.store() + ": " + ec.message());
-  if (!fs::exists(s->layout_.map()) && c.map().empty()) {
-    return InvalidArgument("tier1-server: store " + c.store() +
-                           " is new: tier1_server.map must name its partition map (neardup partition build)");
-  }
   ASSIGN_OR_RETURN(s->groups_, tier1::GroupStore::Open(pipeline::GroupStoreOptionsFor(s->layout_, options.config)));
+  // A new store given no map builds its own from its first records (the batch loop's first run).
+  const bool has_params = pipeline::ReadStoreParams(*s->groups_).ok();
+  s->building_map_ = !has_params && c.map().empty();
   IngestLog::Options lo;
   lo.path = c.store() + "/ingest.jsonl";
   lo.max_pending_bytes = c.max_unsynced_bytes();
@@ -62,11 +61,16 @@ StatusOr<std::unique_ptr<Tier1Service>> Tier1Service::Open(const Tier1ServiceOpt
   r.store = c.store();
   if (!fs::exists(s->layout_.map())) r.map = c.map();
   r.config = options.config;
+  r.given = options.given;
+  if (s->building_map_ && options.new_store_shards > 0) {
+    // The shard count of the map it builds: the caller's (cluster up: one shard per Tier 2 server).
+    r.config.mutable_pipeline()->set_shards(options.new_store_shards);
+    r.given["shards"] = "--new-store-shards";
+  }
   r.threshold = options.threshold;
   r.signer = options.signer;
   r.batch_pages = options.batch_pages;
   r.progress = false;
-  r.given = options.given;
   r.feed = s.get();
   r.groups = s->groups_.get();
   r.linger = milliseconds(c.linger_ms());
@@ -266,6 +270,10 @@ Status Tier1Service::StartRebalance(ClusterRebalanceRequest request) {
     std::string host;
     uint16_t port = 0;
     if (Status s = ParseHostPort(server, &host, &port); !s.ok()) return InvalidArgument("tier2: " + s.message());
+  }
+  if (building_map_) {
+    return FailedPrecondition("tier1-server: the store has no partition map yet (it is built from the first records "
+                              "ingested): nothing to rebalance");
   }
   std::lock_guard lock(rebalance_mu_);
   if (tier2_.empty() && !request.tier2.empty()) {
@@ -530,6 +538,8 @@ void Tier1Service::Loop() {
       paused_ = false;
       continue;
     }
+    // A new store's first run builds the map from the records the log holds: enough of them first.
+    if (building_map_ && !WaitForMapSample()) continue;  // stopped, or paused for a rebalance
     {
       std::lock_guard lock(stats_mu_);
       ++stats_.runs;
@@ -564,6 +574,27 @@ void Tier1Service::Loop() {
   loop_cv_.notify_all();
 }
 
+bool Tier1Service::WaitForMapSample() {
+  const pb::Tier1ServerConfig& c = o_.config.tier1_server();
+  while (!stop_loop_ && !pause_) {
+    const uint64_t durable = log_->durable_bytes();
+    if (durable > 0) {
+      if (map_wait_since_ == Clock::time_point{}) {
+        map_wait_since_ = Clock::now();
+        spdlog::info("tier1-server: store {} has no partition map: it is built from the first {} records ingested, or "
+                     "those the log holds {} ms after the first",
+                     layout_.dir, c.map_sample_records(), c.max_batch_delay_ms());
+      }
+      const uint64_t records = records_at_open_ + log_->stats().records;
+      if (records >= c.map_sample_records() || Clock::now() - map_wait_since_ >= milliseconds(c.max_batch_delay_ms())) {
+        return true;
+      }
+    }
+    log_->WaitDurable(durable, Clock::now() + milliseconds(100));
+  }
+  return false;
+}
+
 uint64_t Tier1Service::ReadableBytes() { return log_->durable_bytes(); }
 
 void Tier1Service::WaitReadable(uint64_t have, Clock::time_point until) {
@@ -578,6 +609,7 @@ void Tier1Service::Opened(const View& view) {
   map_generation_ = (view.move != nullptr && !view.move->flipped() ? view.move->before() : *view.map).proto().generation();
   threshold_ = view.threshold;
   signatures_ = std::make_unique<pipeline::ShardSetSignatures>(*view.map, *view.shards, view.move);
+  building_map_ = false;  // the store's map is written before its shards open
   std::lock_guard sl(stats_mu_);
   stats_.loop_running = true;
 }
@@ -652,6 +684,7 @@ Status Tier1Service::MarkPendingFromLog() {
     if (ParseCrawlRecord(line, &r).ok()) urls.emplace_back(std::move(r.url), at);
   }
   MarkPending(urls);
+  records_at_open_ = urls.size();
   if (!urls.empty()) {
     spdlog::info("tier1-server: {} records of the ingest log acknowledged but not committed: pending", urls.size());
   }

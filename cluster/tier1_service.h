@@ -17,6 +17,14 @@
 // restart redoes what a shard missed, so nothing accepted is dropped and the groups end as if
 // nothing failed. Meanwhile status queries are answered from the committed records.
 //
+// A new store given no map (tier1_server.map empty) builds its own: it takes ingest at once (each
+// record pending), and the batch loop's first run waits until the log holds
+// tier1_server.map_sample_records records, or max_batch_delay_ms passed since the first, then
+// samples the log's records as `neardup run` samples its input (pipeline/pipeline.h: the same
+// code), writes the map as the store's map.pb (durably, before the parameters that name it) and
+// decides them. From then on it is an ordinary store. A start before the map was written builds it
+// then; one after keeps it (cluster/README.md, A new store's map).
+//
 // Backpressure: Ingest refuses with ResourceExhausted when the log's unsynced bytes or its backlog
 // (durable, not yet committed) pass their bounds; the caller answers 429.
 //
@@ -54,6 +62,9 @@ struct Tier1ServiceOptions {
   double threshold = ConfigDefaults().baseline().threshold();
   SignerOptions signer;
   pipeline::GivenParams given;
+  // The shard count of the map a new store builds itself (no tier1_server.map); 0: pipeline.shards.
+  // A store that has a map, or is given one, keeps its shard count.
+  uint32_t new_store_shards = 0;
   uint32_t batch_pages = ConfigDefaults().tier2().batch_pages();
   // Called after each durable step of a rebalance (its journal, then each step the batch loop's
   // runs take of the move: StoreRebalanceOptions::on_step, PipelineOptions::move_on_step); false
@@ -142,9 +153,10 @@ Status CheckShardPlacement(const std::vector<std::string>& before, uint32_t shar
 
 class Tier1Service : public pipeline::IngestFeed {
  public:
-  // Opens the store (creating it with tier1_server.map when new), the ingest log, and starts the
-  // batch loop. InvalidArgument without a store or, for a new store, a map; IoError/Corruption
-  // from the store or the log; FailedPrecondition for parameters the store disagrees with.
+  // Opens the store (creating it with tier1_server.map when new, or building its map from its
+  // first records when none is given: above), the ingest log, and starts the batch loop.
+  // InvalidArgument without a store; IoError/Corruption from the store or the log;
+  // FailedPrecondition for parameters the store disagrees with.
   static StatusOr<std::unique_ptr<Tier1Service>> Open(const Tier1ServiceOptions& options);
   // Stop() first.
   ~Tier1Service() override;
@@ -183,6 +195,8 @@ class Tier1Service : public pipeline::IngestFeed {
   IngestLog::Stats LogStats() const { return log_->stats(); }
   // Fails (a reason) when the loop cannot make progress for long, or the log failed.
   Status Health();
+  // True while a new store's map is not built yet (its records answer pending).
+  bool BuildingMap() const { return building_map_.load(std::memory_order_relaxed); }
 
   // Rebalances the store's shards (pipeline/rebalance_store.h) on a thread of its own: the batch
   // loop pauses once the batch it is in commits, while the plan and the move's journal are
@@ -194,8 +208,8 @@ class Tier1Service : public pipeline::IngestFeed {
   // throughout. The server list is recorded in the store (meta row "tier2_servers"): a later
   // start must place every shard on the same server. A service whose shards are in this process
   // moves them the same way.
-  // RebalanceState() follows it. Errors (nothing started): FailedPrecondition while one runs or
-  // once stopping; InvalidArgument for bad options, or a server list for shards in this process.
+  // RebalanceState() follows it. Errors (nothing started): FailedPrecondition while one runs,
+  // before a new store's map is built, or once stopping; InvalidArgument for bad options, or a server list for shards in this process.
   // A server list that would move a shard between servers fails the rebalance (its state says
   // why) and changes nothing. Stop() lets a running move stop at
   // its next step: the store's journal finishes it on the next start.
@@ -222,6 +236,10 @@ class Tier1Service : public pipeline::IngestFeed {
  private:
   explicit Tier1Service(Tier1ServiceOptions options);
   void Loop();
+  // Before a new store's first run (building_map_): waits until the log holds
+  // map_sample_records records, or max_batch_delay_ms passed since its first; false when the loop
+  // is to stop or pause instead. On the loop's thread.
+  bool WaitForMapSample();
   // At Open: the loop's Tier 2 servers, `configured` checked against those the store records
   // (a store moved mid-rebalance goes on with the move's servers). FailedPrecondition when a shard
   // would be sought on another server than the one that holds it.
@@ -254,6 +272,10 @@ class Tier1Service : public pipeline::IngestFeed {
   pipeline::PipelineOptions run_;
   std::unique_ptr<ShardHealth> health_;
   uint64_t map_generation_ = 0;
+  // A new store's map is not built yet (Open; cleared once a run opened the store's map).
+  std::atomic<bool> building_map_{false};
+  uint64_t records_at_open_ = 0;           // records of the log past the committed ones, at Open
+  std::chrono::steady_clock::time_point map_wait_since_{};  // the first record seen; loop's thread
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stop_loop_{false};   // the loop ends after its current run

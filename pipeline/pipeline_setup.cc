@@ -290,6 +290,13 @@ Status Pipeline::OpenMap() {
   so.sample_rate = pc.map_sample_rate();
   so.max_pages = pc.map_sample_max_pages();
   so.keep_sets = config_.tier2().initial_order_pages();
+  if (o_.feed != nullptr) {
+    // A growing input (a Tier 1 server's ingest log): the sample is of what it holds now, to the
+    // end of its readable records.
+    const uint64_t readable = o_.feed->ReadableBytes();
+    so.signer.reader.readable = [readable] { return readable; };
+    so.signer.idle = []() -> StatusOr<bool> { return false; };
+  }
   ASSIGN_OR_RETURN(partitioner::CrawlSample sample, partitioner::SampleCrawl(o_.input, so));
   // The new shards index in the order of the tokens frequent in the sample (a site's header and
   // footer last) from their first page, until each derives its own (tier2.initial_order_pages).
