@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <tuple>
@@ -19,6 +20,7 @@
 #include "cluster/net.h"
 #include "cluster/tier2_service.h"
 #include "cluster/tls.h"
+#include "common/free_memory.h"
 #include "common/log_limit.h"
 
 // g++ 12 at -O1 (the sanitizer builds) inlines the connection coroutine's frame allocation into
@@ -198,7 +200,8 @@ class Tier2ServerImpl final : public Tier2Server {
     const auto stall = std::chrono::milliseconds(options_.stall_timeout_ms);
     const auto idle = std::chrono::milliseconds(options_.idle_timeout_ms);
     char header[kFrameHeaderBytes];
-    std::string body, out;
+    FrameBuffer body;
+    std::string out;
     for (;;) {
       // The next frame's first bytes may take as long as the connection may stay idle; the rest
       // of it must keep coming.
@@ -232,13 +235,13 @@ class Tier2ServerImpl final : public Tier2Server {
              "connection", peer, h->length, options_.max_inflight_bytes, inflight_.load());
         co_return;
       }
-      // The body grows as its bytes arrive (twice what came, at least 64 KiB at a time): a header
-      // alone cannot make the server reserve its length.
+      // The body's buffer is allocated at its length but not written (its pages become resident
+      // only as the peer's bytes arrive, and the length is within the budget just taken): a
+      // header alone does not make the server hold its length, and the body is never copied.
+      char* const data = body.Reserve(h->length);
       got = 0;
       while (got < h->length) {
-        const size_t want = std::min<size_t>(h->length, std::max<size_t>(2 * got, size_t{64} << 10));
-        if (body.size() < want) body.resize(want);
-        const Io r = co_await ReadSome(socket, timer, body.data() + got, want - got, stall);
+        const Io r = co_await ReadSome(socket, timer, data + got, h->length - got, stall);
         if (r.timed_out) {
           Warn("{}: {} of a frame's {} bytes, then nothing for {} ms; closing", peer, got,
                        h->length, stall.count());
@@ -247,7 +250,7 @@ class Tier2ServerImpl final : public Tier2Server {
         got += r.bytes;
       }
       pb::Tier2Request request;
-      if (Status s = DecodeFrameBody(*h, std::string_view(body.data(), h->length), &request); !s.ok()) {
+      if (Status s = DecodeFrameBody(*h, std::string_view(data, h->length), &request); !s.ok()) {
         ++refused_frames_;
         Warn("{}: {}; closing the connection", peer, s.message());
         co_return;
@@ -280,13 +283,50 @@ class Tier2ServerImpl final : public Tier2Server {
         sent += r.bytes;
       }
       // A connection idle between frames keeps no large buffer, and holds none of the budget.
-      if (body.capacity() > kKeptBufferBytes) std::string().swap(body);
-      if (out.capacity() > kKeptBufferBytes) std::string().swap(out);
+      body.Trim();
+      if (out.capacity() > kKeptBufferBytes) {
+        const size_t bytes = out.capacity();
+        std::string().swap(out);
+        ReturnFreeMemory(bytes);
+      }
       held.Release();
     }
   }
 
   static constexpr size_t kKeptBufferBytes = size_t{1} << 20;
+
+  // A connection's buffer for request bodies: one allocation at the frame's length (uninitialised,
+  // so untouched pages stay out of the process's resident memory), kept between frames up to
+  // kKeptBufferBytes; a larger one is freed after its frame (or with the connection) and its
+  // memory given back to the system, so that a burst of large frames does not stay resident.
+  class FrameBuffer {
+   public:
+    FrameBuffer() = default;
+    FrameBuffer(const FrameBuffer&) = delete;
+    FrameBuffer& operator=(const FrameBuffer&) = delete;
+    ~FrameBuffer() { Free(); }
+    char* Reserve(size_t n) {
+      if (n > capacity_) {
+        Free();
+        data_ = std::make_unique_for_overwrite<char[]>(n);
+        capacity_ = n;
+      }
+      return data_.get();
+    }
+    void Trim() {
+      if (capacity_ > kKeptBufferBytes) Free();
+    }
+
+   private:
+    void Free() {
+      const size_t bytes = capacity_;
+      data_.reset();
+      capacity_ = 0;
+      if (bytes > kKeptBufferBytes) ReturnFreeMemory(bytes);
+    }
+    std::unique_ptr<char[]> data_;
+    size_t capacity_ = 0;
+  };
 
   // What one read or write with a timeout did.
   struct Io {
