@@ -89,7 +89,7 @@ StatusOr<ClusterClient> ResolveClusterClient(const std::string& config, const st
     ASSIGN_OR_RETURN(c.token, cluster::ReadBearerTokenFile(token_file));
   }
   if (config.empty()) {
-    if (server.empty()) return InvalidArgument("give --server (http://host:port) or the cluster's --config");
+    if (server.empty()) return InvalidArgument("give --server (http(s)://host:port) or the cluster's --config");
     return c;
   }
   ASSIGN_OR_RETURN(pb::NeardupConfig cfg, LoadConfig(config));

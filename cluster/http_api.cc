@@ -560,6 +560,10 @@ HttpResponse HttpApi::Metrics(const HttpRequest& request) {
     one("neardup_http_bad_requests_total", "counter", "Malformed, oversized or timed-out HTTP requests.", h.bad_requests);
     one("neardup_http_refused_connections_total", "counter", "Connections refused past max_connections.", h.refused_connections);
     one("neardup_http_handler_errors_total", "counter", "Requests whose handler failed unexpectedly (answered 500).", h.handler_errors);
+    one("neardup_http_tls_handshake_failures_total", "counter",
+        "HTTPS connections that did not complete the TLS handshake (a client not trusting the certificate, plain HTTP, "
+        "none in time).",
+        h.tls_failures);
   }
   if (email_ != nullptr) email_->AppendMetrics(&o);
   HttpResponse r = JsonResponse(request, 200, std::move(o));

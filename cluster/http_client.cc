@@ -77,10 +77,11 @@ class BeastClient final : public HttpClient {
       secure_->async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) { ec = e; });
       RunIo();
       if (ec) {
-        Close();
-        if (ec == beast::error::timeout) return DeadlineExceeded("https: no TLS handshake within the timeout");
+        // Why, read before Close() frees the connection's SSL object.
         std::string why = ec.message();
         if (const long v = SSL_get_verify_result(ssl); v != X509_V_OK) why = X509_verify_cert_error_string(v);
+        Close();
+        if (ec == beast::error::timeout) return DeadlineExceeded("https: no TLS handshake within the timeout");
         return Unavailable("https: the TLS handshake with " + host_ + ":" + std::to_string(port_) + " failed: " + why);
       }
     }
