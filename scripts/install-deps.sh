@@ -2,7 +2,7 @@
 # Installs everything neardup needs to build and test, from Debian bookworm packages.
 # Idempotent: packages already present are left alone; safe to run on every build.
 #   scripts/install-deps.sh              what building and testing need
-#   scripts/install-deps.sh experiments  also what the experiments' plots need (gnuplot)
+#   scripts/install-deps.sh experiments  also what the experiments' peer comparison needs (numpy)
 set -euo pipefail
 
 PACKAGES=(
@@ -26,9 +26,9 @@ PACKAGES=(
   python3-scrapy                      # clients/scrapy: the Scrapy middleware's end-to-end test
   prometheus                          # promtool: a test checks the /metrics exposition
   clang libclang-rt-14-dev            # libFuzzer (clang's runtime) for the fuzz targets: scripts/fuzz.sh
+  gnuplot-nox                         # PNG plots of experiments/results/*.csv (a test draws one)
 )
 if [ "${1:-}" = "experiments" ]; then
-  PACKAGES+=(gnuplot-nox)             # PNG plots of experiments/results/*.csv
   PACKAGES+=(python3-numpy)           # experiments/peers.sh: the Python tool measured beside neardup imports it
 fi
 
