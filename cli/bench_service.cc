@@ -5,6 +5,10 @@
 //
 //   neardup bench status-http --server http://127.0.0.1:8080 --input crawl.jsonl [--clients 8]
 //       [--seconds 10] [--ingest more.jsonl] [--redis]
+//
+// An https:// server (a cluster's API; --ca-file names the CA its certificate is checked against)
+// is asked by blocking clients instead, a thread and an HttpClient each (--blocking asks a plain
+// HTTP server the same way: HTTP against HTTPS with the same client).
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -36,7 +40,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Args {
-  std::string server, input, ingest;
+  std::string server, input, ingest, ca_file;
+  bool blocking = false;
   int clients = 8;
   double seconds = 10;
   bool redis = false;
@@ -210,7 +215,7 @@ int BenchStatusHttp(const Args& a) {
   std::thread ingest;
   if (!a.ingest.empty()) {
     ingest = std::thread([&] {
-      auto c = cluster::HttpClient::Create(a.server);
+      auto c = cluster::HttpClient::Create(a.server, {.ca_file = a.ca_file});
       std::ifstream in(a.ingest);
       std::vector<std::string> bodies;
       std::string body, line;
@@ -229,39 +234,80 @@ int BenchStatusHttp(const Args& a) {
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // ingest under way first
   }
-  std::string host;
-  uint16_t port = 0;
-  {
-    std::string hp = a.server.rfind("http://", 0) == 0 ? a.server.substr(7) : a.server;
-    while (!hp.empty() && hp.back() == '/') hp.pop_back();
-    if (Status s = cluster::ParseHostPort(hp, &host, &port); !s.ok()) {
-      spdlog::error("bench: --server {}: {}", a.server, s.message());
-      return 2;
-    }
-  }
+  const bool blocking = a.blocking || a.server.starts_with("https://");
   std::vector<double> all;
   all.reserve(1 << 22);
   uint64_t errors = 0;
-  std::mt19937_64 rng(1);
-  EventLoopClients clients([&]() -> const std::string& { return targets[rng() % targets.size()]; },
-                           [&](unsigned status, double ms) {
-                             all.push_back(ms);
-                             errors += status != 200;
-                           });
-  if (!clients.Connect(host, port, a.clients)) {
-    spdlog::error("bench: cannot open {} connections to {}", a.clients, a.server);
+  double secs = 0;
+  if (blocking) {
+    // A thread and a kept-alive HttpClient per client, each its own latencies, merged after.
+    std::vector<std::vector<double>> lat(static_cast<size_t>(a.clients));
+    std::vector<uint64_t> errs(static_cast<size_t>(a.clients), 0);
+    std::atomic<int> failed_to_start{0};
+    std::vector<std::thread> threads;
+    const auto t0 = Clock::now();
+    const auto until = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds));
+    for (int i = 0; i < a.clients; ++i) {
+      threads.emplace_back([&, i] {
+        auto c = cluster::HttpClient::Create(a.server, {.timeout = std::chrono::seconds(10), .ca_file = a.ca_file});
+        if (!c.ok()) {
+          ++failed_to_start;
+          return;
+        }
+        std::mt19937_64 own(static_cast<uint64_t>(i) + 1);
+        while (Clock::now() < until) {
+          const auto s0 = Clock::now();
+          auto r = (*c)->Request("GET", targets[own() % targets.size()], "");
+          lat[static_cast<size_t>(i)].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s0).count());
+          if (!r.ok() || r->status != 200) ++errs[static_cast<size_t>(i)];
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    secs = std::chrono::duration<double>(Clock::now() - t0).count();
     stop = true;
     if (ingest.joinable()) ingest.join();
-    return 1;
+    if (failed_to_start > 0) {
+      spdlog::error("bench: --server {}: {} clients could not be made", a.server, failed_to_start.load());
+      return 2;
+    }
+    for (int i = 0; i < a.clients; ++i) {
+      all.insert(all.end(), lat[static_cast<size_t>(i)].begin(), lat[static_cast<size_t>(i)].end());
+      errors += errs[static_cast<size_t>(i)];
+    }
+  } else {
+    std::string host;
+    uint16_t port = 0;
+    {
+      std::string hp = a.server.rfind("http://", 0) == 0 ? a.server.substr(7) : a.server;
+      while (!hp.empty() && hp.back() == '/') hp.pop_back();
+      if (Status s = cluster::ParseHostPort(hp, &host, &port); !s.ok()) {
+        spdlog::error("bench: --server {}: {}", a.server, s.message());
+        return 2;
+      }
+    }
+    std::mt19937_64 rng(1);
+    EventLoopClients clients([&]() -> const std::string& { return targets[rng() % targets.size()]; },
+                             [&](unsigned status, double ms) {
+                               all.push_back(ms);
+                               errors += status != 200;
+                             });
+    if (!clients.Connect(host, port, a.clients)) {
+      spdlog::error("bench: cannot open {} connections to {}", a.clients, a.server);
+      stop = true;
+      if (ingest.joinable()) ingest.join();
+      return 1;
+    }
+    const auto t0 = Clock::now();
+    clients.Run(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds)));
+    secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    stop = true;
+    if (ingest.joinable()) ingest.join();
   }
-  const auto t0 = Clock::now();
-  clients.Run(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds)));
-  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  stop = true;
-  if (ingest.joinable()) ingest.join();
   const double rate = static_cast<double>(all.size()) / secs;
   const double p50 = Percentile(all, 0.50), p99 = Percentile(all, 0.99);
-  std::printf("status-http: %d clients, %.0f requests/s, p50 %.3f ms, p99 %.3f ms, %llu errors (%.1f s)\n", a.clients,
+  std::printf("status-http: %d %sclients, %.0f requests/s, p50 %.3f ms, p99 %.3f ms, %llu errors (%.1f s)\n", a.clients,
+              blocking ? (a.server.starts_with("https://") ? "blocking HTTPS " : "blocking HTTP ") : "",
               rate, p50, p99, static_cast<unsigned long long>(errors), secs);
   if (!a.ingest.empty()) {
     std::printf("ingest meanwhile: %.0f records/s accepted, %llu records refused (429)\n",
@@ -282,7 +328,9 @@ int BenchStatusHttp(const Args& a) {
 void AddBenchStatusHttp(CLI::App* bench, int* exit_code) {
   auto* cmd = bench->add_subcommand("status-http", "Status queries over loopback HTTP with keep-alive from N clients");
   auto a = std::make_shared<Args>();
-  cmd->add_option("--server", a->server, "the API, http://host:port")->required();
+  cmd->add_option("--server", a->server, "the API, http://host:port or https://host:port")->required();
+  cmd->add_option("--ca-file", a->ca_file, "https: the CA the API's certificate is checked against");
+  cmd->add_flag("--blocking", a->blocking, "ask with a thread and a blocking client each (always so over https)");
   cmd->add_option("--input", a->input, "crawl whose URLs are asked about (at random)")->required();
   cmd->add_option("--clients", a->clients, "concurrent clients, one connection each")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seconds", a->seconds, "how long to ask")->capture_default_str()->check(CLI::PositiveNumber);
