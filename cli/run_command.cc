@@ -19,7 +19,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/rebalance_store.h"
 #include "pipeline/shard_set.h"
-#include "pipeline/store_move.h"
+#include "pipeline/placement.h"
 #include "pipeline/store.h"
 #include "tier1/tier1.h"
 
@@ -32,26 +32,25 @@ int Fail(const Status& s, int code = 1) {
 }
 
 // Reads signatures from a stopped pipeline's shards (for status queries outside a run); owns the
-// map and the shards it reads.
+// placement and the shards it reads.
 class StoreSignatures : public tier1::SignatureSource {
  public:
-  // `move`: the store's unfinished move, if any (its new map is then `map`).
-  StoreSignatures(partitioner::PartitionMap map, std::unique_ptr<pipeline::ShardSet> shards,
-                  std::unique_ptr<pipeline::StoreMove> move)
-      : map_(std::move(map)), shards_(std::move(shards)), move_(std::move(move)), read_(map_, *shards_, move_.get()) {}
+  StoreSignatures(std::unique_ptr<pipeline::Placement> placement, std::unique_ptr<pipeline::ShardSet> shards)
+      : placement_(std::move(placement)), shards_(std::move(shards)), read_(*placement_, *shards_) {}
   StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t cell) override { return read_.Fetch(url, cell); }
   const pipeline::ShardSet& shards() const { return *shards_; }
   uint32_t shard_count() const { return static_cast<uint32_t>(shards_->size()); }
 
  private:
-  partitioner::PartitionMap map_;
+  std::unique_ptr<pipeline::Placement> placement_;
   std::unique_ptr<pipeline::ShardSet> shards_;
-  std::unique_ptr<pipeline::StoreMove> move_;
   pipeline::ShardSetSignatures read_;
 };
 
-// Opens a stopped run's store for reading only (nothing in it changes): its group store, map and
-// shards, with the store's own parameters applied to *opts (a parameter given otherwise is refused).
+// Opens a stopped run's store for reading only (nothing in it changes): its group store, placement
+// and shards, with the store's own parameters applied to *opts (a parameter given otherwise is
+// refused). A move left unfinished: its shards hold the pages where its placement says (a split's
+// pages may be in cells of its new map already).
 struct ReadOnlyStore {
   uint64_t map_version = 0;  // the generation of the map the store serves
   std::unique_ptr<tier1::GroupStore> groups;
@@ -63,22 +62,13 @@ StatusOr<ReadOnlyStore> OpenStoreForQueries(const std::string& dir, ResolvedOpti
   ASSIGN_OR_RETURN(pipeline::OpenedStore opened,
                    pipeline::OpenStoreReadOnly(so.layout, opts->given, &opts->config, &opts->threshold, &opts->signer));
   so.config = opts->config;
-  // A move left unfinished: its shards hold the pages where it says (a split's pages may be in
-  // cells of its new map already).
-  std::unique_ptr<pipeline::StoreMove> move;
-  if (auto m = pipeline::StoreMove::Open(so.layout, opened.groups.get(), {}); m.ok()) {
-    move = std::move(*m);
-  } else if (m.status().code() != StatusCode::kNotFound) {
-    return m.status();
-  }
-  so.shards = move != nullptr ? move->shard_count() : opened.map->shards();
+  so.shards = opened.placement->shard_count();
   so.read_only = true;
   ASSIGN_OR_RETURN(std::unique_ptr<pipeline::ShardSet> shards, pipeline::OpenLocalShardSet(so));
   ReadOnlyStore out;
-  out.map_version = opened.map->proto().generation();
+  out.map_version = opened.placement->generation();
   out.groups = std::move(opened.groups);
-  partitioner::PartitionMap map = move != nullptr ? move->after() : std::move(*opened.map);
-  out.signatures = std::make_unique<StoreSignatures>(std::move(map), std::move(shards), std::move(move));
+  out.signatures = std::make_unique<StoreSignatures>(std::move(opened.placement), std::move(shards));
   return out;
 }
 

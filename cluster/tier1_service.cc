@@ -16,6 +16,7 @@
 #include "document/html_text.h"
 #include "document/shingle.h"
 #include "document/signature.h"
+#include "pipeline/placement.h"
 #include "pipeline/rebalance_store.h"
 #include "pipeline/store.h"
 
@@ -23,6 +24,7 @@ namespace neardup::cluster {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+using pipeline::JoinServers;
 
 Tier1Service::Tier1Service(Tier1ServiceOptions options)
     : o_(std::move(options)),
@@ -83,75 +85,6 @@ StatusOr<std::unique_ptr<Tier1Service>> Tier1Service::Open(const Tier1ServiceOpt
   });
   return s;
 }
-
-namespace {
-
-// The Tier 2 servers a store's shards are on (meta row "tier2_servers"): `after`, and during a
-// cluster rebalance also `before` (the move's drained shards are on before's servers).
-constexpr char kServersRow[] = "tier2_servers";
-struct RecordedServers {
-  std::vector<std::string> before, after;
-};
-
-std::string JoinServers(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
-std::vector<std::string> SplitServers(std::string_view text) {
-  std::vector<std::string> v;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    v.emplace_back(text.substr(0, comma));
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-  }
-  return v;
-}
-
-StatusOr<std::optional<RecordedServers>> ReadServers(const tier1::GroupStore& groups) {
-  std::string bytes;
-  const Status got = groups.rows().Get(groups.meta_family(), kServersRow, "", &bytes);
-  if (got.code() == StatusCode::kNotFound) return std::optional<RecordedServers>();
-  RETURN_IF_ERROR(got);
-  RecordedServers r;
-  std::string_view text = bytes;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    if (line.starts_with("before=")) r.before = SplitServers(line.substr(7));
-    else if (line.starts_with("after=")) r.after = SplitServers(line.substr(6));
-    else return Corruption("group store: meta row " + std::string(kServersRow) + " holds \"" + std::string(line) + "\"");
-  }
-  return std::optional<RecordedServers>(std::move(r));
-}
-
-Status WriteServers(tier1::GroupStore* groups, const RecordedServers& r) {
-  std::string text = "after=" + JoinServers(r.after);
-  if (!r.before.empty()) text = "before=" + JoinServers(r.before) + "\n" + text;
-  RowBatch b;
-  b.Put(groups->meta_family(), kServersRow, "", text);
-  RETURN_IF_ERROR(groups->rows().Write(b));
-  return groups->rows().WaitForWrites();
-}
-
-// A move's servers and placement: each shard below shards_after on after's server, the others
-// (drained) on before's.
-void UnionPlacement(const std::vector<std::string>& before, uint32_t shards_before, const std::vector<std::string>& after,
-                    uint32_t shards_after, std::vector<std::string>* servers, std::vector<uint32_t>* placement) {
-  *servers = before;
-  for (const std::string& a : after) {
-    if (std::find(servers->begin(), servers->end(), a) == servers->end()) servers->push_back(a);
-  }
-  placement->clear();
-  for (uint32_t m = 0; m < std::max(shards_before, shards_after); ++m) {
-    const std::string& at = m < shards_after ? after[m % after.size()] : before[m % before.size()];
-    placement->push_back(static_cast<uint32_t>(std::find(servers->begin(), servers->end(), at) - servers->begin()));
-  }
-}
-
-}  // namespace
 
 Status CheckShardPlacement(const std::vector<std::string>& before, uint32_t shards_before,
                            const std::vector<std::string>& after, uint32_t shards_after) {
@@ -226,7 +159,8 @@ Status Tier1Service::PlaceShards(std::vector<std::string> configured) {
     SetOpener({}, {});
     return Status::Ok();
   }
-  ASSIGN_OR_RETURN(const std::optional<RecordedServers> recorded, ReadServers(*groups_));
+  pipeline::StorePlacementState state(layout_, groups_.get());
+  ASSIGN_OR_RETURN(const std::optional<pipeline::ShardServers> recorded, pipeline::ReadShardServers(state));
   auto params = pipeline::ReadStoreParams(*groups_);
   if (recorded.has_value() && !recorded->after.empty() && params.ok()) {
     const std::string store = layout_.dir;
@@ -241,7 +175,8 @@ Status Tier1Service::PlaceShards(std::vector<std::string> configured) {
       if (Status s = CheckShardPlacement(recorded->after, shards_after, configured, shards_after); !s.ok()) return refuse(s);
       std::vector<std::string> servers;
       std::vector<uint32_t> placement;
-      UnionPlacement(recorded->before, journal->shards_before(), recorded->after, shards_after, &servers, &placement);
+      pipeline::MoveServerPlacement(recorded->before, journal->shards_before(), recorded->after, shards_after, &servers,
+                                    &placement);
       spdlog::warn("tier1-server: a rebalance of store {} stopped mid-move: finishing it over [{}]", store,
                    JoinServers(servers));
       tier2_ = recorded->after;
@@ -252,7 +187,7 @@ Status Tier1Service::PlaceShards(std::vector<std::string> configured) {
     if (Status s = CheckShardPlacement(recorded->after, shards, configured, shards); !s.ok()) return refuse(s);
   }
   if (!recorded.has_value() || recorded->after != configured || !recorded->before.empty()) {
-    RETURN_IF_ERROR(WriteServers(groups_.get(), {{}, configured}));
+    RETURN_IF_ERROR(pipeline::WriteShardServers(&state, {{}, configured}));
   }
   SetOpener(std::move(configured), {});
   return Status::Ok();
@@ -299,6 +234,7 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
   const auto start = Clock::now();
   const uint64_t accepted_before = log_->stats().records;
   ClusterRebalanceState st;
+  pipeline::StorePlacementState state(layout_, groups_.get());
   st.state = ClusterRebalanceState::kRunning;
   auto end = [&](Status s) {
     st.state = s.ok() ? ClusterRebalanceState::kDone : ClusterRebalanceState::kFailed;
@@ -360,9 +296,9 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
       ASSIGN_OR_RETURN(const pb::StoreParams params, pipeline::ReadStoreParams(*groups_));
       const uint32_t before = params.shards(), after = q.shards == 0 ? before : q.shards;
       RETURN_IF_ERROR(CheckShardPlacement(st.tier2_before, before, st.tier2_after, after));
-      UnionPlacement(st.tier2_before, before, st.tier2_after, after, &servers, &placement);
+      pipeline::MoveServerPlacement(st.tier2_before, before, st.tier2_after, after, &servers, &placement);
       // Before the move's journal: a restart mid-move finds the move's servers.
-      RETURN_IF_ERROR(WriteServers(groups_.get(), {st.tier2_before, st.tier2_after}));
+      RETURN_IF_ERROR(pipeline::WriteShardServers(&state, {st.tier2_before, st.tier2_after}));
       so.open_shards = OpenerFor(servers, placement);
       spdlog::info("tier1-server: rebalancing {} -> {} shards over [{}]", before, after, JoinServers(servers));
     }
@@ -372,7 +308,7 @@ void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
     return Status::Ok();
   }();
   const bool moving = journaled(servers, placement);
-  if (!moving && !st.tier2_before.empty()) (void)WriteServers(groups_.get(), {{}, st.tier2_before});
+  if (!moving && !st.tier2_before.empty()) (void)pipeline::WriteShardServers(&state, {{}, st.tier2_before});
   st.paused_seconds += std::chrono::duration<double>(Clock::now() - pause_start).count();
   ResumeLoop();
   if (!planned.ok() || !moving) {
@@ -448,7 +384,8 @@ void Tier1Service::ResumeLoop() {
 
 void Tier1Service::ApplyEndedMove() {
   if (!move_end_pending_.exchange(false)) return;
-  auto recorded = ReadServers(*groups_);
+  pipeline::StorePlacementState state(layout_, groups_.get());
+  auto recorded = pipeline::ReadShardServers(state);
   std::lock_guard lock(rebalance_mu_);
   const uint32_t shards = move_end_.shards;
   run_.map.clear();
@@ -463,7 +400,7 @@ void Tier1Service::ApplyEndedMove() {
     return;
   }
   const std::vector<std::string> after = (*recorded)->after;
-  if (Status s = WriteServers(groups_.get(), {{}, after}); !s.ok()) {
+  if (Status s = pipeline::WriteShardServers(&state, {{}, after}); !s.ok()) {
     spdlog::warn("tier1-server: cannot record the servers after the move: {}", s.ToString());
   }
   tier2_ = after;
@@ -606,9 +543,9 @@ void Tier1Service::Opened(const View& view) {
   std::unique_lock lock(view_mu_);
   view_ = view;
   // The version the store serves: a move's old map until its flip.
-  map_generation_ = (view.move != nullptr && !view.move->flipped() ? view.move->before() : *view.map).proto().generation();
+  map_generation_ = view.placement->generation();
   threshold_ = view.threshold;
-  signatures_ = std::make_unique<pipeline::ShardSetSignatures>(*view.map, *view.shards, view.move);
+  signatures_ = std::make_unique<pipeline::ShardSetSignatures>(*view.placement, *view.shards);
   building_map_ = false;  // the store's map is written before its shards open
   std::lock_guard sl(stats_mu_);
   stats_.loop_running = true;
@@ -817,11 +754,10 @@ StatusOr<PageStatus> Tier1Service::Probe(std::string_view record) {
     out.answer.status = tier1::StatusAnswer::kUnique;  // no words, or no shard: nothing found similar
     return out;
   }
-  const auto v = view_.map->VectorOf(f);
+  const auto v = view_.placement->map().VectorOf(f);
   std::vector<uint32_t> routed;
   // During a move, the served map's shards hold every page, current (pipeline/store_move.h).
-  if (view_.move != nullptr) (view_.move->flipped() ? view_.move->after() : view_.move->before()).RouteShards(v, &routed);
-  else view_.map->RouteShards(v, &routed);
+  view_.placement->Route(v, &routed);
   double total = 0, answered = 0;
   const tier2::ResidentMatch* best = nullptr;
   std::vector<tier2::CompareResult> results(routed.size());

@@ -18,12 +18,11 @@
 #include <string>
 
 #include "document/signature.h"
-#include "partitioner/partition_map.h"
 
 namespace neardup::pipeline {
 
 class ShardSet;
-class StoreMove;
+class Placement;
 
 // At a batch's commit, what the run has done since it started (a batch redone after a crash is
 // not counted again), and the store's verification counters over its life: a server adds the
@@ -60,10 +59,9 @@ class IngestFeed {
   // from other threads until Closing().
   struct View {
     const ShardSet* shards = nullptr;
-    const partitioner::PartitionMap* map = nullptr;
-    // Not null while a move runs (pipeline/store_move.h): route on the map it serves (its
-    // before() until flipped(), its after() from then on) and read signatures from ServedShard.
-    const StoreMove* move = nullptr;
+    // Where the pages are (pipeline/placement.h): route with Route, read signatures from ShardOf
+    // (a move's changes included), sign for the cells of its map().
+    const Placement* placement = nullptr;
     double threshold = 0;
     SignerOptions signer;
   };

@@ -194,6 +194,7 @@ StatusOr<PipelineSummary> Pipeline::Run() {
       }
     };
   }
+  const Placement& placement = *placement_;
   std::thread signing([&] {
     NameThisThread("nd-sign");
     if (Status s = LowerThreadPriority(nice); !s.ok()) spdlog::debug("pipeline: {}", s.ToString());
@@ -207,22 +208,16 @@ StatusOr<PipelineSummary> Pipeline::Run() {
       b.cell.push_back(0);
       b.shards.emplace_back();
       if (r.has_content()) {
-        const auto v = map_->VectorOf(f);
-        b.cell.back() = map_->Home(v);
-        if (move_ != nullptr) {
-          // Routed on the map the move serves now; the tiers' thread routes again past a flip.
-          if (b.records.empty()) b.routed_flipped = move_->flipped();
-          b.vectors.insert(b.vectors.end(), v.begin(), v.end());
-          if (!f.shingles.empty()) (b.routed_flipped ? move_->after() : move_->before()).RouteShards(v, &b.shards.back());
-        } else if (!f.shingles.empty()) {
-          map_->RouteShards(v, &b.shards.back());
-        }
+        const auto v = placement.map().VectorOf(f);
+        b.cell.back() = placement.map().Home(v);
+        // Routed on the map served now; during a move the tiers' thread routes again past a flip.
+        if (b.records.empty()) b.routed_flipped = placement.flipped();
+        if (placement.moving()) b.vectors.insert(b.vectors.end(), v.begin(), v.end());
+        if (!f.shingles.empty()) placement.Route(b.routed_flipped, v, &b.shards.back());
         b.signatures.push_back(ToProto(r.url, f, signer_));
       } else {
-        if (move_ != nullptr) {
-          if (b.records.empty()) b.routed_flipped = move_->flipped();
-          b.vectors.insert(b.vectors.end(), map_->dims(), 0);
-        }
+        if (b.records.empty()) b.routed_flipped = placement.flipped();
+        if (placement.moving()) b.vectors.insert(b.vectors.end(), placement.map().dims(), 0);
         b.signatures.emplace_back();
       }
       std::string().swap(r.body);  // signed: the tiers need only its signature (and the memory back)
@@ -256,8 +251,7 @@ void Pipeline::OpenFeed() {
   if (o_.feed == nullptr || feed_open_) return;
   IngestFeed::View v;
   v.shards = shards_.get();
-  v.map = &*map_;
-  v.move = move_.get();
+  v.placement = placement_.get();
   v.threshold = threshold_;
   v.signer = signer_;
   o_.feed->Opened(v);
@@ -320,8 +314,9 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
     }
     return true;
   }));
-  // The served map's shards (a move opens both maps'; the other map's hold copies, or nothing).
-  const partitioner::PartitionMap& served = move_ != nullptr && move_->flipped() ? move_->after() : *map_;
+  // The shards of the map pages are placed in: the served map's, or a move's new map's (a move
+  // opens both maps'; the other map's hold copies, or nothing).
+  const partitioner::PartitionMap& served = placement_->map();
   for (uint32_t m = 0; m < P(); ++m) {
     const tier2::ShardStats st = shards_->Stats(m);
     if (m >= served.shards()) continue;

@@ -24,14 +24,10 @@ std::vector<std::vector<tier2::ShardPage>> Pipeline::HomePages(const Batch& b,
   for (size_t i = 0; i < b.records.size(); ++i) {
     const Classification c = classes[i];
     if (c != Classification::kFastPath && c != Classification::kTier2 && c != Classification::kEmpty) continue;
-    if (move_ != nullptr) {
-      uint32_t to[2];
-      for (int k = 0, n = move_->StoreShards(b.cell[i], to); k < n; ++k) {
-        pages[to[k]].push_back({&b.signatures[i], true, /*validated=*/true});
-      }
-      continue;
+    uint32_t to[2];
+    for (int k = 0, n = placement_->StoreShards(b.cell[i], to); k < n; ++k) {
+      pages[to[k]].push_back({&b.signatures[i], true, /*validated=*/true});
     }
-    pages[map_->ShardOf(b.cell[i])].push_back({&b.signatures[i], true, /*validated=*/true});
   }
   return pages;
 }
@@ -50,13 +46,9 @@ Status Pipeline::ApplyToShards(uint64_t number, const google::protobuf::Repeated
                                bool publish_only) {
   std::vector<std::vector<std::string>> removed(P());
   for (const auto& rm : removals) {
-    if (rm.cell() >= map_->cells()) continue;
-    if (move_ != nullptr) {
-      uint32_t from[2];
-      for (int k = 0, n = move_->RemovalShards(rm.cell(), from); k < n; ++k) removed[from[k]].push_back(rm.url());
-      continue;
-    }
-    removed[map_->ShardOf(rm.cell())].push_back(rm.url());
+    if (rm.cell() >= placement_->map().cells()) continue;
+    uint32_t from[2];
+    for (int k = 0, n = placement_->RemovalShards(rm.cell(), from); k < n; ++k) removed[from[k]].push_back(rm.url());
   }
   const auto t0 = SteadyClock::now();
   Status s = ForEachShard(*store_pool_, [&](size_t m) -> Status {
@@ -251,7 +243,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
     else ++sum_.new_pages;
     for (uint32_t m : b.shards[i]) {
       index[m].push_back(static_cast<uint32_t>(i));
-      pages[m].push_back({&b.signatures[i], m == HomeShard(b.cell[i]), /*validated=*/true});
+      pages[m].push_back({&b.signatures[i], m == placement_->ShardOf(b.cell[i]), /*validated=*/true});
       ++sum_.tier2_sends;
     }
   }
@@ -310,7 +302,7 @@ Status Pipeline::Process(std::unique_ptr<Batch> batch) {
     sum_.tier2_copies += res.stats.copies;
     sum_.tier2_capped += res.stats.capped_pages;
     for (const auto& r : res.resident) {
-      if (move_ != nullptr && !seen_resident.emplace(index[m][r.page], r.url).second) continue;
+      if (placement_->moving() && !seen_resident.emplace(index[m][r.page], r.url).second) continue;
       matches.resident.push_back({index[m][r.page], r.url, r.similarity});
     }
     for (const auto& p : res.in_batch) {
@@ -422,11 +414,11 @@ Status Pipeline::AdvanceMove(MoveTurn turn, BatchQueue* queue) {
 
 void Pipeline::AddMoveRemovals(const Batch& b, const std::vector<Classification>& classes,
                                google::protobuf::RepeatedPtrField<pb::Tier2Removal>* removals) const {
-  if (move_ == nullptr) return;
+  if (!placement_->moving()) return;
   for (size_t i = 0; i < b.records.size(); ++i) {
     const Classification c = classes[i];
     if (c != Classification::kFastPath && c != Classification::kTier2 && c != Classification::kEmpty) continue;
-    if (!move_->ClearsOldShard(b.cell[i])) continue;
+    if (!placement_->ClearsOldShard(b.cell[i])) continue;
     pb::Tier2Removal* r = removals->Add();
     r->set_url(b.records[i].url);
     r->set_cell(b.cell[i]);
@@ -434,13 +426,12 @@ void Pipeline::AddMoveRemovals(const Batch& b, const std::vector<Classification>
 }
 
 void Pipeline::RouteForMove(Batch& b) const {
-  if (move_ == nullptr || b.routed_flipped == move_->flipped()) return;
-  b.routed_flipped = move_->flipped();
-  const partitioner::PartitionMap& served = b.routed_flipped ? move_->after() : move_->before();
-  const size_t dims = map_->dims();
+  if (!placement_->moving() || b.routed_flipped == placement_->flipped()) return;
+  b.routed_flipped = placement_->flipped();
+  const size_t dims = placement_->map().dims();
   for (size_t i = 0; i < b.records.size(); ++i) {
     if (b.shards[i].empty()) continue;  // no content, or no shingles: compared nowhere
-    served.RouteShards(std::span<const uint32_t>(b.vectors.data() + i * dims, dims), &b.shards[i]);
+    placement_->Route(b.routed_flipped, std::span<const uint32_t>(b.vectors.data() + i * dims, dims), &b.shards[i]);
   }
 }
 

@@ -37,6 +37,7 @@
 #include "partitioner/crawl_sample.h"
 #include "partitioner/map_builder.h"
 #include "partitioner/partition_map.h"
+#include "pipeline/placement.h"
 #include "pipeline/shard_set.h"
 #include "pipeline/rebalance_store.h"
 #include "pipeline/store.h"
@@ -282,8 +283,6 @@ class Pipeline {
                         const std::vector<Status>& compared);
   Status OpenMap();
   Status Resume();
-  // The shard that holds pages of `cell`: the map's, or during a move, the one it serves.
-  uint32_t HomeShard(uint32_t cell) const { return move_ != nullptr ? move_->ServedShard(cell) : map_->ShardOf(cell); }
   // A move's steps between batches (no shard write in flight while they run), while the copy's
   // rate cap lets them: kCredit, while move_credit_ is positive and no batch waits (each step's
   // time is taken from the credit, which the batches add to: see Run); kIdle, while no batch
@@ -300,8 +299,8 @@ class Pipeline {
   // (pipeline/store_move.h).
   void AddMoveRemovals(const Batch& b, const std::vector<Classification>& classes,
                        google::protobuf::RepeatedPtrField<pb::Tier2Removal>* removals) const;
-  // During a move, a batch routed on the map the move no longer serves is routed again on the one
-  // it serves (see pipeline/store_move.h: the served map's shards hold every page, current).
+  // During a move, a batch routed on the map the placement no longer serves is routed again on
+  // the one it serves (see pipeline/store_move.h: the served map's shards hold every page, current).
   void RouteForMove(Batch& b) const;
   Status Process(std::unique_ptr<Batch> b);
   Status Redo(Batch& b);
@@ -363,11 +362,12 @@ class Pipeline {
   bool resuming_ = false;      // the input is the store's interrupted one, continued
   std::string dir_;
   StoreLayout layout_;
-  // The map whose cells pages are placed in: the served one, or while a move is open its new map
-  // (whose cells are the old map's, or refine them); routing when no move runs. During a move,
-  // move_ says which shard holds a cell (HomeShard).
+  // A new store's map, built or given, until the placement takes it (OpenMap).
   std::optional<partitioner::PartitionMap> map_;
-  std::unique_ptr<StoreMove> move_;  // the store's move, while and after it runs in this run
+  // Where the pages are: the map whose cells pages are placed in, the map routed on, the shard of
+  // a cell, and during a move both maps and whether it has flipped (pipeline/placement.h).
+  std::unique_ptr<Placement> placement_;
+  std::unique_ptr<StoreMove> move_;  // the store's move (of placement_), while and after it runs in this run
   bool move_ended_here_ = false;     // this run ended it: the drained shards go once the set closes
   double move_credit_ = 0;           // seconds of the tiers' thread the move may take (AdvanceMove)
   std::vector<uint64_t> expected_postings_;  // per shard, estimated from the map's sample (when built here)

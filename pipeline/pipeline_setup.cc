@@ -146,31 +146,26 @@ Status Pipeline::Setup() {
     params_ = *stored;
     RETURN_IF_ERROR(CheckGivenParams(params_, requested, o_.given, dir_));
     ApplyParams(params_, &config_, &threshold_, &signer_);
-    // A rebalance's move (started for this run, or interrupted by a crash) runs between the
-    // batches (pipeline/store_move.h).
-    StoreMoveOptions mo;
-    mo.step_pages = o_.batch_pages;
-    mo.max_mb_per_s = config_.pipeline().move_max_mb_per_s();
-    mo.remove_drained = false;  // the run holds them open: Finish removes them
-    mo.on_step = o_.move_on_step;
-    auto move = StoreMove::Open(layout_, store_, std::move(mo));
-    if (move.ok()) {
-      move_ = std::move(*move);
+    // The served map, and a rebalance's move (started for this run, or interrupted by a crash),
+    // which runs between the batches (pipeline/store_move.h). While a move is open, pages are
+    // placed in the new map's cells (which are the old map's, or refine them).
+    ASSIGN_OR_RETURN(placement_, Placement::Load(StorePlacementState(layout_, store_), params_));
+    if (placement_->moving()) {
+      StoreMoveOptions mo;
+      mo.step_pages = o_.batch_pages;
+      mo.max_mb_per_s = config_.pipeline().move_max_mb_per_s();
+      mo.remove_drained = false;  // the run holds them open: Finish removes them
+      mo.on_step = o_.move_on_step;
+      ASSIGN_OR_RETURN(move_, StoreMove::Open(layout_, store_, placement_.get(), std::move(mo)));
+      const pb::MoveJournal& j = placement_->journal();
       spdlog::info("pipeline: store {} moves from map generation {} to {} ({} -> {} shards) between its batches{}", dir_,
-                   move_->journal().generation_before(), move_->journal().generation_after(),
-                   move_->journal().shards_before(), move_->journal().shards_after(),
-                   move_->flipped() ? ": flipped, dropping from the old shards" : "");
-    } else if (move.status().code() == StatusCode::kNotFound) {
+                   j.generation_before(), j.generation_after(), j.shards_before(), j.shards_after(),
+                   placement_->flipped() ? ": flipped, dropping from the old shards" : "");
+    } else {
       // No move: what an ended or never-journaled one left behind goes.
       bool none = false;
       RETURN_IF_ERROR(FinishInterruptedMove(layout_, store_, config_, o_.open_shards, &none));
-    } else {
-      return move.status();
     }
-    ASSIGN_OR_RETURN(map_, LoadServedMap(layout_, params_));
-    // While a move is open, pages are placed in the new map's cells (which are the old map's, or
-    // refine them): StoreMove says which shard holds each.
-    if (move_ != nullptr) map_ = move_->after();
     if (!o_.map.empty()) {
       ASSIGN_OR_RETURN(partitioner::PartitionMap given, partitioner::PartitionMap::Load(o_.map));
       if (MapDigest(given) != params_.map_digest()) {
@@ -199,8 +194,11 @@ Status Pipeline::Setup() {
     params_.set_map_digest(MapDigest(*map_));
     std::string map_bytes;
     map_->proto().SerializeToString(&map_bytes);
-    RETURN_IF_ERROR(WriteFileAtomically(FileEnv::Default(), layout_.map(), map_bytes, config_.tier1().sync()));
+    StorePlacementState state(layout_, store_);
+    RETURN_IF_ERROR(state.WriteMap(MapFile::kServed, map_bytes, config_.tier1().sync()));
     RETURN_IF_ERROR(WriteStoreParams(store_, params_));
+    placement_ = std::make_unique<Placement>(std::move(*map_));
+    map_.reset();
     config_.mutable_pipeline()->set_shards(params_.shards());
   } else {
     return stored.status();
@@ -209,7 +207,7 @@ Status Pipeline::Setup() {
   ShardSetOptions so;
   so.layout = layout_;
   so.config = config_;
-  so.shards = move_ != nullptr ? move_->shard_count() : map_->shards();
+  so.shards = placement_->shard_count();
   so.config.mutable_pipeline()->set_shards(so.shards);
   so.expected_postings = expected_postings_;
   so.initial_order = initial_order_;
@@ -223,12 +221,12 @@ Status Pipeline::Setup() {
   compare_pool_ = std::make_unique<WorkerPool>(P, "nd-shard");
   stage_pool_ = std::make_unique<WorkerPool>(P, "nd-stage");
   store_pool_ = std::make_unique<WorkerPool>(P, "nd-store");
-  sum_.shards = map_->shards();
+  sum_.shards = placement_->map().shards();
   sum_.shard_compare_seconds.assign(P, 0);
   sum_.shard_store_seconds.assign(P, 0);
-  sum_.cells = map_->cells();
+  sum_.cells = placement_->map().cells();
   sum_.map_version = params_.map_generation();
-  source_ = std::make_unique<ShardSignatures>(*map_, *shards_, move_.get());
+  source_ = std::make_unique<ShardSignatures>(*placement_, *shards_);
   Tier1Options t1 = Tier1OptionsFromConfig(config_.tier1(), threshold_);
   const uint64_t store_bytes = FileBytesUnder(dir_) + expected_records * kStoreBytesPerRecord;
   const uint64_t memory = MemoryBytes();
@@ -351,7 +349,7 @@ Status Pipeline::Resume() {
   for (uint32_t s = 0; s < P() && progress_.batches_committed() > 0; ++s) {
     ASSIGN_OR_RETURN(uint64_t seq, shards_->CommittedBatch(s));
     // A shard a move adds holds no batch until the first one after its making.
-    const bool added = move_ != nullptr && s >= move_->journal().shards_before() && seq == 0;
+    const bool added = placement_->moving() && s >= placement_->journal().shards_before() && seq == 0;
     if (seq < progress_.batches_committed() && !added) lagging_[s] = true;
   }
   const bool lag = std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end();

@@ -25,6 +25,7 @@
 
 #include "gencrawl/crawl_generator.h"
 #include "pipeline/pipeline_test_util.h"
+#include "pipeline/placement.h"
 #include "pipeline/shard_set.h"
 #include "tests/groups_file.h"
 #include "tier1/tier1.h"
@@ -381,7 +382,7 @@ ReadOnly OpenReadOnly(const std::string& dir) {
   if (!opened.ok()) return r;
   r.store = std::move(*opened);
   so.config = config;
-  so.shards = r.store.map->shards();
+  so.shards = r.store.placement->served().shards();
   so.read_only = true;
   auto shards = OpenLocalShardSet(so);
   EXPECT_TRUE(shards.ok()) << shards.status().ToString();
@@ -673,7 +674,7 @@ std::map<std::string, std::vector<std::string>> CoMembers(const std::string& gro
 void ExpectStoreInvariants(const std::string& dir) {
   ReadOnly r = OpenReadOnly(dir);
   ASSERT_TRUE(r.store.groups != nullptr && r.shards != nullptr) << dir;
-  ShardSetSignatures source(*r.store.map, *r.shards);
+  ShardSetSignatures source(*r.store.placement, *r.shards);
   tier1::CheckReport report;
   ASSERT_TRUE(tier1::CheckStore(*r.store.groups, &report, &source, 0.9).ok()) << dir;
   EXPECT_EQ(report.violation_count, 0u) << dir;

@@ -16,6 +16,7 @@
 #include "common/url_hash_map.h"
 #include "partitioner/map_builder.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/placement.h"
 #include "storage/file_env.h"
 
 namespace neardup::pipeline {
@@ -23,29 +24,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kMaxListed = 100;
-constexpr const char* kJournalRow = "move";
-
-std::string MapNext(const StoreLayout& l) { return l.dir + "/map-next.pb"; }
-std::string MapPrev(const StoreLayout& l) { return l.dir + "/map-prev.pb"; }
-
-// Loads the first of `paths` whose digest is `digest`.
-StatusOr<partitioner::PartitionMap> LoadByDigest(const std::vector<std::string>& paths, uint64_t digest,
-                                                 const std::string& what) {
-  for (const std::string& p : paths) {
-    if (!fs::exists(p)) continue;
-    auto m = partitioner::PartitionMap::Load(p);
-    if (m.ok() && MapDigest(*m) == digest) return m;
-  }
-  std::string names;
-  for (const std::string& p : paths) names += (names.empty() ? "" : ", ") + p;
-  return Corruption(fmt::format("{}: none of {} is the partition map the store records ({:016x})", what, names, digest));
-}
-
-Status SaveMap(const partitioner::PartitionMap& map, const std::string& path, bool sync) {
-  std::string bytes;
-  map.proto().SerializeToString(&bytes);
-  return WriteFileAtomically(FileEnv::Default(), path, bytes, sync);
-}
 
 double ImbalanceOf(const std::vector<uint64_t>& pages) {
   std::vector<double> load(pages.begin(), pages.end());
@@ -92,44 +70,17 @@ ShardSetOptions ShardOptionsFor(const StoreLayout& layout, pb::NeardupConfig con
 
 }  // namespace
 
-StoreMove::StoreMove(const StoreLayout& layout, tier1::GroupStore* groups, StoreMoveOptions o, pb::MoveJournal j,
-                     partitioner::PartitionMap before, partitioner::PartitionMap after, std::vector<uint32_t> parent)
-    : layout_(layout), groups_(groups), o_(std::move(o)), j_(std::move(j)), before_(std::move(before)),
-      after_(std::move(after)), parent_(std::move(parent)), split_(before_.cells(), false) {
+StoreMove::StoreMove(const StoreLayout& layout, tier1::GroupStore* groups, Placement* placement, StoreMoveOptions o)
+    : layout_(layout), groups_(groups), state_(layout, groups), placement_(placement), o_(std::move(o)) {
   if (o_.step_pages == 0) o_.step_pages = 10000;
-  for (uint32_t c = before_.cells(); c < after_.cells(); ++c) split_[parent_[c]] = true;
-  if (after_.cells() > before_.cells()) phase_ = Phase::kRelabel;
-  if (j_.state() == pb::MoveJournal::DROP) {
-    phase_ = Phase::kRename;
-    flipped_.store(true, std::memory_order_release);
-  }
+  if (placement_->map().cells() > placement_->before().cells()) phase_ = Phase::kRelabel;
+  if (placement_->flipped()) phase_ = Phase::kRename;
 }
 
 StatusOr<std::unique_ptr<StoreMove>> StoreMove::Open(const StoreLayout& layout, tier1::GroupStore* groups,
-                                                     StoreMoveOptions options) {
-  ASSIGN_OR_RETURN(pb::MoveJournal j, ReadMoveJournal(*groups));
-  if (j.state() != pb::MoveJournal::COPY && j.state() != pb::MoveJournal::DROP) {
-    return Corruption("group store: a move journal in an unknown state");
-  }
-  ASSIGN_OR_RETURN(auto maps, LoadMoveMaps(layout, j));
-  auto parent = partitioner::CellParents(maps.second, maps.first);
-  if (!parent.ok()) return Corruption("move journal: " + parent.status().message());
-  return std::unique_ptr<StoreMove>(new StoreMove(layout, groups, std::move(options), std::move(j),
-                                                  std::move(maps.first), std::move(maps.second), std::move(*parent)));
-}
-
-int StoreMove::StoreShards(uint32_t cell, uint32_t out[2]) const {
-  out[0] = ServedShard(cell);
-  if (flipped()) return 1;
-  out[1] = after_.ShardOf(cell);
-  return out[1] == out[0] ? 1 : 2;
-}
-
-int StoreMove::RemovalShards(uint32_t cell, uint32_t out[2]) const {
-  out[0] = ServedShard(cell);
-  if (done()) return 1;
-  out[1] = flipped() ? OldShard(cell) : after_.ShardOf(cell);
-  return out[1] == out[0] ? 1 : 2;
+                                                     Placement* placement, StoreMoveOptions options) {
+  if (!placement->moving()) return NotFound("store " + layout.dir + " records no move");
+  return std::unique_ptr<StoreMove>(new StoreMove(layout, groups, placement, std::move(options)));
 }
 
 bool StoreMove::Due(double* wait_seconds) const {
@@ -151,8 +102,9 @@ Status StoreMove::Durable() {
 }
 
 Status StoreMove::Step(ShardSet* shards, uint64_t sequence) {
-  if (shards->size() < shard_count()) {
-    return InvalidArgument(fmt::format("move: {} shards open, the move spans {}", shards->size(), shard_count()));
+  if (shards->size() < placement_->shard_count()) {
+    return InvalidArgument(
+        fmt::format("move: {} shards open, the move spans {}", shards->size(), placement_->shard_count()));
   }
   const auto t0 = std::chrono::steady_clock::now();
   Status s;
@@ -160,15 +112,13 @@ Status StoreMove::Step(ShardSet* shards, uint64_t sequence) {
     case Phase::kRelabel: s = RelabelStep(shards); break;
     case Phase::kCopy: s = CopyStep(shards, sequence); break;
     case Phase::kFlip: s = Flip(); break;
-    case Phase::kRename:
+    case Phase::kRename: {
       phase_ = Phase::kDrop;
-      if (fs::exists(MapNext(layout_))) {
-        std::error_code ec;
-        fs::rename(MapNext(layout_), layout_.map(), ec);
-        if (ec) return IoError("move: cannot rename " + MapNext(layout_) + " to " + layout_.map() + ": " + ec.message());
-        s = Durable();
-      }
+      bool renamed = false;
+      s = placement_->Rename(&state_, &renamed);
+      if (s.ok() && renamed) s = Durable();
       break;
+    }
     case Phase::kDrop: s = DropStep(shards, sequence); break;
     case Phase::kEnd: s = End(); break;
     case Phase::kDone: break;
@@ -192,13 +142,14 @@ Status StoreMove::Finish(ShardSet* shards, uint64_t sequence) {
 Status StoreMove::DrawList(uint64_t sequence, bool by_destination) {
   list_.clear();
   const bool relabel = phase_ == Phase::kRelabel;
+  const Placement& p = *placement_;
   RETURN_IF_ERROR(ForEachResident(*groups_, [&](std::string_view url, uint32_t cell) -> Status {
-    if (cell >= after_.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
+    if (cell >= p.map().cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
     if (relabel) {
-      if (cell < before_.cells() && split_[cell]) list_.push_back({OldShard(cell), cell, std::string(url)});
+      if (cell < p.before().cells() && p.Split(cell)) list_.push_back({p.OldShard(cell), cell, std::string(url)});
       return Status::Ok();
     }
-    const uint32_t from = OldShard(cell), to = after_.ShardOf(cell);
+    const uint32_t from = p.OldShard(cell), to = p.after().ShardOf(cell);
     if (from != to) list_.push_back({from, to, std::string(url)});
     return Status::Ok();
   }));
@@ -242,7 +193,8 @@ Status StoreMove::RelabelStep(ShardSet* shards) {
     RETURN_IF_ERROR(shards->GetMany(from, urls, &got));
     tier1::GroupStore::Txn txn(groups_);
     uint64_t changed = 0;
-    const bool counts = after_.proto().feature() == pb::PartitionMap::SHINGLE_COUNTS;
+    const partitioner::PartitionMap& after = placement_->after();
+    const bool counts = after.proto().feature() == pb::PartitionMap::SHINGLE_COUNTS;
     for (size_t i = 0; i < urls.size(); ++i) {
       ASSIGN_OR_RETURN(const pb::Tier1Page* p, txn.FindPage(urls[i]));
       // A batch since the list was drawn placed the page in the new map's cells itself.
@@ -251,12 +203,12 @@ Status StoreMove::RelabelStep(ShardSet* shards) {
         return FailedPrecondition(fmt::format("move: page {} is not on its shard {}", urls[i], from));
       }
       const auto& v = counts ? got[i]->shingle_vector() : got[i]->length_vector();
-      if (static_cast<uint32_t>(v.size()) != after_.dims()) {
-        return Corruption(fmt::format("move: the signature of {} has {} lengths, the map {}", urls[i], v.size(), after_.dims()));
+      if (static_cast<uint32_t>(v.size()) != after.dims()) {
+        return Corruption(fmt::format("move: the signature of {} has {} lengths, the map {}", urls[i], v.size(), after.dims()));
       }
-      const uint32_t part = after_.Home(std::span<const uint32_t>(v.data(), v.size()));
+      const uint32_t part = after.Home(std::span<const uint32_t>(v.data(), v.size()));
       if (part == p->home_cell()) continue;
-      if (parent_[part] != p->home_cell()) {
+      if (placement_->ParentCell(part) != p->home_cell()) {
         return Corruption(fmt::format("move: page {} of cell {} falls in cell {} of the new map", urls[i], p->home_cell(), part));
       }
       ASSIGN_OR_RETURN(pb::Tier1Page* m, txn.MutablePage(urls[i]));
@@ -295,8 +247,8 @@ Status StoreMove::CopyStep(ShardSet* shards, uint64_t sequence) {
       Status got = groups_->GetPage(e.url, &p);
       if (got.code() == StatusCode::kNotFound) continue;
       RETURN_IF_ERROR(got);
-      if (!p.has_signature() || p.home_cell() >= after_.cells() || OldShard(p.home_cell()) != e.from ||
-          after_.ShardOf(p.home_cell()) != e.to) {
+      if (!p.has_signature() || p.home_cell() >= placement_->after().cells() ||
+          placement_->OldShard(p.home_cell()) != e.from || placement_->after().ShardOf(p.home_cell()) != e.to) {
         continue;
       }
     }
@@ -325,8 +277,7 @@ Status StoreMove::CopyStep(ShardSet* shards, uint64_t sequence) {
     copied_bytes_ += bytes;
     counts_.pages_moved += sigs.size();
     counts_.bytes_moved += bytes;
-    j_.set_pages_moved(j_.pages_moved() + sigs.size());
-    j_.set_bytes_moved(j_.bytes_moved() + bytes);
+    placement_->CountMoved(sigs.size(), bytes);
     RETURN_IF_ERROR(Durable());
   }
   EndListIfDone(Phase::kFlip);
@@ -335,17 +286,7 @@ Status StoreMove::CopyStep(ShardSet* shards, uint64_t sequence) {
 
 // Step 3: the parameters name the new map, and the journal says DROP, in one commit.
 Status StoreMove::Flip() {
-  ASSIGN_OR_RETURN(pb::StoreParams params, ReadStoreParams(*groups_));
-  params.set_map_generation(j_.generation_after());
-  params.set_map_digest(j_.digest_after());
-  params.set_shards(j_.shards_after());
-  j_.set_state(pb::MoveJournal::DROP);
-  RowBatch b;
-  b.Put(groups_->meta_family(), "params", "", params.SerializeAsString());
-  b.Put(groups_->meta_family(), kJournalRow, "", j_.SerializeAsString());
-  RETURN_IF_ERROR(groups_->rows().Write(b));
-  RETURN_IF_ERROR(groups_->rows().WaitForWrites());
-  flipped_.store(true, std::memory_order_release);
+  RETURN_IF_ERROR(placement_->Flip(&state_));
   phase_ = Phase::kRename;
   return Durable();
 }
@@ -364,7 +305,8 @@ Status StoreMove::DropStep(ShardSet* shards, uint64_t sequence) {
       // A batch since the list was drawn may have put the page in a cell the source holds now.
       pb::Tier1Page p;
       Status got = groups_->GetPage(e.url, &p);
-      if (got.ok() && p.has_signature() && p.home_cell() < after_.cells() && after_.ShardOf(p.home_cell()) == e.from) {
+      if (got.ok() && p.has_signature() && p.home_cell() < placement_->after().cells() &&
+          placement_->after().ShardOf(p.home_cell()) == e.from) {
         continue;
       }
       if (!got.ok() && got.code() != StatusCode::kNotFound) return got;
@@ -383,15 +325,9 @@ Status StoreMove::DropStep(ShardSet* shards, uint64_t sequence) {
 
 // The end: drained shards' directories (when not the caller's to remove), the journal, map-prev.pb.
 Status StoreMove::End() {
-  if (o_.remove_drained) RETURN_IF_ERROR(RemoveDrainedShards(layout_, j_.shards_after()));
-  RowBatch b;
-  b.Delete(groups_->meta_family(), kJournalRow, "");
-  RETURN_IF_ERROR(groups_->rows().Write(b));
-  RETURN_IF_ERROR(groups_->rows().WaitForWrites());
-  std::error_code ec;
-  fs::remove(MapPrev(layout_), ec);
+  if (o_.remove_drained) RETURN_IF_ERROR(RemoveDrainedShards(layout_, placement_->journal().shards_after()));
+  RETURN_IF_ERROR(placement_->End(&state_));
   phase_ = Phase::kDone;
-  done_.store(true, std::memory_order_release);
   return Status::Ok();
 }
 
@@ -468,27 +404,6 @@ StatusOr<std::vector<LaggingShard>> LaggingShards(const tier1::GroupStore& group
 }
 
 
-StatusOr<pb::MoveJournal> ReadMoveJournal(const tier1::GroupStore& groups) {
-  std::string bytes;
-  RETURN_IF_ERROR(groups.rows().Get(groups.meta_family(), kJournalRow, "", &bytes));
-  pb::MoveJournal j;
-  if (!j.ParseFromString(bytes)) return Corruption("group store: unreadable move journal");
-  return j;
-}
-
-StatusOr<partitioner::PartitionMap> LoadServedMap(const StoreLayout& layout, const pb::StoreParams& params) {
-  return LoadByDigest({layout.map(), MapNext(layout)}, params.map_digest(), "store " + layout.dir);
-}
-
-StatusOr<std::pair<partitioner::PartitionMap, partitioner::PartitionMap>> LoadMoveMaps(const StoreLayout& layout,
-                                                                                      const pb::MoveJournal& j) {
-  ASSIGN_OR_RETURN(partitioner::PartitionMap before,
-                   LoadByDigest({MapPrev(layout), layout.map()}, j.digest_before(), "move journal's old map"));
-  ASSIGN_OR_RETURN(partitioner::PartitionMap after,
-                   LoadByDigest({MapNext(layout), layout.map()}, j.digest_after(), "move journal's new map"));
-  return std::make_pair(std::move(before), std::move(after));
-}
-
 double PlannedImbalance(const partitioner::PartitionMap& map) {
   const auto& w = map.proto().cell_weight();
   if (w.empty()) return 1;
@@ -505,11 +420,11 @@ Status FinishMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb
                   const ShardSetOpener& open, std::unique_ptr<ShardSet> shards, bool* finished,
                   StoreRebalanceReport* report, const std::function<bool(uint64_t)>& on_step, double max_mb_per_s) {
   *finished = false;
-  auto journal = ReadMoveJournal(*groups);
+  StorePlacementState state(layout, groups);
+  auto journal = ReadMoveJournal(state);
   if (journal.status().code() == StatusCode::kNotFound) {
     // A move that never committed its journal leaves its new map behind: forget it.
-    std::error_code ec;
-    fs::remove(MapNext(layout), ec);
+    state.RemoveMap(MapFile::kNext);
     // A move that ended before its drained shards' directories went leaves them behind.
     if (auto params = ReadStoreParams(*groups); params.ok() && params->shards() > 0) {
       RETURN_IF_ERROR(RemoveDrainedShards(layout, params->shards()));
@@ -534,7 +449,8 @@ Status FinishMove(const StoreLayout& layout, tier1::GroupStore* groups, const pb
     mo.on_step = on_step;
     // The drained shards go once the set is closed (below).
     mo.remove_drained = false;
-    ASSIGN_OR_RETURN(std::unique_ptr<StoreMove> move, StoreMove::Open(layout, groups, std::move(mo)));
+    ASSIGN_OR_RETURN(std::unique_ptr<Placement> placement, Placement::Load(state));
+    ASSIGN_OR_RETURN(std::unique_ptr<StoreMove> move, StoreMove::Open(layout, groups, placement.get(), std::move(mo)));
     Status moved = move->Finish(shards.get(), sequence);
     if (report != nullptr) {
       report->steps += move->counts().steps;
@@ -612,8 +528,8 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
     RETURN_IF_ERROR(FinishMove(layout, groups, config, o.open_shards, nullptr, &finished, &report, o.on_step, o.max_mb_per_s));
     if (finished) {
       // The interrupted move is the rebalance asked for: report it (a new plan would start over).
-      ASSIGN_OR_RETURN(pb::StoreParams p, ReadStoreParams(*groups));
-      ASSIGN_OR_RETURN(partitioner::PartitionMap map, LoadServedMap(layout, p));
+      ASSIGN_OR_RETURN(std::unique_ptr<Placement> placement, Placement::Load(StorePlacementState(layout, groups)));
+      const partitioner::PartitionMap& map = placement->served();
       std::vector<uint64_t> pages(map.shards(), 0);
       RETURN_IF_ERROR(ForEachResident(*groups, [&](std::string_view, uint32_t cell) {
         if (cell < map.cells()) ++pages[map.ShardOf(cell)];
@@ -630,8 +546,9 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
     return FailedPrecondition("store " + o.dir + " has an interrupted move: run neardup rebalance --store " + o.dir +
                               " without --dry-run to finish it first");
   }
-  const pb::StoreParams params = *params_or;
-  ASSIGN_OR_RETURN(partitioner::PartitionMap map, LoadServedMap(layout, params));
+  StorePlacementState state(layout, groups);
+  ASSIGN_OR_RETURN(std::unique_ptr<Placement> placement, Placement::Load(state, *params_or));
+  const partitioner::PartitionMap& map = placement->served();
   const uint32_t shards_after = o.shards == 0 ? map.shards() : o.shards;
   ASSIGN_OR_RETURN(uint64_t sequence, CommittedBatches(*groups));
 
@@ -791,12 +708,7 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
   j.set_shards_after(shards_after);
   j.set_estimated_pages(report.estimated_pages);
   const bool sync = config.tier1().sync();
-  RETURN_IF_ERROR(SaveMap(map, MapPrev(layout), sync));
-  RETURN_IF_ERROR(SaveMap(next, MapNext(layout), sync));
-  RowBatch b;
-  b.Put(groups->meta_family(), kJournalRow, "", j.SerializeAsString());
-  RETURN_IF_ERROR(groups->rows().Write(b));
-  RETURN_IF_ERROR(groups->rows().WaitForWrites());
+  RETURN_IF_ERROR(Placement::BeginMove(&state, map, next, j, sync));
   report.steps = 1;
   if (o.on_step && !o.on_step(0)) return Unavailable("move: stopped after writing its journal (a later rebalance or run finishes it)");
   if (o.defer_move) {
@@ -858,15 +770,16 @@ StatusOr<PlacementReport> CheckPlacement(const StoreLayout& layout, pb::NeardupC
   SignerOptions signer;
   ASSIGN_OR_RETURN(OpenedStore opened, OpenStoreReadOnly(layout, {}, &config, &threshold, &signer));
   PlacementReport r;
-  const partitioner::PartitionMap& map = *opened.map;
+  const partitioner::PartitionMap& map = opened.placement->served();
   r.map_generation = map.proto().generation();
   auto violation = [&](std::string what) {
     ++r.violation_count;
     if (r.violations.size() < kMaxListed) r.violations.push_back(std::move(what));
   };
-  if (auto j = ReadMoveJournal(*opened.groups); j.ok()) {
+  if (opened.placement->moving()) {
+    const pb::MoveJournal& j = opened.placement->journal();
     violation(fmt::format("a move from map generation {} to {} is not finished: run neardup rebalance --store {}",
-                          j->generation_before(), j->generation_after(), layout.dir));
+                          j.generation_before(), j.generation_after(), layout.dir));
     return r;
   }
   ShardSetOptions so = ShardOptionsFor(layout, config, map.shards());
@@ -906,7 +819,7 @@ StatusOr<PlacementReport> CheckPlacement(const StoreLayout& layout, pb::NeardupC
       violation(fmt::format("page {} is in cell {}, outside the map's {}", url, cell, map.cells()));
       return Status::Ok();
     }
-    const uint32_t m = map.ShardOf(cell);
+    const uint32_t m = opened.placement->ShardOf(cell);
     ++r.expected_pages[m];
     if (lagging[m]) return Status::Ok();
     auto sig = shards->Get(m, std::string(url));

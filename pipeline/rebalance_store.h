@@ -36,6 +36,7 @@
 
 #include "common/status.h"
 #include "partitioner/rebalance.h"
+#include "pipeline/placement.h"
 #include "pipeline/shard_set.h"
 #include "pipeline/store_move.h"
 #include "pipeline/store.h"
@@ -136,15 +137,6 @@ Status FinishInterruptedMove(const StoreLayout& layout, tier1::GroupStore* group
                              const ShardSetOpener& open, bool* finished, StoreRebalanceReport* report = nullptr,
                              const std::function<bool(uint64_t)>& on_step = {});
 
-// The old and the new map of the move `journal` records (map-prev.pb or map.pb, and map-next.pb or
-// map.pb, each by its digest). Corruption when one is missing.
-StatusOr<std::pair<partitioner::PartitionMap, partitioner::PartitionMap>> LoadMoveMaps(const StoreLayout& layout,
-                                                                                      const pb::MoveJournal& journal);
-
-// The map a store serves: map.pb, or map-next.pb when a crash fell between the flip and its
-// rename: the one whose digest is the parameters'. Corruption when neither is.
-StatusOr<partitioner::PartitionMap> LoadServedMap(const StoreLayout& layout, const pb::StoreParams& params);
-
 // The batches Tier 1 has committed (0 for a new store). Corruption for an unreadable record.
 StatusOr<uint64_t> CommittedBatches(const tier1::GroupStore& groups);
 
@@ -157,9 +149,6 @@ struct LaggingShard {
 };
 StatusOr<std::vector<LaggingShard>> LaggingShards(const tier1::GroupStore& groups, const ShardSet& shards,
                                                   uint32_t count);
-
-// The interrupted move a store records, if any (NotFound when none).
-StatusOr<pb::MoveJournal> ReadMoveJournal(const tier1::GroupStore& groups);
 
 // Where a stopped store's pages are (neardup check): every page Tier 1 says has a signature is
 // held by the shard the served map gives its cell, and the shards hold no other page.

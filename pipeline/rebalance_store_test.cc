@@ -66,7 +66,7 @@ std::map<uint32_t, std::set<std::string>> ShardContents(const std::string& dir) 
   ShardSetOptions so;
   so.layout = layout;
   so.config = config;
-  so.shards = opened->map->shards();
+  so.shards = opened->placement->served().shards();
   so.read_only = true;
   auto shards = OpenLocalShardSet(so);
   EXPECT_TRUE(shards.ok());
@@ -97,7 +97,7 @@ void OpenMove(const std::string& dir, double threshold, OpenedMove* out) {
   auto journal = ReadMoveJournal(*out->store.groups);
   ASSERT_TRUE(journal.ok()) << journal.status().ToString();
   out->journal = *journal;
-  auto maps = LoadMoveMaps(layout, out->journal);
+  auto maps = LoadMoveMaps(StorePlacementState(layout, out->store.groups.get()), out->journal);
   ASSERT_TRUE(maps.ok()) << maps.status().ToString();
   out->before = std::move(maps->first);
   out->after = std::move(maps->second);
@@ -263,11 +263,11 @@ TEST_F(RebalanceStoreTest, GrowingFarSplitsCellsAndCheckIsClean) {
   double threshold = 0.9;
   auto opened = OpenStoreReadOnly(layout, {}, &none.config, &threshold, &signer);
   ASSERT_TRUE(opened.ok());
-  EXPECT_GT(opened->map->cells(), 64u);
+  EXPECT_GT(opened->placement->served().cells(), 64u);
   ShardSetOptions so;
   so.layout = layout;
   so.config = none.config;
-  so.shards = opened->map->shards();
+  so.shards = opened->placement->served().shards();
   so.read_only = true;
   auto shards = OpenLocalShardSet(so);
   ASSERT_TRUE(shards.ok());
@@ -278,11 +278,11 @@ TEST_F(RebalanceStoreTest, GrowingFarSplitsCellsAndCheckIsClean) {
                                 pb::Tier1Page page;
                                 EXPECT_TRUE(page.ParseFromArray(v.data(), static_cast<int>(v.size())));
                                 if (!page.has_signature()) return true;
-                                auto sig = (*shards)->Get(opened->map->ShardOf(page.home_cell()), std::string(url));
+                                auto sig = (*shards)->Get(opened->placement->served().ShardOf(page.home_cell()), std::string(url));
                                 EXPECT_TRUE(sig.ok()) << url;
                                 if (!sig.ok()) return true;
                                 const auto& vec = sig->shingle_vector();
-                                EXPECT_EQ(opened->map->Home(std::span<const uint32_t>(vec.data(), vec.size())),
+                                EXPECT_EQ(opened->placement->served().Home(std::span<const uint32_t>(vec.data(), vec.size())),
                                           page.home_cell())
                                     << url;
                                 ++checked;

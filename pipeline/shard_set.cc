@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/run_on_threads.h"
-#include "pipeline/store_move.h"
+#include "pipeline/placement.h"
 
 namespace neardup::pipeline {
 namespace {
@@ -86,20 +86,16 @@ Status ShardSet::GetMany(uint32_t shard, std::span<const std::string> urls,
   return Status::Ok();
 }
 
-uint32_t ShardSetSignatures::ShardOf(uint32_t home_cell) const {
-  return move_ != nullptr ? move_->ServedShard(home_cell) : map_.ShardOf(home_cell);
-}
-
 StatusOr<pb::PageSignature> ShardSetSignatures::Fetch(const std::string& url, uint32_t home_cell) {
-  if (home_cell >= map_.cells()) return NotFound("cell " + std::to_string(home_cell) + " is not in the map");
-  return shards_.Get(ShardOf(home_cell), url);
+  if (home_cell >= placement_.map().cells()) return NotFound("cell " + std::to_string(home_cell) + " is not in the map");
+  return shards_.Get(placement_.ShardOf(home_cell), url);
 }
 
 void ShardSetSignatures::WillFetch(std::span<const tier1::SignatureRef> refs) {
   std::vector<std::vector<std::string_view>> by_shard(shards_.size());
   for (const tier1::SignatureRef& r : refs) {
-    if (r.home_cell >= map_.cells()) continue;
-    const uint32_t m = ShardOf(r.home_cell);
+    if (r.home_cell >= placement_.map().cells()) continue;
+    const uint32_t m = placement_.ShardOf(r.home_cell);
     if (m < by_shard.size()) by_shard[m].push_back(r.url);
   }
   for (uint32_t m = 0; m < by_shard.size(); ++m) {

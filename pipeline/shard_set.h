@@ -76,24 +76,21 @@ class ShardSet {
   virtual tier2::ShardStats Stats(uint32_t shard) const = 0;
 };
 
-class StoreMove;
+class Placement;
 
-// Tier 1's signatures (tier1::SignatureSource) from the shard that owns a page's home cell: the
-// map's, or while a move runs (`move` not null), the one the move serves (StoreMove::ServedShard).
-// Neither the map, the set nor the move is owned. Fetch: NotFound for a cell outside the map or a
-// page the shard does not hold, else what ShardSet::Get returns. Thread safety: as ShardSet::Get.
+// Tier 1's signatures (tier1::SignatureSource) from the shard that holds a page's home cell now
+// (Placement::ShardOf: during a move, the one it serves). Neither the placement nor the set is
+// owned. Fetch: NotFound for a cell outside the placement's map or a page the shard does not hold,
+// else what ShardSet::Get returns. Thread safety: as ShardSet::Get.
 class ShardSetSignatures : public tier1::SignatureSource {
  public:
-  ShardSetSignatures(const partitioner::PartitionMap& map, const ShardSet& shards, const StoreMove* move = nullptr)
-      : map_(map), shards_(shards), move_(move) {}
+  ShardSetSignatures(const Placement& placement, const ShardSet& shards) : placement_(placement), shards_(shards) {}
   StatusOr<pb::PageSignature> Fetch(const std::string& url, uint32_t home_cell) override;
   void WillFetch(std::span<const tier1::SignatureRef> refs) override;
 
  private:
-  uint32_t ShardOf(uint32_t home_cell) const;  // the shard serving a cell of the map
-  const partitioner::PartitionMap& map_;
+  const Placement& placement_;
   const ShardSet& shards_;
-  const StoreMove* move_;
 };
 
 // What opening a store's shard set needs, wherever its shards live.

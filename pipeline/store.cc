@@ -1,6 +1,6 @@
 #include "pipeline/store.h"
 
-#include "pipeline/rebalance_store.h"
+#include "pipeline/placement.h"
 
 #include <algorithm>
 #include <fcntl.h>
@@ -122,6 +122,11 @@ Status WriteStoreParams(tier1::GroupStore* store, const pb::StoreParams& p) {
   return store->rows().WaitForWrites();
 }
 
+OpenedStore::OpenedStore() = default;
+OpenedStore::~OpenedStore() = default;
+OpenedStore::OpenedStore(OpenedStore&&) noexcept = default;
+OpenedStore& OpenedStore::operator=(OpenedStore&&) noexcept = default;
+
 StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenParams& given, pb::NeardupConfig* config,
                                         double* threshold, SignerOptions* signer) {
   std::error_code ec;
@@ -144,8 +149,8 @@ StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenPa
   out.params = *params;
   RETURN_IF_ERROR(CheckGivenParams(out.params, ParamsFromConfig(*config, *threshold), given, layout.dir));
   ApplyParams(out.params, config, threshold, signer);
-  // map.pb, or the new map of a move whose flip committed just before a crash.
-  ASSIGN_OR_RETURN(out.map, LoadServedMap(layout, out.params));
+  // map.pb, or the new map of a move whose flip committed just before a crash; a move's maps.
+  ASSIGN_OR_RETURN(out.placement, Placement::Load(StorePlacementState(layout, out.groups.get()), out.params));
   return out;
 }
 

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -32,6 +33,8 @@
 #include "tier1/group_store.h"
 
 namespace neardup::pipeline {
+
+class Placement;
 
 struct StoreLayout {
   std::string dir;
@@ -69,13 +72,17 @@ StatusOr<pb::StoreParams> ReadStoreParams(const tier1::GroupStore& store);
 // Writes them (meta row "params") and waits until they are durable.
 Status WriteStoreParams(tier1::GroupStore* store, const pb::StoreParams& p);
 
-// Opens a store's group store and map for reading only (nothing in DIR changes), checks the given
-// parameters against the store's, and applies the store's to *config, *threshold and *signer.
-// NotFound when DIR holds no store; FailedPrecondition for a parameter given otherwise, or a store
-// with no recorded parameters; Corruption when map.pb is not the map the store recorded.
+// Opens a store's group store and placement for reading only (nothing in DIR changes), checks the
+// given parameters against the store's, and applies the store's to *config, *threshold and
+// *signer. NotFound when DIR holds no store; FailedPrecondition for a parameter given otherwise, or
+// a store with no recorded parameters; Corruption as Placement::Load's.
 struct OpenedStore {
+  OpenedStore();
+  ~OpenedStore();
+  OpenedStore(OpenedStore&&) noexcept;
+  OpenedStore& operator=(OpenedStore&&) noexcept;
   std::unique_ptr<tier1::GroupStore> groups;
-  std::optional<partitioner::PartitionMap> map;
+  std::unique_ptr<Placement> placement;  // the served map (and a move's maps: pipeline/placement.h)
   pb::StoreParams params;
 };
 StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenParams& given, pb::NeardupConfig* config,

@@ -1,11 +1,12 @@
 // StoreMove: a store's move from one partition map to another (pipeline/rebalance_store.h plans
 // it and writes its journal), carried out one durable step at a time, so that a run can go on
-// deciding batches between two steps. Implemented in rebalance_store.cc, beside the plan, with
-// which it shares the journal's and the maps' files.
+// deciding batches between two steps. Implemented in rebalance_store.cc, beside the plan. The
+// move's maps, whether it has flipped and where a batch's pages go meanwhile are the store's
+// Placement's (pipeline/placement.h), which the flip and the end change.
 //
 // The new map's cells are the old map's, or refine them (partitioner::SplitCells: a split cell
 // keeps its number for its lowest part, its other parts are new cells). Cells are the new map's
-// throughout: a part's old shard is its parent cell's (OldShard).
+// throughout: a part's old shard is its parent cell's (Placement::OldShard).
 //
 // The steps: the relabel, when cells were split (pages Tier 1 places in a split cell get the
 // part their signature, read from its shard, falls in: one Tier 1 commit per step_pages; a batch
@@ -18,12 +19,12 @@
 // the caller still holds them open).
 //
 // Batches between the steps keep every page findable, and meet no stale version of one, which
-// is why their writes and reads go where this class says while the move is open:
-//   - a home page is stored on its shard under the served map (ServedShard) and, until the flip,
+// is why their writes and reads go where the Placement says while the move is open:
+//   - a home page is stored on its shard under the served map (Placement::ShardOf) and, until the flip,
 //     on its shard under the other map as well: the source stays complete and current, so the old
 //     map is exact until the flip, and a destination has every page of its new cells by then;
 //   - a removal goes to the page's shard under both maps, until the move ends; and from the flip
-//     on, a page stored in a moved cell is removed from its old shard as well (ClearsOldShard: the
+//     on, a page stored in a moved cell is removed from its old shard as well (Placement::ClearsOldShard: the
 //     caller adds the removal): a shard compares a page routed to it for one of its cells against everything it
 //     holds, and the moved-out pages it keeps until the drop must be current;
 //   - Tier 2 compares route on the served map, and Tier 1 reads a signature from the shard it
@@ -36,12 +37,10 @@
 // belong on the source.
 //
 // Thread safety: one thread calls Step and Finish, with no shard write of a batch in flight (the
-// shards hold every batch Tier 1 committed). flipped(), ServedShard(), StoreShards(),
-// RemovalShards() and the maps may be read from any thread meanwhile (a reader that asked
-// ServedShard just before the flip may read the source's version of a page once more).
+// shards hold every batch Tier 1 committed). done() and the Placement's readers may be called from
+// any thread meanwhile (pipeline/placement.h).
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -51,6 +50,7 @@
 
 #include "common/status.h"
 #include "partitioner/partition_map.h"
+#include "pipeline/placement.h"
 #include "pipeline/shard_set.h"
 #include "pipeline/store.h"
 #include "proto/tier1.pb.h"
@@ -71,33 +71,13 @@ struct StoreMoveOptions {
 
 class StoreMove {
  public:
-  // The move the store's journal records, at the step it reached. NotFound when it records none;
-  // Corruption for an unreadable journal, a missing map, or a new map that does not refine the
-  // old one (partitioner::CellParents).
+  // The move `placement` holds (Placement::Load found the store's journal), at the step it
+  // reached; its steps change the placement (the flip, the end) through the store's state.
+  // `placement` is not owned and must outlive this. NotFound when it holds no move.
   static StatusOr<std::unique_ptr<StoreMove>> Open(const StoreLayout& layout, tier1::GroupStore* groups,
-                                                   StoreMoveOptions options);
+                                                   Placement* placement, StoreMoveOptions options);
 
-  const pb::MoveJournal& journal() const { return j_; }
-  const partitioner::PartitionMap& before() const { return before_; }
-  const partitioner::PartitionMap& after() const { return after_; }
-  uint32_t shard_count() const { return std::max(before_.shards(), after_.shards()); }
-  bool flipped() const { return flipped_.load(std::memory_order_acquire); }
-  bool done() const { return done_.load(std::memory_order_acquire); }
-
-  // The shard that holds `cell`'s pages under the old map: its parent cell's. `cell` must be one
-  // of the new map's cells (so must every cell below).
-  uint32_t OldShard(uint32_t cell) const { return before_.ShardOf(parent_[cell]); }
-  // The shard that holds every page of `cell` now: the old map's until the flip, the new one's
-  // from then on.
-  uint32_t ServedShard(uint32_t cell) const { return flipped() ? after_.ShardOf(cell) : OldShard(cell); }
-  // Where a batch stores a home page of `cell` (out[0] is ServedShard), and removes one from;
-  // returns how many of out[0..1] are set.
-  int StoreShards(uint32_t cell, uint32_t out[2]) const;
-  int RemovalShards(uint32_t cell, uint32_t out[2]) const;
-  // Whether a page a batch stores in `cell` is also to be removed from its old shard (from the
-  // flip to the end, for a cell that changed shard): the caller adds a removal of it in `cell`,
-  // which RemovalShards sends to both shards (the new one keeps it: stored wins).
-  bool ClearsOldShard(uint32_t cell) const { return flipped() && !done() && OldShard(cell) != after_.ShardOf(cell); }
+  bool done() const { return placement_->done(); }
 
   // Whether the copy's rate cap lets the next step run now; else *wait_seconds says how long to
   // wait. Always true outside the copy.
@@ -123,8 +103,7 @@ class StoreMove {
   const Counts& counts() const { return counts_; }
 
  private:
-  StoreMove(const StoreLayout& layout, tier1::GroupStore* groups, StoreMoveOptions o, pb::MoveJournal j,
-            partitioner::PartitionMap before, partitioner::PartitionMap after, std::vector<uint32_t> parent);
+  StoreMove(const StoreLayout& layout, tier1::GroupStore* groups, Placement* placement, StoreMoveOptions o);
   Status Durable();                 // a step taken: counted, on_step asked
   enum class Phase { kRelabel, kCopy, kFlip, kRename, kDrop, kEnd, kDone };
   // The phase's pages: those Tier 1 places in cells that change shard, in runs of one destination
@@ -145,13 +124,10 @@ class StoreMove {
 
   StoreLayout layout_;
   tier1::GroupStore* groups_;
+  StorePlacementState state_;
+  Placement* placement_;
   StoreMoveOptions o_;
-  pb::MoveJournal j_;
-  partitioner::PartitionMap before_, after_;
-  std::vector<uint32_t> parent_;    // the old map's cell holding each new one (CellParents)
-  std::vector<bool> split_;         // old cells split into parts
   Phase phase_ = Phase::kCopy;
-  std::atomic<bool> flipped_{false}, done_{false};
   // The current phase's pages, drawn from Tier 1 at its first step, in (shard, URL) order, and how
   // far the steps got; the batches Tier 1 had committed when they were drawn.
   std::vector<Entry> list_;

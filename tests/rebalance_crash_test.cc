@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/config.h"
+#include "pipeline/placement.h"
 #include "pipeline/shard_set.h"
 #include "pipeline/store.h"
 #include "tests/binary_test.h"
@@ -42,7 +43,7 @@ std::map<uint32_t, std::set<std::string>> ShardContents(const std::string& dir) 
   pipeline::ShardSetOptions so;
   so.layout = layout;
   so.config = config;
-  so.shards = opened->map->shards();
+  so.shards = opened->placement->served().shards();
   so.read_only = true;
   auto shards = pipeline::OpenLocalShardSet(so);
   EXPECT_TRUE(shards.ok()) << shards.status().ToString();
