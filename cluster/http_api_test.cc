@@ -30,6 +30,7 @@
 #include "pipeline/pipeline_test_util.h"
 #include "pipeline/rebalance_store.h"
 #include "proto/api.pb.h"
+#include "testing/raw_exchange.h"
 
 namespace neardup::cluster {
 namespace {
@@ -86,36 +87,7 @@ TEST(StatusReplyJsonTest, ReadsBackAsTheMessageWithProtobufsKeys) {
   }
 }
 
-// Sends `bytes` on a new connection and reads until the server closes it or `wait` passes.
-// `closed` tells which.
-std::string RawExchange(uint16_t port, const std::string& bytes, milliseconds wait, bool* closed = nullptr) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return "";
-  }
-  if (!bytes.empty()) (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-  std::string out;
-  const auto until = std::chrono::steady_clock::now() + wait;
-  bool eof = false;
-  while (!eof) {
-    const auto left = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now()).count();
-    if (left <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
-    char buf[4096];
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) eof = true;
-    else out.append(buf, static_cast<size_t>(n));
-  }
-  if (closed != nullptr) *closed = eof;
-  ::close(fd);
-  return out;
-}
+using test::RawExchange;
 
 class HttpApiTest : public ::testing::Test {
  protected:

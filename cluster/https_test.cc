@@ -1,12 +1,7 @@
 // HTTPS on the crawlers' API: HttpServer with a TLS context, HttpClient over https://, and what
 // they refuse (a client that does not trust the server's CA, a certificate for another name, a
 // plain HTTP client, a client that never completes its handshake).
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -16,6 +11,7 @@
 #include "cluster/http_client.h"
 #include "cluster/http_server.h"
 #include "cluster/tls.h"
+#include "testing/raw_exchange.h"
 #include "testing/temp_dir.h"
 
 namespace neardup::cluster {
@@ -31,30 +27,10 @@ HttpHandler LengthHandler() {
   };
 }
 
-// A TCP connection to the server that sends `bytes` (maybe none) and reports whether the server
-// closed it within `wait`.
+// Whether the server closed a connection that sent `bytes` (maybe none) within `wait`.
 bool ClosedWithin(uint16_t port, const std::string& bytes, milliseconds wait) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return false;
-  }
-  if (!bytes.empty()) (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-  const auto until = std::chrono::steady_clock::now() + wait;
   bool closed = false;
-  while (!closed) {
-    const auto left = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now()).count();
-    if (left <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
-    char buf[4096];
-    closed = ::recv(fd, buf, sizeof(buf), 0) <= 0;
-  }
-  ::close(fd);
+  (void)test::RawExchange(port, bytes, wait, &closed);
   return closed;
 }
 

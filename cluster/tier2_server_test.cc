@@ -549,8 +549,8 @@ uint64_t StatusKb(const std::string& field) {
 
 // A frame's body is read into one buffer of its length, never copied as it grows: the server's
 // memory rises by what the peer sent, not by half as much again (a buffer that doubled as the
-// bytes came held the old and the new at once: +66 MiB for a 48 MiB frame, +48 now). The server
-// runs in this process: its peak resident memory (VmHWM, reset before the frame) tells.
+// bytes came would hold the old and the new at once). The server runs in this process: its peak
+// resident memory (VmHWM, reset before the frame) tells.
 TEST_F(Tier2ServerTest, AFramesBodyIsHeldOnceNotCopiedAsItGrows) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "the sanitizers' allocators keep freed memory and shadow it: resident memory tells nothing here";

@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -56,6 +58,21 @@ class ProcessTest : public BinaryTest {
     std::string port = Read(port_file);
     while (!port.empty() && port.back() == '\n') port.pop_back();
     return port;
+  }
+
+  // Stops a cluster a failed test left up under `dir` (its supervisor runs detached): only when
+  // that supervisor still runs `config` (its command line names it), so that a pid used again by
+  // another process is never signalled.
+  void StopLeftoverCluster(const std::string& dir, const std::string& config) {
+    const std::string view = Read(dir + "/membership.textproto");
+    if (const size_t at = view.find("supervisor_pid: "); at != std::string::npos) {
+      const long pid = std::strtol(view.c_str() + at + 16, nullptr, 10);
+      std::string cmdline = Read("/proc/" + std::to_string(pid) + "/cmdline");
+      std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+      if (pid > 0 && cmdline.find("cluster up --config " + config) != std::string::npos) {
+        (void)Neardup("cluster down --config " + config);
+      }
+    }
   }
 
   std::map<std::string, pid_t> procs_;  // the processes Start made, by name

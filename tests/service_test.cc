@@ -36,18 +36,7 @@ using std::chrono::milliseconds;
 class ServiceTest : public ProcessTest {
  protected:
   void TearDown() override {
-    // A cluster a failed test left up (its supervisor runs detached) is stopped too: only when its
-    // supervisor still runs (its command line names this test's configuration), so that a pid
-    // used again by another process is never signalled.
-    const std::string view = Read(Path("cl/membership.textproto"));
-    if (const size_t at = view.find("supervisor_pid: "); at != std::string::npos) {
-      const long pid = std::strtol(view.c_str() + at + 16, nullptr, 10);
-      std::string cmdline = Read("/proc/" + std::to_string(pid) + "/cmdline");
-      std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-      if (pid > 0 && cmdline.find("cluster up --config " + Path("cluster.textproto")) != std::string::npos) {
-        (void)Neardup("cluster down --config " + Path("cluster.textproto"));
-      }
-    }
+    StopLeftoverCluster(Path("cl"), Path("cluster.textproto"));
     ProcessTest::TearDown();
   }
 
