@@ -96,13 +96,17 @@ class BeastClient final : public HttpClient {
     Lowest().expires_after(timeout_);
     http::async_write(stream, req, [&](beast::error_code e, size_t) { ec = e; });
     RunIo();
-    if (ec) return Fail(ec);
+    // A server may answer before it has read the body (401 on the header, 413 on the length) and
+    // close: the write then fails, but its answer is there to read. Read it; only a connection
+    // that holds no answer is the write's failure.
+    const beast::error_code write_ec = ec;
+    if (write_ec == beast::error::timeout) return Fail(write_ec);
     http::response_parser<http::string_body> parser;
     parser.body_limit(uint64_t{1} << 30);
     buffer_.clear();
     http::async_read(stream, buffer_, parser, [&](beast::error_code e, size_t) { ec = e; });
     RunIo();
-    if (ec) return Fail(ec);
+    if (ec) return Fail(write_ec ? write_ec : ec);
     auto res = parser.release();
     Reply out;
     out.status = res.result_int();
@@ -112,7 +116,7 @@ class BeastClient final : public HttpClient {
       for (char& c : field) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       out.headers[field] = std::string(f.value());
     }
-    if (!res.keep_alive()) Close();
+    if (!res.keep_alive() || write_ec) Close();
     return out;
   }
 

@@ -170,6 +170,41 @@ TEST(HttpClientTest, AnIpv6LoopbackServerIsReachedByItsBracketedName) {
   (*server)->Stop();
 }
 
+// A server that refuses a request on its header (401 without the token) answers and closes
+// before the client has sent its body: the client's write fails, and it returns the answer
+// rather than a broken connection (a writer without its token was retried for minutes as if
+// the server were down). Over plain HTTP and HTTPS.
+TEST(HttpClientTest, AnAnswerGivenBeforeTheBodyWasReadIsReturned) {
+  TempDir dir;
+  ASSERT_TRUE(MakeClusterCertificates(dir.File("certs"), {"127.0.0.1"}, 2).ok());
+  auto ctx = MakeHttpsServerContext(TlsFiles::InDir(dir.File("certs")));
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  for (const bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "https" : "http");
+    HttpServerOptions o;
+    if (tls) o.tls = *ctx;
+    auto server = HttpServer::Start(o, LengthHandler(), [](const HttpRequest& h) {
+      HeaderVerdict v;
+      if (h.find(boost::beast::http::field::authorization) == h.end()) v.refuse = JsonResponse(h, 401, R"({"error":"no token"})");
+      return v;
+    });
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    const std::string url = std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string((*server)->port());
+    auto client = HttpClient::Create(url, {.timeout = milliseconds(5000), .ca_file = tls ? dir.File("certs") + "/ca.pem" : ""});
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    const auto start = std::chrono::steady_clock::now();
+    auto r = (*client)->Request("POST", "/v1/pages", std::string(16 << 20, 'x'));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 401u) << r->body;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+    // The client goes on, on a new connection.
+    r = (*client)->Request("POST", "/v1/pages", "{}", {{"Authorization", "Bearer t"}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 200u) << r->body;
+    (*server)->Stop();
+  }
+}
+
 TEST(HttpClientTest, UrlsAndCaFilesAreChecked) {
   EXPECT_EQ(HttpClient::Create("ftp://127.0.0.1:1").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(HttpClient::Create("http://127.0.0.1:1", {.ca_file = "/nonexistent/ca.pem"}).status().code(),

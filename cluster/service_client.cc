@@ -50,6 +50,13 @@ Status ServiceClient::Send() {
         continue;
       }
     }
+    if (r.ok() && (r->status == 401 || r->status == 403)) {
+      // Every request after it would be refused alike: the input ends here, saying why.
+      lines_.clear();
+      return FailedPrecondition(o_.source + ": the server refused the request at line " + std::to_string(first_line_) +
+                                " (" + std::to_string(r->status) + " " + r->body.substr(0, r->body.find('\n')) +
+                                "): give the writers' token (--token-file, or --config of the cluster)");
+    }
     if (r.ok() && r->status != 429 && r->status != 503) {
       spdlog::error("{}: lines {}..: the server answered {}: {}", o_.source, first_line_, r->status, r->body);
       counts_.refused += lines_.size();

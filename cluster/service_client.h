@@ -46,6 +46,8 @@ class ServiceClient {
   // Queues one record's line (line_no: its line in the source, for messages); a request goes out
   // once batch_records lines are queued. Unavailable when the server stopped accepting (not
   // reachable, or still busy after max_retries): the lines not accepted are then dropped.
+  // FailedPrecondition when the server refused the request's credentials (401 or 403): no
+  // request after it would be accepted either.
   Status AddLine(std::string line, uint64_t line_no);
   // Sends what is queued. Errors as AddLine.
   Status FlushLines();

@@ -548,7 +548,13 @@ TEST_F(ServiceTest, ClusterUpSupervisesAndClusterDownStops) {
   // API, the token and the CA (without the token: refused).
   EXPECT_EQ(std::filesystem::status(Path("cl/token")).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  EXPECT_NE(Neardup("ingest --server " + server + " --ca-file " + Path("cl/ca.pem") + " --input " + crawl_).code, 0);
+  // Without the token: refused at once, saying so (it was retried for minutes as if the server were down).
+  const auto refused_at = std::chrono::steady_clock::now();
+  Outcome refused = Neardup("ingest --server " + server + " --ca-file " + Path("cl/ca.pem") + " --input " + crawl_);
+  EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.err.find("401"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("token"), std::string::npos) << refused.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - refused_at, std::chrono::seconds(20));
   ASSERT_EQ(Neardup("ingest --config " + Path("cluster.textproto") + " --input " + crawl_).code, 0);
   // A Tier 2 server dies: the supervisor starts it again on its address.
   const std::string view = Read(Path("cl/membership.textproto"));
