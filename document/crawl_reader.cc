@@ -2,8 +2,8 @@
 
 #include "common/json_write.h"
 #include "common/rfc3339.h"
-#include "common/utf8.h"
 #include "document/json_fields.h"
+#include "document/json_lines.h"
 #include "document/warc_reader.h"
 
 #include <fmt/format.h>
@@ -21,9 +21,7 @@ namespace {
 // (their content does not matter), which spares the parser a padded copy of every line.
 constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
 
-Status ParseElement(simdjson::dom::element doc, CrawlRecord* out) {
-  simdjson::dom::object obj;
-  if (doc.get_object().get(obj) != simdjson::SUCCESS) return InvalidArgument("line is not a JSON object");
+Status ParseObject(simdjson::dom::object obj, CrawlRecord* out) {
   bool present = false;
   RETURN_IF_ERROR(RequiredJsonString(obj, "url", &out->url));
   if (!IsAbsoluteHttpUrl(out->url)) return JsonFieldError("url", "is not an absolute http(s) URL");
@@ -75,36 +73,14 @@ Status ParseElement(simdjson::dom::element doc, CrawlRecord* out) {
   return Status::Ok();
 }
 
-const char* JsonErrorText(simdjson::error_code code) {
-  switch (code) {
-    case simdjson::TAPE_ERROR: return "malformed JSON";
-    case simdjson::UNCLOSED_STRING: return "malformed JSON: unclosed string (truncated line?)";
-    case simdjson::EMPTY: return "malformed JSON: empty document";
-    case simdjson::DEPTH_ERROR: return "JSON nested too deeply";
-    case simdjson::STRING_ERROR: return "malformed JSON string";
-    case simdjson::NUMBER_ERROR: return "malformed JSON number";
-    case simdjson::T_ATOM_ERROR: case simdjson::F_ATOM_ERROR: case simdjson::N_ATOM_ERROR:
-      return "malformed JSON literal";
-    default: return simdjson::error_message(code);
-  }
-}
-
 // 0 for an ok parse, 1 for an ok parse after UTF-8 repair; error status otherwise. `padded`: the
 // line has kPadding bytes allocated after its end.
 StatusOr<int> ParseLine(std::string_view line, bool padded, CrawlRecord* out) {
-  thread_local simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  auto err = parser.parse(line.data(), line.size(), !padded).get(doc);
-  int repaired = 0;
-  std::string fixed;
-  if (err == simdjson::UTF8_ERROR) {
-    AppendRepairedUtf8(line, &fixed);
-    err = parser.parse(fixed.data(), fixed.size(), true).get(doc);
-    repaired = 1;
-  }
-  if (err != simdjson::SUCCESS) return InvalidArgument(JsonErrorText(err));
-  RETURN_IF_ERROR(ParseElement(doc, out));
-  return repaired;
+  simdjson::dom::object obj;
+  bool repaired = false;
+  RETURN_IF_ERROR(ParseJsonLine(line, {.padded = padded, .repair_utf8 = true}, &obj, &repaired));
+  RETURN_IF_ERROR(ParseObject(obj, out));
+  return repaired ? 1 : 0;
 }
 
 }  // namespace
