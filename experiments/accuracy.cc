@@ -1,13 +1,14 @@
 #include "experiments/accuracy.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
 
 #include <simdjson.h>
+
+#include "document/json_lines.h"
 
 namespace neardup::experiments {
 namespace {
@@ -40,38 +41,28 @@ GroupingAccuracy CompareGroupings(const Grouping& system, const Grouping& baseli
 
 namespace {
 
-// Calls `line(doc, number)` for each non-empty line of a JSON Lines file.
+// Calls each(object) for each non-blank line of a JSON Lines file. The first line that
+// is not a JSON object, or that `each` refuses (InvalidArgument), is the error: "path:N: why".
 template <typename F>
-Status ForEachJsonLine(const std::string& path, F&& each) {
-  std::ifstream in(path);
-  if (!in) return IoError("cannot read " + path);
-  simdjson::dom::parser parser;
-  std::string line;
-  uint64_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty()) continue;
-    simdjson::dom::element doc;
-    if (parser.parse(line).get(doc) != simdjson::SUCCESS) {
-      return InvalidArgument(path + ":" + std::to_string(number) + ": not JSON");
-    }
-    RETURN_IF_ERROR(each(doc, number));
-  }
-  return Status::Ok();
+Status ForEachJsonObject(const std::string& path, F&& each) {
+  return ForEachJsonLine(path, {.skip_bad_lines = false}, [&](std::string_view line, uint64_t) -> Status {
+    simdjson::dom::object doc;
+    RETURN_IF_ERROR(ParseJsonLine(line, {.padded = true}, &doc));
+    return each(doc);
+  }).status();
 }
 
 // url, group, status and similarity of a groups line; false for a "crawled": false line.
-StatusOr<bool> ParseAnswer(const std::string& path, simdjson::dom::element doc, uint64_t number, std::string* url,
-                           PageAnswer* a) {
+StatusOr<bool> ParseAnswer(simdjson::dom::object doc, std::string* url, PageAnswer* a) {
   std::string_view u;
   if (doc["url"].get_string().get(u) != simdjson::SUCCESS) {
-    return InvalidArgument(path + ":" + std::to_string(number) + ": no \"url\" string");
+    return InvalidArgument("no \"url\" string");
   }
   bool crawled = true;
   if (doc["crawled"].get_bool().get(crawled) == simdjson::SUCCESS && !crawled) return false;
   simdjson::dom::element g;
   if (doc["group"].get(g) != simdjson::SUCCESS) {
-    return InvalidArgument(path + ":" + std::to_string(number) + ": no \"group\"");
+    return InvalidArgument("no \"group\"");
   }
   *url = std::string(u);
   a->group = simdjson::minify(g);
@@ -95,8 +86,8 @@ StatusOr<Grouping> ReadGroupsJsonl(const std::string& path) {
   Grouping out;
   std::string url;
   PageAnswer a;
-  RETURN_IF_ERROR(ForEachJsonLine(path, [&](simdjson::dom::element doc, uint64_t number) -> Status {
-    ASSIGN_OR_RETURN(bool crawled, ParseAnswer(path, doc, number, &url, &a));
+  RETURN_IF_ERROR(ForEachJsonObject(path, [&](simdjson::dom::object doc) -> Status {
+    ASSIGN_OR_RETURN(bool crawled, ParseAnswer(doc, &url, &a));
     if (crawled) out[url] = std::move(a.group);
     return Status::Ok();
   }));
@@ -107,8 +98,8 @@ StatusOr<Answers> ReadAnswersJsonl(const std::string& path) {
   Answers out;
   std::string url;
   PageAnswer a;
-  RETURN_IF_ERROR(ForEachJsonLine(path, [&](simdjson::dom::element doc, uint64_t number) -> Status {
-    ASSIGN_OR_RETURN(bool crawled, ParseAnswer(path, doc, number, &url, &a));
+  RETURN_IF_ERROR(ForEachJsonObject(path, [&](simdjson::dom::object doc) -> Status {
+    ASSIGN_OR_RETURN(bool crawled, ParseAnswer(doc, &url, &a));
     if (crawled) out[url] = std::move(a);
     return Status::Ok();
   }));
@@ -124,10 +115,10 @@ Grouping GroupingOf(const Answers& answers) {
 
 StatusOr<Histories> ReadHistories(const std::string& status_path) {
   Histories out;
-  RETURN_IF_ERROR(ForEachJsonLine(status_path, [&](simdjson::dom::element doc, uint64_t number) -> Status {
+  RETURN_IF_ERROR(ForEachJsonObject(status_path, [&](simdjson::dom::object doc) -> Status {
     std::string_view url, route;
     if (doc["url"].get_string().get(url) != simdjson::SUCCESS || doc["route"].get_string().get(route) != simdjson::SUCCESS) {
-      return InvalidArgument(status_path + ":" + std::to_string(number) + ": needs \"url\" and \"route\" strings");
+      return InvalidArgument("needs \"url\" and \"route\" strings");
     }
     auto [it, fresh] = out.try_emplace(std::string(url));
     it->second.route = std::string(route);
@@ -139,12 +130,12 @@ StatusOr<Histories> ReadHistories(const std::string& status_path) {
 
 StatusOr<std::vector<TruePair>> ReadPairsJsonl(const std::string& path) {
   std::vector<TruePair> out;
-  RETURN_IF_ERROR(ForEachJsonLine(path, [&](simdjson::dom::element doc, uint64_t number) -> Status {
+  RETURN_IF_ERROR(ForEachJsonObject(path, [&](simdjson::dom::object doc) -> Status {
     std::string_view a, b;
     double sim;
     if (doc["a"].get_string().get(a) != simdjson::SUCCESS || doc["b"].get_string().get(b) != simdjson::SUCCESS ||
         doc["similarity"].get_double().get(sim) != simdjson::SUCCESS) {
-      return InvalidArgument(path + ":" + std::to_string(number) + ": needs \"a\", \"b\" and \"similarity\"");
+      return InvalidArgument("needs \"a\", \"b\" and \"similarity\"");
     }
     out.push_back({std::string(a), std::string(b), sim});
     return Status::Ok();
