@@ -209,6 +209,56 @@ struct Posting {
   uint32_t j;    // position of the token in that set's full order
 };
 
+// The number of set's ranks (past its n1 singleton tokens) in a prefix of full_prefix tokens.
+uint32_t PrefixCount(const Reduced& r, uint32_t set, uint32_t full_prefix) {
+  const uint32_t n1 = r.n1[set];
+  if (full_prefix <= n1) return 0;
+  return std::min<uint32_t>(full_prefix - n1, static_cast<uint32_t>(r.ranks[set].size()));
+}
+
+// The non-empty sets in size order, and their index prefixes' postings by rank (CSR: rank k's
+// postings are postings[off[k] .. off[k + 1]), in size order).
+struct SizeOrderIndex {
+  std::vector<uint32_t> order;  // position in size order -> set
+  std::vector<uint32_t> sz;     // position in size order -> size
+  std::vector<uint64_t> off;
+  std::vector<Posting> postings;
+};
+
+SizeOrderIndex BuildSizeOrderIndex(const Reduced& r, double t) {
+  SizeOrderIndex x;
+  std::vector<uint32_t>& order = x.order;
+  order.reserve(r.size.size());
+  for (uint32_t i = 0; i < r.size.size(); ++i) {
+    if (r.size[i] > 0) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return r.size[a] < r.size[b]; });
+  const uint32_t m = static_cast<uint32_t>(order.size());
+  x.sz.resize(m);
+  for (uint32_t p = 0; p < m; ++p) x.sz[p] = r.size[order[p]];
+  uint64_t max_rank = 0;
+  for (uint32_t p = 0; p < m; ++p) {
+    const auto& rk = r.ranks[order[p]];
+    if (!rk.empty()) max_rank = std::max<uint64_t>(max_rank, rk.back() + 1ull);
+  }
+  std::vector<uint64_t>& off = x.off;
+  off.assign(max_rank + 1, 0);
+  for (uint32_t p = 0; p < m; ++p) {
+    const uint32_t set = order[p];
+    const uint32_t c = PrefixCount(r, set, IndexPrefix(x.sz[p], t));
+    for (uint32_t k = 0; k < c; ++k) ++off[r.ranks[set][k] + 1];
+  }
+  for (size_t i = 1; i < off.size(); ++i) off[i] += off[i - 1];
+  x.postings.resize(off.back());
+  std::vector<uint64_t> fill(off.begin(), off.end() - 1);
+  for (uint32_t p = 0; p < m; ++p) {
+    const uint32_t set = order[p];
+    const uint32_t c = PrefixCount(r, set, IndexPrefix(x.sz[p], t));
+    for (uint32_t k = 0; k < c; ++k) x.postings[fill[r.ranks[set][k]]++] = Posting{p, r.n1[set] + k};
+  }
+  return x;
+}
+
 }  // namespace
 
 std::vector<SimilarPair> ExactAllPairs(std::vector<std::vector<uint64_t>> sets, const AllPairsOptions& options,
@@ -225,44 +275,12 @@ std::vector<SimilarPair> ExactAllPairs(std::vector<std::vector<uint64_t>> sets, 
   const auto t1 = Clock::now();
   st->order_seconds = std::chrono::duration<double>(t1 - t0).count();
 
-  // Size order over non-empty sets.
-  std::vector<uint32_t> order;
-  order.reserve(r.size.size());
-  for (uint32_t i = 0; i < r.size.size(); ++i) {
-    if (r.size[i] > 0) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return r.size[a] < r.size[b]; });
+  const SizeOrderIndex index = BuildSizeOrderIndex(r, t);
+  const std::vector<uint32_t>& order = index.order;
+  const std::vector<uint32_t>& sz = index.sz;
+  const std::vector<uint64_t>& off = index.off;
+  const std::vector<Posting>& postings = index.postings;
   const uint32_t m = static_cast<uint32_t>(order.size());
-  std::vector<uint32_t> sz(m);
-  for (uint32_t p = 0; p < m; ++p) sz[p] = r.size[order[p]];
-
-  // Prefix index (CSR): rank -> postings in size order.
-  auto prefix_count = [&](uint32_t set, uint32_t full_prefix) -> uint32_t {
-    const uint32_t n1 = r.n1[set];
-    if (full_prefix <= n1) return 0;
-    return std::min<uint32_t>(full_prefix - n1, static_cast<uint32_t>(r.ranks[set].size()));
-  };
-  uint64_t max_rank = 0;
-  for (uint32_t p = 0; p < m; ++p) {
-    const auto& rk = r.ranks[order[p]];
-    if (!rk.empty()) max_rank = std::max<uint64_t>(max_rank, rk.back() + 1ull);
-  }
-  std::vector<uint64_t> off(max_rank + 1, 0);
-  for (uint32_t p = 0; p < m; ++p) {
-    const uint32_t set = order[p];
-    const uint32_t c = prefix_count(set, IndexPrefix(sz[p], t));
-    for (uint32_t k = 0; k < c; ++k) ++off[r.ranks[set][k] + 1];
-  }
-  for (size_t i = 1; i < off.size(); ++i) off[i] += off[i - 1];
-  std::vector<Posting> postings(off.back());
-  {
-    std::vector<uint64_t> fill(off.begin(), off.end() - 1);
-    for (uint32_t p = 0; p < m; ++p) {
-      const uint32_t set = order[p];
-      const uint32_t c = prefix_count(set, IndexPrefix(sz[p], t));
-      for (uint32_t k = 0; k < c; ++k) postings[fill[r.ranks[set][k]]++] = Posting{p, r.n1[set] + k};
-    }
-  }
   st->indexed_entries = postings.size();
 
   // Probe and verify, in parallel over x.
@@ -277,7 +295,7 @@ std::vector<SimilarPair> ExactAllPairs(std::vector<std::vector<uint64_t>> sets, 
       for (uint32_t px = start; px < std::min(m, start + kChunk); ++px) {
         const uint32_t x = order[px], sx = sz[px], n1x = r.n1[x];
         const auto& rx = r.ranks[x];
-        const uint32_t pc = prefix_count(x, ProbePrefix(sx, t));
+        const uint32_t pc = PrefixCount(r, x, ProbePrefix(sx, t));
         const uint32_t min_size = MinPartnerSize(sx, t);
         touched.clear();
         for (uint32_t i = 0; i < pc; ++i) {

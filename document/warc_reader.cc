@@ -431,6 +431,35 @@ class WarcReader final : public CrawlReader {
   // bad) when it yields none.
   bool FromResponse(std::string_view block, const std::string& url, CrawlRecord* record, std::string* why);
 
+  // Next's steps, one record at a time. kSkip: go on with the next record (the reader may have
+  // ended: a bad record's resync found no other), kEnd: the reader ended.
+  enum class Step { kRecord, kSkip, kEnd };
+  // The record being read: its number and stream offset, and its WARC header's fields.
+  struct Head {
+    uint64_t no = 0, start = 0;
+    size_t head_end = 0;  // buf_ index of the CRLF CRLF that ends the header
+    uint64_t length = 0;  // Content-Length
+    std::string type;     // WARC-Type, lower case
+    std::string url;      // WARC-Target-URI, without <>
+    std::string named;    // " (url)" for the messages, or empty
+    std::optional<int64_t> date;
+  };
+  // Skips the blank lines before a record (the block's CRLF CRLF is consumed with it; more are
+  // tolerated); false, ending the reader, at the end of the stream.
+  bool SkipBlankLines();
+  // Resyncs at the next record from `from`; ends the reader when there is none.
+  void SkipTo(uint64_t from) {
+    if (!Resync(from)) ended_ = true;
+  }
+  // Reads and parses the header of the record at pos_ into *h; a bad one is reported.
+  Step ReadHead(Head* h);
+  // Reads the block after the header: *body views it in buf_, *end_offset is the file offset
+  // past the record, and pos_ is past its trailer. A block over max_line_bytes is passed over.
+  Step ReadBlock(const Head& h, std::string_view* body, uint64_t* end_offset);
+  // A response with an absolute http(s) URL that options_.want_url wants becomes *record (kRecord);
+  // other types, revisits and unwanted URLs are counted, bad responses reported (kSkip).
+  Step Deliver(Head* h, std::string_view body, uint64_t end_offset, CrawlRecord* record);
+
   std::unique_ptr<Source> src_;
   std::optional<uint64_t> size_;
   CrawlReaderOptions options_;
@@ -479,143 +508,170 @@ bool WarcReader::Discard(uint64_t n) {
 bool WarcReader::Next(CrawlRecord* record) {
   while (!ended_ && src_->status().ok()) {
     if (pos_ > (1u << 20)) Compact();
-    // Blank lines between records (the block's CRLF CRLF is consumed below; tolerate more).
-    for (;;) {
-      if (!Ensure(1)) {
-        // A last gzip member that did not inflate, with nothing after it.
-        uint64_t at;
-        std::string why;
-        while (src_->TakeBreak(UINT64_MAX, &at, &why)) Bad(stats_.lines + 1, at, "corrupt: " + why);
-        ended_ = true;
-        return false;
-      }
-      if (buf_[pos_] != '\r' && buf_[pos_] != '\n') break;
-      ++pos_;
-    }
-    const uint64_t start = Offset();
-    const uint64_t no = ++stats_.lines;
+    if (!SkipBlankLines()) return false;
+    Head h;
+    h.start = Offset();
+    h.no = ++stats_.lines;
     stats_.bytes = src_->consumed();
     uint64_t at;
     std::string why;
     // A gzip member skipped before this record (the record itself starts a good one).
-    while (src_->TakeBreak(start, &at, &why)) Bad(no, at, "corrupt: " + why);
-    // The WARC head.
-    size_t head_end;
-    for (;;) {
-      head_end = buf_.find("\r\n\r\n", pos_);
-      if (head_end != std::string::npos || buf_.size() - pos_ > kMaxHeaderBytes) break;
-      if (src_->Read(&buf_) == 0) break;
-    }
-    if (buf_.compare(pos_, 5, "WARC/") != 0) {
-      Bad(no, start, "corrupt: no WARC/ version line where a record should start");
-      if (!Resync(start + 1)) ended_ = true;
-      continue;
-    }
-    if (head_end == std::string::npos || head_end - pos_ > kMaxHeaderBytes) {
-      if (buf_.size() - pos_ <= kMaxHeaderBytes) {
-        Bad(no, start, "truncated: the file ends inside the record's header");
-        ended_ = true;
-        return false;
-      }
-      Bad(no, start, "corrupt: header longer than " + std::to_string(kMaxHeaderBytes) + " bytes");
-      if (!Resync(start + 1)) ended_ = true;
-      continue;
-    }
-    Headers h;
-    std::string_view version;
-    const bool parsed = ParseHeaderLines(std::string_view(buf_).substr(pos_, head_end - pos_), &version, &h);
-    uint64_t length = 0;
-    const std::string* cl = h.Get("content-length");
-    if (!parsed || cl == nullptr || !ParseUint(*cl, &length)) {
-      Bad(no, start, !parsed ? "corrupt: a header line without ':'"
-                     : cl == nullptr ? "corrupt: no Content-Length"
-                                     : "corrupt: Content-Length is not a number: '" + *cl + "'");
-      if (!Resync(start + 1)) ended_ = true;
-      continue;
-    }
-    std::string type = h.Get("warc-type") != nullptr ? Lower(*h.Get("warc-type")) : "";
-    std::string url = h.Get("warc-target-uri") != nullptr ? *h.Get("warc-target-uri") : "";
-    if (url.size() >= 2 && url.front() == '<' && url.back() == '>') url = url.substr(1, url.size() - 2);
-    std::optional<int64_t> date;
-    if (const std::string* d = h.Get("warc-date")) date = ParseRfc3339(*d);
-    const uint64_t block = start + (head_end + 4 - pos_);
-    const std::string named = url.empty() ? "" : " (" + url + ")";
-    if (length > options_.max_line_bytes) {
-      pos_ = head_end + 4;
-      if (!Discard(length)) {
-        Bad(no, start, "truncated: Content-Length " + std::to_string(length) + " but the file ends first" + named);
-        ended_ = true;
-        return false;
-      }
-      Bad(no, start, "block of " + std::to_string(length) + " bytes longer than max_line_bytes (" +
-                         std::to_string(options_.max_line_bytes) + ")" + named);
-      continue;
-    }
-    const size_t in_buf = head_end + 4;
-    if (!Ensure(in_buf - pos_ + length + 4)) {
-      // Room for the trailer may be missing at the very end (a writer that drops it).
-      if (buf_.size() < in_buf + length) {
-        if (src_->TakeBreak(base_ + buf_.size(), &at, &why)) {
-          Bad(no, start, "corrupt: " + why + named);
-          if (!Resync(at)) ended_ = true;
-          continue;
-        }
-        Bad(no, start, "truncated: Content-Length " + std::to_string(length) + " but the file ends " +
-                           std::to_string(buf_.size() - in_buf) + " bytes into the block" + named);
-        ended_ = true;
-        return false;
-      }
-    }
-    const uint64_t end = block + length;
-    if (src_->TakeBreak(end - 1, &at, &why)) {
-      Bad(no, start, "corrupt: " + why + named);
-      if (!Resync(at)) ended_ = true;
-      continue;
-    }
-    std::string_view trailer = std::string_view(buf_).substr(in_buf + length, 4);
-    if (trailer != "\r\n\r\n" && !(trailer.size() < 4 && std::string_view("\r\n\r\n").starts_with(trailer))) {
-      Bad(no, start, "corrupt: the block is not followed by CRLF CRLF (a wrong Content-Length?)" + named);
-      if (!Resync(start + 1)) ended_ = true;
-      continue;
-    }
-    pos_ = in_buf + length + trailer.size();
-    // Have the stream past this record, so that a gzip member ending with it is known to end
-    // (buf_ may move: the block is viewed after).
-    (void)Ensure(1);
-    std::string_view body = std::string_view(buf_).substr(in_buf, length);
-    const uint64_t end_offset = src_->FileOffsetAt(Offset());
-    stats_.bytes = src_->consumed();
-    if (type == "revisit") {
-      ++stats_.warc_revisits;
-      continue;
-    }
-    if (type != "response") {
-      ++stats_.warc_not_response;
-      continue;
-    }
-    if (!IsAbsoluteHttpUrl(url)) {
-      Bad(no, start, "response without an absolute http(s) WARC-Target-URI: '" + url + "'");
-      continue;
-    }
-    if (options_.want_url && !options_.want_url(url)) {
-      ++stats_.passed_over;
-      continue;
-    }
-    std::string problem;
-    if (!FromResponse(body, url, record, &problem)) {
-      if (!problem.empty()) Bad(no, start, problem + named);
-      continue;
-    }
-    record->url = std::move(url);
-    record->fetched_at_ms = date;
-    record->popularity = 0;
-    record->market.clear();
-    record->line = no;
-    record->end_offset = end_offset;
-    ++stats_.records;
-    return true;
+    while (src_->TakeBreak(h.start, &at, &why)) Bad(h.no, at, "corrupt: " + why);
+    Step step = ReadHead(&h);
+    if (step == Step::kEnd) return false;
+    if (step == Step::kSkip) continue;
+    std::string_view body;
+    uint64_t end_offset = 0;
+    step = ReadBlock(h, &body, &end_offset);
+    if (step == Step::kEnd) return false;
+    if (step == Step::kSkip) continue;
+    if (Deliver(&h, body, end_offset, record) == Step::kRecord) return true;
   }
   return false;
+}
+
+bool WarcReader::SkipBlankLines() {
+  for (;;) {
+    if (!Ensure(1)) {
+      // A last gzip member that did not inflate, with nothing after it.
+      uint64_t at;
+      std::string why;
+      while (src_->TakeBreak(UINT64_MAX, &at, &why)) Bad(stats_.lines + 1, at, "corrupt: " + why);
+      ended_ = true;
+      return false;
+    }
+    if (buf_[pos_] != '\r' && buf_[pos_] != '\n') return true;
+    ++pos_;
+  }
+}
+
+WarcReader::Step WarcReader::ReadHead(Head* h) {
+  const uint64_t no = h->no, start = h->start;
+  size_t head_end;
+  for (;;) {
+    head_end = buf_.find("\r\n\r\n", pos_);
+    if (head_end != std::string::npos || buf_.size() - pos_ > kMaxHeaderBytes) break;
+    if (src_->Read(&buf_) == 0) break;
+  }
+  if (buf_.compare(pos_, 5, "WARC/") != 0) {
+    Bad(no, start, "corrupt: no WARC/ version line where a record should start");
+    SkipTo(start + 1);
+    return Step::kSkip;
+  }
+  if (head_end == std::string::npos || head_end - pos_ > kMaxHeaderBytes) {
+    if (buf_.size() - pos_ <= kMaxHeaderBytes) {
+      Bad(no, start, "truncated: the file ends inside the record's header");
+      ended_ = true;
+      return Step::kEnd;
+    }
+    Bad(no, start, "corrupt: header longer than " + std::to_string(kMaxHeaderBytes) + " bytes");
+    SkipTo(start + 1);
+    return Step::kSkip;
+  }
+  Headers hs;
+  std::string_view version;
+  const bool parsed = ParseHeaderLines(std::string_view(buf_).substr(pos_, head_end - pos_), &version, &hs);
+  const std::string* cl = hs.Get("content-length");
+  if (!parsed || cl == nullptr || !ParseUint(*cl, &h->length)) {
+    Bad(no, start, !parsed ? "corrupt: a header line without ':'"
+                   : cl == nullptr ? "corrupt: no Content-Length"
+                                   : "corrupt: Content-Length is not a number: '" + *cl + "'");
+    SkipTo(start + 1);
+    return Step::kSkip;
+  }
+  h->head_end = head_end;
+  h->type = hs.Get("warc-type") != nullptr ? Lower(*hs.Get("warc-type")) : "";
+  h->url = hs.Get("warc-target-uri") != nullptr ? *hs.Get("warc-target-uri") : "";
+  if (h->url.size() >= 2 && h->url.front() == '<' && h->url.back() == '>') h->url = h->url.substr(1, h->url.size() - 2);
+  if (const std::string* d = hs.Get("warc-date")) h->date = ParseRfc3339(*d);
+  h->named = h->url.empty() ? "" : " (" + h->url + ")";
+  return Step::kRecord;
+}
+
+WarcReader::Step WarcReader::ReadBlock(const Head& h, std::string_view* body, uint64_t* end_offset) {
+  const uint64_t no = h.no, start = h.start, length = h.length;
+  const std::string& named = h.named;
+  const uint64_t block = start + (h.head_end + 4 - pos_);
+  if (length > options_.max_line_bytes) {
+    pos_ = h.head_end + 4;
+    if (!Discard(length)) {
+      Bad(no, start, "truncated: Content-Length " + std::to_string(length) + " but the file ends first" + named);
+      ended_ = true;
+      return Step::kEnd;
+    }
+    Bad(no, start, "block of " + std::to_string(length) + " bytes longer than max_line_bytes (" +
+                       std::to_string(options_.max_line_bytes) + ")" + named);
+    return Step::kSkip;
+  }
+  uint64_t at;
+  std::string why;
+  const size_t in_buf = h.head_end + 4;
+  if (!Ensure(in_buf - pos_ + length + 4)) {
+    // Room for the trailer may be missing at the very end (a writer that drops it).
+    if (buf_.size() < in_buf + length) {
+      if (src_->TakeBreak(base_ + buf_.size(), &at, &why)) {
+        Bad(no, start, "corrupt: " + why + named);
+        SkipTo(at);
+        return Step::kSkip;
+      }
+      Bad(no, start, "truncated: Content-Length " + std::to_string(length) + " but the file ends " +
+                         std::to_string(buf_.size() - in_buf) + " bytes into the block" + named);
+      ended_ = true;
+      return Step::kEnd;
+    }
+  }
+  const uint64_t end = block + length;
+  if (src_->TakeBreak(end - 1, &at, &why)) {
+    Bad(no, start, "corrupt: " + why + named);
+    SkipTo(at);
+    return Step::kSkip;
+  }
+  std::string_view trailer = std::string_view(buf_).substr(in_buf + length, 4);
+  if (trailer != "\r\n\r\n" && !(trailer.size() < 4 && std::string_view("\r\n\r\n").starts_with(trailer))) {
+    Bad(no, start, "corrupt: the block is not followed by CRLF CRLF (a wrong Content-Length?)" + named);
+    SkipTo(start + 1);
+    return Step::kSkip;
+  }
+  pos_ = in_buf + length + trailer.size();
+  // Have the stream past this record, so that a gzip member ending with it is known to end
+  // (buf_ may move: the block is viewed after).
+  (void)Ensure(1);
+  *body = std::string_view(buf_).substr(in_buf, length);
+  *end_offset = src_->FileOffsetAt(Offset());
+  stats_.bytes = src_->consumed();
+  return Step::kRecord;
+}
+
+WarcReader::Step WarcReader::Deliver(Head* h, std::string_view body, uint64_t end_offset, CrawlRecord* record) {
+  if (h->type == "revisit") {
+    ++stats_.warc_revisits;
+    return Step::kSkip;
+  }
+  if (h->type != "response") {
+    ++stats_.warc_not_response;
+    return Step::kSkip;
+  }
+  if (!IsAbsoluteHttpUrl(h->url)) {
+    Bad(h->no, h->start, "response without an absolute http(s) WARC-Target-URI: '" + h->url + "'");
+    return Step::kSkip;
+  }
+  if (options_.want_url && !options_.want_url(h->url)) {
+    ++stats_.passed_over;
+    return Step::kSkip;
+  }
+  std::string problem;
+  if (!FromResponse(body, h->url, record, &problem)) {
+    if (!problem.empty()) Bad(h->no, h->start, problem + h->named);
+    return Step::kSkip;
+  }
+  record->url = std::move(h->url);
+  record->fetched_at_ms = h->date;
+  record->popularity = 0;
+  record->market.clear();
+  record->line = h->no;
+  record->end_offset = end_offset;
+  ++stats_.records;
+  return Step::kRecord;
 }
 
 bool WarcReader::FromResponse(std::string_view block, const std::string& url, CrawlRecord* record, std::string* why) {

@@ -387,6 +387,212 @@ StatusOr<std::vector<double>> ParseMilestones(const std::string& text) {
   return out;
 }
 
+namespace {
+
+// The exact answer at one milestone (the baseline over its records).
+struct MilestoneTruth {
+  Grouping groups;
+  std::vector<TruePair> pairs;
+  uint64_t pages = 0;
+  double seconds = 0;
+};
+
+// One RunEval: its options and result, the input's markets and records, the milestones, the
+// work done for the rate and ETA.
+class EvalRun {
+ public:
+  EvalRun(const EvalOptions& o, EvalResult* res) : o_(o), res_(*res), served_(!o.server.empty()) {}
+
+  // The output folders made, the service opened (served), the input counted, the milestones
+  // set. InvalidArgument for an input without good records; the rest as RunEval.
+  Status Prepare();
+  size_t milestones() const { return at_.size(); }
+  // Milestone i: the truth, then the service's point or each shard count's run; each point
+  // written as it comes. Sets res.stopped when o.stop asks.
+  Status Milestone(size_t i);
+  // The run's leftovers removed (the groups files; the stores, unless stopped).
+  void Clean();
+
+ private:
+  StatusOr<MilestoneTruth> Truth(size_t i);
+  // A step's point: what it measured, scored against the milestone's truth.
+  EvalPoint Point(size_t i, const MilestoneTruth& truth, uint32_t shards, double run_seconds, const Answers& answers,
+                  const Histories& histories);
+  // The records up to milestone i through the ingest API; the answers once all are decided.
+  Status ServedPoint(size_t i, const MilestoneTruth& truth);
+  // A run of the pipeline over the records up to milestone i with `shards` shards.
+  Status EmbeddedPoint(size_t i, uint32_t shards, const MilestoneTruth& truth);
+
+  const EvalOptions& o_;
+  EvalResult& res_;
+  const bool served_;
+  std::string stores_;
+  std::unique_ptr<ServiceReplay> service_;
+  Markets markets_;
+  RecordIndex index_;
+  std::vector<uint64_t> at_;  // each milestone's records
+  double total_work_ = 0, done_work_ = 0;
+  Clock::time_point start_;
+  ServiceReplay::Counters served_before_;  // the service's counters at the last milestone
+};
+
+Status EvalRun::Prepare() {
+  std::error_code ec;
+  fs::create_directories(o_.out_dir, ec);
+  if (ec) return IoError("eval: cannot create " + o_.out_dir + ": " + ec.message());
+  stores_ = (fs::path(o_.out_dir) / "stores").string();
+  fs::remove_all(stores_, ec);
+  fs::create_directories(stores_, ec);
+  if (ec) return IoError("eval: cannot create " + stores_ + ": " + ec.message());
+  res_.shards = o_.shards;
+  if (served_) {
+    uint32_t shards = 0;
+    ASSIGN_OR_RETURN(service_, ServiceReplay::Open(o_, &shards));
+    res_.shards = {shards};
+  }
+  ASSIGN_OR_RETURN(res_.input_records, CountRecords(o_.run, &markets_, served_ ? &index_ : nullptr));
+  if (res_.input_records == 0) return InvalidArgument("eval: " + o_.run.input + " holds no good records");
+  for (double m : o_.milestones) {
+    at_.push_back(std::min<uint64_t>(res_.input_records,
+                                     static_cast<uint64_t>(std::ceil(m * static_cast<double>(res_.input_records)))));
+  }
+  // Work, for the rate and ETA: records replayed by the runs plus records read by the baselines.
+  total_work_ = static_cast<double>(res_.input_records) * static_cast<double>(res_.shards.size());
+  double baseline_work = 0;
+  for (uint64_t n : at_) baseline_work += static_cast<double>(n);
+  total_work_ += baseline_work;
+  start_ = Clock::now();
+  spdlog::info("eval: {} records; {} milestones x {} shard counts{}", res_.input_records, at_.size(),
+               res_.shards.size(), served_ ? " (through the service at " + o_.server + ")" : "");
+  return Status::Ok();
+}
+
+StatusOr<MilestoneTruth> EvalRun::Truth(size_t i) {
+  baseline::BaselineOptions bo;
+  bo.input = o_.run.input;
+  bo.threshold = o_.run.threshold;
+  bo.signer = o_.run.signer;
+  bo.reader = o_.run.reader;
+  bo.reader.quiet_bad_lines = true;
+  bo.threads = o_.run.threads;
+  bo.progress = false;
+  bo.max_records = at_[i];
+  const auto b0 = Clock::now();
+  ASSIGN_OR_RETURN(baseline::BaselineResult base, baseline::RunBaseline(bo));
+  MilestoneTruth truth;
+  truth.seconds = Since(b0);
+  for (const baseline::BaselinePage& p : base.pages) {
+    if (!p.crawled) continue;
+    truth.groups.emplace(p.url, std::to_string(p.group));
+    ++truth.pages;
+  }
+  truth.pairs.reserve(base.pairs.size());
+  for (const baseline::SimilarPair& p : base.pairs) {
+    truth.pairs.push_back({base.pages[p.a].url, base.pages[p.b].url, p.similarity});
+  }
+  done_work_ += static_cast<double>(at_[i]);
+  return truth;
+}
+
+EvalPoint EvalRun::Point(size_t i, const MilestoneTruth& truth, uint32_t shards, double run_seconds,
+                         const Answers& answers, const Histories& histories) {
+  EvalPoint pt;
+  pt.milestone = o_.milestones[i];
+  pt.records = at_[i];
+  pt.shards = shards;
+  pt.run_seconds = run_seconds;
+  pt.baseline_seconds = truth.seconds;
+  pt.baseline_pages = truth.pages;
+  pt.accuracy = CompareGroupings(GroupingOf(answers), truth.groups);
+  pt.view = ComputeCrawlerView(answers, truth.pairs, o_.run.threshold, &markets_);
+  pt.wrong = ExplainWrongPairs(answers, truth.groups, truth.pairs, histories, o_.run.threshold,
+                               o_.run.config.pipeline().routing() == "rho");
+  done_work_ += static_cast<double>(at_[i] - (i == 0 ? 0 : at_[i - 1]));
+  return pt;
+}
+
+Status EvalRun::Milestone(size_t i) {
+  ASSIGN_OR_RETURN(const MilestoneTruth truth, Truth(i));
+  if (served_) {
+    if (o_.stop && o_.stop()) {
+      res_.stopped = true;
+      return Status::Ok();
+    }
+    return ServedPoint(i, truth);
+  }
+  for (uint32_t shards : o_.shards) {
+    if (o_.stop && o_.stop()) {
+      res_.stopped = true;
+      break;
+    }
+    RETURN_IF_ERROR(EmbeddedPoint(i, shards, truth));
+  }
+  return Status::Ok();
+}
+
+Status EvalRun::ServedPoint(size_t i, const MilestoneTruth& truth) {
+  const auto r0 = Clock::now();
+  RETURN_IF_ERROR(service_->Send(index_, i == 0 ? 0 : at_[i - 1], at_[i]));
+  const double run_seconds = Since(r0);
+  ASSIGN_OR_RETURN(const ServiceReplay::Counters now, service_->ReadCounters());
+  ASSIGN_OR_RETURN(Answers answers, service_->ReadAnswers());
+  EvalPoint& pt = res_.points.emplace_back(Point(i, truth, res_.shards[0], run_seconds, answers, service_->histories()));
+  // As an embedded milestone's run counts them: the records since the last milestone, and
+  // the store's verifications over its life.
+  pt.changed = now.changed - served_before_.changed;
+  pt.fast_path = now.fast_path - served_before_.fast_path;
+  pt.repairs = now.repairs - served_before_.repairs;
+  pt.verifications = now.verifications;
+  pt.rejections = now.rejections;
+  served_before_ = now;
+  spdlog::info("eval: {} ({} records) through the service, {} shards: REP {:.4f}% RER {:.4f}%, drop precision "
+               "{:.6f}, redundancy {:.4f}%; sent and decided in {:.1f} s, {} answers read",
+               Percent(pt.milestone), pt.records, pt.shards, 100 * pt.accuracy.rep(), 100 * pt.accuracy.rer(),
+               pt.view.drop_precision(), 100 * pt.view.redundancy(), pt.run_seconds, answers.size());
+  return WriteEvalResults(res_, o_);
+}
+
+Status EvalRun::EmbeddedPoint(size_t i, uint32_t shards, const MilestoneTruth& truth) {
+  pipeline::PipelineOptions run = o_.run;
+  run.store = (fs::path(stores_) / ("shards-" + std::to_string(shards))).string();
+  run.groups_out = (fs::path(o_.out_dir) / ("groups-" + std::to_string(shards) + ".jsonl")).string();
+  // Each record's classification, for the causes of wrong pairs (appended milestone after milestone).
+  run.status_out = (fs::path(stores_) / ("status-" + std::to_string(shards) + ".jsonl")).string();
+  run.max_records = at_[i];
+  run.progress = false;
+  run.config.mutable_pipeline()->set_shards(shards);
+  run.given["shards"] = "--shards";
+  const auto r0 = Clock::now();
+  ASSIGN_OR_RETURN(pipeline::PipelineSummary sum, pipeline::RunPipeline(run));
+  const double run_seconds = Since(r0);
+  ASSIGN_OR_RETURN(Answers answers, ReadAnswersJsonl(run.groups_out));
+  ASSIGN_OR_RETURN(Histories histories, ReadHistories(run.status_out));
+  EvalPoint& pt = res_.points.emplace_back(Point(i, truth, shards, run_seconds, answers, histories));
+  pt.changed = sum.changed;
+  pt.fast_path = sum.fast_path;
+  pt.verifications = sum.verifications;
+  pt.rejections = sum.rejections;
+  pt.repairs = sum.repairs;
+  const double elapsed = Since(start_);
+  const double rate = elapsed > 0 ? done_work_ / elapsed : 0;
+  spdlog::info("eval: {} ({} records), {} shards: REP {:.4f}% RER {:.4f}%, drop precision {:.6f}, redundancy "
+               "{:.4f}% ({:.4f}% in one market); {:.0f} records/s, ETA {:.0f} s",
+               Percent(pt.milestone), pt.records, shards, 100 * pt.accuracy.rep(), 100 * pt.accuracy.rer(),
+               pt.view.drop_precision(), 100 * pt.view.redundancy(), 100 * pt.view.same_market_redundancy(), rate,
+               rate > 0 ? (total_work_ - done_work_) / rate : 0.0);
+  return WriteEvalResults(res_, o_);
+}
+
+void EvalRun::Clean() {
+  std::error_code ec;
+  for (uint32_t shards : o_.shards) {
+    fs::remove((fs::path(o_.out_dir) / ("groups-" + std::to_string(shards) + ".jsonl")), ec);
+  }
+  if (!res_.stopped) fs::remove_all(stores_, ec);
+}
+
+}  // namespace
+
 StatusOr<EvalResult> RunEval(const EvalOptions& o) {
   if (o.milestones.empty()) return InvalidArgument("eval: no milestones");
   const bool served = !o.server.empty();
@@ -394,151 +600,11 @@ StatusOr<EvalResult> RunEval(const EvalOptions& o) {
   if (served && !o.shards.empty()) {
     return InvalidArgument("eval: no shard counts with a server (the service's own are evaluated)");
   }
-  std::error_code ec;
-  fs::create_directories(o.out_dir, ec);
-  if (ec) return IoError("eval: cannot create " + o.out_dir + ": " + ec.message());
-  const std::string stores = (fs::path(o.out_dir) / "stores").string();
-  fs::remove_all(stores, ec);
-  fs::create_directories(stores, ec);
-  if (ec) return IoError("eval: cannot create " + stores + ": " + ec.message());
-
   EvalResult res;
-  res.shards = o.shards;
-  std::unique_ptr<ServiceReplay> service;
-  if (served) {
-    uint32_t shards = 0;
-    ASSIGN_OR_RETURN(service, ServiceReplay::Open(o, &shards));
-    res.shards = {shards};
-  }
-  Markets markets;
-  RecordIndex index;
-  ASSIGN_OR_RETURN(res.input_records, CountRecords(o.run, &markets, served ? &index : nullptr));
-  if (res.input_records == 0) return InvalidArgument("eval: " + o.run.input + " holds no good records");
-  std::vector<uint64_t> at;
-  for (double m : o.milestones) {
-    at.push_back(std::min<uint64_t>(res.input_records,
-                                    static_cast<uint64_t>(std::ceil(m * static_cast<double>(res.input_records)))));
-  }
-  // Work, for the rate and ETA: records replayed by the runs plus records read by the baselines.
-  const double total_work = static_cast<double>(res.input_records) * static_cast<double>(res.shards.size()) +
-                            [&] {
-                              double s = 0;
-                              for (uint64_t n : at) s += static_cast<double>(n);
-                              return s;
-                            }();
-  double done_work = 0;
-  const auto start = Clock::now();
-  ServiceReplay::Counters served_before;  // the service's counters at the last milestone
-  spdlog::info("eval: {} records; {} milestones x {} shard counts{}", res.input_records, at.size(), res.shards.size(),
-               served ? " (through the service at " + o.server + ")" : "");
-
-  for (size_t i = 0; i < at.size() && !res.stopped; ++i) {
-    // The truth at this milestone.
-    baseline::BaselineOptions bo;
-    bo.input = o.run.input;
-    bo.threshold = o.run.threshold;
-    bo.signer = o.run.signer;
-    bo.reader = o.run.reader;
-    bo.reader.quiet_bad_lines = true;
-    bo.threads = o.run.threads;
-    bo.progress = false;
-    bo.max_records = at[i];
-    const auto b0 = Clock::now();
-    ASSIGN_OR_RETURN(baseline::BaselineResult base, baseline::RunBaseline(bo));
-    const double baseline_seconds = Since(b0);
-    Grouping truth;
-    uint64_t baseline_pages = 0;
-    for (const baseline::BaselinePage& p : base.pages) {
-      if (!p.crawled) continue;
-      truth.emplace(p.url, std::to_string(p.group));
-      ++baseline_pages;
-    }
-    std::vector<TruePair> pairs;
-    pairs.reserve(base.pairs.size());
-    for (const baseline::SimilarPair& p : base.pairs) pairs.push_back({base.pages[p.a].url, base.pages[p.b].url, p.similarity});
-    base = baseline::BaselineResult();
-    done_work += static_cast<double>(at[i]);
-
-    // A step's point: what it measured, scored against this milestone's truth.
-    auto point = [&](uint32_t shards, double run_seconds, const Answers& answers, const Histories& histories) {
-      EvalPoint pt;
-      pt.milestone = o.milestones[i];
-      pt.records = at[i];
-      pt.shards = shards;
-      pt.run_seconds = run_seconds;
-      pt.baseline_seconds = baseline_seconds;
-      pt.baseline_pages = baseline_pages;
-      pt.accuracy = CompareGroupings(GroupingOf(answers), truth);
-      pt.view = ComputeCrawlerView(answers, pairs, o.run.threshold, &markets);
-      pt.wrong = ExplainWrongPairs(answers, truth, pairs, histories, o.run.threshold,
-                                   o.run.config.pipeline().routing() == "rho");
-      done_work += static_cast<double>(at[i] - (i == 0 ? 0 : at[i - 1]));
-      return pt;
-    };
-    if (served) {
-      if (o.stop && o.stop()) {
-        res.stopped = true;
-        break;
-      }
-      // The records up to this milestone through the ingest API; the answers once all are decided.
-      const auto r0 = Clock::now();
-      RETURN_IF_ERROR(service->Send(index, i == 0 ? 0 : at[i - 1], at[i]));
-      const double run_seconds = Since(r0);
-      ASSIGN_OR_RETURN(const ServiceReplay::Counters now, service->ReadCounters());
-      ASSIGN_OR_RETURN(Answers answers, service->ReadAnswers());
-      EvalPoint& pt = res.points.emplace_back(point(res.shards[0], run_seconds, answers, service->histories()));
-      // As an embedded milestone's run counts them: the records since the last milestone, and
-      // the store's verifications over its life.
-      pt.changed = now.changed - served_before.changed;
-      pt.fast_path = now.fast_path - served_before.fast_path;
-      pt.repairs = now.repairs - served_before.repairs;
-      pt.verifications = now.verifications;
-      pt.rejections = now.rejections;
-      served_before = now;
-      spdlog::info("eval: {} ({} records) through the service, {} shards: REP {:.4f}% RER {:.4f}%, drop precision "
-                   "{:.6f}, redundancy {:.4f}%; sent and decided in {:.1f} s, {} answers read",
-                   Percent(pt.milestone), pt.records, pt.shards, 100 * pt.accuracy.rep(), 100 * pt.accuracy.rer(),
-                   pt.view.drop_precision(), 100 * pt.view.redundancy(), pt.run_seconds, answers.size());
-      RETURN_IF_ERROR(WriteEvalResults(res, o));
-      continue;
-    }
-    for (uint32_t shards : o.shards) {
-      if (o.stop && o.stop()) {
-        res.stopped = true;
-        break;
-      }
-      pipeline::PipelineOptions run = o.run;
-      run.store = (fs::path(stores) / ("shards-" + std::to_string(shards))).string();
-      run.groups_out = (fs::path(o.out_dir) / ("groups-" + std::to_string(shards) + ".jsonl")).string();
-      // Each record's classification, for the causes of wrong pairs (appended milestone after milestone).
-      run.status_out = (fs::path(stores) / ("status-" + std::to_string(shards) + ".jsonl")).string();
-      run.max_records = at[i];
-      run.progress = false;
-      run.config.mutable_pipeline()->set_shards(shards);
-      run.given["shards"] = "--shards";
-      const auto r0 = Clock::now();
-      ASSIGN_OR_RETURN(pipeline::PipelineSummary sum, pipeline::RunPipeline(run));
-      const double run_seconds = Since(r0);
-      ASSIGN_OR_RETURN(Answers answers, ReadAnswersJsonl(run.groups_out));
-      ASSIGN_OR_RETURN(Histories histories, ReadHistories(run.status_out));
-      EvalPoint& pt = res.points.emplace_back(point(shards, run_seconds, answers, histories));
-      pt.changed = sum.changed;
-      pt.fast_path = sum.fast_path;
-      pt.verifications = sum.verifications;
-      pt.rejections = sum.rejections;
-      pt.repairs = sum.repairs;
-      const double elapsed = Since(start);
-      const double rate = elapsed > 0 ? done_work / elapsed : 0;
-      spdlog::info("eval: {} ({} records), {} shards: REP {:.4f}% RER {:.4f}%, drop precision {:.6f}, redundancy "
-                   "{:.4f}% ({:.4f}% in one market); {:.0f} records/s, ETA {:.0f} s",
-                   Percent(pt.milestone), pt.records, shards, 100 * pt.accuracy.rep(), 100 * pt.accuracy.rer(),
-                   pt.view.drop_precision(), 100 * pt.view.redundancy(), 100 * pt.view.same_market_redundancy(), rate,
-                   rate > 0 ? (total_work - done_work) / rate : 0.0);
-      RETURN_IF_ERROR(WriteEvalResults(res, o));
-    }
-  }
-  for (uint32_t shards : o.shards) fs::remove((fs::path(o.out_dir) / ("groups-" + std::to_string(shards) + ".jsonl")), ec);
-  if (!res.stopped) fs::remove_all(stores, ec);
+  EvalRun run(o, &res);
+  RETURN_IF_ERROR(run.Prepare());
+  for (size_t i = 0; i < run.milestones() && !res.stopped; ++i) RETURN_IF_ERROR(run.Milestone(i));
+  run.Clean();
   RETURN_IF_ERROR(WriteEvalResults(res, o));
   return res;
 }

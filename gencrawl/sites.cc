@@ -81,48 +81,21 @@ void UrlSpeller::Append(const Url& u, std::string* out) const {
   out->append(h.https != (u.flip != 0) ? "https://" : "http://");
   out->append(h.name);
   Rng sr(Mix(slug_seed_, u.serial));
+  if (!AppendQueryPath(u, sr, out)) AppendPlainPath(u, sr, out);
+  AppendVariant(u, out);
+}
+
+void UrlSpeller::AppendSlug(Rng& sr, char sep, bool cap, std::string* out) const {
+  const uint32_t n = 2 + static_cast<uint32_t>(sr.Below(5));
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i) out->push_back(sep);
+    if (cap) AppendCapitalized(out, vocab_.UrlWord(sr)); else out->append(vocab_.UrlWord(sr));
+  }
+}
+
+bool UrlSpeller::AppendQueryPath(const Url& u, Rng& sr, std::string* out) const {
   Rng qr(Mix(u.seed, kSaltSession));
-  auto slug = [&](char sep, bool cap) {
-    const uint32_t n = 2 + static_cast<uint32_t>(sr.Below(5));
-    for (uint32_t i = 0; i < n; ++i) {
-      if (i) out->push_back(sep);
-      if (cap) AppendCapitalized(out, vocab_.UrlWord(sr)); else out->append(vocab_.UrlWord(sr));
-    }
-  };
   switch (u.style) {
-    case kStyleArticle:
-      out->push_back('/');
-      out->append(vocab_.UrlWord(sr));
-      out->push_back('/');
-      slug('-', false);
-      out->push_back('-');
-      AppendUint(out, u.serial);
-      out->append(".html");
-      break;
-    case kStyleDated: {
-      out->push_back('/');
-      AppendUint(out, 2005 + sr.Below(20));
-      out->push_back('/');
-      const uint64_t mo = 1 + sr.Below(12);
-      if (mo < 10) out->push_back('0');
-      AppendUint(out, mo);
-      out->push_back('/');
-      slug('-', false);
-      out->push_back('-');
-      AppendUint(out, u.serial);
-      out->push_back('/');
-      break;
-    }
-    case kStyleWiki:
-      out->append("/wiki/");
-      slug('_', true);
-      out->push_back('_');
-      AppendUint(out, u.serial);
-      break;
-    case kStyleShort:
-      out->append("/p/");
-      AppendUint(out, u.serial);
-      break;
     case kStylePhp:
       out->append("/article.php?id=");
       AppendUint(out, u.serial);
@@ -152,18 +125,59 @@ void UrlSpeller::Append(const Url& u, std::string* out) const {
       out->append("&sort=date&id=");
       AppendUint(out, u.serial);
       break;
+    case kStyleCgi:
+      out->append("/cgi-bin/redirect.cgi?url_id=");
+      AppendUint(out, u.serial);
+      out->append("&ts=");
+      AppendUint(out, 1100000000 + sr.Below(600000000));
+      break;
+    default:
+      return false;
+  }
+  return true;
+}
+
+void UrlSpeller::AppendPlainPath(const Url& u, Rng& sr, std::string* out) const {
+  switch (u.style) {
+    case kStyleArticle:
+      out->push_back('/');
+      out->append(vocab_.UrlWord(sr));
+      out->push_back('/');
+      AppendSlug(sr, '-', false, out);
+      out->push_back('-');
+      AppendUint(out, u.serial);
+      out->append(".html");
+      break;
+    case kStyleDated: {
+      out->push_back('/');
+      AppendUint(out, 2005 + sr.Below(20));
+      out->push_back('/');
+      const uint64_t mo = 1 + sr.Below(12);
+      if (mo < 10) out->push_back('0');
+      AppendUint(out, mo);
+      out->push_back('/');
+      AppendSlug(sr, '-', false, out);
+      out->push_back('-');
+      AppendUint(out, u.serial);
+      out->push_back('/');
+      break;
+    }
+    case kStyleWiki:
+      out->append("/wiki/");
+      AppendSlug(sr, '_', true, out);
+      out->push_back('_');
+      AppendUint(out, u.serial);
+      break;
+    case kStyleShort:
+      out->append("/p/");
+      AppendUint(out, u.serial);
+      break;
     case kStyleOldPath:
       out->append("/old/");
       out->append(vocab_.UrlWord(sr));
       out->push_back('/');
       AppendUint(out, u.serial);
       out->append(".htm");
-      break;
-    case kStyleCgi:
-      out->append("/cgi-bin/redirect.cgi?url_id=");
-      AppendUint(out, u.serial);
-      out->append("&ts=");
-      AppendUint(out, 1100000000 + sr.Below(600000000));
       break;
     case kStyleShortener: {
       static const char kB62[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
@@ -183,17 +197,19 @@ void UrlSpeller::Append(const Url& u, std::string* out) const {
       out->append("%2F");
       break;
   }
-  if (u.variant != 0) {
-    const bool has_query = out->find('?') != std::string::npos;
-    out->push_back(has_query ? '&' : '?');
-    if (u.variant == 1) {
-      Rng vr(Mix(u.seed, kSaltVariant));
-      out->append("sid=");
-      AppendHex(out, vr.Next(), 16);
-      AppendHex(out, vr.Next(), 16);
-    } else {
-      out->append("print=1");
-    }
+}
+
+void UrlSpeller::AppendVariant(const Url& u, std::string* out) const {
+  if (u.variant == 0) return;
+  const bool has_query = out->find('?') != std::string::npos;
+  out->push_back(has_query ? '&' : '?');
+  if (u.variant == 1) {
+    Rng vr(Mix(u.seed, kSaltVariant));
+    out->append("sid=");
+    AppendHex(out, vr.Next(), 16);
+    AppendHex(out, vr.Next(), 16);
+  } else {
+    out->append("print=1");
   }
 }
 

@@ -71,6 +71,16 @@ class UrlSpeller {
   void Append(const Url& u, std::string* out) const;
 
  private:
+  // Append's steps, after the scheme and host. The URL's path and query for the styles that have
+  // a query (PHP, Joomla, ASPX, listings, CGI); false for the others.
+  bool AppendQueryPath(const Url& u, Rng& sr, std::string* out) const;
+  // The path of the other styles (article, dated, wiki, short, old path, shortener, login loop).
+  void AppendPlainPath(const Url& u, Rng& sr, std::string* out) const;
+  // A slug of 2 to 6 URL words joined by `sep` (capitalized when `cap`), drawn from sr.
+  void AppendSlug(Rng& sr, char sep, bool cap, std::string* out) const;
+  // The session id or print variant of a URL that has one.
+  void AppendVariant(const Url& u, std::string* out) const;
+
   const Vocabulary& vocab_;
   const std::vector<Host>& hosts_;
   const uint64_t slug_seed_;

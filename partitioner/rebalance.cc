@@ -67,6 +67,72 @@ std::vector<uint32_t> AssignWithin(const std::vector<double>& w, const std::vect
   return shard_of;
 }
 
+// Step 2: the map sliced again from the fresh sample, each new cell given to the shard that
+// already holds most of its pages (old_home: each sample page's old cell, old_shard: each old
+// cell's shard), within capacity (target_imbalance of the mean load); the cells that fit nowhere
+// go to the least loaded shard (or, without pages, as largest-first places them).
+struct ReslicedMap {
+  pb::PartitionMap proto;           // the new map, without its cell assignment
+  std::vector<double> cell_weight;  // sample pages per new cell
+  std::vector<uint32_t> home;       // each sample page's new cell
+  std::vector<uint32_t> assign;     // each new cell's shard
+  std::vector<double> load;         // each shard's pages
+};
+
+StatusOr<ReslicedMap> Reslice(const PartitionMap& old_map, const LengthSample& fresh,
+                              const std::vector<uint32_t>& old_home, const std::vector<uint32_t>& old_shard,
+                              double target_imbalance) {
+  const auto feature = old_map.proto().feature();
+  const uint32_t shards = old_map.shards();
+  const double total = static_cast<double>(fresh.size());
+  MapBuildOptions b;
+  b.dims = old_map.dims();
+  b.shards = shards;
+  b.threshold = old_map.proto().threshold();
+  b.routing = old_map.proto().routing();
+  b.rho = std::max(1.0, old_map.proto().rho());
+  b.cells_per_shard = std::max(1u, old_map.proto().cells_per_shard());
+  b.fine_grain = old_map.proto().fine_grain();
+  b.shingle_k = old_map.proto().shingle_k();
+  ASSIGN_OR_RETURN(PartitionMap sliced, BuildPartitionMap(fresh, b));
+  // Give each new cell to the shard that already holds most of its pages, within capacity.
+  const uint32_t cells = sliced.cells();
+  std::vector<double> cw(cells, 0.0);
+  std::vector<std::map<uint32_t, double>> overlap(cells);
+  std::vector<uint32_t> home(fresh.size());
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    home[i] = sliced.Home(fresh.Vector(i, feature));
+    cw[home[i]] += 1;
+    overlap[home[i]][old_shard[old_home[i]]] += 1;
+  }
+  std::vector<uint32_t> order(cells);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t c) { return cw[a] > cw[c]; });
+  const double cap = total / shards * target_imbalance;
+  std::vector<double> load(shards, 0.0);
+  std::vector<uint32_t> assign(cells, 0);
+  const std::vector<uint32_t> lpt = AssignCellsLargestFirst(cw, shards);
+  for (uint32_t c : order) {
+    int64_t chosen = -1;
+    double best = 0;
+    for (const auto& [m, pages] : overlap[c]) {
+      if (pages > best && load[m] + cw[c] <= cap) { best = pages; chosen = m; }
+    }
+    if (chosen < 0) {
+      chosen = cw[c] > 0 ? std::min_element(load.begin(), load.end()) - load.begin() : lpt[c];
+    }
+    assign[c] = static_cast<uint32_t>(chosen);
+    load[chosen] += cw[c];
+  }
+  ReslicedMap out;
+  out.proto = sliced.proto();
+  out.cell_weight = std::move(cw);
+  out.home = std::move(home);
+  out.assign = std::move(assign);
+  out.load = std::move(load);
+  return out;
+}
+
 }  // namespace
 
 StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSample& fresh, const RebalanceOptions& o) {
@@ -108,54 +174,16 @@ StatusOr<RebalanceResult> Rebalance(const PartitionMap& old_map, const LengthSam
   std::vector<uint32_t> new_shard_of_cell = shard_of;
   bool resliced = false;
   if (step1 > o.target_imbalance) {
-    MapBuildOptions b;
-    b.dims = old_map.dims();
-    b.shards = shards;
-    b.threshold = old_map.proto().threshold();
-    b.routing = old_map.proto().routing();
-    b.rho = std::max(1.0, old_map.proto().rho());
-    b.cells_per_shard = std::max(1u, old_map.proto().cells_per_shard());
-    b.fine_grain = old_map.proto().fine_grain();
-    b.shingle_k = old_map.proto().shingle_k();
-    ASSIGN_OR_RETURN(PartitionMap sliced, BuildPartitionMap(fresh, b));
-    // Give each new cell to the shard that already holds most of its pages, within capacity.
-    const uint32_t cells = sliced.cells();
-    std::vector<double> cw(cells, 0.0);
-    std::vector<std::map<uint32_t, double>> overlap(cells);
-    std::vector<uint32_t> home(fresh.size());
-    for (size_t i = 0; i < fresh.size(); ++i) {
-      home[i] = sliced.Home(fresh.Vector(i, feature));
-      cw[home[i]] += 1;
-      overlap[home[i]][old_shard[old_home[i]]] += 1;
-    }
-    std::vector<uint32_t> order(cells);
-    std::iota(order.begin(), order.end(), 0u);
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t c) { return cw[a] > cw[c]; });
-    const double cap = total / shards * o.target_imbalance;
-    std::vector<double> load(shards, 0.0);
-    std::vector<uint32_t> assign(cells, 0);
-    const std::vector<uint32_t> lpt = AssignCellsLargestFirst(cw, shards);
-    for (uint32_t c : order) {
-      int64_t chosen = -1;
-      double best = 0;
-      for (const auto& [m, pages] : overlap[c]) {
-        if (pages > best && load[m] + cw[c] <= cap) { best = pages; chosen = m; }
-      }
-      if (chosen < 0) {
-        chosen = cw[c] > 0 ? std::min_element(load.begin(), load.end()) - load.begin() : lpt[c];
-      }
-      assign[c] = static_cast<uint32_t>(chosen);
-      load[chosen] += cw[c];
-    }
-    const double resliced_imbalance = Imbalance(load);
+    ASSIGN_OR_RETURN(ReslicedMap sliced, Reslice(old_map, fresh, old_home, old_shard, o.target_imbalance));
+    const double resliced_imbalance = Imbalance(sliced.load);
     if (resliced_imbalance < step1) {
       resliced = true;
-      p = sliced.proto();
+      p = std::move(sliced.proto);
       p.set_generation(old_map.proto().generation() + 1);
-      p.mutable_cell_shard()->Assign(assign.begin(), assign.end());
-      new_home = home;
-      new_shard_of_cell = assign;
-      w = cw;
+      p.mutable_cell_shard()->Assign(sliced.assign.begin(), sliced.assign.end());
+      new_home = std::move(sliced.home);
+      new_shard_of_cell = std::move(sliced.assign);
+      w = std::move(sliced.cell_weight);
     }
   }
   if (!resliced) p.mutable_cell_shard()->Assign(shard_of.begin(), shard_of.end());

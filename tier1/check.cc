@@ -38,134 +38,189 @@ void CheckKeptSets(const std::unordered_map<std::string, KeptInfo>& content,
                    const std::unordered_map<uint64_t, pb::Tier1Group>& groups, SignatureSource* source,
                    double threshold, Checker* c);
 
-}  // namespace
+// What CheckStore learns from one scan of each record family, and the checks made from it.
+class StoreCheck {
+ public:
+  StoreCheck(const GroupStore& store, CheckReport* report) : store_(store), rows_(store.rows()), report_(report), c_{report} {}
 
-Status CheckStore(const GroupStore& store, CheckReport* report, SignatureSource* signatures, double threshold) {
-  *report = CheckReport();
-  Checker c{report};
-  const RowStore& rows = store.rows();
-  std::unordered_map<std::string, KeptInfo> content;  // content pages (crawled, no redirect, a signature)
-  std::unordered_map<uint64_t, pb::Tier1Group> kept_groups;  // groups with a kept set
-  std::unordered_map<std::string, uint64_t> page_group;
-  std::unordered_map<std::string, std::string> redirect_of;
-  Status parse;
-  RETURN_IF_ERROR(rows.ScanFamily(store.page_family(), [&](std::string_view url, std::string_view, std::string_view v) {
+  // Page records: each in a group; the content pages and the redirects noted.
+  Status ScanPages();
+  // Member cells: each names a page that names the group back, once; every page listed once.
+  Status ScanMembers();
+  // Group records: member counts as listed, winners members; the groups with a kept set noted.
+  Status ScanGroups();
+  // The kept sets (CheckKeptSets), with `signatures` and `threshold` as CheckStore's.
+  void CheckKept(SignatureSource* signatures, double threshold) {
+    CheckKeptSets(content_, kept_groups_, signatures, threshold, &c_);
+  }
+  // Every group with member cells has a record.
+  void CheckGroupRecordsExist();
+  // The redirect index mirrors the pages' targets.
+  Status ScanRedirectIndex();
+  // A redirecting page shares its target's group (Tier 1 moves redirectors with their targets).
+  void CheckRedirectTargets();
+  // Chains end or close a cycle: counts the cycles of the functional graph (each walked once).
+  void CountRedirectCycles();
+
+ private:
+  const GroupStore& store_;
+  const RowStore& rows_;
+  CheckReport* report_;
+  Checker c_;
+  std::unordered_map<std::string, KeptInfo> content_;  // content pages (crawled, no redirect, a signature)
+  std::unordered_map<uint64_t, pb::Tier1Group> kept_groups_;  // groups with a kept set
+  std::unordered_map<std::string, uint64_t> page_group_;
+  std::unordered_map<std::string, std::string> redirect_of_;
+  std::unordered_map<uint64_t, uint64_t> member_count_;
+};
+
+Status StoreCheck::ScanPages() {
+  return rows_.ScanFamily(store_.page_family(), [&](std::string_view url, std::string_view, std::string_view v) {
     pb::Tier1Page p;
     if (!p.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
-      c.Violation("page " + std::string(url) + ": unreadable record");
+      c_.Violation("page " + std::string(url) + ": unreadable record");
       return true;
     }
-    ++report->pages;
-    page_group.emplace(url, p.group());
-    if (p.group() == 0) c.Violation("page " + std::string(url) + " is in no group");
-    if (!p.redirect_to().empty()) redirect_of.emplace(url, p.redirect_to());
+    ++report_->pages;
+    page_group_.emplace(url, p.group());
+    if (p.group() == 0) c_.Violation("page " + std::string(url) + " is in no group");
+    if (!p.redirect_to().empty()) redirect_of_.emplace(url, p.redirect_to());
     if (p.crawled() && p.redirect_to().empty() && p.has_signature()) {
-      content.emplace(url, KeptInfo{p.group(), p.home_cell(), p.kept(), p.duplicate_of(), p.similarity_to_kept()});
+      content_.emplace(url, KeptInfo{p.group(), p.home_cell(), p.kept(), p.duplicate_of(), p.similarity_to_kept()});
     }
     return true;
-  }));
-  // Member cells: each names a page that names the group back, once.
-  std::unordered_map<uint64_t, uint64_t> member_count;
+  });
+}
+
+Status StoreCheck::ScanMembers() {
   std::unordered_map<std::string, uint32_t> memberships;
-  RETURN_IF_ERROR(rows.ScanFamily(store.member_family(), [&](std::string_view row, std::string_view url, std::string_view) {
+  RETURN_IF_ERROR(rows_.ScanFamily(store_.member_family(), [&](std::string_view row, std::string_view url, std::string_view) {
     const uint64_t g = GroupStore::GroupFromKey(row);
-    ++report->members;
-    ++member_count[g];
+    ++report_->members;
+    ++member_count_[g];
     ++memberships[std::string(url)];
-    auto it = page_group.find(std::string(url));
-    if (it == page_group.end()) {
-      c.Violation("group " + std::to_string(g) + " lists " + std::string(url) + ", which has no page record");
+    auto it = page_group_.find(std::string(url));
+    if (it == page_group_.end()) {
+      c_.Violation("group " + std::to_string(g) + " lists " + std::string(url) + ", which has no page record");
     } else if (it->second != g) {
-      c.Violation("group " + std::to_string(g) + " lists " + std::string(url) + ", whose record names group " +
-                  std::to_string(it->second));
+      c_.Violation("group " + std::to_string(g) + " lists " + std::string(url) + ", whose record names group " +
+                   std::to_string(it->second));
     }
     return true;
   }));
-  for (const auto& [url, g] : page_group) {
+  for (const auto& [url, g] : page_group_) {
     auto it = memberships.find(url);
     const uint32_t n = it == memberships.end() ? 0 : it->second;
-    if (n != 1) c.Violation("page " + url + " is listed in " + std::to_string(n) + " groups (must be exactly 1)");
+    if (n != 1) c_.Violation("page " + url + " is listed in " + std::to_string(n) + " groups (must be exactly 1)");
   }
-  RETURN_IF_ERROR(rows.ScanFamily(store.group_family(), [&](std::string_view row, std::string_view, std::string_view v) {
+  return Status::Ok();
+}
+
+Status StoreCheck::ScanGroups() {
+  return rows_.ScanFamily(store_.group_family(), [&](std::string_view row, std::string_view, std::string_view v) {
     const uint64_t g = GroupStore::GroupFromKey(row);
     pb::Tier1Group rec;
     if (!GroupStore::DecodeGroup(v, &rec)) {
-      c.Violation("group " + std::to_string(g) + ": unreadable record");
+      c_.Violation("group " + std::to_string(g) + ": unreadable record");
       return true;
     }
-    ++report->groups;
-    const uint64_t listed = member_count.count(g) > 0 ? member_count[g] : 0;
-    if (listed >= 2) ++report->multi_groups;
+    ++report_->groups;
+    const uint64_t listed = member_count_.count(g) > 0 ? member_count_[g] : 0;
+    if (listed >= 2) ++report_->multi_groups;
     if (rec.members() != listed) {
-      c.Violation("group " + std::to_string(g) + " counts " + std::to_string(rec.members()) + " members but lists " +
-                  std::to_string(listed));
+      c_.Violation("group " + std::to_string(g) + " counts " + std::to_string(rec.members()) + " members but lists " +
+                   std::to_string(listed));
     }
-    if (listed == 0) c.Violation("group " + std::to_string(g) + " has no members");
+    if (listed == 0) c_.Violation("group " + std::to_string(g) + " has no members");
     auto is_member = [&](const std::string& url) {
-      auto it = page_group.find(url);
-      return it != page_group.end() && it->second == g;
+      auto it = page_group_.find(url);
+      return it != page_group_.end() && it->second == g;
     };
-    if (!is_member(rec.winner())) c.Violation("group " + std::to_string(g) + ": winner " + rec.winner() + " is not a member");
+    if (!is_member(rec.winner())) c_.Violation("group " + std::to_string(g) + ": winner " + rec.winner() + " is not a member");
     for (const auto& mw : rec.market_winners()) {
       if (!is_member(MarketWinnerUrl(rec, mw))) {
-        c.Violation("group " + std::to_string(g) + ": " + mw.market() + " winner " + mw.url() + " is not a member");
+        c_.Violation("group " + std::to_string(g) + ": " + mw.market() + " winner " + mw.url() + " is not a member");
       }
     }
-    if (rec.kept_set()) kept_groups.emplace(g, std::move(rec));
+    if (rec.kept_set()) kept_groups_.emplace(g, std::move(rec));
     return true;
-  }));
-  CheckKeptSets(content, kept_groups, signatures, threshold, &c);
-  for (const auto& [g, n] : member_count) {
+  });
+}
+
+void StoreCheck::CheckGroupRecordsExist() {
+  for (const auto& [g, n] : member_count_) {
     std::string ignored;
-    if (rows.Get(store.group_family(), GroupStore::GroupKey(g), "", &ignored).code() == StatusCode::kNotFound) {
-      c.Violation("group " + std::to_string(g) + " has " + std::to_string(n) + " member cells but no record");
+    if (rows_.Get(store_.group_family(), GroupStore::GroupKey(g), "", &ignored).code() == StatusCode::kNotFound) {
+      c_.Violation("group " + std::to_string(g) + " has " + std::to_string(n) + " member cells but no record");
     }
   }
-  // The redirect index mirrors the pages' targets.
+}
+
+Status StoreCheck::ScanRedirectIndex() {
   uint64_t index_cells = 0;
-  RETURN_IF_ERROR(rows.ScanFamily(store.redirect_family(), [&](std::string_view target, std::string_view source, std::string_view) {
+  RETURN_IF_ERROR(rows_.ScanFamily(store_.redirect_family(), [&](std::string_view target, std::string_view source, std::string_view) {
     ++index_cells;
-    auto it = redirect_of.find(std::string(source));
-    if (it == redirect_of.end() || it->second != target) {
-      c.Violation("redirect index: " + std::string(source) + " -> " + std::string(target) + " but the page says otherwise");
+    auto it = redirect_of_.find(std::string(source));
+    if (it == redirect_of_.end() || it->second != target) {
+      c_.Violation("redirect index: " + std::string(source) + " -> " + std::string(target) + " but the page says otherwise");
     }
     return true;
   }));
-  report->redirects = redirect_of.size();
-  if (index_cells != redirect_of.size()) {
-    c.Violation("redirect index has " + std::to_string(index_cells) + " entries for " +
-                std::to_string(redirect_of.size()) + " redirecting pages");
+  report_->redirects = redirect_of_.size();
+  if (index_cells != redirect_of_.size()) {
+    c_.Violation("redirect index has " + std::to_string(index_cells) + " entries for " +
+                 std::to_string(redirect_of_.size()) + " redirecting pages");
   }
-  // A redirecting page shares its target's group (Tier 1 moves redirectors with their targets).
-  for (const auto& [url, target] : redirect_of) {
-    auto it = page_group.find(target);
-    if (it == page_group.end()) {
-      c.Violation("page " + url + " redirects to " + target + ", which has no record");
-    } else if (const uint64_t g = page_group.at(url); it->second != g) {
-      c.Violation("page " + url + " (group " + std::to_string(g) + ") redirects to " + target + ", which is in group " +
-                  std::to_string(it->second));
+  return Status::Ok();
+}
+
+void StoreCheck::CheckRedirectTargets() {
+  for (const auto& [url, target] : redirect_of_) {
+    auto it = page_group_.find(target);
+    if (it == page_group_.end()) {
+      c_.Violation("page " + url + " redirects to " + target + ", which has no record");
+    } else if (const uint64_t g = page_group_.at(url); it->second != g) {
+      c_.Violation("page " + url + " (group " + std::to_string(g) + ") redirects to " + target + ", which is in group " +
+                   std::to_string(it->second));
     }
   }
-  // Chains end or close a cycle: count the cycles of the functional graph (each walked once).
+}
+
+void StoreCheck::CountRedirectCycles() {
   std::unordered_map<std::string, uint32_t> walk_of;
   uint32_t walk = 0;
-  for (const auto& [start, unused] : redirect_of) {
+  for (const auto& [start, unused] : redirect_of_) {
     if (walk_of.count(start) > 0) continue;
     ++walk;
     std::string cur = start;
     while (true) {
       auto seen = walk_of.find(cur);
       if (seen != walk_of.end()) {
-        if (seen->second == walk) ++report->redirect_cycles;
+        if (seen->second == walk) ++report_->redirect_cycles;
         break;
       }
       walk_of.emplace(cur, walk);
-      auto next = redirect_of.find(cur);
-      if (next == redirect_of.end()) break;
+      auto next = redirect_of_.find(cur);
+      if (next == redirect_of_.end()) break;
       cur = next->second;
     }
   }
-  return parse;
+}
+
+}  // namespace
+
+Status CheckStore(const GroupStore& store, CheckReport* report, SignatureSource* signatures, double threshold) {
+  *report = CheckReport();
+  StoreCheck check(store, report);
+  RETURN_IF_ERROR(check.ScanPages());
+  RETURN_IF_ERROR(check.ScanMembers());
+  RETURN_IF_ERROR(check.ScanGroups());
+  check.CheckKept(signatures, threshold);
+  check.CheckGroupRecordsExist();
+  RETURN_IF_ERROR(check.ScanRedirectIndex());
+  check.CheckRedirectTargets();
+  check.CountRedirectCycles();
+  return Status::Ok();
 }
 
 namespace {

@@ -472,21 +472,42 @@ bool GroupStore::Txn::empty() const {
 
 Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
   std::string bytes;
+  StageRecords(&bytes);
+  std::vector<std::pair<std::string, bool>> targets_after;
+  if (Status m = StageRedirects(&targets_after); !m.ok()) {
+    Discard();
+    return m;
+  }
+  // Ids above this one were reserved by this Txn (read before the write moves the counter).
+  const uint64_t committed_next_group = static_cast<uint64_t>(store_->rows_->Counter(kNextGroup));
+  if (groups_reserved_ > 0) batch_.AddCounter(kNextGroup, static_cast<int64_t>(groups_reserved_));
+  batch_.set_durable(durable);
+  Status s = batch_.empty() ? Status::Ok() : store_->rows_->Write(batch_);
+  if (s.ok()) UpdateStoreIndexes(&targets_after);
+  if (s.ok() && keep_cache) {
+    KeepCommittedCache(committed_next_group, &bytes);
+  } else {
+    Discard();
+  }
+  return s;
+}
+
+void GroupStore::Txn::StageRecords(std::string* bytes) {
   for (const PageEntry* e : dirty_pages_) {
     if (!e->second.exists) {  // deleted
       if (e->second.stored) batch_.Delete(store_->page_, e->first, "");
       continue;
     }
-    e->second.rec.SerializeToString(&bytes);
-    batch_.Put(store_->page_, e->first, "", bytes);
+    e->second.rec.SerializeToString(bytes);
+    batch_.Put(store_->page_, e->first, "", *bytes);
   }
   for (uint64_t g : dirty_groups_) {
     GroupSlot& slot = groups_[g];
     if (slot.deleted) {
       batch_.Delete(store_->group_, GroupKey(g), "");
     } else {
-      EncodeGroup(&slot.rec, &bytes);
-      batch_.Put(store_->group_, GroupKey(g), "", bytes);
+      EncodeGroup(&slot.rec, bytes);
+      batch_.Put(store_->group_, GroupKey(g), "", *bytes);
     }
   }
   for (const auto& [g, changes] : members_) {
@@ -496,8 +517,9 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
       else batch_.Delete(store_->member_, row, url);
     }
   }
-  // The targets' source lists after this Txn, for the in-memory target set.
-  std::vector<std::pair<std::string, bool>> targets_after;
+}
+
+Status GroupStore::Txn::StageRedirects(std::vector<std::pair<std::string, bool>>* targets_after) {
   std::vector<std::string> sources;
   for (const auto& [target, changes] : redirects_) {
     for (const auto& [source, present] : changes) {
@@ -509,71 +531,63 @@ Status GroupStore::Txn::Commit(bool durable, bool keep_cache) {
     bool any = false;
     for (const auto& [source, present] : changes) any = any || present;
     if (!any && store_->redirect_targets_.count(target) > 0) {
-      if (Status m = Merge(store_->redirect_, target, &changes, &sources); !m.ok()) {
-        Discard();
-        return m;
-      }
+      RETURN_IF_ERROR(Merge(store_->redirect_, target, &changes, &sources));
       any = !sources.empty();
     }
-    targets_after.emplace_back(target, any);
+    targets_after->emplace_back(target, any);
   }
-  // Ids above this one were reserved by this Txn (read before the write moves the counter).
-  const uint64_t committed_next_group = static_cast<uint64_t>(store_->rows_->Counter(kNextGroup));
-  if (groups_reserved_ > 0) batch_.AddCounter(kNextGroup, static_cast<int64_t>(groups_reserved_));
-  batch_.set_durable(durable);
-  Status s = batch_.empty() ? Status::Ok() : store_->rows_->Write(batch_);
-  if (s.ok()) {
-    for (PageEntry* e : dirty_pages_) {
-      PageSlot& slot = e->second;
-      if (!slot.exists && !slot.stored) continue;  // made and deleted in this Txn: the store never had it
-      const uint64_t h = store_->url_hash_(e->first);
-      // A URL new to the store whose hash is already taken shares it with another. A deleted
-      // page's hash stays, with no group (its record is cleared).
-      if (!slot.stored && store_->page_groups_.Contains(h)) store_->colliding_.insert(h);
-      store_->page_groups_.Insert(h, ContentGroup(slot.rec));
-      slot.stored = true;
-    }
-    for (auto& [target, any] : targets_after) {
-      if (any) store_->redirect_targets_.insert(std::move(target));
-      else store_->redirect_targets_.erase(target);
-    }
+  return Status::Ok();
+}
+
+void GroupStore::Txn::UpdateStoreIndexes(std::vector<std::pair<std::string, bool>>* targets_after) {
+  for (PageEntry* e : dirty_pages_) {
+    PageSlot& slot = e->second;
+    if (!slot.exists && !slot.stored) continue;  // made and deleted in this Txn: the store never had it
+    const uint64_t h = store_->url_hash_(e->first);
+    // A URL new to the store whose hash is already taken shares it with another. A deleted
+    // page's hash stays, with no group (its record is cleared).
+    if (!slot.stored && store_->page_groups_.Contains(h)) store_->colliding_.insert(h);
+    store_->page_groups_.Insert(h, ContentGroup(slot.rec));
+    slot.stored = true;
   }
-  if (s.ok() && keep_cache) {
-    // The committed member lists after this Txn: a kept list takes the changes (a packed one
-    // stays packed); a group new to the store (reserved by this Txn) starts its list with them.
-    for (const auto& [g, changes] : members_) {
-      auto it = member_lists_.find(g);
-      if (it == member_lists_.end()) {
-        if (packed_members_.Take(g, &unpacked_)) {
-          ApplyChangesPacked(unpacked_, changes, &bytes);
-          packed_members_.Put(g, bytes, epoch_);
-          continue;
-        }
-        if (g <= committed_next_group) continue;  // never read: nothing to keep current
-        it = member_lists_.emplace(g, MemberList()).first;
+  for (auto& [target, any] : *targets_after) {
+    if (any) store_->redirect_targets_.insert(std::move(target));
+    else store_->redirect_targets_.erase(target);
+  }
+}
+
+void GroupStore::Txn::KeepCommittedCache(uint64_t committed_next_group, std::string* bytes) {
+  // The committed member lists after this Txn: a kept list takes the changes (a packed one
+  // stays packed); a group new to the store (reserved by this Txn) starts its list with them.
+  for (const auto& [g, changes] : members_) {
+    auto it = member_lists_.find(g);
+    if (it == member_lists_.end()) {
+      if (packed_members_.Take(g, &unpacked_)) {
+        ApplyChangesPacked(unpacked_, changes, bytes);
+        packed_members_.Put(g, *bytes, epoch_);
+        continue;
       }
-      std::vector<std::string> after;
-      ApplyChanges(it->second.urls, changes, &after);
-      it->second.urls.swap(after);
-      it->second.used = epoch_;
+      if (g <= committed_next_group) continue;  // never read: nothing to keep current
+      it = member_lists_.emplace(g, MemberList()).first;
     }
-    for (PageEntry* e : dirty_pages_) e->second.dirty = false;
-    for (uint64_t g : dirty_groups_) {
-      auto it = groups_.find(g);
-      if (it == groups_.end()) continue;
-      if (it->second.deleted) {
-        if (GroupMemo& m = group_memo_[g & (kMemoSize - 1)]; m.slot == &it->second) m = GroupMemo();
-        groups_.erase(it);
-      } else {
-        it->second.dirty = false;
-      }
-    }
-    ClearPending();
-    ++epoch_;
-  } else {
-    Discard();
+    std::vector<std::string> after;
+    ApplyChanges(it->second.urls, changes, &after);
+    it->second.urls.swap(after);
+    it->second.used = epoch_;
   }
-  return s;
+  for (PageEntry* e : dirty_pages_) e->second.dirty = false;
+  for (uint64_t g : dirty_groups_) {
+    auto it = groups_.find(g);
+    if (it == groups_.end()) continue;
+    if (it->second.deleted) {
+      if (GroupMemo& m = group_memo_[g & (kMemoSize - 1)]; m.slot == &it->second) m = GroupMemo();
+      groups_.erase(it);
+    } else {
+      it->second.dirty = false;
+    }
+  }
+  ClearPending();
+  ++epoch_;
 }
 
 void GroupStore::Txn::ShrinkPacked(size_t bound) {

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "tier1/packed_records.h"
@@ -226,6 +227,21 @@ class GroupStore::Txn {
   void ClearMemos();
   // Forgets the changes not yet committed and the write batch (Commit after its write, Discard).
   void ClearPending();
+  // Commit's steps. Stages the changed page and group records and member cells in batch_
+  // (`bytes`: a buffer to serialize into).
+  void StageRecords(std::string* bytes);
+  // Stages the redirect cells in batch_, and sets *targets_after to each changed target with
+  // whether sources redirect to it after the commit. Errors: the store's, reading a target's
+  // sources.
+  Status StageRedirects(std::vector<std::pair<std::string, bool>>* targets_after);
+  // After the write: the store's in-memory URL hashes and redirect targets take the commit's
+  // changes (moves the target names out of *targets_after).
+  void UpdateStoreIndexes(std::vector<std::pair<std::string, bool>>* targets_after);
+  // After the write, for Commit(keep_cache): the cached member lists take the changes, the
+  // changed records stay as clean cache (deleted groups leave it), and the pending changes are
+  // cleared. `committed_next_group`: the id counter before the write (ids above it were
+  // reserved by this Txn).
+  void KeepCommittedCache(uint64_t committed_next_group, std::string* bytes);
 
   GroupStore* store_;
   Pages pages_;

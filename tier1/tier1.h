@@ -271,8 +271,10 @@ class Tier1 {
  private:
   // Where they are: the group edits (LeaveGroup to RecomputeWinners) in apply.cc, Answer in
   // query.cc, RepairDue and RepairIn in repair.cc, FetchSignature and CommitWorkingSet in tier1.cc;
-  // Touched is defined in tier1_internal.h.
+  // Touched and BatchApply (Apply's steps for one batch, apply_records.cc) are defined in
+  // tier1_internal.h.
   struct Touched;
+  class BatchApply;
   // Takes the page `url` (its record `rec`, in group rec.group() != 0) out of its group: member
   // cell, count and rejection; a group left empty is deleted, one whose winner left is due for a
   // recomputation. The record itself is the caller's to change.
@@ -316,6 +318,8 @@ class Tier1 {
   // shards do not hold yet). Errors: the store's and the signature source's.
   Status UpdateKeptSets(GroupStore::Txn& txn,
                         const std::unordered_map<std::string, const pb::PageSignature*>* batch);
+  // One UpdateKeptSets call's state and steps (kept.cc).
+  class KeptSetUpdate;
   // True when the group's rejections reach the repair threshold, counted over its content members
   // (Tier1Config.repair_rejection_share); false for a group that no longer exists.
   StatusOr<bool> RepairDue(GroupStore::Txn& txn, uint64_t group);

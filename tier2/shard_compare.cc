@@ -54,6 +54,90 @@ void ParallelFor(int threads, size_t n, F&& f) {
   RunOnThreads(threads, "nd-shard-work", work);
 }
 
+// The in-batch prefix join's index (c = 1, the shard's token order) over the pages taking part:
+// every (token, page) of every prefix sorted by token, so that pages sharing a token are
+// candidate pairs. Runs of equal tokens are the pages sharing that token, in page order; each
+// page walks the runs of its own tokens for its partners, so a pair is met once per prefix token
+// the two share.
+struct JoinIndex {
+  std::vector<std::pair<uint64_t, uint32_t>> entries;  // (token, page), by token
+  // Each prefix's keys, ascending (Prefix gives its tokens in key order): page p's are
+  // keys[key_start[p] .. key_start[p + 1]).
+  std::vector<uint64_t> keys;
+  std::vector<uint32_t> key_start;
+  // Run r is entries[run_start[r] .. run_start[r + 1]); page p's runs are
+  // runs_of_page[runs_of_page_start[p] .. runs_of_page_start[p + 1]).
+  std::vector<uint32_t> run_start, runs_of_page_start, runs_of_page;
+
+  // Builds it for `pages` pages, sig(p) giving page p's signature, at threshold t.
+  template <typename Sig>
+  void Build(const TokenOrder& order, uint32_t pages, double t, Sig&& sig) {
+    std::vector<uint64_t> prefix;
+    key_start.assign(pages + 1, 0);
+    for (uint32_t p = 0; p < pages; ++p) {
+      const pb::PageSignature& x = sig(p);
+      order.Prefix(Shingles(x), PrefixLength(static_cast<uint32_t>(x.shingles_size()), t, 1), &prefix);
+      for (uint64_t h : prefix) {
+        entries.emplace_back(h, p);
+        keys.push_back(order.Key(h));
+      }
+      key_start[p + 1] = static_cast<uint32_t>(keys.size());
+    }
+    std::vector<std::pair<uint64_t, uint32_t>> scratch;
+    SortByLeadingBits(&entries, 64, [](const std::pair<uint64_t, uint32_t>& e) { return e.first; }, &scratch);
+    runs_of_page_start.assign(pages + 1, 0);
+    runs_of_page.resize(entries.size());
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (i == 0 || entries[i].first != entries[i - 1].first) run_start.push_back(static_cast<uint32_t>(i));
+      ++runs_of_page_start[entries[i].second + 1];
+    }
+    run_start.push_back(static_cast<uint32_t>(entries.size()));
+    for (size_t p = 1; p < runs_of_page_start.size(); ++p) runs_of_page_start[p] += runs_of_page_start[p - 1];
+    std::vector<uint32_t> fill(runs_of_page_start.begin(), runs_of_page_start.end() - 1);
+    for (uint32_t r = 0; r + 1 < run_start.size(); ++r) {
+      for (uint32_t e = run_start[r]; e < run_start[r + 1]; ++e) runs_of_page[fill[entries[e].second]++] = r;
+    }
+  }
+
+  // The positional bound of the pair (pa, pb), of sizes na and nb, sharing `shared` prefix
+  // tokens: with H the lower of the two prefixes' last keys, the shared tokens below H lie in
+  // both prefixes (counted), the others among each page's tokens from H on.
+  bool PositionalAllows(uint32_t pa, uint32_t pb, uint32_t shared, uint32_t na, uint32_t nb, double t) const {
+    if (key_start[pa] == key_start[pa + 1] || key_start[pb] == key_start[pb + 1]) return true;
+    const uint64_t h = std::min(keys[key_start[pa + 1] - 1], keys[key_start[pb + 1] - 1]);
+    const uint32_t need = MinOverlap(na, nb, t);
+    for (const auto& [p, n] : {std::pair{pa, na}, std::pair{pb, nb}}) {
+      const auto first = keys.begin() + key_start[p], last = keys.begin() + key_start[p + 1];
+      const size_t below = static_cast<size_t>(std::lower_bound(first, last, h) - first);
+      if (shared + (n - below) < need) return false;
+    }
+    return true;
+  }
+};
+
+// Under a cap, a page identical to an earlier one of the batch (neither join-only) is answered
+// through it: copy_of[l] is the live index of the first page with live[l]'s shingles (l itself
+// when it is the first, and for every page without a cap). Counts the copies in stats->copies.
+std::vector<uint32_t> BatchCopies(std::span<const ShardPage> batch, const std::vector<uint32_t>& live, uint32_t cap,
+                                  CompareStats* stats) {
+  std::vector<uint32_t> copy_of(live.size());
+  std::iota(copy_of.begin(), copy_of.end(), 0u);
+  if (cap == 0) return copy_of;
+  std::unordered_map<uint64_t, uint32_t> first;
+  for (uint32_t l = 0; l < live.size(); ++l) {
+    if (batch[live[l]].join_only) continue;
+    const auto xs = Shingles(*batch[live[l]].signature);
+    const auto [it, fresh] = first.emplace(ShinglesKey(xs), l);
+    if (fresh) continue;
+    const auto fs = Shingles(*batch[live[it->second]].signature);
+    if (std::equal(xs.begin(), xs.end(), fs.begin(), fs.end())) {
+      copy_of[l] = it->second;
+      ++stats->copies;
+    }
+  }
+  return copy_of;
+}
+
 }  // namespace
 
 Status Shard::Impl::PlanBatch(std::span<const ShardPage> batch, Plan* plan) const {
@@ -112,7 +196,6 @@ void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, const CompareCa
   const uint32_t c = options_.prefix_overlap;
   const uint32_t p = PrefixLength(n, t, c);
   const uint32_t need = RequiredPrefixMatches(n, t, c);
-  const SizeRange sizes = PartnerSizes(n, t);
   const size_t d = options_.dims;
   order_.Prefix(xs, p, &s->prefix);
   s->bitmap = MakeParityBitmap(xs);
@@ -124,6 +207,38 @@ void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, const CompareCa
   const bool window = more != nullptr && call.cap > 0;
   const bool cut = index_.Collect(s->prefix, &s->touched, window ? kWindow * call.cap : 0);
   s->stats.postings_scanned += s->touched.size();
+  CountHits(need, PartnerSizes(n, t), s);
+  verify->clear();
+  for (const auto& [slot, cnt] : s->hits) {
+    ++s->stats.candidates;
+    // Positional bound in key space (prefix_filter.h): the probe's prefix tokens whose key is
+    // below the candidate's cut lie in both prefixes, so at most cnt of them are shared; every
+    // other token of the probe may be.
+    {
+      const size_t below = std::lower_bound(s->keys.begin(), s->keys.end(), static_cast<uint64_t>(cut_[slot]) << 32) -
+                           s->keys.begin();
+      if (cnt + (n - below) < MinOverlap(n, size_[slot], t)) continue;
+    }
+    ++s->stats.positional_passed;
+    const uint16_t* v = &vec_[slot * d];
+    if (std::find(v, v + d, kWide) == v + d &&
+        !LengthVectorsAllow(std::span<const uint16_t>(v, d), size_[slot],
+                            std::span<const uint32_t>(x.shingle_vector().data(), d), n, t)) {
+      continue;
+    }
+    if (!BitmapsAllow(s->bitmap.data(), n, &bits_[size_t{slot} * kBitmapWords], size_[slot], t)) continue;
+    verify->push_back(slot);
+  }
+  if (more != nullptr) *more = cut;
+  if (call.cap == 0 || verify->size() <= call.cap) return;
+  DistinctContentFirst(s, verify);
+  if (more != nullptr && verify->size() > size_t{kVerifyAhead} * call.cap) {
+    verify->resize(size_t{kVerifyAhead} * call.cap);
+    *more = true;
+  }
+}
+
+void Shard::Impl::CountHits(uint32_t need, SizeRange sizes, Scratch* s) const {
   s->hits.clear();
   auto keep = [&](uint32_t slot, uint32_t matches) {
     if (matches >= need && index_.IsLive(slot) && size_[slot] >= sizes.lo && size_[slot] <= sizes.hi) {
@@ -157,29 +272,9 @@ void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, const CompareCa
       i = j;
     }
   }
-  verify->clear();
-  for (const auto& [slot, cnt] : s->hits) {
-    ++s->stats.candidates;
-    // Positional bound in key space (prefix_filter.h): the probe's prefix tokens whose key is
-    // below the candidate's cut lie in both prefixes, so at most cnt of them are shared; every
-    // other token of the probe may be.
-    {
-      const size_t below = std::lower_bound(s->keys.begin(), s->keys.end(), static_cast<uint64_t>(cut_[slot]) << 32) -
-                           s->keys.begin();
-      if (cnt + (n - below) < MinOverlap(n, size_[slot], t)) continue;
-    }
-    ++s->stats.positional_passed;
-    const uint16_t* v = &vec_[slot * d];
-    if (std::find(v, v + d, kWide) == v + d &&
-        !LengthVectorsAllow(std::span<const uint16_t>(v, d), size_[slot],
-                            std::span<const uint32_t>(x.shingle_vector().data(), d), n, t)) {
-      continue;
-    }
-    if (!BitmapsAllow(s->bitmap.data(), n, &bits_[size_t{slot} * kBitmapWords], size_[slot], t)) continue;
-    verify->push_back(slot);
-  }
-  if (more != nullptr) *more = cut;
-  if (call.cap == 0 || verify->size() <= call.cap) return;
+}
+
+void Shard::Impl::DistinctContentFirst(Scratch* s, std::vector<uint32_t>* verify) const {
   // More candidates than the page may keep matches: one of each content key first (identical
   // pages share theirs, and copies of a page are in one group, so a match with a second copy
   // tells Tier 1 nothing the first did not; a page of another group is more likely under another
@@ -201,10 +296,6 @@ void Shard::Impl::ResidentCandidates(const pb::PageSignature& x, const CompareCa
   }
   verify->resize(kept);
   verify->insert(verify->end(), s->later.begin(), s->later.end());
-  if (more != nullptr && verify->size() > size_t{kVerifyAhead} * call.cap) {
-    verify->resize(size_t{kVerifyAhead} * call.cap);
-    *more = true;
-  }
 }
 
 Status Shard::Impl::VerifyResident(uint32_t page, const pb::PageSignature& x, const CompareCall& call,
@@ -267,55 +358,10 @@ Status Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vecto
   auto join_only = [&](uint32_t p) { return batch[live[part[p]]].join_only; };
   bool any_join_only = false;
   for (uint32_t p = 0; p < part.size(); ++p) any_join_only = any_join_only || join_only(p);
-  // Prefix join (c = 1, the shard's token order) of the batch's own pages: every (token, page) of
-  // every prefix, sorted by token; pages that share a token are candidate pairs.
-  std::vector<std::pair<uint64_t, uint32_t>> entries;
-  std::vector<uint64_t> prefix;
-  // Each prefix's keys, ascending (Prefix gives its tokens in key order): page p's are
-  // keys[key_start[p] .. key_start[p + 1]).
-  std::vector<uint64_t> keys;
-  std::vector<uint32_t> key_start(part.size() + 1, 0);
-  for (uint32_t p = 0; p < part.size(); ++p) {
-    const pb::PageSignature& x = sig(p);
-    order_.Prefix(Shingles(x), PrefixLength(static_cast<uint32_t>(x.shingles_size()), t, 1), &prefix);
-    for (uint64_t h : prefix) {
-      entries.emplace_back(h, p);
-      keys.push_back(order_.Key(h));
-    }
-    key_start[p + 1] = static_cast<uint32_t>(keys.size());
-  }
-  std::vector<std::pair<uint64_t, uint32_t>> scratch;
-  SortByLeadingBits(&entries, 64, [](const std::pair<uint64_t, uint32_t>& e) { return e.first; }, &scratch);
-  // Runs of equal tokens are the pages sharing that token, in page order. Each page walks the
-  // runs of its own tokens for its partners: a pair is met once per prefix token the two share.
-  std::vector<uint32_t> run_start, runs_of_page_start(part.size() + 1, 0), runs_of_page(entries.size());
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (i == 0 || entries[i].first != entries[i - 1].first) run_start.push_back(static_cast<uint32_t>(i));
-    ++runs_of_page_start[entries[i].second + 1];
-  }
-  run_start.push_back(static_cast<uint32_t>(entries.size()));
-  for (size_t p = 1; p < runs_of_page_start.size(); ++p) runs_of_page_start[p] += runs_of_page_start[p - 1];
-  {
-    std::vector<uint32_t> fill(runs_of_page_start.begin(), runs_of_page_start.end() - 1);
-    for (uint32_t r = 0; r + 1 < run_start.size(); ++r) {
-      for (uint32_t e = run_start[r]; e < run_start[r + 1]; ++e) runs_of_page[fill[entries[e].second]++] = r;
-    }
-  }
+  JoinIndex join;
+  join.Build(order_, static_cast<uint32_t>(part.size()), t, sig);
   // Each pair's shared prefix tokens are counted (count[] holds them for the page being walked,
-  // partners[] which pages it met), and the positional bound drops it before any other filter:
-  // with H the lower of the two prefixes' last keys, the shared tokens below H lie in both
-  // prefixes (counted), the others among the page's tokens from H on.
-  auto positional_allows = [&](uint32_t pa, uint32_t pb, uint32_t shared, uint32_t na, uint32_t nb) {
-    if (key_start[pa] == key_start[pa + 1] || key_start[pb] == key_start[pb + 1]) return true;
-    const uint64_t h = std::min(keys[key_start[pa + 1] - 1], keys[key_start[pb + 1] - 1]);
-    const uint32_t need = MinOverlap(na, nb, t);
-    for (const auto& [p, n] : {std::pair{pa, na}, std::pair{pb, nb}}) {
-      const auto first = keys.begin() + key_start[p], last = keys.begin() + key_start[p + 1];
-      const size_t below = static_cast<size_t>(std::lower_bound(first, last, h) - first);
-      if (shared + (n - below) < need) return false;
-    }
-    return true;
-  };
+  // partners[] which pages it met), and the positional bound drops it before any other filter.
   // The resident probe's exact filters, on each pair before its merge: length vectors, then
   // parity bitmaps (made once per page, for pages in some pair); the merge stops once the pair
   // cannot reach the overlap it needs.
@@ -341,10 +387,10 @@ Status Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vecto
     if (join_only(pb)) continue;
     if (call.Late()) return DeadlineExceeded("");
     partners.clear();
-    for (uint32_t k = runs_of_page_start[pb]; k < runs_of_page_start[pb + 1]; ++k) {
-      const uint32_t r = runs_of_page[k];
-      for (uint32_t e = run_start[r]; e < run_start[r + 1]; ++e) {
-        const uint32_t pa = entries[e].second;
+    for (uint32_t k = join.runs_of_page_start[pb]; k < join.runs_of_page_start[pb + 1]; ++k) {
+      const uint32_t r = join.runs_of_page[k];
+      for (uint32_t e = join.run_start[r]; e < join.run_start[r + 1]; ++e) {
+        const uint32_t pa = join.entries[e].second;
         if (pa >= pb) {
           if (!any_join_only) break;  // a run is in page order: the rest come after pb
           if (pa == pb || !join_only(pa)) continue;
@@ -369,7 +415,7 @@ Status Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vecto
         ++out->stats.batch_connected;
         continue;
       }
-      if (!positional_allows(pa, pb, shared, na, nb)) continue;
+      if (!join.PositionalAllows(pa, pb, shared, na, nb, t)) continue;
       if (static_cast<size_t>(x.shingle_vector_size()) == d && static_cast<size_t>(y.shingle_vector_size()) == d &&
           !LengthVectorsAllow(std::span<const uint32_t>(x.shingle_vector().data(), d), na,
                               std::span<const uint32_t>(y.shingle_vector().data(), d), nb, t)) {
@@ -390,6 +436,71 @@ Status Shard::Impl::JoinBatch(std::span<const ShardPage> batch, const std::vecto
     }
   }
   out->stats.batch_pairs = out->in_batch.size();
+  return Status::Ok();
+}
+
+Status Shard::Impl::CompareResident(std::span<const ShardPage> batch, const Plan& plan, const CompareCall& call,
+                                    const std::vector<uint32_t>& copy_of, CompareResult* out, const char** where) const {
+  auto probes = [&](size_t l) { return !batch[plan.live[l]].join_only && copy_of[l] == l; };
+  const int workers = static_cast<int>(std::min<size_t>(options_.threads, std::max<size_t>(plan.live.size(), 1)));
+  std::vector<std::unique_ptr<Scratch>> scratch = TakeScratch(workers);
+  std::vector<std::vector<ResidentMatch>> found(workers);
+  std::vector<Status> errors(workers);
+  std::vector<std::vector<uint32_t>> verify(plan.live.size());
+  std::vector<char> more(plan.live.size(), 0);  // verify[i] is not all of page i's candidates
+  ParallelFor(workers, plan.live.size(), [&](int w, size_t i) {
+    if (!probes(i) || call.Late()) return;
+    bool cut = false;
+    ResidentCandidates(*batch[plan.live[i]].signature, call, scratch[w].get(), &verify[i], &cut);
+    more[i] = cut;
+  });
+  if (call.Late()) {
+    ReturnScratch(std::move(scratch));
+    *where = "while finding candidates";
+    return DeadlineExceeded("");
+  }
+  if (options_.read_ahead) {
+    // Past the page cache, each verification waits for its read: hinted all at once, the batch's
+    // reads reach the disk together.
+    std::vector<SignatureLog::Ref> refs;
+    for (const auto& v : verify) {
+      for (uint32_t slot : v) {
+        if (HasLocation(slot)) refs.push_back(Location(slot));
+      }
+    }
+    log_->WillNeed(refs);
+  }
+  ParallelFor(workers, plan.live.size(), [&](int w, size_t i) {
+    if (!errors[w].ok() || !probes(i)) return;
+    if (call.Late()) {
+      errors[w] = DeadlineExceeded("");
+      return;
+    }
+    errors[w] = VerifyResident(plan.live[i], *batch[plan.live[i]].signature, call, verify[i], more[i] != 0,
+                               scratch[w].get(), &found[w]);
+    std::vector<uint32_t>().swap(verify[i]);  // a crowd's lists go as soon as they are done with
+  });
+  for (int w = 0; w < workers; ++w) {
+    if (!errors[w].ok()) {
+      ReturnScratch(std::move(scratch));
+      *where = "while verifying candidates";
+      return errors[w];
+    }
+    const CompareStats& s = scratch[w]->stats;
+    out->stats.postings_scanned += s.postings_scanned;
+    out->stats.candidates += s.candidates;
+    out->stats.positional_passed += s.positional_passed;
+    out->stats.verifications += s.verifications;
+    out->stats.resident_pairs += s.resident_pairs;
+    out->stats.fetched_bytes += s.fetched_bytes;
+    out->stats.capped_pages += s.capped_pages;
+    out->resident.insert(out->resident.end(), std::make_move_iterator(found[w].begin()),
+                         std::make_move_iterator(found[w].end()));
+  }
+  ReturnScratch(std::move(scratch));
+  std::sort(out->resident.begin(), out->resident.end(), [](const ResidentMatch& a, const ResidentMatch& b) {
+    return a.page != b.page ? a.page < b.page : a.url < b.url;
+  });
   return Status::Ok();
 }
 
@@ -420,84 +531,11 @@ Status Shard::Impl::CompareBatch(std::span<const ShardPage> batch, double thresh
   out->superseded = plan.superseded;
   out->empty = plan.empty;
   out->stats.pages = plan.live.size();
-  // Under a cap, a page identical to an earlier one of the batch (neither join-only) is answered
-  // through it: copy_of[l] is the live index of the first page with live[l]'s shingles.
-  std::vector<uint32_t> copy_of(plan.live.size());
-  std::iota(copy_of.begin(), copy_of.end(), 0u);
-  if (call.cap > 0) {
-    std::unordered_map<uint64_t, uint32_t> first;
-    for (uint32_t l = 0; l < plan.live.size(); ++l) {
-      if (batch[plan.live[l]].join_only) continue;
-      const auto xs = Shingles(*batch[plan.live[l]].signature);
-      const auto [it, fresh] = first.emplace(ShinglesKey(xs), l);
-      if (fresh) continue;
-      const auto fs = Shingles(*batch[plan.live[it->second]].signature);
-      if (std::equal(xs.begin(), xs.end(), fs.begin(), fs.end())) {
-        copy_of[l] = it->second;
-        ++out->stats.copies;
-      }
-    }
-  }
-  auto probes = [&](size_t l) { return !batch[plan.live[l]].join_only && copy_of[l] == l; };
+  const std::vector<uint32_t> copy_of = BatchCopies(batch, plan.live, call.cap, &out->stats);
   std::shared_lock lock(mu_);
   std::shared_lock loc(loc_mu_);
-  const int workers = static_cast<int>(std::min<size_t>(options_.threads, std::max<size_t>(plan.live.size(), 1)));
-  std::vector<std::unique_ptr<Scratch>> scratch = TakeScratch(workers);
-  std::vector<std::vector<ResidentMatch>> found(workers);
-  std::vector<Status> errors(workers);
-  std::vector<std::vector<uint32_t>> verify(plan.live.size());
-  std::vector<char> more(plan.live.size(), 0);  // verify[i] is not all of page i's candidates
-  ParallelFor(workers, plan.live.size(), [&](int w, size_t i) {
-    if (!probes(i) || call.Late()) return;
-    bool cut = false;
-    ResidentCandidates(*batch[plan.live[i]].signature, call, scratch[w].get(), &verify[i], &cut);
-    more[i] = cut;
-  });
-  if (call.Late()) {
-    ReturnScratch(std::move(scratch));
-    return fail(DeadlineExceeded(""), "while finding candidates");
-  }
-  if (options_.read_ahead) {
-    // Past the page cache, each verification waits for its read: hinted all at once, the batch's
-    // reads reach the disk together.
-    std::vector<SignatureLog::Ref> refs;
-    for (const auto& v : verify) {
-      for (uint32_t slot : v) {
-        if (HasLocation(slot)) refs.push_back(Location(slot));
-      }
-    }
-    log_->WillNeed(refs);
-  }
-  ParallelFor(workers, plan.live.size(), [&](int w, size_t i) {
-    if (!errors[w].ok() || !probes(i)) return;
-    if (call.Late()) {
-      errors[w] = DeadlineExceeded("");
-      return;
-    }
-    errors[w] = VerifyResident(plan.live[i], *batch[plan.live[i]].signature, call, verify[i], more[i] != 0,
-                               scratch[w].get(), &found[w]);
-    std::vector<uint32_t>().swap(verify[i]);  // a crowd's lists go as soon as they are done with
-  });
-  for (int w = 0; w < workers; ++w) {
-    if (!errors[w].ok()) {
-      ReturnScratch(std::move(scratch));
-      return fail(errors[w], "while verifying candidates");
-    }
-    const CompareStats& s = scratch[w]->stats;
-    out->stats.postings_scanned += s.postings_scanned;
-    out->stats.candidates += s.candidates;
-    out->stats.positional_passed += s.positional_passed;
-    out->stats.verifications += s.verifications;
-    out->stats.resident_pairs += s.resident_pairs;
-    out->stats.fetched_bytes += s.fetched_bytes;
-    out->stats.capped_pages += s.capped_pages;
-    out->resident.insert(out->resident.end(), std::make_move_iterator(found[w].begin()),
-                         std::make_move_iterator(found[w].end()));
-  }
-  ReturnScratch(std::move(scratch));
-  std::sort(out->resident.begin(), out->resident.end(), [](const ResidentMatch& a, const ResidentMatch& b) {
-    return a.page != b.page ? a.page < b.page : a.url < b.url;
-  });
+  const char* where = "";
+  if (Status s = CompareResident(batch, plan, call, copy_of, out, &where); !s.ok()) return fail(s, where);
   if (Status s = JoinBatch(batch, plan.live, copy_of, call, out); !s.ok()) return fail(s, "in the in-batch join");
   std::sort(out->in_batch.begin(), out->in_batch.end(),
             [](const BatchMatch& a, const BatchMatch& b) { return a.a != b.a ? a.a < b.a : a.b < b.b; });

@@ -118,6 +118,20 @@ class Shard::Impl {
   // Stage -> Publish -> CommitPublished.
   Status Apply(std::span<const ShardPage> batch, std::span<const std::string> removed, ApplyStats* stats,
                uint64_t sequence);
+  // Publish's steps (shard_write.cc), under apply_mu_. Publishing: what they share.
+  struct Publishing;
+  // Where each staged page's URL is now; the slots of the pages it replaces freed.
+  Status LocateStaged(const StagedBatch::State& staged, Publishing* pub, ApplyStats* st);
+  // The removals (the staged batch's emptied pages, then `removed`; URLs the batch already
+  // changed or the shard does not hold are skipped): their slots freed and their removal
+  // records appended to the log (synced with options.sync). ResourceExhausted when the log
+  // would pass its size limit; the log's errors.
+  Status AppendRemovals(const StagedBatch::State& staged, std::span<const std::string> removed, Publishing* pub,
+                        ApplyStats* st);
+  // The batch shown to readers: the index and page tables (under mu_), the locations and URL
+  // maps (under loc_mu_); then the token order derived, or the index rebuilt when it outgrew its
+  // bucket table (whose error it returns: the batch is shown either way).
+  Status ShowPublished(const StagedBatch::State& staged, const Publishing& pub);
   // Drops a staged batch that was never applied (StagedBatch's destructor).
   void Unstage(StagedBatch::State& staged);
   StatusOr<uint64_t> AppliedSequence() const;
@@ -203,6 +217,19 @@ class Shard::Impl {
   // any out: VerifyResident probes in full (more null) only if those gave fewer than the cap.
   void ResidentCandidates(const pb::PageSignature& x, const CompareCall& call, Scratch* s,
                           std::vector<uint32_t>* verify, bool* more) const;
+  // ResidentCandidates' count filter: the slots of s->touched (the postings collected) met at
+  // least `need` times, live and of a size in `sizes`, into s->hits as (slot, matches), by slot.
+  void CountHits(uint32_t need, SizeRange sizes, Scratch* s) const;
+  // Reorders *verify: one slot of each content key first (ContentKey), then the others, each part
+  // in the order it had.
+  void DistinctContentFirst(Scratch* s, std::vector<uint32_t>* verify) const;
+  // CompareBatch's resident part, under mu_ and loc_mu_ (shared): every live page that probes
+  // (not join-only, not a copy) against the resident pages, on options_.threads workers: the
+  // candidates, their reads hinted to the log, then verified. The matches go to out->resident,
+  // sorted by page and URL, the counts to out->stats. On an error (DeadlineExceeded once
+  // call.Late(), or a log read's) *where names the step it stopped in.
+  Status CompareResident(std::span<const ShardPage> batch, const Plan& plan, const CompareCall& call,
+                         const std::vector<uint32_t>& copy_of, CompareResult* out, const char** where) const;
   // DeadlineExceeded (its message left to the caller) once call.Late().
   Status VerifyResident(uint32_t page, const pb::PageSignature& x, const CompareCall& call,
                         std::span<const uint32_t> verify, bool more, Scratch* s,
@@ -255,6 +282,18 @@ class Shard::Impl {
   }
   // The signature log: open the committed generation (Open), replay it into slots, where each
   // slot's record is, and reading one back.
+  // Open's steps (shard_open.cc). Makes the directory (unless read-only) and locks the store
+  // (shared when read-only): IoError when it is open elsewhere; NotFound for a read-only open of
+  // a directory without a store.
+  Status LockStore();
+  // Writes the meta and commit files of a new store, or compares the meta of an existing one
+  // with the options (FailedPrecondition on a difference) and opens its commit file.
+  Status OpenMeta();
+  // The token order the shard derived (its file), else options.initial_order, else hash order.
+  Status ReadTokenOrder();
+  // The index built over the resident pages, its bucket table sized for them or for what is
+  // expected (options.expected_postings or expected_pages), whichever is more.
+  Status BuildIndexForResident();
   Status OpenLog();
   Status ReplayLog();
   void SetLocation(uint32_t slot, const SignatureLog::Ref& ref);

@@ -12,8 +12,10 @@
 
 namespace neardup::tier2 {
 
-Status Shard::Impl::Open() {
-  const ShardOptions& o = options_;
+namespace {
+
+// The ranges of the configuration fields the options come from (proto/config.proto).
+Status CheckShardOptions(const ShardOptions& o) {
   if (o.path.empty()) return InvalidArgument("shard: path is empty");
   // The ranges of the configuration fields these options come from (proto/config.proto).
   if (auto rule = ConfigRangeError("shingle.dims", o.dims); !rule.empty()) {
@@ -29,8 +31,29 @@ Status Shard::Impl::Open() {
     return InvalidArgument("shard: max_batch_pages " + rule + ", got " + std::to_string(o.max_batch_pages));
   }
   if (o.threads < 1) return InvalidArgument("shard: threads must be >= 1");
-  const auto t0 = std::chrono::steady_clock::now();
+  return Status::Ok();
+}
 
+}  // namespace
+
+Status Shard::Impl::Open() {
+  const ShardOptions& o = options_;
+  RETURN_IF_ERROR(CheckShardOptions(o));
+  const auto t0 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(LockStore());
+  RETURN_IF_ERROR(OpenMeta());
+  RETURN_IF_ERROR(ReadTokenOrder());
+  RETURN_IF_ERROR(OpenLog());
+  RETURN_IF_ERROR(ReplayLog());
+  RETURN_IF_ERROR(BuildIndexForResident());
+  rebuilds_ = 0;
+  if (order_derived_) ScheduleRefresh();
+  open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return Status::Ok();
+}
+
+Status Shard::Impl::LockStore() {
+  const ShardOptions& o = options_;
   if (o.read_only) {
     if (!env_->Exists(File(kMetaFile))) return NotFound("shard: " + o.path + " holds no shard store");
   } else if (Status s = env_->CreateDirs(o.path); !s.ok()) {
@@ -42,7 +65,11 @@ Status Shard::Impl::Open() {
   }
   if (!lock.ok()) return IoError("shard: " + lock.status().message());
   lock_ = std::move(*lock);
+  return Status::Ok();
+}
 
+Status Shard::Impl::OpenMeta() {
+  const ShardOptions& o = options_;
   // Meta: written when the store is made (after its first commit, so a store with meta has a
   // commit file), compared on every later open.
   pb::ShardMeta want;
@@ -90,7 +117,12 @@ Status Shard::Impl::Open() {
     if (!commits.ok()) return Status(commits.status().code(), "shard: " + commits.status().message());
     commits_ = std::move(*commits);
   }
+  return Status::Ok();
+}
 
+Status Shard::Impl::ReadTokenOrder() {
+  const ShardOptions& o = options_;
+  std::string v;
   // The token order, once the shard has derived one.
   Status order = ReadWholeFile(env_, File(kOrderFile), &v);
   if (order.ok()) {
@@ -105,10 +137,11 @@ Status Shard::Impl::Open() {
     if (!parsed.ok()) return InvalidArgument("shard: initial token order: " + parsed.status().message());
     order_ = std::move(*parsed);
   }
+  return Status::Ok();
+}
 
-  RETURN_IF_ERROR(OpenLog());
-  RETURN_IF_ERROR(ReplayLog());
-
+Status Shard::Impl::BuildIndexForResident() {
+  const ShardOptions& o = options_;
   // Size the bucket table for the resident pages (a signature record holds ~8 bytes a shingle)
   // or for what is expected, whichever is more.
   uint64_t resident_postings = 0;
@@ -121,11 +154,7 @@ Status Shard::Impl::Open() {
       resident_postings, o.expected_postings > 0
                       ? o.expected_postings
                       : static_cast<uint64_t>(o.expected_pages) * PrefixLength(200, o.min_threshold, o.prefix_overlap));
-  RETURN_IF_ERROR(RebuildIndex(PrefixIndex::BucketBitsFor(expected)));
-  rebuilds_ = 0;
-  if (order_derived_) ScheduleRefresh();
-  open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return Status::Ok();
+  return RebuildIndex(PrefixIndex::BucketBitsFor(expected));
 }
 
 Status Shard::Impl::OpenLog() {

@@ -99,6 +99,15 @@ void Shard::Impl::Unstage(StagedBatch::State& staged) {
   staged_ = false;
 }
 
+// What Publish learns of a staged batch before it changes the memory.
+struct Shard::Impl::Publishing {
+  std::vector<uint32_t> freed;               // slots of the pages replaced or removed
+  std::vector<UrlSlots::Place> places;       // where each staged page's URL goes in url_slots_
+  std::unordered_map<std::string_view, bool> handled;  // URLs already changed in this batch
+  std::vector<std::string_view> collided_removed;     // removed URLs kept by name (collisions)
+  std::string record;                        // a buffer for LookupSlot
+};
+
 Status Shard::Impl::Publish(std::unique_ptr<StagedBatch> batch, std::span<const std::string> removed,
                             ApplyStats* stats, uint64_t sequence, bool* published) {
   if (published != nullptr) *published = false;
@@ -119,116 +128,116 @@ Status Shard::Impl::Publish(std::unique_ptr<StagedBatch> batch, std::span<const 
   std::unique_ptr<StagedBatch::State> staged = std::move(batch->state_);
   st = staged->stats;
   staged_ = false;
-  const std::vector<uint32_t>& slots = staged->slots;
-  const std::vector<SignatureLog::Ref>& refs = staged->refs;
   auto undo = [&](Status s) {
     TruncateLog(staged->log_end);
     return s;
   };
-
-  // Where each URL is now. The pages replaced or removed free their slots.
-  std::vector<uint32_t> freed;
-  std::vector<UrlSlots::Place> places(slots.size());
-  std::unordered_map<std::string_view, bool> handled;  // URLs already changed in this batch
-  handled.reserve(slots.size());
-  std::string record;
-  for (size_t k = 0; k < slots.size(); ++k) {
-    const std::string& url = staged->urls[k];
-    UrlSlots::Found found;
-    if (Status s = LookupSlot(url, &found, &record); !s.ok()) return undo(s);
-    places[k] = found.place;
-    if (found.slot != UrlSlots::kNoSlot) {
-      freed.push_back(found.slot);
-      ++st.replaced;
-    } else {
-      ++st.inserted;
-    }
-    handled[url] = true;
-  }
-  // Removals: explicit ones, and home pages that became empty. Each resident one gets a removal
-  // record (a replaced page needs none: its URL's later page record replaces it on replay).
-  std::vector<std::string> removal_payloads;
-  std::vector<std::string_view> collided_removed;
-  auto remove = [&](const std::string& url) -> Status {
-    if (handled.count(url)) return Status::Ok();
-    UrlSlots::Found found;
-    RETURN_IF_ERROR(LookupSlot(url, &found, &record));
-    if (found.slot == UrlSlots::kNoSlot) return Status::Ok();
-    removal_payloads.push_back(kRemovalRecord + url);
-    if (found.place == UrlSlots::Place::kCollided) collided_removed.push_back(url);
-    freed.push_back(found.slot);
-    ++st.removed;
-    handled[url] = true;
-    return Status::Ok();
-  };
-  for (const std::string& url : staged->emptied) {
-    if (Status s = remove(url); !s.ok()) return undo(s);
-  }
-  for (const std::string& url : removed) {
-    if (Status s = remove(url); !s.ok()) return undo(s);
-  }
-  if (!removal_payloads.empty()) {
-    uint64_t bytes = 0;
-    for (const std::string& p : removal_payloads) bytes += SignatureLog::kHeaderBytes + p.size();
-    if (log_->end() + bytes >= kMaxLogBytes) {
-      return undo(ResourceExhausted("shard: " + options_.path + ": the signature log is full; split the shard"));
-    }
-    std::vector<std::string_view> views(removal_payloads.begin(), removal_payloads.end());
-    std::vector<SignatureLog::Ref> removal_refs;
-    Status s = log_->Append(views, &removal_refs);
-    if (s.ok() && options_.sync) s = log_->Sync();
-    if (!s.ok()) return undo(s);
-  }
+  Publishing pub;
+  if (Status s = LocateStaged(*staged, &pub, &st); !s.ok()) return undo(s);
+  if (Status s = AppendRemovals(*staged, removed, &pub, &st); !s.ok()) return undo(s);
   // The commit record that will cover the batch (its page records synced by Stage, its removal
   // records above); CommitPublished writes it.
   const CommitFile::Record record_of_batch{log_generation_, log_->end(),
                                            sequence > 0 ? sequence : commits_->last().sequence};
-
-  // The store has it; now the index and page tables (CompareBatch waits)...
-  Status result;
-  {
-    std::unique_lock lock(mu_);
-    for (uint32_t slot : freed) {
-      index_.Remove(slot, IndexedPostings(slot));
-      if (refresh_ != nullptr) refresh_->gains.erase(slot);
-    }
-    // ...and the locations and URL maps (Get waits): every slot with a location is resident.
-    {
-      std::unique_lock loc(loc_mu_);
-      for (uint32_t slot : freed) {
-        log_live_bytes_ -= Location(slot).bytes();
-        ClearLocation(slot);
-      }
-      // Hashes this batch has placed in url_slots_: another URL of the batch with one of them
-      // collides with it.
-      std::unordered_set<uint64_t> placed;
-      placed.reserve(slots.size());
-      for (size_t k = 0; k < slots.size(); ++k) {
-        SetLocation(slots[k], refs[k]);
-        log_live_bytes_ += refs[k].bytes();
-        url_slots_.Store(staged->urls[k], slots[k], places[k], &placed);
-      }
-      for (std::string_view url : collided_removed) url_slots_.RemoveCollided(url);
-    }
-    for (size_t k = 0; k < slots.size(); ++k) {
-      const pb::ShardIndexEntry& e = staged->entries[k];
-      SetPageTable(slots[k], e);
-      index_.Add(slots[k], {e.prefix().data(), static_cast<size_t>(e.prefix_size())});
-    }
-    const uint64_t postings = index_.main_postings() + index_.overflow_postings();
-    if (!order_derived_ && options_.order_sample_pages > 0 && index_.live_slots() >= options_.order_sample_pages) {
-      // The batch is stored either way; a failed reorder leaves the order as it was (hash order, or
-      // the initial one) and is retried next time.
-      if (Status r = Reorder(); !r.ok()) spdlog::warn("shard: deriving the token order failed: {}", r.ToString());
-    } else if (postings > (16ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
-      // Grown past the bucket table: rebuild from the log with a table sized for twice the size.
-      result = RebuildIndex(PrefixIndex::BucketBitsFor(postings * 2));
-    }
-    // (Index compaction waits for the next Stage, off the path a pipeline waits on.)
-  }
+  const Status result = ShowPublished(*staged, pub);
   published_ = record_of_batch;
   if (published != nullptr) *published = true;
   return result;
+}
+
+Status Shard::Impl::LocateStaged(const StagedBatch::State& staged, Publishing* pub, ApplyStats* st) {
+  const std::vector<uint32_t>& slots = staged.slots;
+  pub->places.resize(slots.size());
+  pub->handled.reserve(slots.size());
+  for (size_t k = 0; k < slots.size(); ++k) {
+    const std::string& url = staged.urls[k];
+    UrlSlots::Found found;
+    RETURN_IF_ERROR(LookupSlot(url, &found, &pub->record));
+    pub->places[k] = found.place;
+    if (found.slot != UrlSlots::kNoSlot) {
+      pub->freed.push_back(found.slot);
+      ++st->replaced;
+    } else {
+      ++st->inserted;
+    }
+    pub->handled[url] = true;
+  }
+  return Status::Ok();
+}
+
+Status Shard::Impl::AppendRemovals(const StagedBatch::State& staged, std::span<const std::string> removed,
+                                   Publishing* pub, ApplyStats* st) {
+  std::vector<std::string> removal_payloads;
+  auto remove = [&](const std::string& url) -> Status {
+    if (pub->handled.count(url)) return Status::Ok();
+    UrlSlots::Found found;
+    RETURN_IF_ERROR(LookupSlot(url, &found, &pub->record));
+    if (found.slot == UrlSlots::kNoSlot) return Status::Ok();
+    removal_payloads.push_back(kRemovalRecord + url);
+    if (found.place == UrlSlots::Place::kCollided) pub->collided_removed.push_back(url);
+    pub->freed.push_back(found.slot);
+    ++st->removed;
+    pub->handled[url] = true;
+    return Status::Ok();
+  };
+  for (const std::string& url : staged.emptied) RETURN_IF_ERROR(remove(url));
+  for (const std::string& url : removed) RETURN_IF_ERROR(remove(url));
+  if (removal_payloads.empty()) return Status::Ok();
+  uint64_t bytes = 0;
+  for (const std::string& p : removal_payloads) bytes += SignatureLog::kHeaderBytes + p.size();
+  if (log_->end() + bytes >= kMaxLogBytes) {
+    return ResourceExhausted("shard: " + options_.path + ": the signature log is full; split the shard");
+  }
+  std::vector<std::string_view> views(removal_payloads.begin(), removal_payloads.end());
+  std::vector<SignatureLog::Ref> removal_refs;
+  Status s = log_->Append(views, &removal_refs);
+  if (s.ok() && options_.sync) s = log_->Sync();
+  return s;
+}
+
+Status Shard::Impl::ShowPublished(const StagedBatch::State& staged, const Publishing& pub) {
+  const std::vector<uint32_t>& slots = staged.slots;
+  const std::vector<SignatureLog::Ref>& refs = staged.refs;
+  // The store has it; now the index and page tables (CompareBatch waits)...
+  std::unique_lock lock(mu_);
+  for (uint32_t slot : pub.freed) {
+    index_.Remove(slot, IndexedPostings(slot));
+    if (refresh_ != nullptr) refresh_->gains.erase(slot);
+  }
+  // ...and the locations and URL maps (Get waits): every slot with a location is resident.
+  {
+    std::unique_lock loc(loc_mu_);
+    for (uint32_t slot : pub.freed) {
+      log_live_bytes_ -= Location(slot).bytes();
+      ClearLocation(slot);
+    }
+    // Hashes this batch has placed in url_slots_: another URL of the batch with one of them
+    // collides with it.
+    std::unordered_set<uint64_t> placed;
+    placed.reserve(slots.size());
+    for (size_t k = 0; k < slots.size(); ++k) {
+      SetLocation(slots[k], refs[k]);
+      log_live_bytes_ += refs[k].bytes();
+      url_slots_.Store(staged.urls[k], slots[k], pub.places[k], &placed);
+    }
+    for (std::string_view url : pub.collided_removed) url_slots_.RemoveCollided(url);
+  }
+  for (size_t k = 0; k < slots.size(); ++k) {
+    const pb::ShardIndexEntry& e = staged.entries[k];
+    SetPageTable(slots[k], e);
+    index_.Add(slots[k], {e.prefix().data(), static_cast<size_t>(e.prefix_size())});
+  }
+  const uint64_t postings = index_.main_postings() + index_.overflow_postings();
+  if (!order_derived_ && options_.order_sample_pages > 0 && index_.live_slots() >= options_.order_sample_pages) {
+    // The batch is stored either way; a failed reorder leaves the order as it was (hash order, or
+    // the initial one) and is retried next time.
+    if (Status r = Reorder(); !r.ok()) spdlog::warn("shard: deriving the token order failed: {}", r.ToString());
+  } else if (postings > (16ull << index_.bucket_bits()) && index_.bucket_bits() < PrefixIndex::kMaxBucketBits) {
+    // Grown past the bucket table: rebuild from the log with a table sized for twice the size.
+    return RebuildIndex(PrefixIndex::BucketBitsFor(postings * 2));
+  }
+  // (Index compaction waits for the next Stage, off the path a pipeline waits on.)
+  return Status::Ok();
 }
 
 Status Shard::Impl::CommitPublished() {
