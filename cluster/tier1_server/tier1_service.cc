@@ -8,8 +8,6 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/http/http_request.h"
-#include "cluster/http/net.h"
-#include "cluster/tier2_client/remote_shard_set.h"
 #include "common/json_write.h"
 #include "common/thread_priority.h"
 #include "document/crawl_reader.h"
@@ -17,14 +15,12 @@
 #include "document/shingle.h"
 #include "document/signature.h"
 #include "pipeline/placement.h"
-#include "pipeline/rebalance_store.h"
 #include "pipeline/store.h"
 
 namespace neardup::cluster {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-using pipeline::JoinServers;
 
 Tier1Service::Tier1Service(Tier1ServiceOptions options)
     : o_(std::move(options)),
@@ -78,7 +74,14 @@ StatusOr<std::unique_ptr<Tier1Service>> Tier1Service::Open(const Tier1ServiceOpt
   r.linger = milliseconds(c.linger_ms());
   r.max_batch_delay = milliseconds(c.max_batch_delay_ms());
   if (options.rebalance_on_step) r.move_on_step = options.rebalance_on_step;
-  RETURN_IF_ERROR(s->PlaceShards(std::vector<std::string>(c.tier2().begin(), c.tier2().end())));
+  s->rebalancer_ = std::make_unique<ShardRebalancer>(ShardRebalancerOptions{.layout = s->layout_,
+                                                                             .groups = s->groups_.get(),
+                                                                             .run = &s->run_,
+                                                                             .health = s->health_.get(),
+                                                                             .server = c,
+                                                                             .on_step = options.rebalance_on_step},
+                                                     static_cast<RebalanceLoop*>(s.get()));
+  RETURN_IF_ERROR(s->rebalancer_->PlaceShards(std::vector<std::string>(c.tier2().begin(), c.tier2().end())));
   s->loop_ = std::thread([p = s.get()] {
     NameThisThread("nd-t1-loop");
     p->Loop();
@@ -86,285 +89,17 @@ StatusOr<std::unique_ptr<Tier1Service>> Tier1Service::Open(const Tier1ServiceOpt
   return s;
 }
 
-Status CheckShardPlacement(const std::vector<std::string>& before, uint32_t shards_before,
-                           const std::vector<std::string>& after, uint32_t shards_after) {
-  if (before.empty() || after.empty()) return InvalidArgument("no Tier 2 servers");
-  for (uint32_t m = 0; m < std::min(shards_before, shards_after); ++m) {
-    const std::string& from = before[m % before.size()];
-    const std::string& to = after[m % after.size()];
-    if (from != to) {
-      return InvalidArgument(fmt::format("shard {} is on {}, and the server list [{}] would seek it on {}: a rebalance "
-                                         "moves cells between shards, not shards between servers (keep the servers "
-                                         "of the shards that stay, in their places; add servers at the end)",
-                                         m, from, JoinServers(after), to));
-    }
-  }
-  return Status::Ok();
-}
-
-std::string ClusterRebalanceJson(const ClusterRebalanceState& s) {
-  static constexpr const char* kNames[] = {"none", "running", "done", "failed"};
-  std::string j = std::string("{\"state\":\"") + kNames[s.state] + "\"";
-  if (s.state == ClusterRebalanceState::kFailed) {
-    j += ",\"error\":";
-    AppendJsonString(&j, s.error);
-  }
-  if (s.state == ClusterRebalanceState::kDone) {
-    const std::string r = pipeline::RebalanceReportJson(s.report);
-    j += ',';
-    j.append(r, 1, r.size() - 2);
-  }
-  auto list = [&](const char* key, const std::vector<std::string>& v) {
-    j += std::string(",\"") + key + "\":[";
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i > 0) j += ',';
-      AppendJsonString(&j, v[i]);
-    }
-    j += ']';
-  };
-  list("tier2_before", s.tier2_before);
-  list("tier2_after", s.tier2_after);
-  j += std::string(",\"moving\":") + (s.moving ? "true" : "false");
-  AppendJsonField(&j, "rebalance_seconds", s.seconds);
-  AppendJsonField(&j, "paused_seconds", s.paused_seconds);
-  AppendJsonField(&j, "moving_seconds", s.moving_seconds);
-  j += ",\"records_accepted\":" + std::to_string(s.records_accepted);
-  j += ",\"records_decided_while_moving\":" + std::to_string(s.records_decided_while_moving);
-  AppendJsonField(&j, "decided_per_s_before", s.decided_per_s_before);
-  AppendJsonField(&j, "decided_per_s_while_moving", s.decided_per_s_while_moving);
-  j += "}";
-  return j;
-}
-
-pipeline::ShardSetOpener Tier1Service::OpenerFor(std::vector<std::string> servers, std::vector<uint32_t> placement) {
-  if (servers.empty()) return pipeline::OpenLocalShardSet;
-  const pb::Tier1ServerConfig& c = o_.config.tier1_server();
-  RemoteShardSetOptions remote;
-  remote.servers = std::move(servers);
-  remote.placement = std::move(placement);
-  remote.call_timeout_ms = c.tier2_deadline_ms();
-  remote.connect_timeout_ms = std::min<uint32_t>(c.tier2_deadline_ms(), 5000);
-  remote.on_open = [h = health_.get()](uint32_t shard, const Status& status) { h->Record(shard, status); };
-  remote.tls = TlsFiles::From(c.tier2_tls());
-  return [remote](const pipeline::ShardSetOptions& so) { return OpenRemoteShardSet(remote, so); };
-}
-
-void Tier1Service::SetOpener(std::vector<std::string> servers, std::vector<uint32_t> placement) {
-  run_.open_shards = health_->Observe(OpenerFor(std::move(servers), std::move(placement)));
-}
-
-Status Tier1Service::PlaceShards(std::vector<std::string> configured) {
-  tier2_ = configured;
-  if (configured.empty()) {
-    SetOpener({}, {});
-    return Status::Ok();
-  }
-  pipeline::StorePlacementState state(layout_, groups_.get());
-  ASSIGN_OR_RETURN(const std::optional<pipeline::ShardServers> recorded, pipeline::ReadShardServers(state));
-  auto params = pipeline::ReadStoreParams(*groups_);
-  if (recorded.has_value() && !recorded->after.empty() && params.ok()) {
-    const std::string store = layout_.dir;
-    auto refuse = [&](const Status& s) {
-      return FailedPrecondition("tier1-server: store " + store + " has its shards on [" + JoinServers(recorded->after) +
-                                "], not where --tier2 [" + JoinServers(configured) + "] seeks them: " + s.message());
-    };
-    auto journal = pipeline::ReadMoveJournal(*groups_);
-    if (journal.ok() && !recorded->before.empty()) {
-      // A rebalance stopped mid-move: the loop's first run finishes it over the move's servers.
-      const uint32_t shards_after = journal->shards_after();
-      if (Status s = CheckShardPlacement(recorded->after, shards_after, configured, shards_after); !s.ok()) return refuse(s);
-      std::vector<std::string> servers;
-      std::vector<uint32_t> placement;
-      pipeline::MoveServerPlacement(recorded->before, journal->shards_before(), recorded->after, shards_after, &servers,
-                                    &placement);
-      spdlog::warn("tier1-server: a rebalance of store {} stopped mid-move: finishing it over [{}]", store,
-                   JoinServers(servers));
-      tier2_ = recorded->after;
-      SetOpener(std::move(servers), std::move(placement));
-      return Status::Ok();
-    }
-    const uint32_t shards = params->shards();
-    if (Status s = CheckShardPlacement(recorded->after, shards, configured, shards); !s.ok()) return refuse(s);
-  }
-  if (!recorded.has_value() || recorded->after != configured || !recorded->before.empty()) {
-    RETURN_IF_ERROR(pipeline::WriteShardServers(&state, {{}, configured}));
-  }
-  SetOpener(std::move(configured), {});
-  return Status::Ok();
-}
-
 Status Tier1Service::StartRebalance(ClusterRebalanceRequest request) {
   if (stopping_) return FailedPrecondition("tier1-server: stopping");
-  if (!(request.max_move >= 0 && request.max_move <= 1)) return InvalidArgument("max_move must be in [0, 1]");
-  if (!(request.max_mb_per_s >= 0)) return InvalidArgument("max_mb_per_s must be at least 0");
-  if (!(request.min_batch_share == 0 || (request.min_batch_share >= 0.05 && request.min_batch_share <= 1))) {
-    return InvalidArgument("min_batch_share must be in [0.05, 1]");
-  }
-  if (request.shards > 1024) return InvalidArgument("shards must be in 1..1024");
-  for (const std::string& server : request.tier2) {
-    std::string host;
-    uint16_t port = 0;
-    if (Status s = ParseHostPort(server, &host, &port); !s.ok()) return InvalidArgument("tier2: " + s.message());
-  }
+  RETURN_IF_ERROR(CheckRebalanceRequest(request));
   if (building_map_) {
     return FailedPrecondition("tier1-server: the store has no partition map yet (it is built from the first records "
                               "ingested): nothing to rebalance");
   }
-  std::lock_guard lock(rebalance_mu_);
-  if (tier2_.empty() && !request.tier2.empty()) {
-    return InvalidArgument("tier1-server: the shards are in this process: a rebalance names no Tier 2 servers");
-  }
-  if (rebalance_.state == ClusterRebalanceState::kRunning) return FailedPrecondition("a rebalance is running");
-  if (rebalance_thread_.joinable()) rebalance_thread_.join();
-  rebalance_ = ClusterRebalanceState();
-  rebalance_.state = ClusterRebalanceState::kRunning;
-  rebalance_thread_ = std::thread([this, request = std::move(request)] {
-    NameThisThread("nd-rebalance");
-    Rebalance(request);
-  });
-  return Status::Ok();
+  return rebalancer_->Start(std::move(request));
 }
 
-ClusterRebalanceState Tier1Service::RebalanceState() {
-  std::lock_guard lock(rebalance_mu_);
-  return rebalance_;
-}
-
-void Tier1Service::Rebalance(ClusterRebalanceRequest q) {
-  const auto start = Clock::now();
-  const uint64_t accepted_before = log_->stats().records;
-  ClusterRebalanceState st;
-  pipeline::StorePlacementState state(layout_, groups_.get());
-  st.state = ClusterRebalanceState::kRunning;
-  auto end = [&](Status s) {
-    st.state = s.ok() ? ClusterRebalanceState::kDone : ClusterRebalanceState::kFailed;
-    st.error = s.ok() ? "" : s.ToString();
-    st.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    st.records_accepted = log_->stats().records - accepted_before;
-    if (!s.ok()) spdlog::warn("tier1-server: rebalance failed: {}", s.ToString());
-    std::lock_guard lock(rebalance_mu_);
-    rebalance_ = st;
-  };
-  pipeline::StoreRebalanceOptions so;
-  so.dir = layout_.dir;
-  so.config = run_.config;
-  so.shards = q.shards;
-  so.max_move = q.max_move;
-  so.dry_run = q.dry_run;
-  so.defer_move = true;  // the batch loop's runs move the pages between their batches
-  so.on_step = [this](uint64_t step) { return !stopping_.load() && (!o_.rebalance_on_step || o_.rebalance_on_step(step)); };
-  {
-    std::lock_guard lock(rebalance_mu_);
-    st.tier2_before = tier2_;
-    move_ended_ = false;
-  }
-  st.tier2_after = q.tier2.empty() ? st.tier2_before : q.tier2;
-  if (q.dry_run) {  // a plan only: the loop goes on
-    auto r = pipeline::RebalanceOpenStore(groups_.get(), so);
-    if (r.ok()) st.report = *r;
-    st.tier2_after = st.tier2_before;
-    end(r.status());
-    return;
-  }
-  const double rate_before = DecidedPerSecond(Clock::now());
-  // The loop pauses once the batch it is in commits, for the plan and the journal.
-  auto pause_start = Clock::now();
-  if (!PauseLoop()) {
-    end(FailedPrecondition("tier1-server: stopping"));
-    return;
-  }
-  // The runs take the store's map and shard count from now on, and the move's throttle.
-  auto moved = [&](uint32_t shards_after) {
-    run_.map.clear();
-    run_.given.erase("shards");
-    run_.config.mutable_pipeline()->set_shards(shards_after);
-    run_.config.mutable_pipeline()->set_move_max_mb_per_s(q.max_mb_per_s);
-    if (q.min_batch_share > 0) run_.config.mutable_pipeline()->set_move_min_batch_share(q.min_batch_share);
-  };
-  // A move whose journal is written is the loop's runs' to make, over the move's servers.
-  auto journaled = [&](const std::vector<std::string>& servers, const std::vector<uint32_t>& placement) -> bool {
-    auto j = pipeline::ReadMoveJournal(*groups_);
-    if (!j.ok()) return false;
-    moved(j->shards_after());
-    if (!servers.empty()) SetOpener(servers, placement);
-    return true;
-  };
-  std::vector<std::string> servers;
-  std::vector<uint32_t> placement;
-  Status planned = [&]() -> Status {
-    if (!st.tier2_before.empty()) {
-      ASSIGN_OR_RETURN(const pb::StoreParams params, pipeline::ReadStoreParams(*groups_));
-      const uint32_t before = params.shards(), after = q.shards == 0 ? before : q.shards;
-      RETURN_IF_ERROR(CheckShardPlacement(st.tier2_before, before, st.tier2_after, after));
-      pipeline::MoveServerPlacement(st.tier2_before, before, st.tier2_after, after, &servers, &placement);
-      // Before the move's journal: a restart mid-move finds the move's servers.
-      RETURN_IF_ERROR(pipeline::WriteShardServers(&state, {st.tier2_before, st.tier2_after}));
-      so.open_shards = OpenerFor(servers, placement);
-      spdlog::info("tier1-server: rebalancing {} -> {} shards over [{}]", before, after, JoinServers(servers));
-    }
-    auto r = pipeline::RebalanceOpenStore(groups_.get(), so);
-    if (!r.ok()) return r.status();
-    st.report = *r;
-    return Status::Ok();
-  }();
-  const bool moving = journaled(servers, placement);
-  if (!moving && !st.tier2_before.empty()) (void)pipeline::WriteShardServers(&state, {{}, st.tier2_before});
-  st.paused_seconds += std::chrono::duration<double>(Clock::now() - pause_start).count();
-  ResumeLoop();
-  if (!planned.ok() || !moving) {
-    // Failed before its journal, or nothing to move (failed after it: the loop's runs finish it).
-    if (!moving) st.tier2_after = st.tier2_before;
-    end(planned);
-    return;
-  }
-  st.moving = true;
-  {
-    std::lock_guard lock(rebalance_mu_);
-    rebalance_.moving = true;
-  }
-  // The loop's runs move the pages between their batches; the last one tells MoveEnded.
-  const auto move_start = Clock::now();
-  const uint64_t decided_before = Stats().totals.records;
-  {
-    std::unique_lock lock(rebalance_mu_);
-    while (!move_ended_ && !stopping_.load()) rebalance_cv_.wait_for(lock, milliseconds(100));
-    if (!move_ended_) {
-      lock.unlock();
-      end(Unavailable("tier1-server: stopping mid-move: the next start finishes the move"));
-      return;
-    }
-    st.report.pages_moved = move_end_.pages;
-    st.report.bytes_moved = move_end_.bytes;
-    st.report.planned_bytes = move_end_.bytes;
-    st.report.steps += move_end_.steps;
-    st.report.generation_after = move_end_.generation;
-  }
-  const auto move_end = Clock::now();
-  st.moving_seconds = std::chrono::duration<double>(move_end - move_start).count();
-  st.records_decided_while_moving = Stats().totals.records - decided_before;
-  st.decided_per_s_before = rate_before;
-  {
-    // Over the time batches were decided while the pages moved: from the move's start to the last
-    // batch before its end (an input idle after that is not counted against the batches).
-    std::lock_guard lock(stats_mu_);
-    for (auto it = decided_.rbegin(); it != decided_.rend(); ++it) {
-      if (it->first > move_end) continue;
-      const double span = std::chrono::duration<double>(it->first - move_start).count();
-      if (it->first >= move_start && span > 0 && it->second > decided_before) {
-        st.decided_per_s_while_moving = static_cast<double>(it->second - decided_before) / span;
-      }
-      break;
-    }
-  }
-  // The loop's next run opens the new map's shards on their servers (ApplyEndedMove).
-  pause_start = Clock::now();
-  if (PauseLoop()) {
-    st.paused_seconds += std::chrono::duration<double>(Clock::now() - pause_start).count();
-    ResumeLoop();
-  }
-  st.report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  end(Status::Ok());
-}
+ClusterRebalanceState Tier1Service::RebalanceState() { return rebalancer_->State(); }
 
 bool Tier1Service::PauseLoop() {
   // pause_ and paused_ change under loop_mu_: no wake-up is lost between a wait's check and its sleep.
@@ -382,43 +117,32 @@ void Tier1Service::ResumeLoop() {
   loop_cv_.notify_all();
 }
 
-void Tier1Service::ApplyEndedMove() {
-  if (!move_end_pending_.exchange(false)) return;
-  pipeline::StorePlacementState state(layout_, groups_.get());
-  auto recorded = pipeline::ReadShardServers(state);
-  std::lock_guard lock(rebalance_mu_);
-  const uint32_t shards = move_end_.shards;
-  run_.map.clear();
-  run_.given.erase("shards");
-  run_.config.mutable_pipeline()->set_shards(shards);
-  if (tier2_.empty()) {
-    health_->Reset({}, shards);
-    return;
-  }
-  if (!recorded.ok() || !recorded->has_value() || (*recorded)->after.empty()) {
-    spdlog::warn("tier1-server: a move ended, but the store records no servers after it: keeping the move's");
-    return;
-  }
-  const std::vector<std::string> after = (*recorded)->after;
-  if (Status s = pipeline::WriteShardServers(&state, {{}, after}); !s.ok()) {
-    spdlog::warn("tier1-server: cannot record the servers after the move: {}", s.ToString());
-  }
-  tier2_ = after;
-  SetOpener(after, {});
-  health_->Reset(after, shards);
-  spdlog::info("tier1-server: the move ended: {} shards over [{}]", shards, JoinServers(after));
-}
-
 void Tier1Service::MoveEnded(const pipeline::MoveOutcome& move) {
   {
     std::unique_lock lock(view_mu_);
     map_generation_ = move.generation;
   }
-  std::lock_guard lock(rebalance_mu_);
-  move_end_ = move;
-  move_ended_ = true;
-  move_end_pending_ = true;
-  rebalance_cv_.notify_all();
+  rebalancer_->MoveEnded(move);
+}
+
+uint64_t Tier1Service::DecidedRecords() {
+  std::lock_guard lock(stats_mu_);
+  return stats_.totals.records;
+}
+
+double Tier1Service::DecidedPerSecondBetween(Clock::time_point from, Clock::time_point to, uint64_t decided_before) {
+  // Over the time batches were decided from `from`: to the last batch by `to` (an input idle after
+  // it is not counted against the batches).
+  std::lock_guard lock(stats_mu_);
+  for (auto it = decided_.rbegin(); it != decided_.rend(); ++it) {
+    if (it->first > to) continue;
+    const double span = std::chrono::duration<double>(it->first - from).count();
+    if (it->first >= from && span > 0 && it->second > decided_before) {
+      return static_cast<double>(it->second - decided_before) / span;
+    }
+    break;
+  }
+  return 0;
 }
 
 double Tier1Service::DecidedPerSecond(Clock::time_point now) {
@@ -443,12 +167,7 @@ bool Tier1Service::Stop() {
     loop_cv_.notify_all();
   }
   // A rebalance stops at its next step (the store's journal finishes it on the next start).
-  std::thread rebalance;
-  {
-    std::lock_guard lock(rebalance_mu_);
-    rebalance.swap(rebalance_thread_);
-  }
-  if (rebalance.joinable()) rebalance.join();
+  rebalancer_->Join();
   // The loop commits the batch it is in, reads no further and ends; past the deadline the caller
   // may exit anyway (what the log holds is durable: the next start continues it).
   const auto deadline = Clock::now() + milliseconds(o_.config.tier1_server().stop_deadline_ms());
@@ -465,7 +184,7 @@ void Tier1Service::Loop() {
   const pb::Tier1ServerConfig& c = o_.config.tier1_server();
   uint32_t backoff = c.retry_min_ms();
   while (!stop_loop_) {
-    ApplyEndedMove();  // a move the last run ended: the new map's servers from now on
+    rebalancer_->ApplyEndedMove();  // a move the last run ended: the new map's servers from now on
     if (pause_) {
       // A rebalance holds the store between two runs.
       std::unique_lock wait(loop_mu_);

@@ -48,10 +48,10 @@
 #include <vector>
 
 #include "cluster/tier1_server/ingest_log.h"
+#include "cluster/tier1_server/shard_rebalancer.h"
 #include "cluster/tier2_client/shard_health.h"
 #include "common/status.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/rebalance_store.h"
 #include "proto/config.pb.h"
 #include "tier1/tier1.h"
 
@@ -103,55 +103,7 @@ struct Tier1ServiceStats {
   uint64_t incomplete_batches = 0;
 };
 
-// A rebalance of the store's Tier 2 shards while the service runs (Tier1Service::StartRebalance).
-struct ClusterRebalanceRequest {
-  uint32_t shards = 0;             // shard count after the move; 0: as many as now
-  double max_move = 0.1;           // as pipeline::StoreRebalanceOptions
-  double max_mb_per_s = 0;         // the copy's rate limit (0: none)
-  // Share of the batch loop's time its batches keep while the move runs (0: pipeline.move_min_batch_share).
-  double min_batch_share = 0;
-  bool dry_run = false;
-  // The Tier 2 servers (host:port) after the move, in order; empty: the ones the service uses now.
-  // A server added takes the new shards placed on it; a server dropped must hold only drained
-  // shards. A shard that exists before and after must stay on its server (moves carry cells
-  // between shards; they do not carry shards between servers).
-  std::vector<std::string> tier2;
-};
-
-struct ClusterRebalanceState {
-  enum State { kNone, kRunning, kDone, kFailed };
-  State state = kNone;              // of the last rebalance started
-  std::string error;                // kFailed
-  pipeline::StoreRebalanceReport report;  // kDone
-  std::vector<std::string> tier2_before, tier2_after;
-  bool moving = false;              // the journal is written: the batch loop's runs move the pages
-  double seconds = 0;               // from the request to the end
-  // The batch loop paused twice, each time once the batch it was in committed: for the plan and
-  // the journal, and to open the new map's servers after the move; how long, in all.
-  double paused_seconds = 0;
-  // The move itself, made by the loop's runs between their batches: how long, the records they
-  // decided meanwhile, and the loop's decided records per second over the minute before the
-  // request (its first to last batch) and while the move ran (from its start to the last batch
-  // decided before its end; 0 when nothing was decided).
-  double moving_seconds = 0;
-  uint64_t records_decided_while_moving = 0;
-  double decided_per_s_before = 0, decided_per_s_while_moving = 0;
-  uint64_t records_accepted = 0;    // ingest records the log accepted from the request to the end
-};
-
-// The state as one JSON object: "state" (none, running, done, failed), "error", the report's fields
-// (pipeline::RebalanceReportJson) when done, tier2_before/after, moving, rebalance_seconds,
-// paused_seconds, moving_seconds, records_accepted, records_decided_while_moving,
-// decided_per_s_before, decided_per_s_while_moving.
-std::string ClusterRebalanceJson(const ClusterRebalanceState& s);
-
-// Whether `after` keeps every shard below min(shards_before, shards_after) on the server `before`
-// places it on (shard m on list[m % list.size()]); InvalidArgument naming the first shard that
-// would change server, or an empty list.
-Status CheckShardPlacement(const std::vector<std::string>& before, uint32_t shards_before,
-                           const std::vector<std::string>& after, uint32_t shards_after);
-
-class Tier1Service : public pipeline::IngestFeed {
+class Tier1Service : public pipeline::IngestFeed, private RebalanceLoop {
  public:
   // Opens the store (creating it with tier1_server.map when new, or building its map from its
   // first records when none is given: above), the ingest log, and starts the batch loop.
@@ -198,21 +150,22 @@ class Tier1Service : public pipeline::IngestFeed {
   // True while a new store's map is not built yet (its records answer pending).
   bool BuildingMap() const { return building_map_.load(std::memory_order_relaxed); }
 
-  // Rebalances the store's shards (pipeline/rebalance_store.h) on a thread of its own: the batch
-  // loop pauses once the batch it is in commits, while the plan and the move's journal are
-  // written; then the loop's runs open the shards of both maps over the Tier 2 servers before and
-  // after (a server added or drained as `request.tier2` says) and move the pages between their
-  // batches (pipeline/store_move.h), deciding ingest meanwhile with the batches' share of the
-  // loop's time (request.min_batch_share) and the copy under request.max_mb_per_s; once the move
-  // ended the loop pauses again to open the new map's servers. Status queries are answered
-  // throughout. The server list is recorded in the store (meta row "tier2_servers"): a later
-  // start must place every shard on the same server. A service whose shards are in this process
-  // moves them the same way.
+  // Rebalances the store's shards on a thread of its own (shard_rebalancer.h; the plan and the move
+  // are pipeline/rebalance_store.h's and pipeline/store_move.h's): the batch loop pauses once the
+  // batch it is in commits, while the plan and the move's journal are written; then the loop's
+  // runs open the shards of both maps over the Tier 2 servers before and after (a server added or
+  // drained as `request.tier2` says) and move the pages between their batches, deciding ingest
+  // meanwhile with the batches' share of the loop's time (request.min_batch_share) and the copy
+  // under request.max_mb_per_s; once the move ended the loop pauses again to open the new map's
+  // servers. Status queries are answered throughout. The server list is recorded in the store
+  // (meta row "tier2_servers"): a later start must place every shard on the same server. A
+  // service whose shards are in this process moves them the same way.
   // RebalanceState() follows it. Errors (nothing started): FailedPrecondition while one runs,
-  // before a new store's map is built, or once stopping; InvalidArgument for bad options, or a server list for shards in this process.
-  // A server list that would move a shard between servers fails the rebalance (its state says
-  // why) and changes nothing. Stop() lets a running move stop at
-  // its next step: the store's journal finishes it on the next start.
+  // before a new store's map is built, or once stopping; InvalidArgument for bad options
+  // (CheckRebalanceRequest), or a server list for shards in this process. A server list that would
+  // move a shard between servers fails the rebalance (its state says why) and changes nothing.
+  // Stop() lets a running move stop at its next step: the store's journal finishes it on the next
+  // start.
   Status StartRebalance(ClusterRebalanceRequest request);
   ClusterRebalanceState RebalanceState();
 
@@ -240,24 +193,16 @@ class Tier1Service : public pipeline::IngestFeed {
   // map_sample_records records, or max_batch_delay_ms passed since its first; false when the loop
   // is to stop or pause instead. On the loop's thread.
   bool WaitForMapSample();
-  // At Open: the loop's Tier 2 servers, `configured` checked against those the store records
-  // (a store moved mid-rebalance goes on with the move's servers). FailedPrecondition when a shard
-  // would be sought on another server than the one that holds it.
-  Status PlaceShards(std::vector<std::string> configured);
-  // A shard opener over `servers` with `placement` (RemoteShardSetOptions; each open recorded in
-  // health_), or in this process when `servers` is empty.
-  pipeline::ShardSetOpener OpenerFor(std::vector<std::string> servers, std::vector<uint32_t> placement);
-  // The loop's shard opener: OpenerFor's, its calls recorded in health_. Only while no run is open.
-  void SetOpener(std::vector<std::string> servers, std::vector<uint32_t> placement);
-  void Rebalance(ClusterRebalanceRequest request);
+  // RebalanceLoop (the rebalance's side).
   // The loop pauses once the batch it is in commits (false: it ended instead), and runs again.
-  bool PauseLoop();
-  void ResumeLoop();
-  // Between two runs, on the loop's thread: after a move a run ended, the runs take the new map's
-  // shard count and servers (recorded in the store).
-  void ApplyEndedMove();
-  // The batch loop's decided records per second over the last minute's batches.
-  double DecidedPerSecond(std::chrono::steady_clock::time_point now);
+  bool PauseLoop() override;
+  void ResumeLoop() override;
+  bool ServiceStopping() const override { return stopping_.load(); }
+  uint64_t AcceptedRecords() override { return log_->stats().records; }
+  uint64_t DecidedRecords() override;
+  double DecidedPerSecond(std::chrono::steady_clock::time_point now) override;
+  double DecidedPerSecondBetween(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to,
+                                 uint64_t decided_before) override;
   // Query with signatures from `source` (null: the open run's shards).
   StatusOr<PageStatus> QueryWith(const std::string& url, tier1::SignatureSource* source);
   // Marks the URLs of an acknowledged append pending, each up to its record's end offset.
@@ -309,16 +254,9 @@ class Tier1Service : public pipeline::IngestFeed {
   std::atomic<bool> pause_{false};   // a rebalance asks the loop to pause between runs
   std::thread loop_;
 
-  std::mutex rebalance_mu_;
-  // The Tier 2 servers the loop's runs use: changed only while the loop is paused (by a
-  // rebalance); guarded by rebalance_mu_ (but at Open).
-  std::vector<std::string> tier2_;
-  ClusterRebalanceState rebalance_;  // guarded by rebalance_mu_
-  std::thread rebalance_thread_;     // guarded by rebalance_mu_
-  std::condition_variable rebalance_cv_;  // MoveEnded
-  pipeline::MoveOutcome move_end_;                 // the last move a run ended; guarded by rebalance_mu_
-  bool move_ended_ = false;          // since the rebalance began; guarded by rebalance_mu_
-  std::atomic<bool> move_end_pending_{false};  // ApplyEndedMove has yet to take it
+  // Where the shards live and their rebalance; changes run_ only while the loop is paused or
+  // between its runs. Declared last: destroyed first, while what it points at lives.
+  std::unique_ptr<ShardRebalancer> rebalancer_;
 };
 
 }  // namespace neardup::cluster
