@@ -11,6 +11,7 @@
 #include "common/json_write.h"
 #include "common/thread_priority.h"
 #include "document/crawl_reader.h"
+#include "document/crawl_signer.h"
 #include "document/html_text.h"
 #include "document/shingle.h"
 #include "document/signature.h"
@@ -441,16 +442,9 @@ StatusOr<PageStatus> Tier1Service::Probe(std::string_view record) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   RETURN_IF_ERROR(ParseCrawlRecord(line, &r));
   if (r.is_redirect()) return Query(r.url);  // a redirect has no content to compare
-  // Sign as the batch loop does: the visible text of HTML, words, shingles.
   thread_local std::unique_ptr<HtmlToText> extractor;
   if (extractor == nullptr) {
     ASSIGN_OR_RETURN(extractor, HtmlToText::Create());
-  }
-  std::string text;
-  std::string_view body = r.body;
-  if (r.is_html) {
-    RETURN_IF_ERROR(extractor->Extract(r.body, &text));
-    body = text;
   }
   PageStatus out;
   std::shared_lock lock(view_mu_);
@@ -459,8 +453,10 @@ StatusOr<PageStatus> Tier1Service::Probe(std::string_view record) {
     out.completeness = 0;  // no shard to ask while the loop is down: Tier 1's knowledge only
   }
   const SignerOptions& so = view_.shards != nullptr ? view_.signer : o_.signer;
+  // Signed as the batch loop signs its records (document/crawl_signer.h).
   PageFeatures f;
-  Signer(so).Sign(body, &f);
+  std::string text;
+  RETURN_IF_ERROR(SignRecord(r, Signer(so), extractor.get(), &text, &f));
   const pb::PageSignature sig = ToProto(r.url, f, so);
   // The stored version: answered from the page's group, verified on the content given.
   pb::Tier1Page page;
