@@ -30,8 +30,8 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cluster/http_client.h"
-#include "cluster/net.h"
+#include "cluster/http/http_client.h"
+#include "cluster/http/net.h"
 #include "document/crawl_reader.h"
 
 namespace neardup::cli {

@@ -1,5 +1,5 @@
 // neardup certs init: a cluster's CA and a member certificate, for mutual TLS between its members
-// (cluster/tls.h). For development and tests; a production cluster may bring certificates of its
+// (cluster/http/tls.h). For development and tests; a production cluster may bring certificates of its
 // own CA (tier2_server.tls, tier1_server.tier2_tls).
 #include <spdlog/spdlog.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cluster/tls.h"
+#include "cluster/http/tls.h"
 
 namespace neardup::cli {
 

@@ -1,5 +1,5 @@
 // neardup ingest and neardup status: command-line clients of the crawlers' HTTP API
-// (cluster/http_api.h).
+// (cluster/api/http_api.h).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cluster/bearer_token.h"
-#include "cluster/http_client.h"
-#include "cluster/service_client.h"
+#include "cluster/http/bearer_token.h"
+#include "cluster/http/http_client.h"
+#include "cluster/api/service_client.h"
 #include "common/json_write.h"
 #include "document/crawl_reader.h"
 

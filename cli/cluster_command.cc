@@ -1,5 +1,5 @@
 // neardup cluster up / scale / down: a whole cluster on this host under a supervisor
-// (cluster/supervisor.h), its Tier 2 servers added or drained while it runs, and stopping it.
+// (cluster/ops/supervisor.h), its Tier 2 servers added or drained while it runs, and stopping it.
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cluster/membership.h"
-#include "cluster/supervisor.h"
+#include "cluster/ops/membership.h"
+#include "cluster/ops/supervisor.h"
 #include "common/config.h"
 #include "storage/file_env.h"
 

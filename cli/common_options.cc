@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "cluster/bearer_token.h"
-#include "cluster/net.h"
+#include "cluster/http/bearer_token.h"
+#include "cluster/http/net.h"
 #include "common/config.h"
 
 namespace neardup::cli {

@@ -52,7 +52,7 @@ struct ClusterClient {
   std::string ca_file;  // https: the CA the server is verified against (empty: the system's)
 };
 // InvalidArgument when neither --server nor --config is given, or for a bad configuration or
-// token file (cluster/bearer_token.h).
+// token file (cluster/http/bearer_token.h).
 StatusOr<ClusterClient> ResolveClusterClient(const std::string& config, const std::string& server,
                                              const std::string& token_file, const std::string& ca_file = "");
 

@@ -7,7 +7,7 @@
 //   neardup email eval --input emails.jsonl [--k 10] [--config c.textproto]
 //   neardup email serve --store DIR [--config c.textproto] [--listen 127.0.0.1:8090]
 //                       [--bearer-token-file F] [--port-file F]
-//     the email endpoints alone (cluster/email_api.h), until SIGINT or SIGTERM; tier1-server serves
+//     the email endpoints alone (cluster/email_api/email_api.h), until SIGINT or SIGTERM; tier1-server serves
 //     them beside the crawlers' API when tier1_server.email_store is set
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -21,11 +21,11 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
-#include "cluster/bearer_token.h"
-#include "cluster/email_api.h"
-#include "cluster/http_server.h"
-#include "cluster/net.h"
-#include "cluster/tls.h"
+#include "cluster/http/bearer_token.h"
+#include "cluster/email_api/email_api.h"
+#include "cluster/http/http_server.h"
+#include "cluster/http/net.h"
+#include "cluster/http/tls.h"
 #include "common/config.h"
 #include "common/json_write.h"
 #include "common/progress.h"

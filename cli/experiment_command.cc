@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
-#include "cluster/bearer_token.h"
+#include "cluster/http/bearer_token.h"
 #include "common/config.h"
 #include "experiments/eval.h"
 #include "experiments/partition_experiments.h"

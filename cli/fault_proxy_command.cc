@@ -1,4 +1,4 @@
-// neardup fault-proxy: a TCP proxy that injects network faults (cluster/fault_proxy.h), for tests
+// neardup fault-proxy: a TCP proxy that injects network faults (cluster/fault_proxy/fault_proxy.h), for tests
 // of processes (a `neardup run --tier2` through it to a `neardup tier2-server`), until SIGINT or
 // SIGTERM.
 #include <signal.h>
@@ -9,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
-#include "cluster/fault_proxy.h"
+#include "cluster/fault_proxy/fault_proxy.h"
 
 namespace neardup::cli {
 

@@ -8,8 +8,8 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
-#include "cluster/remote_shard_set.h"
-#include "cluster/tls.h"
+#include "cluster/tier2_client/remote_shard_set.h"
+#include "cluster/http/tls.h"
 #include "common/config.h"
 #include "common/json_write.h"
 #include "common/progress.h"

@@ -1,5 +1,5 @@
 // neardup tier1-server: the group store, the batch loop over the ingest log and the crawlers'
-// HTTP API (cluster/tier1_service.h, cluster/http_api.h), until SIGINT or SIGTERM.
+// HTTP API (cluster/tier1_server/tier1_service.h, cluster/api/http_api.h), until SIGINT or SIGTERM.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -14,12 +14,12 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
-#include "cluster/bearer_token.h"
-#include "cluster/http_api.h"
-#include "cluster/tls.h"
-#include "cluster/http_server.h"
-#include "cluster/tier1_service.h"
-#include "cluster/net.h"
+#include "cluster/http/bearer_token.h"
+#include "cluster/api/http_api.h"
+#include "cluster/http/tls.h"
+#include "cluster/http/http_server.h"
+#include "cluster/tier1_server/tier1_service.h"
+#include "cluster/http/net.h"
 #include "common/config.h"
 
 namespace neardup::cli {

@@ -1,4 +1,4 @@
-// neardup tier2-server: a Tier 2 server (cluster/tier2_server.h) until SIGINT or SIGTERM.
+// neardup tier2-server: a Tier 2 server (cluster/tier2_server/tier2_server.h) until SIGINT or SIGTERM.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
-#include "cluster/tier2_server.h"
+#include "cluster/tier2_server/tier2_server.h"
 #include "common/config.h"
 
 namespace neardup::cli {

@@ -26,6 +26,17 @@ int ResolveThreads(int requested) {
   return hc == 0 ? 1 : static_cast<int>(hc);
 }
 
+Status SignRecord(const CrawlRecord& record, const Signer& signer, HtmlToText* extractor, std::string* text,
+                  PageFeatures* out) {
+  std::string_view body = record.has_content() ? std::string_view(record.body) : std::string_view();
+  if (record.is_html && record.has_content()) {
+    RETURN_IF_ERROR(extractor->Extract(record.body, text));
+    body = *text;
+  }
+  signer.Sign(body, out);
+  return Status::Ok();
+}
+
 Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, const SignedRecordSink& sink,
                  CrawlReaderStats* stats) {
   RETURN_IF_ERROR(ValidateSignerOptions(options.signer));
@@ -73,13 +84,7 @@ Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, co
       std::string text;
       for (size_t i; (i = next.fetch_add(kChunk)) < got;) {
         for (size_t k = i; k < std::min(got, i + kChunk); ++k) {
-          const CrawlRecord& rec = round[k];
-          std::string_view body = rec.has_content() ? std::string_view(rec.body) : std::string_view();
-          if (rec.is_html && rec.has_content()) {
-            if (Status s = extractors[w]->Extract(rec.body, &text); !s.ok()) { errors[w] = s; continue; }
-            body = text;
-          }
-          signer.Sign(body, &features[k]);
+          if (Status s = SignRecord(round[k], signer, extractors[w].get(), &text, &features[k]); !s.ok()) errors[w] = s;
         }
       }
     };

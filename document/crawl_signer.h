@@ -52,6 +52,17 @@ using SignedRecordSink = std::function<Status(CrawlRecord& record, PageFeatures&
 Status SignCrawl(const std::string& input, const CrawlSignerOptions& options, const SignedRecordSink& sink,
                  CrawlReaderStats* stats = nullptr);
 
+class HtmlToText;
+
+// Signs one record as SignCrawl signs each: the visible text of an HTML body (through `extractor`),
+// any other body as it is; a record without content (a redirect, a gone page) gets the features of
+// no words. `text` is scratch space (the extracted text), reused from call to call. The one
+// extract -> sign step: SignCrawl's workers and a single page's probe (the Tier 1 server) both
+// call it. Errors: Internal if the HTML parser fails (*out is then left as it was).
+// Thread safety: one extractor and one `text` per thread; `signer` may be shared.
+Status SignRecord(const CrawlRecord& record, const Signer& signer, HtmlToText* extractor, std::string* text,
+                  PageFeatures* out);
+
 // Worker count for a requested thread count (0 = one per core).
 int ResolveThreads(int requested);
 

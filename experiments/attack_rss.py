@@ -70,7 +70,7 @@ assert T2_OVERSIZE_BYTES > T2_MAX_REQUEST_BYTES >= T2_INFLIGHT_BYTES
 assert 2 * T2_INFLIGHT_BYTES <= T2_MAX_INFLIGHT_BYTES < 3 * T2_INFLIGHT_BYTES
 assert T1_POST_BYTES <= T1_MAX_BODY_BYTES
 
-# Frames (cluster/frame.h): magic "ND", version, type, flags (u16 each), body length (u32), big-endian.
+# Frames (cluster/tier2_server/frame.h): magic "ND", version, type, flags (u16 each), body length (u32), big-endian.
 FRAME_MAGIC = b"ND"
 FRAME_VERSION = 1
 FRAME_TIER2_REQUEST = 1

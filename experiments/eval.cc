@@ -18,7 +18,7 @@
 #include <unordered_set>
 
 #include "baseline/baseline.h"
-#include "cluster/service_client.h"
+#include "cluster/api/service_client.h"
 #include "common/json_write.h"
 #include "document/crawl_reader.h"
 

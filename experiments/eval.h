@@ -64,7 +64,7 @@ struct EvalOptions {
   // A running service instead of embedded runs (http://host:port, a Tier 1 server on a store that
   // has taken no record yet): the input is sent through its ingest API up to each milestone (a
   // WARC file's records as the JSON Lines records they read as), and once it has decided every
-  // page its answers are read from its status API (cluster/service_client.h). The table has one column, the service's shard count. The
+  // page its answers are read from its status API (cluster/api/service_client.h). The table has one column, the service's shard count. The
   // threshold must be the service's. The per-milestone counters (changed pages, fast path,
   // verifications, rejections, repairs) come from its /metrics, read once it has decided the
   // milestone's records.

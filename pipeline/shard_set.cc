@@ -2,73 +2,47 @@
 
 #include <algorithm>
 
-#include "common/run_on_threads.h"
 #include "pipeline/placement.h"
+#include "tier2/local_shards.h"
 
 namespace neardup::pipeline {
 namespace {
 
+// The shards of this process (tier2::LocalShards) behind the seam.
 class LocalShardSet : public ShardSet {
  public:
-  explicit LocalShardSet(std::vector<std::unique_ptr<tier2::Shard>> shards)
-      : shards_(std::move(shards)), staged_(shards_.size()) {}
+  explicit LocalShardSet(std::unique_ptr<tier2::LocalShards> shards) : shards_(std::move(shards)) {}
 
-  uint32_t size() const override { return static_cast<uint32_t>(shards_.size()); }
+  uint32_t size() const override { return shards_->size(); }
 
   Status Compare(uint32_t shard, std::span<const tier2::ShardPage> pages, double threshold,
                  const tier2::CompareOptions& compare, tier2::CompareResult* out) const override {
-    RETURN_IF_ERROR(Check(shard));
-    return shards_[shard]->CompareBatch(pages, threshold, out, compare);
+    return shards_->Compare(shard, pages, threshold, compare, out);
   }
-  Status Stage(uint32_t shard, std::span<const tier2::ShardPage> pages) override {
-    RETURN_IF_ERROR(Check(shard));
-    ASSIGN_OR_RETURN(staged_[shard], shards_[shard]->Stage(pages));
-    return Status::Ok();
-  }
-  void Drop(uint32_t shard) override {
-    if (shard < staged_.size()) staged_[shard].reset();  // the shard cuts its log back
-  }
+  Status Stage(uint32_t shard, std::span<const tier2::ShardPage> pages) override { return shards_->Stage(shard, pages); }
+  void Drop(uint32_t shard) override { shards_->Drop(shard); }
   Status Publish(uint32_t shard, std::span<const std::string> removed, uint64_t batch) override {
-    RETURN_IF_ERROR(Check(shard));
-    if (staged_[shard] == nullptr) return Status::Ok();
-    return shards_[shard]->Publish(std::move(staged_[shard]), removed, nullptr, batch);
+    return shards_->Publish(shard, removed, batch);
   }
   Status Apply(uint32_t shard, std::span<const std::string> removed, uint64_t batch) override {
-    RETURN_IF_ERROR(Check(shard));
-    if (staged_[shard] == nullptr) return Status::Ok();
-    RETURN_IF_ERROR(shards_[shard]->Publish(std::move(staged_[shard]), removed, nullptr, batch));
-    return shards_[shard]->CommitPublished();
+    return shards_->Apply(shard, removed, batch);
   }
-  Status Commit(uint32_t shard) override {
-    RETURN_IF_ERROR(Check(shard));
-    return shards_[shard]->CommitPublished();
-  }
-  StatusOr<uint64_t> CommittedBatch(uint32_t shard) const override {
-    RETURN_IF_ERROR(Check(shard));
-    return shards_[shard]->AppliedSequence();
-  }
+  Status Commit(uint32_t shard) override { return shards_->Commit(shard); }
+  StatusOr<uint64_t> CommittedBatch(uint32_t shard) const override { return shards_->CommittedBatch(shard); }
   StatusOr<pb::PageSignature> Get(uint32_t shard, const std::string& url) const override {
-    RETURN_IF_ERROR(Check(shard));
-    return shards_[shard]->Get(url);
+    return shards_->Get(shard, url);
+  }
+  Status GetMany(uint32_t shard, std::span<const std::string> urls,
+                 std::vector<std::optional<pb::PageSignature>>* out) const override {
+    return shards_->GetMany(shard, urls, out);
   }
   void WillNeed(uint32_t shard, std::span<const std::string_view> urls) const override {
-    if (Check(shard).ok()) shards_[shard]->WillNeed(urls);
+    shards_->WillNeed(shard, urls);
   }
-  tier2::ShardStats Stats(uint32_t shard) const override {
-    return shard < shards_.size() && shards_[shard] != nullptr ? shards_[shard]->Stats() : tier2::ShardStats{};
-  }
+  tier2::ShardStats Stats(uint32_t shard) const override { return shards_->Stats(shard); }
 
  private:
-  Status Check(uint32_t shard) const {
-    if (shard >= shards_.size()) {
-      return InvalidArgument("shard " + std::to_string(shard) + " is not one of the " + std::to_string(shards_.size()));
-    }
-    if (shards_[shard] == nullptr) return FailedPrecondition("shard " + std::to_string(shard) + " is not served here");
-    return Status::Ok();
-  }
-
-  std::vector<std::unique_ptr<tier2::Shard>> shards_;
-  std::vector<std::unique_ptr<tier2::StagedBatch>> staged_;  // per shard, the batch staged and not yet written
+  std::unique_ptr<tier2::LocalShards> shards_;
 };
 
 }  // namespace
@@ -104,32 +78,14 @@ void ShardSetSignatures::WillFetch(std::span<const tier1::SignatureRef> refs) {
 }
 
 StatusOr<std::unique_ptr<ShardSet>> OpenLocalShardSet(const ShardSetOptions& o) {
-  if (o.shards == 0) return InvalidArgument("shard set: no shards");
-  std::vector<uint32_t> serve = o.serve;
-  if (serve.empty()) {
-    for (uint32_t m = 0; m < o.shards; ++m) serve.push_back(m);
-  }
-  for (uint32_t m : serve) {
-    if (m >= o.shards) {
-      return InvalidArgument("shard set: shard " + std::to_string(m) + " is not one of the " + std::to_string(o.shards));
-    }
-  }
-  std::vector<std::unique_ptr<tier2::Shard>> shards(o.shards);
-  std::vector<Status> st(serve.size());
-  RunOnThreads(static_cast<int>(serve.size()), "nd-shard-open", [&](int w) {
-    const uint32_t m = serve[static_cast<size_t>(w)];
-    tier2::ShardOptions so = tier2::ShardOptionsFromConfig(o.config, o.layout.shard(m));
-    so.read_only = o.read_only;
-    so.expected_pages = 1 << 16;
-    if (m < o.expected_postings.size()) so.expected_postings = o.expected_postings[m];
-    so.initial_order = o.initial_order;
-    // The token order comes from the collection's first pages; a shard holds 1/P of them.
-    if (so.order_sample_pages > 0) so.order_sample_pages = std::max<uint64_t>(1000, so.order_sample_pages / o.shards);
-    auto shard = tier2::Shard::Open(so);
-    if (shard.ok()) shards[m] = std::move(*shard);
-    else st[static_cast<size_t>(w)] = shard.status();
-  });
-  for (const Status& s : st) RETURN_IF_ERROR(s);
+  tier2::LocalShardsOptions lo{.config = o.config,
+                               .store_dir = o.layout.dir,
+                               .shards = o.shards,
+                               .expected_postings = o.expected_postings,
+                               .initial_order = o.initial_order,
+                               .read_only = o.read_only,
+                               .serve = o.serve};
+  ASSIGN_OR_RETURN(auto shards, tier2::LocalShards::Open(lo));
   return std::unique_ptr<ShardSet>(new LocalShardSet(std::move(shards)));
 }
 

@@ -1,6 +1,7 @@
 #include "pipeline/store.h"
 
 #include "pipeline/placement.h"
+#include "tier2/local_shards.h"
 
 #include <algorithm>
 #include <fcntl.h>
@@ -25,7 +26,7 @@ std::string Value(const std::string& v) { return "\"" + v + "\""; }
 
 }  // namespace
 
-std::string StoreLayout::shard(uint32_t m) const { return fmt::format("{}/shard-{:03}", dir, m); }
+std::string StoreLayout::shard(uint32_t m) const { return tier2::ShardDir(dir, m); }
 
 pb::StoreParams ParamsFromConfig(const pb::NeardupConfig& config, double threshold) {
   pb::StoreParams p;

@@ -23,7 +23,7 @@
 #include <gmock/gmock.h>
 #include <simdjson.h>
 
-#include "cluster/http_client.h"
+#include "cluster/http/http_client.h"
 #include "tests/process_test.h"
 
 extern char** environ;

@@ -47,7 +47,7 @@
 
 #include <simdjson.h>
 
-#include "cluster/http_client.h"
+#include "cluster/http/http_client.h"
 #include "tests/binary_test.h"
 
 namespace neardup {

@@ -22,7 +22,7 @@
 #include <gmock/gmock.h>
 #include <simdjson.h>
 
-#include "cluster/http_client.h"
+#include "cluster/http/http_client.h"
 #include "email/email_test_util.h"
 #include "tests/process_test.h"
 
