@@ -1,4 +1,4 @@
-// neardup bench email: the Crusher paper's synthetic workload (Section 6.2; email/bench.h):
+// neardup bench email: the Crusher paper's synthetic workload (Section 6.2; email/templates/bench.h):
 // emails/s by Zipf alpha and by stage thread configuration.
 //
 //   neardup bench email [--emails N] [--templates M] [--alpha 1.001,1.01,1.1,1.5]
@@ -11,7 +11,7 @@
 
 #include "cli/commands.h"
 #include "common/config.h"
-#include "email/bench.h"
+#include "email/templates/bench.h"
 
 namespace neardup::cli {
 

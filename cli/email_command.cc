@@ -1,5 +1,5 @@
 // neardup email induce | annotate | eval: online template induction over a file of emails
-// (email/induction.h, email/annotator.h).
+// (email/templates/induction.h, email/templates/annotator.h).
 //
 //   neardup email induce --input emails.jsonl [--k 10] [--mode verified|paper] [--config c.textproto]
 //                        --out templates.jsonl --assignments assignments.jsonl [--store DIR]
@@ -29,8 +29,8 @@
 #include "common/config.h"
 #include "common/json_write.h"
 #include "common/progress.h"
-#include "email/annotator.h"
-#include "email/induction.h"
+#include "email/templates/annotator.h"
+#include "email/templates/induction.h"
 
 namespace neardup::cli {
 namespace {

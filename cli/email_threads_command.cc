@@ -1,5 +1,5 @@
 // neardup email threads ingest | show, email domains ingest | classify, email gen-threads |
-// gen-domains, and bench email-threads (email/thread_weaver.h, email/domain_counts.h).
+// gen-domains, and bench email-threads (email/threads/thread_weaver.h, email/domains/domain_counts.h).
 //
 //   neardup email threads ingest --input messages.jsonl --store DIR [--config c] [--sync-every N]
 //   neardup email threads show --store DIR --gid G --thread T [--team-gids a,b,c | --team T]
@@ -21,11 +21,15 @@
 
 #include "cli/commands.h"
 #include "common/config.h"
-#include "email/domain_counts.h"
-#include "email/mail_gen.h"
-#include "email/mail_records.h"
-#include "email/thread_weaver.h"
-#include "email/threads_bench.h"
+#include "email/domains/domain_counts.h"
+#include "email/domains/domain_records.h"
+#include "email/domains/domains_bench.h"
+#include "email/domains/user_event_gen.h"
+#include "email/mail/json_lines.h"
+#include "email/threads/mailbox_gen.h"
+#include "email/threads/thread_records.h"
+#include "email/threads/thread_weaver.h"
+#include "email/threads/threads_bench.h"
 
 namespace neardup::cli {
 namespace {
