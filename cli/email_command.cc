@@ -353,6 +353,9 @@ void RegisterEmail(CLI::App& app, int* exit_code) {
                     "domain counts' store: serves POST /v1/domain-events and GET /v1/domains/classify");
   serve->callback([args, exit_code] { *exit_code = Serve(*args); });
   AddEmailThreads(email, exit_code);
+  AddEmailDomains(email, exit_code);
+  AddEmailGenThreads(email, exit_code);
+  AddEmailGenDomains(email, exit_code);
 }
 
 }  // namespace neardup::cli

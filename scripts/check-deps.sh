@@ -30,7 +30,7 @@ if [ "${1:-}" = "--self-test" ]; then
 fi
 root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
 folders=(common testing document storage baseline gencrawl partitioner tier2 tier1 pipeline cluster
-  email/mail email/templates email/threads email/domains experiments)
+  email/mail email/templates email/threads email/domains experiments bench)
 bad=0
 checked=0
 for f in "${folders[@]}"; do

@@ -1,5 +1,4 @@
-// neardup ingest and neardup status: command-line clients of the crawlers' HTTP API
-// (cluster/http_api.h).
+// neardup ingest: a crawl sent to a Tier 1 server's crawlers' HTTP API (cluster/http_api.h).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -22,7 +21,7 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-void RegisterClients(CLI::App& app, int* exit_code) {
+void RegisterIngest(CLI::App& app, int* exit_code) {
   // neardup ingest
   auto* ingest = app.add_subcommand("ingest", "Send a crawl (JSON Lines records, or a .warc / .warc.gz file) to a Tier 1 server's API");
   struct IngestArgs {
@@ -119,84 +118,6 @@ void RegisterClients(CLI::App& app, int* exit_code) {
               << " refused\n";
     *exit_code = !s.ok() ? 3 : c.refused > 0 || !read.ok() ? 1 : 0;
   });
-}
-
-}  // namespace neardup::cli
-
-namespace neardup::cli {
-
-int RebalanceOverHttp(const RebalanceOverHttpArgs& a) {
-  auto client = cluster::HttpClient::Create(a.server, {.ca_file = a.ca_file});
-  if (!client.ok()) {
-    spdlog::error("{}", client.status().message());
-    return 2;
-  }
-  std::string body = "{\"max_move\":" + fmt::format("{}", a.max_move) + ",\"max_mb_per_s\":" +
-                     fmt::format("{}", a.max_mb_per_s) + ",\"dry_run\":" + (a.dry_run ? "true" : "false");
-  if (a.shards > 0) body += ",\"shards\":" + std::to_string(a.shards);
-  if (a.min_batch_share > 0) body += ",\"min_batch_share\":" + fmt::format("{}", a.min_batch_share);
-  if (!a.tier2.empty()) {
-    body += ",\"tier2\":[";
-    for (size_t i = 0; i < a.tier2.size(); ++i) {
-      if (i > 0) body += ',';
-      AppendJsonString(&body, a.tier2[i]);
-    }
-    body += ']';
-  }
-  body += '}';
-  std::map<std::string, std::string> headers;
-  if (!a.token.empty()) headers["Authorization"] = "Bearer " + a.token;  // also for the state: a read token may guard it
-  auto started = (*client)->Request("POST", "/v1/admin/rebalance", body, headers);
-  if (!started.ok()) {
-    spdlog::error("rebalance: {}", started.status().message());
-    return 3;
-  }
-  if (started->status != 202) {
-    spdlog::error("rebalance: {} answered {}: {}", a.server, started->status, started->body);
-    return 2;
-  }
-  // Followed to its end: the batch loop's runs move the pages between their batches.
-  std::string state = started->body;
-  auto last_report = Clock::now();
-  while (state.find("\"state\":\"running\"") != std::string::npos) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    auto r = (*client)->Request("GET", "/v1/admin/rebalance", "", headers);
-    if (!r.ok()) {
-      spdlog::error("rebalance: {} (the move goes on in the server; GET /v1/admin/rebalance follows it)",
-                    r.status().message());
-      return 3;
-    }
-    state = r->body;
-    if (Clock::now() - last_report > std::chrono::seconds(5)) {
-      last_report = Clock::now();
-      spdlog::info("rebalance: running{}", state.find("\"moving\":true") != std::string::npos ? " (moving pages)" : "");
-    }
-  }
-  while (!state.empty() && (state.back() == '\n' || state.back() == '\r')) state.pop_back();
-  std::printf("%s\n", state.c_str());
-  return state.find("\"state\":\"done\"") != std::string::npos ? 0 : 1;
-}
-
-int StatusOverHttp(const std::string& server, const std::string& ca_file, const std::vector<std::string>& urls) {
-  // Status reads are open to any client: no token.
-  auto client = cluster::HttpClient::Create(server, {.ca_file = ca_file});
-  if (!client.ok()) {
-    spdlog::error("{}", client.status().message());
-    return 2;
-  }
-  int code = 0;
-  for (const std::string& url : urls) {
-    auto r = (*client)->Request("GET", "/v1/status?url=" + cluster::UrlEncode(url), "");
-    if (!r.ok()) {
-      spdlog::error("{}", r.status().message());
-      return 3;
-    }
-    std::string body = r->body;
-    while (!body.empty() && body.back() == '\n') body.pop_back();
-    std::cout << body << "\n";
-    if (r->status != 200) code = 1;
-  }
-  return code;
 }
 
 }  // namespace neardup::cli

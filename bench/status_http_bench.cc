@@ -1,14 +1,5 @@
-// neardup bench status-http: status queries over loopback HTTP with keep-alive, from N client
-// connections on one thread, against a running Tier 1 server; optionally while another thread ingests at full
-// speed, and side by side with redis-benchmark's GET against a local redis-server in the same
-// minute (the reference figure for a keyed read over the network on this machine).
-//
-//   neardup bench status-http --server http://127.0.0.1:8080 --input crawl.jsonl [--clients 8]
-//       [--seconds 10] [--ingest more.jsonl] [--redis]
-//
-// An https:// server (a cluster's API; --ca-file names the CA its certificate is checked against)
-// is asked by blocking clients instead, a thread and an HttpClient each (--blocking asks a plain
-// HTTP server the same way: HTTP against HTTPS with the same client).
+#include "bench/status_http_bench.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -29,24 +20,14 @@
 #include <random>
 #include <thread>
 
-#include "cli/commands.h"
 #include "cluster/http_client.h"
 #include "cluster/net.h"
 #include "document/crawl_reader.h"
 
-namespace neardup::cli {
+namespace neardup::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Args {
-  std::string server, input, ingest, ca_file;
-  bool blocking = false;
-  int clients = 8;
-  double seconds = 10;
-  bool redis = false;
-  uint32_t ingest_batch = 1000;
-};
 
 // N keep-alive HTTP/1.1 connections driven by one thread over epoll, as redis-benchmark drives
 // its clients: each connection has one request in flight, and the next is sent as soon as its
@@ -191,10 +172,11 @@ double RedisGetPerSecond(int clients, double seconds) {
   return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + 5, nullptr);
 }
 
-int BenchStatusHttp(const Args& a) {
+// The status targets of the crawl's URLs; 2 (logged) when the crawl cannot be read or is empty.
+int ReadTargets(const std::string& input, std::vector<std::string>* targets) {
   std::vector<std::string> urls;
   {
-    auto reader = CrawlReader::Open(a.input, {});
+    auto reader = CrawlReader::Open(input, {});
     if (!reader.ok()) {
       spdlog::error("{}", reader.status().message());
       return 2;
@@ -203,18 +185,20 @@ int BenchStatusHttp(const Args& a) {
     while ((*reader)->Next(&r)) urls.push_back(r.url);
   }
   if (urls.empty()) {
-    spdlog::error("bench: {} holds no records", a.input);
+    spdlog::error("bench: {} holds no records", input);
     return 2;
   }
-  std::vector<std::string> targets;
-  targets.reserve(urls.size());
-  for (const auto& u : urls) targets.push_back("/v1/status?url=" + cluster::UrlEncode(u));
+  targets->reserve(urls.size());
+  for (const auto& u : urls) targets->push_back("/v1/status?url=" + cluster::UrlEncode(u));
+  return 0;
+}
 
-  std::atomic<bool> stop{false};
-  std::atomic<uint64_t> ingested{0}, ingest_refused{0};
-  std::thread ingest;
-  if (!a.ingest.empty()) {
-    ingest = std::thread([&] {
+// --ingest: a thread posting the crawl's records in batches, over and over, until Stop.
+class BackgroundIngest {
+ public:
+  explicit BackgroundIngest(const StatusHttpBenchOptions& a) {
+    if (a.ingest.empty()) return;
+    thread_ = std::thread([this, &a] {
       auto c = cluster::HttpClient::Create(a.server, {.ca_file = a.ca_file});
       std::ifstream in(a.ingest);
       std::vector<std::string> bodies;
@@ -226,92 +210,129 @@ int BenchStatusHttp(const Args& a) {
         if (++n == a.ingest_batch) bodies.push_back(std::move(body)), counts.push_back(n), body.clear(), n = 0;
       }
       if (n > 0) bodies.push_back(std::move(body)), counts.push_back(n);
-      for (size_t i = 0; !stop && c.ok() && !bodies.empty(); i = (i + 1) % bodies.size()) {
+      for (size_t i = 0; !stop_ && c.ok() && !bodies.empty(); i = (i + 1) % bodies.size()) {
         auto r = (*c)->Request("POST", "/v1/pages", bodies[i]);
-        if (r.ok() && r->status == 202) ingested += counts[i];
-        else ingest_refused += counts[i];
+        if (r.ok() && r->status == 202) ingested_ += counts[i];
+        else refused_ += counts[i];
       }
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // ingest under way first
   }
-  const bool blocking = a.blocking || a.server.starts_with("https://");
+  ~BackgroundIngest() { Stop(); }
+  BackgroundIngest(const BackgroundIngest&) = delete;
+  BackgroundIngest& operator=(const BackgroundIngest&) = delete;
+
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  uint64_t ingested() const { return ingested_.load(); }
+  uint64_t refused() const { return refused_.load(); }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> ingested_{0}, refused_{0};
+  std::thread thread_;
+};
+
+// The requests' latencies (ms), errors and seconds.
+struct Asked {
   std::vector<double> all;
-  all.reserve(1 << 22);
   uint64_t errors = 0;
   double secs = 0;
-  if (blocking) {
-    // A thread and a kept-alive HttpClient per client, each its own latencies, merged after.
-    std::vector<std::vector<double>> lat(static_cast<size_t>(a.clients));
-    std::vector<uint64_t> errs(static_cast<size_t>(a.clients), 0);
-    std::atomic<int> failed_to_start{0};
-    std::vector<std::thread> threads;
-    const auto t0 = Clock::now();
-    const auto until = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds));
-    for (int i = 0; i < a.clients; ++i) {
-      threads.emplace_back([&, i] {
-        auto c = cluster::HttpClient::Create(a.server, {.timeout = std::chrono::seconds(10), .ca_file = a.ca_file});
-        if (!c.ok()) {
-          ++failed_to_start;
-          return;
-        }
-        std::mt19937_64 own(static_cast<uint64_t>(i) + 1);
-        while (Clock::now() < until) {
-          const auto s0 = Clock::now();
-          auto r = (*c)->Request("GET", targets[own() % targets.size()], "");
-          lat[static_cast<size_t>(i)].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s0).count());
-          if (!r.ok() || r->status != 200) ++errs[static_cast<size_t>(i)];
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    stop = true;
-    if (ingest.joinable()) ingest.join();
-    if (failed_to_start > 0) {
-      spdlog::error("bench: --server {}: {} clients could not be made", a.server, failed_to_start.load());
+};
+
+// A thread and a kept-alive HttpClient per client, each its own latencies, merged after. 2 (logged)
+// when a client could not be made.
+int AskBlocking(const StatusHttpBenchOptions& a, const std::vector<std::string>& targets, BackgroundIngest* ingest,
+                Asked* out) {
+  std::vector<std::vector<double>> lat(static_cast<size_t>(a.clients));
+  std::vector<uint64_t> errs(static_cast<size_t>(a.clients), 0);
+  std::atomic<int> failed_to_start{0};
+  std::vector<std::thread> threads;
+  const auto t0 = Clock::now();
+  const auto until = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds));
+  for (int i = 0; i < a.clients; ++i) {
+    threads.emplace_back([&, i] {
+      auto c = cluster::HttpClient::Create(a.server, {.timeout = std::chrono::seconds(10), .ca_file = a.ca_file});
+      if (!c.ok()) {
+        ++failed_to_start;
+        return;
+      }
+      std::mt19937_64 own(static_cast<uint64_t>(i) + 1);
+      while (Clock::now() < until) {
+        const auto s0 = Clock::now();
+        auto r = (*c)->Request("GET", targets[own() % targets.size()], "");
+        lat[static_cast<size_t>(i)].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s0).count());
+        if (!r.ok() || r->status != 200) ++errs[static_cast<size_t>(i)];
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  out->secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  ingest->Stop();
+  if (failed_to_start > 0) {
+    spdlog::error("bench: --server {}: {} clients could not be made", a.server, failed_to_start.load());
+    return 2;
+  }
+  for (int i = 0; i < a.clients; ++i) {
+    out->all.insert(out->all.end(), lat[static_cast<size_t>(i)].begin(), lat[static_cast<size_t>(i)].end());
+    out->errors += errs[static_cast<size_t>(i)];
+  }
+  return 0;
+}
+
+// N connections on this thread (EventLoopClients). 2 (logged) for a bad --server, 1 when the
+// connections cannot be opened.
+int AskEventLoop(const StatusHttpBenchOptions& a, const std::vector<std::string>& targets, BackgroundIngest* ingest,
+                 Asked* out) {
+  std::string host;
+  uint16_t port = 0;
+  {
+    std::string hp = a.server.rfind("http://", 0) == 0 ? a.server.substr(7) : a.server;
+    while (!hp.empty() && hp.back() == '/') hp.pop_back();
+    if (Status s = cluster::ParseHostPort(hp, &host, &port); !s.ok()) {
+      spdlog::error("bench: --server {}: {}", a.server, s.message());
       return 2;
     }
-    for (int i = 0; i < a.clients; ++i) {
-      all.insert(all.end(), lat[static_cast<size_t>(i)].begin(), lat[static_cast<size_t>(i)].end());
-      errors += errs[static_cast<size_t>(i)];
-    }
-  } else {
-    std::string host;
-    uint16_t port = 0;
-    {
-      std::string hp = a.server.rfind("http://", 0) == 0 ? a.server.substr(7) : a.server;
-      while (!hp.empty() && hp.back() == '/') hp.pop_back();
-      if (Status s = cluster::ParseHostPort(hp, &host, &port); !s.ok()) {
-        spdlog::error("bench: --server {}: {}", a.server, s.message());
-        return 2;
-      }
-    }
-    std::mt19937_64 rng(1);
-    EventLoopClients clients([&]() -> const std::string& { return targets[rng() % targets.size()]; },
-                             [&](unsigned status, double ms) {
-                               all.push_back(ms);
-                               errors += status != 200;
-                             });
-    if (!clients.Connect(host, port, a.clients)) {
-      spdlog::error("bench: cannot open {} connections to {}", a.clients, a.server);
-      stop = true;
-      if (ingest.joinable()) ingest.join();
-      return 1;
-    }
-    const auto t0 = Clock::now();
-    clients.Run(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds)));
-    secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    stop = true;
-    if (ingest.joinable()) ingest.join();
   }
-  const double rate = static_cast<double>(all.size()) / secs;
-  const double p50 = Percentile(all, 0.50), p99 = Percentile(all, 0.99);
+  std::mt19937_64 rng(1);
+  EventLoopClients clients([&]() -> const std::string& { return targets[rng() % targets.size()]; },
+                           [&](unsigned status, double ms) {
+                             out->all.push_back(ms);
+                             out->errors += status != 200;
+                           });
+  if (!clients.Connect(host, port, a.clients)) {
+    spdlog::error("bench: cannot open {} connections to {}", a.clients, a.server);
+    ingest->Stop();
+    return 1;
+  }
+  const auto t0 = Clock::now();
+  clients.Run(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds)));
+  out->secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  ingest->Stop();
+  return 0;
+}
+
+}  // namespace
+
+int RunStatusHttpBench(const StatusHttpBenchOptions& a) {
+  std::vector<std::string> targets;
+  if (int rc = ReadTargets(a.input, &targets); rc != 0) return rc;
+  BackgroundIngest ingest(a);
+  const bool blocking = a.blocking || a.server.starts_with("https://");
+  Asked asked;
+  asked.all.reserve(1 << 22);
+  const int rc = blocking ? AskBlocking(a, targets, &ingest, &asked) : AskEventLoop(a, targets, &ingest, &asked);
+  if (rc != 0) return rc;
+  const double rate = static_cast<double>(asked.all.size()) / asked.secs;
+  const double p50 = Percentile(asked.all, 0.50), p99 = Percentile(asked.all, 0.99);
   std::printf("status-http: %d %sclients, %.0f requests/s, p50 %.3f ms, p99 %.3f ms, %llu errors (%.1f s)\n", a.clients,
               blocking ? (a.server.starts_with("https://") ? "blocking HTTPS " : "blocking HTTP ") : "",
-              rate, p50, p99, static_cast<unsigned long long>(errors), secs);
+              rate, p50, p99, static_cast<unsigned long long>(asked.errors), asked.secs);
   if (!a.ingest.empty()) {
     std::printf("ingest meanwhile: %.0f records/s accepted, %llu records refused (429)\n",
-                static_cast<double>(ingested.load()) / secs, static_cast<unsigned long long>(ingest_refused.load()));
+                static_cast<double>(ingest.ingested()) / asked.secs, static_cast<unsigned long long>(ingest.refused()));
   }
   if (a.redis) {
     const double redis = RedisGetPerSecond(a.clients, a.seconds);
@@ -320,23 +341,7 @@ int BenchStatusHttp(const Args& a) {
                   rate / redis);
     }
   }
-  return errors == 0 ? 0 : 1;
+  return asked.errors == 0 ? 0 : 1;
 }
 
-}  // namespace
-
-void AddBenchStatusHttp(CLI::App* bench, int* exit_code) {
-  auto* cmd = bench->add_subcommand("status-http", "Status queries over loopback HTTP with keep-alive from N clients");
-  auto a = std::make_shared<Args>();
-  cmd->add_option("--server", a->server, "the API, http://host:port or https://host:port")->required();
-  cmd->add_option("--ca-file", a->ca_file, "https: the CA the API's certificate is checked against");
-  cmd->add_flag("--blocking", a->blocking, "ask with a thread and a blocking client each (always so over https)");
-  cmd->add_option("--input", a->input, "crawl whose URLs are asked about (at random)")->required();
-  cmd->add_option("--clients", a->clients, "concurrent clients, one connection each")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--seconds", a->seconds, "how long to ask")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--ingest", a->ingest, "ingest this crawl over and over meanwhile (status during ingest)");
-  cmd->add_flag("--redis", a->redis, "run redis-benchmark -t get against a local redis-server afterwards");
-  cmd->callback([a, exit_code] { *exit_code = BenchStatusHttp(*a); });
-}
-
-}  // namespace neardup::cli
+}  // namespace neardup::bench
