@@ -1,26 +1,16 @@
 // neardup accuracy: REP and RER of a run's groups against the exact baseline (experiments/accuracy.h).
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <random>
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
 #include "cli/store_queries.h"
-#include "cluster/remote_shard_set.h"
-#include "cluster/tls.h"
 #include "common/config.h"
 #include "common/json_write.h"
-#include "common/progress.h"
-#include "document/crawl_signer.h"
 #include "experiments/accuracy.h"
 #include "partitioner/partition_map.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/rebalance_store.h"
-#include "pipeline/shard_set.h"
-#include "pipeline/placement.h"
 #include "pipeline/store.h"
 #include "tier1/tier1.h"
 

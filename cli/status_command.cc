@@ -1,28 +1,19 @@
 // neardup status: each URL's duplicate status from a stopped run's store or a Tier 1 server's API.
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
-#include <random>
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
 #include "cli/store_queries.h"
 #include "cluster/http_client.h"
 #include "cluster/remote_shard_set.h"
-#include "cluster/tls.h"
 #include "common/config.h"
 #include "common/json_write.h"
-#include "common/progress.h"
 #include "document/crawl_signer.h"
-#include "experiments/accuracy.h"
 #include "partitioner/partition_map.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/rebalance_store.h"
-#include "pipeline/shard_set.h"
-#include "pipeline/placement.h"
 #include "pipeline/store.h"
 #include "tier1/tier1.h"
 
