@@ -290,94 +290,108 @@ DomainCounts::~DomainCounts() {
   if (healer_.joinable()) healer_.join();
 }
 
+namespace {
+
+// An event's +1/-1 on its counters into the batch; each counter's name with the event's id into
+// *touched. InvalidArgument for a bad part.
+Status AddEventCounters(const DomainEvent& e, RowBatch* batch, std::vector<std::pair<std::string, std::string_view>>* touched) {
+  RETURN_IF_ERROR(CheckPart("team", e.team));
+  RETURN_IF_ERROR(CheckPart("role", e.role));
+  const std::string domain = DomainOf(e.email);
+  RETURN_IF_ERROR(CheckPart("email domain", domain));
+  auto add = [&](std::string_view d, std::string_view role, int64_t delta) {
+    std::string name = KeyString(kCounterPrefix, e.team, d, role);
+    batch->AddCounter(name, delta);
+    touched->emplace_back(std::move(name), e.id);
+  };
+  switch (e.type) {
+    case DomainEventType::kJoined: add(domain, e.role, +1); break;
+    case DomainEventType::kLeft: add(domain, e.role, -1); break;
+    case DomainEventType::kEmailChanged: {
+      const std::string to = DomainOf(e.new_email);
+      RETURN_IF_ERROR(CheckPart("new email domain", to));
+      add(domain, e.role, -1);
+      add(to, e.role, +1);
+      break;
+    }
+    case DomainEventType::kRoleChanged:
+      RETURN_IF_ERROR(CheckPart("new role", e.new_role));
+      add(domain, e.role, -1);
+      add(domain, e.new_role, +1);
+      break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status DomainCounts::Apply(std::span<const DomainRecord> records) {
   RowBatch batch;
-  // The users this call changed, as it left them (a later record of the same user reads these).
-  std::map<std::string, std::optional<StoredUser>> users;
+  ChangedUsers users;
   // The counters events changed, with the id of the event (in `records`) that changed each.
   std::vector<std::pair<std::string, std::string_view>> touched;
   touched.reserve(records.size());
-  auto add = [&](const DomainEvent& e, std::string_view domain, std::string_view role, int64_t delta) {
-    std::string name = KeyString(kCounterPrefix, e.team, domain, role);
-    batch.AddCounter(name, delta);
-    touched.emplace_back(std::move(name), e.id);
-  };
   for (const DomainRecord& r : records) {
     switch (r.kind) {
-      case DomainRecord::Kind::kUser: {
-        const UserRow& u = r.user;
-        RETURN_IF_ERROR(CheckPart("team", u.team));
-        RETURN_IF_ERROR(CheckPart("user", u.user));
-        RETURN_IF_ERROR(CheckPart("role", u.role));
-        RETURN_IF_ERROR(CheckPart("email domain", DomainOf(u.email)));
-        const std::string row = Join(u.team, u.user);
-        auto it = users.find(row);
-        if (it == users.end()) {
-          std::optional<StoredUser> old;
-          if (auto c = user_cache_.find(row); c != user_cache_.end()) {
-            old = c->second;
-          } else {
-            std::string raw;
-            Status s = store_->Get(user_, row, "", &raw);
-            if (s.ok()) {
-              old.emplace();
-              if (!DecodeUser(raw, &*old)) return Corruption("domain counts: malformed user row");
-            } else if (s.code() != StatusCode::kNotFound) {
-              return s;
-            }
-          }
-          it = users.emplace(row, std::move(old)).first;
-        }
-        std::optional<StoredUser>& cur = it->second;
-        if (cur && cur->version >= u.version) break;  // older or the same: the row has it
-        if (cur && cur->active) batch.Delete(member_, IndexRow({u.team, cur->domain, cur->role}), u.user);
-        StoredUser next{u.version, u.active, DomainOf(u.email), u.role};
-        if (next.active) batch.Put(member_, IndexRow({u.team, next.domain, next.role}), u.user, "");
-        batch.Put(user_, row, "", EncodeUser(u));
-        cur = std::move(next);
-        break;
-      }
-      case DomainRecord::Kind::kEvent: {
-        const DomainEvent& e = r.event;
-        RETURN_IF_ERROR(CheckPart("team", e.team));
-        RETURN_IF_ERROR(CheckPart("role", e.role));
-        const std::string domain = DomainOf(e.email);
-        RETURN_IF_ERROR(CheckPart("email domain", domain));
-        switch (e.type) {
-          case DomainEventType::kJoined: add(e, domain, e.role, +1); break;
-          case DomainEventType::kLeft: add(e, domain, e.role, -1); break;
-          case DomainEventType::kEmailChanged: {
-            const std::string to = DomainOf(e.new_email);
-            RETURN_IF_ERROR(CheckPart("new email domain", to));
-            add(e, domain, e.role, -1);
-            add(e, to, e.role, +1);
-            break;
-          }
-          case DomainEventType::kRoleChanged:
-            RETURN_IF_ERROR(CheckPart("new role", e.new_role));
-            add(e, domain, e.role, -1);
-            add(e, domain, e.new_role, +1);
-            break;
-        }
-        break;
-      }
-      case DomainRecord::Kind::kTeam: {
-        RETURN_IF_ERROR(CheckPart("team", r.team.team));
-        RETURN_IF_ERROR(store_->ScanRow(team_, r.team.team, [&](std::string_view d, std::string_view) {
-          batch.Delete(team_, r.team.team, d);
-          return true;
-        }));
-        for (const std::string& d : r.team.domains) {
-          RETURN_IF_ERROR(CheckPart("domain", d));
-          batch.Put(team_, r.team.team, d, "");
-        }
-        break;
-      }
+      case DomainRecord::Kind::kUser: RETURN_IF_ERROR(ApplyUser(r.user, &batch, &users)); break;
+      case DomainRecord::Kind::kEvent: RETURN_IF_ERROR(AddEventCounters(r.event, &batch, &touched)); break;
+      case DomainRecord::Kind::kTeam: RETURN_IF_ERROR(ApplyTeam(r.team, &batch)); break;
     }
   }
   RETURN_IF_ERROR(store_->Write(batch));
   // Written: the users as this call left them are the store's.
-  for (auto& [row, user] : users) {
+  CacheUsers(&users);
+  return QueueTouched(touched);
+}
+
+Status DomainCounts::ApplyUser(const UserRow& u, RowBatch* batch, ChangedUsers* users) {
+  RETURN_IF_ERROR(CheckPart("team", u.team));
+  RETURN_IF_ERROR(CheckPart("user", u.user));
+  RETURN_IF_ERROR(CheckPart("role", u.role));
+  RETURN_IF_ERROR(CheckPart("email domain", DomainOf(u.email)));
+  const std::string row = Join(u.team, u.user);
+  auto it = users->find(row);
+  if (it == users->end()) {
+    std::optional<StoredUser> old;
+    if (auto c = user_cache_.find(row); c != user_cache_.end()) {
+      old = c->second;
+    } else {
+      std::string raw;
+      Status s = store_->Get(user_, row, "", &raw);
+      if (s.ok()) {
+        old.emplace();
+        if (!DecodeUser(raw, &*old)) return Corruption("domain counts: malformed user row");
+      } else if (s.code() != StatusCode::kNotFound) {
+        return s;
+      }
+    }
+    it = users->emplace(row, std::move(old)).first;
+  }
+  std::optional<StoredUser>& cur = it->second;
+  if (cur && cur->version >= u.version) return Status::Ok();  // older or the same: the row has it
+  if (cur && cur->active) batch->Delete(member_, IndexRow({u.team, cur->domain, cur->role}), u.user);
+  StoredUser next{u.version, u.active, DomainOf(u.email), u.role};
+  if (next.active) batch->Put(member_, IndexRow({u.team, next.domain, next.role}), u.user, "");
+  batch->Put(user_, row, "", EncodeUser(u));
+  cur = std::move(next);
+  return Status::Ok();
+}
+
+Status DomainCounts::ApplyTeam(const TeamSettings& t, RowBatch* batch) {
+  RETURN_IF_ERROR(CheckPart("team", t.team));
+  RETURN_IF_ERROR(store_->ScanRow(team_, t.team, [&](std::string_view d, std::string_view) {
+    batch->Delete(team_, t.team, d);
+    return true;
+  }));
+  for (const std::string& d : t.domains) {
+    RETURN_IF_ERROR(CheckPart("domain", d));
+    batch->Put(team_, t.team, d, "");
+  }
+  return Status::Ok();
+}
+
+void DomainCounts::CacheUsers(ChangedUsers* users) {
+  for (auto& [row, user] : *users) {
     if (!user) continue;
     if (user_cache_.size() >= options_.user_cache_entries && !user_cache_.count(row)) {
       if (user_cache_.empty()) continue;  // user_cache_entries 0: no cache
@@ -385,6 +399,9 @@ Status DomainCounts::Apply(std::span<const DomainRecord> records) {
     }
     user_cache_.insert_or_assign(row, std::move(*user));
   }
+}
+
+Status DomainCounts::QueueTouched(const std::vector<std::pair<std::string, std::string_view>>& touched) {
   for (const auto& [name, event_id] : touched) {
     const bool negative = store_->Counter(name) < 0;
     if (!negative && !Sampled(event_id, name, options_.healer_sample_rate)) continue;

@@ -35,8 +35,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -188,6 +190,15 @@ class DomainCounts {
   static constexpr size_t kHealBatch = 256;
   static constexpr int kHealGatherMillis = 20;
 
+  // The users an Apply changed, as it left them (a later record of the same user reads these).
+  using ChangedUsers = std::map<std::string, std::optional<StoredUser>>;
+  // Apply's steps: a user row's cells and index cells into the batch (unless the stored row is as
+  // new); a team's settings replacing its domains; after the write, the changed users kept in
+  // user_cache_ and the touched counters queued for the healer.
+  Status ApplyUser(const UserRow& u, RowBatch* batch, ChangedUsers* users);
+  Status ApplyTeam(const TeamSettings& t, RowBatch* batch);
+  void CacheUsers(ChangedUsers* users);
+  Status QueueTouched(const std::vector<std::pair<std::string, std::string_view>>& touched);
   void Enqueue(const DomainKey& key, bool negative);
   void HealerLoop();
   std::vector<DomainKey> TakeQueuedLocked(size_t at_most);  // under mu_
