@@ -115,6 +115,167 @@ int Supervise(cluster::Supervisor& sup, const std::string& dir) {
   return 0;
 }
 
+// cluster up in the background: the child supervises, the parent reports once it is healthy (or
+// why not); the exit code.
+int UpInBackground(const cluster::SupervisorOptions& so, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/logs", ec);
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) {  // the members must not hold it open
+    spdlog::error("cluster: pipe: {}", std::strerror(errno));
+    return 1;
+  }
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    spdlog::error("cluster: fork: {}", std::strerror(errno));
+    return 1;
+  }
+  if (pid == 0) {
+    ::close(pipefd[0]);
+    ::setsid();
+    const int log = ::open((dir + "/logs/supervisor.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, 0);
+    if (log >= 0) ::dup2(log, 1), ::dup2(log, 2);
+    cluster::Supervisor sup(so);
+    Status s = sup.Start();
+    const std::string report = s.ok() ? "1" + sup.api() : "0" + s.message();
+    (void)!::write(pipefd[1], report.data(), report.size());
+    ::close(pipefd[1]);
+    if (!s.ok()) std::_Exit(1);
+    const int rc = Supervise(sup, dir);
+    std::fflush(nullptr);
+    std::_Exit(rc);
+  }
+  ::close(pipefd[1]);
+  std::string report;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof(buf))) > 0;) report.append(buf, static_cast<size_t>(n));
+  ::close(pipefd[0]);
+  if (report.empty() || report[0] != '1') {
+    spdlog::error("cluster: did not come up: {}", report.empty() ? "the supervisor died (see " + dir + "/logs)" : report.substr(1));
+    ::waitpid(pid, nullptr, 0);
+    return 1;
+  }
+  std::cout << "cluster: up (supervisor pid " << pid << ", logs in " << dir << "/logs); the API is at "
+            << report.substr(1) << "\n";
+  if (std::filesystem::exists(dir + "/token")) {
+    std::cout << "cluster: writers present the bearer token in " << dir
+              << "/token (the clients given this --config find it there)\n";
+  }
+  if (report.substr(1).starts_with("https://") && std::filesystem::exists(dir + "/ca.pem")) {
+    std::cout << "cluster: the API's certificate is signed by the CA in " << dir
+              << "/ca.pem (the clients given this --config check it there)\n";
+  }
+  return 0;
+}
+
+// cluster up: starts the members and supervises them, here (--foreground) or in the background;
+// the exit code.
+int ClusterUp(const std::string& config, bool foreground) {
+  auto cfg = ClusterConfigFrom(config);
+  if (!cfg.ok()) {
+    spdlog::error("{}", cfg.status().message());
+    return 2;
+  }
+  cluster::SupervisorOptions so;
+  so.binary = SelfPath();
+  so.config_path = config.empty() ? "" : std::filesystem::absolute(config).string();
+  so.config = *cfg;
+  const std::string dir = cfg->cluster().dir();
+  // Blocked before any thread exists, so that every thread (and the children) inherits it.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  if (foreground) {
+    cluster::Supervisor sup(so);
+    if (Status s = sup.Start(); !s.ok()) {
+      spdlog::error("{}", s.message());
+      return 1;
+    }
+    std::cout << "cluster: up; the API is at " << sup.api() << "\n";
+    if (std::filesystem::exists(dir + "/token")) std::cout << "cluster: writers' bearer token in " << dir << "/token\n";
+    std::cout << std::flush;
+    return Supervise(sup, dir);
+  }
+  return UpInBackground(so, dir);
+}
+
+// cluster scale: asks the running supervisor (SIGHUP and a request file) and waits for its answer;
+// the exit code.
+int ClusterScale(const std::string& config, const cluster::ScaleRequest& sq, uint32_t timeout_s) {
+  auto cfg = ClusterConfigFrom(config);
+  if (!cfg.ok()) {
+    spdlog::error("{}", cfg.status().message());
+    return 2;
+  }
+  const std::string dir = cfg->cluster().dir();
+  auto view = cluster::FileMembership(dir + "/membership.textproto")->Read();
+  const pid_t pid = view.ok() ? static_cast<pid_t>(view->supervisor_pid()) : 0;
+  if (pid <= 0 || ::kill(pid, 0) != 0) {
+    spdlog::error("cluster: no running cluster in {} (start it with cluster up)", dir);
+    return 1;
+  }
+  const std::string id = fmt::format("{}-{}", ::getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
+  const std::string request =
+      fmt::format("id={}\ntier2_servers={}\nmax_move={}\nmax_mb_per_s={}\nmin_batch_share={}\n", id,
+                  sq.tier2_servers, sq.max_move, sq.max_mb_per_s, sq.min_batch_share);
+  if (Status s = WriteFileAtomically(FileEnv::Default(), dir + "/" + kScaleRequest, request, false); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+  ::kill(pid, SIGHUP);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  std::string result;
+  while (std::chrono::steady_clock::now() < deadline && ::kill(pid, 0) == 0) {
+    const std::string answer = ReadWhole(dir + "/" + kScaleResult);
+    if (answer.starts_with(id + "\n")) {
+      result = answer.substr(id.size() + 1);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (result.empty()) {
+    spdlog::error("cluster: the scaling did not end within {} s (see {}/logs/supervisor.log)", timeout_s, dir);
+    return 1;
+  }
+  std::cout << result << std::flush;
+  return result.starts_with("error:") ? 1 : 0;
+}
+
+// cluster down: SIGTERM to the supervisor, then waits for it to stop; the exit code.
+int ClusterDown(const std::string& config, uint32_t timeout_s) {
+  auto cfg = ClusterConfigFrom(config);
+  if (!cfg.ok()) {
+    spdlog::error("{}", cfg.status().message());
+    return 2;
+  }
+  auto view = cluster::FileMembership(cfg->cluster().dir() + "/membership.textproto")->Read();
+  if (!view.ok()) {
+    spdlog::error("cluster: no cluster in {}: {}", cfg->cluster().dir(), view.status().message());
+    return 1;
+  }
+  const pid_t pid = static_cast<pid_t>(view->supervisor_pid());
+  if (pid <= 0 || ::kill(pid, SIGTERM) != 0) {
+    std::cout << "cluster: the supervisor (pid " << pid << ") is not running\n";
+    return 0;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (::kill(pid, 0) == 0) {
+    spdlog::error("cluster: the supervisor (pid {}) did not stop within {} s", pid, timeout_s);
+    return 1;
+  }
+  std::cout << "cluster: down\n";
+  return 0;
+}
+
 }  // namespace
 
 void RegisterCluster(CLI::App& app, int* exit_code) {
@@ -126,94 +287,7 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
   auto foreground = std::make_shared<bool>(false);
   up->add_option("--config", *config, "cluster configuration (cluster, tier1_server, tier2_server sections)");
   up->add_flag("--foreground", *foreground, "supervise in this process (default: in the background, once healthy)");
-  up->callback([config, foreground, exit_code] {
-    auto cfg = ClusterConfigFrom(*config);
-    if (!cfg.ok()) {
-      spdlog::error("{}", cfg.status().message());
-      *exit_code = 2;
-      return;
-    }
-    cluster::SupervisorOptions so;
-    so.binary = SelfPath();
-    so.config_path = config->empty() ? "" : std::filesystem::absolute(*config).string();
-    so.config = *cfg;
-    const std::string dir = cfg->cluster().dir();
-    // Blocked before any thread exists, so that every thread (and the children) inherits it.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    if (*foreground) {
-      cluster::Supervisor sup(so);
-      if (Status s = sup.Start(); !s.ok()) {
-        spdlog::error("{}", s.message());
-        *exit_code = 1;
-        return;
-      }
-      std::cout << "cluster: up; the API is at " << sup.api() << "\n";
-      if (std::filesystem::exists(dir + "/token")) std::cout << "cluster: writers' bearer token in " << dir << "/token\n";
-      std::cout << std::flush;
-      *exit_code = Supervise(sup, dir);
-      return;
-    }
-    // In the background: the child supervises, the parent reports once it is healthy.
-    std::error_code ec;
-    std::filesystem::create_directories(dir + "/logs", ec);
-    int pipefd[2];
-    if (::pipe2(pipefd, O_CLOEXEC) != 0) {  // the members must not hold it open
-      spdlog::error("cluster: pipe: {}", std::strerror(errno));
-      *exit_code = 1;
-      return;
-    }
-    std::fflush(nullptr);
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      spdlog::error("cluster: fork: {}", std::strerror(errno));
-      *exit_code = 1;
-      return;
-    }
-    if (pid == 0) {
-      ::close(pipefd[0]);
-      ::setsid();
-      const int log = ::open((dir + "/logs/supervisor.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      const int null = ::open("/dev/null", O_RDONLY);
-      if (null >= 0) ::dup2(null, 0);
-      if (log >= 0) ::dup2(log, 1), ::dup2(log, 2);
-      cluster::Supervisor sup(so);
-      Status s = sup.Start();
-      const std::string report = s.ok() ? "1" + sup.api() : "0" + s.message();
-      (void)!::write(pipefd[1], report.data(), report.size());
-      ::close(pipefd[1]);
-      if (!s.ok()) std::_Exit(1);
-      const int rc = Supervise(sup, dir);
-      std::fflush(nullptr);
-      std::_Exit(rc);
-    }
-    ::close(pipefd[1]);
-    std::string report;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof(buf))) > 0;) report.append(buf, static_cast<size_t>(n));
-    ::close(pipefd[0]);
-    if (report.empty() || report[0] != '1') {
-      spdlog::error("cluster: did not come up: {}", report.empty() ? "the supervisor died (see " + dir + "/logs)" : report.substr(1));
-      ::waitpid(pid, nullptr, 0);
-      *exit_code = 1;
-      return;
-    }
-    std::cout << "cluster: up (supervisor pid " << pid << ", logs in " << dir << "/logs); the API is at "
-              << report.substr(1) << "\n";
-    if (std::filesystem::exists(dir + "/token")) {
-      std::cout << "cluster: writers present the bearer token in " << dir
-                << "/token (the clients given this --config find it there)\n";
-    }
-    if (report.substr(1).starts_with("https://") && std::filesystem::exists(dir + "/ca.pem")) {
-      std::cout << "cluster: the API's certificate is signed by the CA in " << dir
-                << "/ca.pem (the clients given this --config check it there)\n";
-    }
-    *exit_code = 0;
-  });
+  up->callback([config, foreground, exit_code] { *exit_code = ClusterUp(*config, *foreground); });
 
   auto* scale = cluster->add_subcommand("scale", "Add or drain Tier 2 servers of a cluster started with cluster up, while "
                                                   "it takes ingest (one shard per server; the pages move between batches)");
@@ -231,86 +305,14 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
                                                               "pages move (default: pipeline.move_min_batch_share)")
       ->check(CLI::Range(0.05, 1.0));
   scale->add_option("--timeout", *stimeout, "seconds to wait for it")->capture_default_str();
-  scale->callback([sconfig, sq, stimeout, exit_code] {
-    auto cfg = ClusterConfigFrom(*sconfig);
-    if (!cfg.ok()) {
-      spdlog::error("{}", cfg.status().message());
-      *exit_code = 2;
-      return;
-    }
-    const std::string dir = cfg->cluster().dir();
-    auto view = cluster::FileMembership(dir + "/membership.textproto")->Read();
-    const pid_t pid = view.ok() ? static_cast<pid_t>(view->supervisor_pid()) : 0;
-    if (pid <= 0 || ::kill(pid, 0) != 0) {
-      spdlog::error("cluster: no running cluster in {} (start it with cluster up)", dir);
-      *exit_code = 1;
-      return;
-    }
-    const std::string id = fmt::format("{}-{}", ::getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
-    const std::string request =
-        fmt::format("id={}\ntier2_servers={}\nmax_move={}\nmax_mb_per_s={}\nmin_batch_share={}\n", id,
-                    sq->tier2_servers, sq->max_move, sq->max_mb_per_s, sq->min_batch_share);
-    if (Status s = WriteFileAtomically(FileEnv::Default(), dir + "/" + kScaleRequest, request, false); !s.ok()) {
-      spdlog::error("{}", s.message());
-      *exit_code = 1;
-      return;
-    }
-    ::kill(pid, SIGHUP);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*stimeout);
-    std::string result;
-    while (std::chrono::steady_clock::now() < deadline && ::kill(pid, 0) == 0) {
-      const std::string answer = ReadWhole(dir + "/" + kScaleResult);
-      if (answer.starts_with(id + "\n")) {
-        result = answer.substr(id.size() + 1);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (result.empty()) {
-      spdlog::error("cluster: the scaling did not end within {} s (see {}/logs/supervisor.log)", *stimeout, dir);
-      *exit_code = 1;
-      return;
-    }
-    std::cout << result << std::flush;
-    *exit_code = result.starts_with("error:") ? 1 : 0;
-  });
+  scale->callback([sconfig, sq, stimeout, exit_code] { *exit_code = ClusterScale(*sconfig, *sq, *stimeout); });
 
   auto* down = cluster->add_subcommand("down", "Stop a cluster started with cluster up (the Tier 1 server first)");
   auto dconfig = std::make_shared<std::string>();
   auto timeout = std::make_shared<uint32_t>(120);
   down->add_option("--config", *dconfig, "the cluster's configuration (its cluster.dir)");
   down->add_option("--timeout", *timeout, "seconds to wait for it to stop")->capture_default_str();
-  down->callback([dconfig, timeout, exit_code] {
-    auto cfg = ClusterConfigFrom(*dconfig);
-    if (!cfg.ok()) {
-      spdlog::error("{}", cfg.status().message());
-      *exit_code = 2;
-      return;
-    }
-    auto view = cluster::FileMembership(cfg->cluster().dir() + "/membership.textproto")->Read();
-    if (!view.ok()) {
-      spdlog::error("cluster: no cluster in {}: {}", cfg->cluster().dir(), view.status().message());
-      *exit_code = 1;
-      return;
-    }
-    const pid_t pid = static_cast<pid_t>(view->supervisor_pid());
-    if (pid <= 0 || ::kill(pid, SIGTERM) != 0) {
-      std::cout << "cluster: the supervisor (pid " << pid << ") is not running\n";
-      *exit_code = 0;
-      return;
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*timeout);
-    while (::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    if (::kill(pid, 0) == 0) {
-      spdlog::error("cluster: the supervisor (pid {}) did not stop within {} s", pid, *timeout);
-      *exit_code = 1;
-      return;
-    }
-    std::cout << "cluster: down\n";
-    *exit_code = 0;
-  });
+  down->callback([dconfig, timeout, exit_code] { *exit_code = ClusterDown(*dconfig, *timeout); });
 }
 
 }  // namespace neardup::cli

@@ -1,5 +1,5 @@
 // neardup email induce | annotate | eval: online template induction over a file of emails
-// (email/induction.h, email/annotator.h).
+// (email/templates/induction.h, email/templates/annotator.h).
 //
 //   neardup email induce --input emails.jsonl [--k 10] [--mode verified|paper] [--config c.textproto]
 //                        --out templates.jsonl --assignments assignments.jsonl [--store DIR]
@@ -29,8 +29,8 @@
 #include "common/config.h"
 #include "common/json_write.h"
 #include "common/progress.h"
-#include "email/annotator.h"
-#include "email/induction.h"
+#include "email/templates/annotator.h"
+#include "email/templates/induction.h"
 
 namespace neardup::cli {
 namespace {
@@ -353,6 +353,9 @@ void RegisterEmail(CLI::App& app, int* exit_code) {
                     "domain counts' store: serves POST /v1/domain-events and GET /v1/domains/classify");
   serve->callback([args, exit_code] { *exit_code = Serve(*args); });
   AddEmailThreads(email, exit_code);
+  AddEmailDomains(email, exit_code);
+  AddEmailGenThreads(email, exit_code);
+  AddEmailGenDomains(email, exit_code);
 }
 
 }  // namespace neardup::cli

@@ -23,12 +23,16 @@ int main(int argc, char** argv) {
   neardup::cli::RegisterBench(app, &exit_code);
   neardup::cli::RegisterConfig(app, &exit_code);
   neardup::cli::RegisterPartition(app, &exit_code);
+  neardup::cli::RegisterRebalance(app, &exit_code);
   neardup::cli::RegisterExperiment(app, &exit_code);
   neardup::cli::RegisterEval(app, &exit_code);
   neardup::cli::RegisterRun(app, &exit_code);
+  neardup::cli::RegisterCheck(app, &exit_code);
+  neardup::cli::RegisterAccuracy(app, &exit_code);
+  neardup::cli::RegisterStatus(app, &exit_code);
   neardup::cli::RegisterTier2Server(app, &exit_code);
   neardup::cli::RegisterTier1Server(app, &exit_code);
-  neardup::cli::RegisterClients(app, &exit_code);
+  neardup::cli::RegisterIngest(app, &exit_code);
   neardup::cli::RegisterCluster(app, &exit_code);
   neardup::cli::RegisterCerts(app, &exit_code);
   neardup::cli::RegisterFaultProxy(app, &exit_code);

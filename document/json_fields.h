@@ -1,5 +1,5 @@
 // The fields of a JSON Lines record (simdjson's DOM), as the record readers check them: crawl
-// records (document/crawl_reader.h) and email records (email/email_reader.h). Errors are
+// records (document/crawl_reader.h) and email records (email/templates/email_reader.h). Errors are
 // InvalidArgument naming the field and the problem, never the field's content.
 #pragma once
 

@@ -48,7 +48,7 @@ if [ "${1:-}" = "--self-test" ]; then
   exit 0
 fi
 root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
-top=(common testing document storage baseline gencrawl partitioner tier2 tier1 pipeline cluster email experiments)
+top=(common testing document storage baseline gencrawl partitioner tier2 tier1 pipeline cluster email experiments bench)
 # Each listed folder and the folders inside it that hold code or a README (cluster/http, ...).
 folders=()
 for t in "${top[@]}"; do

@@ -87,7 +87,7 @@ struct RowStoreOptions {
   // next Sync() (that batch is its fsync'ed write), NewSnapshot() (so that a snapshot's counters
   // are those of its moment) or close. A counter that many writes change costs one put per flush,
   // not one per write. After a crash the counters are as the last flush left them, the cells may
-  // be newer: a store of counters that summarise its rows heals them (email/domain_counts.h).
+  // be newer: a store of counters that summarise its rows heals them (email/domains/domain_counts.h).
   bool lazy_counters = false;
   const Clock* clock = nullptr;       // null = SystemClock()
   leveldb::Env* env = nullptr;        // null = LevelDB's default Env (tests inject a memory or faulty one)

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "common/json_write.h"
-#include "email/email_test_util.h"
+#include "email/templates/email_test_util.h"
 #include "tests/binary_test.h"
 
 namespace neardup {

@@ -23,7 +23,7 @@
 #include <simdjson.h>
 
 #include "cluster/http/http_client.h"
-#include "email/email_test_util.h"
+#include "email/templates/email_test_util.h"
 #include "tests/process_test.h"
 
 extern char** environ;

@@ -10,7 +10,8 @@
 
 #include "cluster/http/http_request.h"
 #include "common/config.h"
-#include "email/mail_records.h"
+#include "email/domains/domain_records.h"
+#include "email/threads/thread_records.h"
 #include "proto/api.pb.h"
 
 // g++ 12 at -O1 (the sanitizer builds) inlines a coroutine's frame allocation into its caller:

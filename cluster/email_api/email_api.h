@@ -2,7 +2,7 @@
 // served beside the crawlers' API by tier1-server when tier1_server.email_store is set
 // (cluster/api/http_api.h routes them here), or alone by `neardup email serve`.
 //
-//   POST /v1/emails            JSON Lines emails (email/email_reader.h's fields) -> 202
+//   POST /v1/emails            JSON Lines emails (email/templates/email_reader.h's fields) -> 202
 //                              {"accepted": n, "dropped": d}: each email offered to clustering
 //                              (stage 1's admission control drops, and counts, what does not fit);
 //                              400 names the first bad line (nothing offered); 429 + Retry-After
@@ -10,18 +10,18 @@
 //   POST /v1/emails/annotate   one email (a JSON object) -> 200 {"id", "template": 16 hex digits or
 //                              null, "annotations": {aggregator: value}}; the email is forwarded
 //                              to clustering fire-and-forget (never waited for)
-//   GET  /v1/templates/{id}    -> 200 the template (email/annotator.h's TemplateJson); 400 for an
+//   GET  /v1/templates/{id}    -> 200 the template (email/templates/annotator.h's TemplateJson); 400 for an
 //                              id that is not 16 hex digits; 404 for one the snapshot lacks
-// With a threads store (unified threads, email/thread_weaver.h):
-//   POST /v1/threads           JSON Lines emails of mailboxes (email/mail_records.h: gid, thread,
+// With a threads store (unified threads, email/threads/thread_weaver.h):
+//   POST /v1/threads           JSON Lines emails of mailboxes (email/threads/thread_records.h: gid, thread,
 //                              message_id, team) -> 200 {"added": n}: every email added and
 //                              acknowledged (one fsync) before the reply; 400 names the first bad
 //                              line (nothing added); 413 past max_records lines
 //   GET  /v1/threads?gid=G&thread=T[&team_gids=a,b,c][&team=T]
-//                              -> 200 the unified thread (email/mail_records.h's UnifiedThreadJson),
+//                              -> 200 the unified thread (email/threads/thread_records.h's UnifiedThreadJson),
 //                              filtered to the mailboxes given or recorded for the team; 400 for a
 //                              missing or bad gid or thread
-// With a domains store (domain counts, email/domain_counts.h):
+// With a domains store (domain counts, email/domains/domain_counts.h):
 //   POST /v1/domain-events     JSON Lines user rows, events and team settings -> 200 {"records": n,
 //                              "events": e}: applied as one atomic write and acknowledged (one
 //                              fsync); 400 names the first bad line (nothing applied); 413 as above
@@ -57,10 +57,10 @@
 #include "cluster/http/http_access.h"
 #include "cluster/http/http_server.h"
 #include "common/status.h"
-#include "email/annotator.h"
-#include "email/domain_counts.h"
-#include "email/inducer.h"
-#include "email/thread_weaver.h"
+#include "email/templates/annotator.h"
+#include "email/domains/domain_counts.h"
+#include "email/templates/inducer.h"
+#include "email/threads/thread_weaver.h"
 #include "proto/config.pb.h"
 
 namespace neardup::cluster {

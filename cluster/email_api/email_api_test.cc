@@ -10,7 +10,7 @@
 
 #include "cluster/http/http_client.h"
 #include "common/config.h"
-#include "email/email_test_util.h"
+#include "email/templates/email_test_util.h"
 #include "testing/temp_dir.h"
 
 namespace neardup::cluster {
