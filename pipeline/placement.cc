@@ -260,6 +260,31 @@ StatusOr<std::unique_ptr<Placement>> Placement::Load(const PlacementState& state
                                                   std::move(*j), generation));
 }
 
+StatusOr<std::unique_ptr<Placement>> Placement::Create(PlacementState* state, partitioner::PartitionMap map,
+                                                      pb::StoreParams* params, bool sync) {
+  params->set_shards(map.shards());
+  params->set_map_generation(map.proto().generation());
+  params->set_map_digest(MapDigest(map));
+  std::string bytes;
+  map.proto().SerializeToString(&bytes);
+  RETURN_IF_ERROR(state->WriteMap(MapFile::kServed, bytes, sync));
+  const PlacementState::RowWrite w{kParamsRow, params->SerializeAsString()};
+  RETURN_IF_ERROR(state->WriteRows(std::span(&w, 1)));
+  return std::make_unique<Placement>(std::move(map));
+}
+
+StatusOr<std::optional<partitioner::PartitionMap>> Placement::LeftoverMap(const PlacementState& state) {
+  StatusOr<std::string> bytes = state.ReadMap(MapFile::kServed);
+  if (bytes.status().code() == StatusCode::kNotFound) return std::optional<partitioner::PartitionMap>();
+  RETURN_IF_ERROR(bytes.status());
+  pb::PartitionMap p;
+  const std::string name = state.MapName(MapFile::kServed);
+  if (!p.ParseFromString(*bytes)) return Corruption(name + " is not a partition map (protobuf parse failed)");
+  auto map = partitioner::PartitionMap::FromProto(std::move(p));
+  if (!map.ok()) return Status(map.status().code(), name + ": " + map.status().message());
+  return std::optional<partitioner::PartitionMap>(std::move(*map));
+}
+
 Status Placement::BeginMove(PlacementState* state, const partitioner::PartitionMap& before,
                             const partitioner::PartitionMap& after, const pb::MoveJournal& journal, bool sync) {
   std::string bytes;

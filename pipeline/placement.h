@@ -155,6 +155,17 @@ class Placement {
   // As Load, with the parameters the caller read (not read again).
   static StatusOr<std::unique_ptr<Placement>> Load(const PlacementState& state, const pb::StoreParams& params);
 
+  // A new store's first commit: `map` as map.pb (durably when `sync`), then the parameters
+  // (*params, given the map's shard count, generation and digest) that name it, in one write; the
+  // placement serving it. A crash in between leaves a map no parameters name (LeftoverMap).
+  // Errors: the state's.
+  static StatusOr<std::unique_ptr<Placement>> Create(PlacementState* state, partitioner::PartitionMap map,
+                                                     pb::StoreParams* params, bool sync);
+  // The map a start that committed nothing left (map.pb, with no parameters naming it yet): the
+  // next start uses it when it fits, and builds another otherwise. nullopt when there is none;
+  // Corruption for a file that is not a partition map; the state's read errors.
+  static StatusOr<std::optional<partitioner::PartitionMap>> LeftoverMap(const PlacementState& state);
+
   // Starts a move (its first durable step): the old map as map-prev.pb, the new one as
   // map-next.pb (durably when `sync`), then the journal (state COPY). Errors: the state's.
   static Status BeginMove(PlacementState* state, const partitioner::PartitionMap& before,

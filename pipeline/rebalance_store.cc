@@ -15,8 +15,8 @@
 #include "common/json_write.h"
 #include "common/url_hash_map.h"
 #include "partitioner/map_builder.h"
-#include "pipeline/pipeline.h"
 #include "pipeline/placement.h"
+#include "pipeline/store_sizing.h"
 #include "storage/file_env.h"
 
 namespace neardup::pipeline {
