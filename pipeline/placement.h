@@ -15,7 +15,8 @@
 //   meta row "move"                the move journal (pb::MoveJournal), while a move is open;
 //   meta row "tier2_servers"       the Tier 2 servers of the shards (ShardServers).
 // StorePlacementState keeps them in a store's directory and group store; MemoryPlacementState
-// keeps them in memory, for tests.
+// keeps them in memory, for tests. OpenStoreReadOnly opens a store's group store and placement
+// for the commands that only read a store (status, check, --out).
 //
 // The maps of a move: cells are the new map's throughout (they are the old map's, or refine them:
 // partitioner::SplitCells); a cell's old shard is its parent cell's under the old map. Until the
@@ -242,6 +243,22 @@ class Placement {
   uint64_t generation_ = 0;
   std::atomic<bool> flipped_{false}, done_{false};
 };
+
+// Opens a store's group store and placement for reading only (nothing in DIR changes), checks the
+// given parameters against the store's, and applies the store's to *config, *threshold and
+// *signer. NotFound when DIR holds no store; FailedPrecondition for a parameter given otherwise, or
+// a store with no recorded parameters; Corruption as Placement::Load's.
+struct OpenedStore {
+  OpenedStore();
+  ~OpenedStore();
+  OpenedStore(OpenedStore&&) noexcept;
+  OpenedStore& operator=(OpenedStore&&) noexcept;
+  std::unique_ptr<tier1::GroupStore> groups;
+  std::unique_ptr<Placement> placement;  // the served map (and a move's maps: pipeline/placement.h)
+  pb::StoreParams params;
+};
+StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenParams& given, pb::NeardupConfig* config,
+                                        double* threshold, SignerOptions* signer);
 
 // The move journal a store records (meta row "move"). NotFound when none; Corruption when
 // unreadable.
