@@ -38,8 +38,9 @@
 
 namespace neardup::pipeline::internal {
 
-// One run. Thread safety: Run is called once; it runs the reading thread and the tiers' thread,
-// which share only the queue, the batch being cut (Reading) and what Setup fixed.
+// One run. Thread safety: Run is called once; it runs the reading thread (Reading, the digest,
+// sum_.records) and the tiers' thread (everything else), which share the queue, the retired
+// batches (ShardWrites::Retire), tiers_status_ (set before the queue closes) and what Setup fixed.
 class Pipeline {
  public:
   explicit Pipeline(const PipelineOptions& o) : o_(o) {}
