@@ -1,6 +1,20 @@
+// The run's order of steps: set up, the reading thread and the tiers' thread over the input, the
+// move's end, the input recorded as consumed, and the summary (pipeline/pipeline_internal.h).
 #include "pipeline/pipeline.h"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/progress.h"
+#include "common/thread_priority.h"
+#include "partitioner/map_builder.h"
 #include "pipeline/pipeline_internal.h"
+#include "pipeline/rebalance_store.h"
+#include "storage/leveldb_threads.h"
 
 namespace neardup::pipeline {
 namespace internal {
@@ -8,112 +22,136 @@ namespace internal {
 StatusOr<PipelineSummary> Pipeline::Run() {
   const auto start = SteadyClock::now();
   RETURN_IF_ERROR(Setup());
-  IngestFeed* const feed = o_.feed;
   OpenFeed();
   if (!sum_.already_consumed.empty()) {
     spdlog::warn("pipeline: {} was consumed whole already (as {}): nothing to do", o_.input, sum_.already_consumed);
     if (move_ != nullptr && o_.feed == nullptr) RETURN_IF_ERROR(EndMove());
     return Finish(start);
   }
-  if (!o_.status_out.empty()) RETURN_IF_ERROR(OpenStatusFile());
+  if (!o_.status_out.empty()) {
+    ASSIGN_OR_RETURN(status_file_, StatusFile::Open(o_.status_out, resuming_, progress_.batches_committed()));
+  }
   sum_.skipped_records = skip_;
   // The last committed batch of the interrupted input is read again when a shard missed it or
   // its status lines are to be written again.
   const bool lag = std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end();
   redo_ = resuming_ && progress_.records_committed() > 0 && (lag || status_file_ != nullptr);
+  RETURN_IF_ERROR(RunBatches());
+  RETURN_IF_ERROR(SyncStatusFile());
+  // A finished file: the move ends with the run. A feed's run leaves the rest to the next run.
+  if (move_ != nullptr && o_.feed == nullptr) RETURN_IF_ERROR(EndMove());
+  // Read to its end (not cut short by max_records): the input is consumed. A feed's never is.
+  if (o_.feed == nullptr && (o_.max_records == 0 || reading_.seen <= o_.max_records)) {
+    RETURN_IF_ERROR(RecordInputConsumed());
+    sum_.input_complete = true;
+  }
+  return Finish(start);
+}
 
-  // The tiers' thread: batches in order, as the reader hands them over. Two batches of room:
-  // room for two signing rounds' worth (9 batches) was measured no faster (300k records, three
-  // runs each: 21.8/21.9/20.4 s against 21.3/21.4/19.6 s), with the tiers' thread's CPU up
-  // 5-13% at 1M records (signing running alongside it more often) and 50 MB more memory.
+Status Pipeline::RunBatches() {
+  // Two batches of room between the threads: room for two signing rounds' worth (9 batches) was
+  // measured no faster (300k records, three runs each: 21.8/21.9/20.4 s against 21.3/21.4/19.6 s),
+  // with the tiers' thread's CPU up 5-13% at 1M records (signing running alongside it more often)
+  // and 50 MB more memory.
   BatchQueue queue(2);
-  Status worker_status;
-  uint64_t fed_records = 0;  // records of the batches the tiers' thread committed (sum_.records is the reader's)
-  // While a move runs, the batches keep move_min_batch_share of their throughput: the run's
-  // first batches (kWarmup) take no step and give the time a record costs without the move; then
-  // each batch buys the move the time its records may take at the share (records x that cost /
-  // share) less the time the batch took (a move slows the batches too: double writes, the
-  // shards' own work for the copy), and the steps spend it. A feed's input with nothing
-  // uncommitted leaves all the time to the move (polled, so a batch is not kept waiting); a
-  // finished file is never idle: its move runs between batches, and at its end. The credit is
-  // capped, so that a move starved for a while does not then hold the batches back for long.
-  const double batch_share = config_.pipeline().move_min_batch_share();
-  constexpr double kMaxMoveCredit = 2.0;
-  constexpr int kWarmup = 3;
-  int warmup_batches = 0;
-  double warmup_seconds = 0;
-  uint64_t warmup_records = 0;
-  auto input_idle = [&] { return feed->ReadableBytes() <= progress_.current().bytes(); };
-  std::thread worker([&] {
+  std::thread tiers([&] {
     NameThisThread("nd-tiers");
-    for (;;) {
-      auto waited = SteadyClock::now();
-      std::unique_ptr<Batch> b;
-      bool idle = false;
-      if (move_ != nullptr && !move_->done() && feed != nullptr && o_.move_steps_per_batch == 0) {
-        double wait = 0;
-        b = queue.PopFor(std::chrono::duration<double>(move_->Due(&wait) ? 0.0 : std::min(wait, 0.1)), &idle);
-      } else {
-        b = queue.Pop();
-      }
-      if (idle && !input_idle()) {
-        // Input is pending: the reader hands its batch over soon (no polling meanwhile).
-        b = queue.Pop();
-        idle = false;
-      }
-      sum_.tiers_wait_seconds += Since(waited);
-      const double cpu0 = ThreadCpuSeconds();
-      if (idle) {
-        Status s = AdvanceMove(MoveTurn::kIdle, &queue);
-        sum_.tiers_cpu_seconds += ThreadCpuSeconds() - cpu0;
-        if (!s.ok()) {
-          worker_status = s;
-          queue.Close();
-          return;
-        }
-        continue;
-      }
-      const bool done = b == nullptr;
-      Status s;
-      if (done) {
-        s = FinishShardWrites();  // the last batch's
-      } else {
-        const uint64_t records = b->redo ? 0 : b->records.size();
-        const bool moving = move_ != nullptr && !move_->done();
-        const auto t0 = SteadyClock::now();
-        s = b->redo ? Redo(*b) : Process(std::move(b));
-        fed_records += records;
-        if (moving) sum_.records_during_move += records;
-        // The batch's pages are answered; what a status query reads of them is durable first.
-        if (s.ok() && feed != nullptr) s = store_->rows().WaitForWrites();
-        if (s.ok() && feed != nullptr) {
-          feed->BatchDone(progress_.batches_committed(), progress_.current().bytes(), FeedCountersNow(fed_records));
-        }
-        if (s.ok() && moving && o_.move_steps_per_batch > 0) {
-          s = AdvanceMove(MoveTurn::kSteps, &queue);
-        } else if (s.ok() && moving && warmup_batches < kWarmup && records > 0) {
-          ++warmup_batches;
-          warmup_seconds += Since(t0);
-          warmup_records += records;
-        } else if (s.ok() && moving && records > 0) {
-          const double record_cost = warmup_seconds / static_cast<double>(std::max<uint64_t>(warmup_records, 1));
-          move_credit_ = std::min(kMaxMoveCredit,
-                                  move_credit_ + static_cast<double>(records) * record_cost / batch_share - Since(t0));
-          s = AdvanceMove(MoveTurn::kCredit, &queue);
-        }
-      }
-      sum_.tiers_cpu_seconds += ThreadCpuSeconds() - cpu0;
-      if (!s.ok()) {
-        (void)FinishShardWrites();  // joined either way; the first error is the one reported
-        worker_status = s;
-        queue.Close();
-        return;
-      }
-      if (done) return;
-      ++sum_.batches;
-    }
+    TiersLoop(&queue);
   });
+  // Signing runs ahead of the tiers on a thread of its own (and its workers), at a lower
+  // priority, as do LevelDB's compactions: on a busy machine the tiers' thread gets the cores.
+  const int nice = static_cast<int>(config_.pipeline().background_nice());
+  LowerLevelDbBackgroundPriority(nice);
+  NameLevelDbBackgroundThread();
+  Status read;
+  std::thread signing([&] {
+    NameThisThread("nd-sign");
+    if (Status s = LowerThreadPriority(nice); !s.ok()) spdlog::debug("pipeline: {}", s.ToString());
+    read = ReadInput(&queue);
+    queue.Close();
+  });
+  signing.join();
+  tiers.join();
+  RETURN_IF_ERROR(tiers_status_);
+  return read;
+}
 
+void Pipeline::TiersLoop(BatchQueue* queue) {
+  IngestFeed* const feed = o_.feed;
+  // A feed's input with nothing uncommitted leaves all the time to a move (polled, so that a batch
+  // is not kept waiting); a finished file is never idle: its move runs between batches, and at its
+  // end.
+  MovePacer pacer(config_.pipeline().move_min_batch_share());
+  uint64_t fed_records = 0;  // records of the batches committed (sum_.records is the reader's)
+  auto input_idle = [&] { return feed->ReadableBytes() <= progress_.current().bytes(); };
+  for (;;) {
+    auto waited = SteadyClock::now();
+    std::unique_ptr<Batch> b;
+    bool idle = false;
+    if (moving() && feed != nullptr && o_.move_steps_per_batch == 0) {
+      double wait = 0;
+      b = queue->PopFor(std::chrono::duration<double>(move_->Due(&wait) ? 0.0 : std::min(wait, 0.1)), &idle);
+    } else {
+      b = queue->Pop();
+    }
+    if (idle && !input_idle()) {
+      // Input is pending: the reader hands its batch over soon (no polling meanwhile).
+      b = queue->Pop();
+      idle = false;
+    }
+    sum_.tiers_wait_seconds += Since(waited);
+    const double cpu0 = ThreadCpuSeconds();
+    const bool done = b == nullptr && !idle;
+    Status s = idle ? AdvanceMove(MoveTurn::kIdle, queue, &pacer)
+               : done ? writes_->Finish()  // the last batch's
+                      : DecideBatch(std::move(b), queue, &pacer, &fed_records);
+    sum_.tiers_cpu_seconds += ThreadCpuSeconds() - cpu0;
+    if (!s.ok()) {
+      if (!idle) (void)writes_->Finish();  // joined either way; the first error is the one reported
+      tiers_status_ = s;  // before the queue closes: the reader reports it
+      queue->Close();
+      return;
+    }
+    if (done) return;
+    if (!idle) ++sum_.batches;
+  }
+}
+
+Status Pipeline::DecideBatch(std::unique_ptr<Batch> b, BatchQueue* queue, MovePacer* pacer, uint64_t* fed_records) {
+  const uint64_t records = b->redo ? 0 : b->records.size();
+  const bool was_moving = moving();
+  const auto t0 = SteadyClock::now();
+  RETURN_IF_ERROR(b->redo ? Redo(*b) : Process(std::move(b)));
+  *fed_records += records;
+  if (was_moving) sum_.records_during_move += records;
+  if (o_.feed != nullptr) {
+    // The batch's pages are answered; what a status query reads of them is durable first.
+    RETURN_IF_ERROR(store_->rows().WaitForWrites());
+    o_.feed->BatchDone(progress_.batches_committed(), progress_.current().bytes(), FeedCountersNow(*fed_records));
+  }
+  if (!was_moving) return Status::Ok();
+  if (o_.move_steps_per_batch > 0) return AdvanceMove(MoveTurn::kSteps, queue, pacer);
+  if (pacer->BatchDone(records, Since(t0))) return AdvanceMove(MoveTurn::kCredit, queue, pacer);
+  return Status::Ok();
+}
+
+Status Pipeline::ReadInput(BatchQueue* queue) {
+  CrawlSignerOptions so = ReaderOptions(queue);
+  reading_.first = redo_ ? redo_from_ : skip_;
+  reading_.next_record = reading_.first;
+  reading_.next_number = progress_.batches_committed() + 1;
+  reading_.last_read = reading_.batch_started = SteadyClock::now();
+  StartBatch(reading_.first);
+  CrawlReaderStats reader_stats;
+  Status read = SignCrawl(o_.input, so, [&](CrawlRecord& r, PageFeatures& f) { return AddRecord(r, f, queue); },
+                          &reader_stats);
+  // A stopped feed's partial batch stays in the input, uncommitted, for the next run.
+  if (reading_.stopped) return Status::Ok();
+  if (read.ok()) read = HandOff(queue);
+  return read;
+}
+
+CrawlSignerOptions Pipeline::ReaderOptions(BatchQueue* queue) {
   CrawlSignerOptions so;
   so.signer = signer_;
   so.reader = o_.reader;
@@ -122,129 +160,102 @@ StatusOr<PipelineSummary> Pipeline::Run() {
   so.reader.drop_read_pages = drop_input_pages_;
   so.threads = o_.threads;
   so.progress_label = o_.progress ? "run" : "";
-  const uint64_t first = redo_ ? redo_from_ : skip_;
-  uint64_t seen = 0;
-  // Following a feed: how far the reader may read, when the last record was read, and when the
-  // batch being filled got its first record (all on the signing thread).
-  uint64_t limit = 0;
-  auto last_read = SteadyClock::now(), batch_started = last_read;
-  bool stopped = false;
-  so.keep = [&](const CrawlRecord&) {
-    last_read = SteadyClock::now();
-    const uint64_t i = seen++;
+  so.keep = [this](const CrawlRecord&) {
+    reading_.last_read = SteadyClock::now();
+    const uint64_t i = reading_.seen++;
     // The redo batch is always read whole; max_records limits only records new to the store.
-    return i >= first && (i < skip_ || o_.max_records == 0 || i < o_.max_records);
+    return i >= reading_.first && (i < skip_ || o_.max_records == 0 || i < o_.max_records);
   };
-  uint64_t next_record = first;
-  uint64_t next_number = progress_.batches_committed() + 1;
-  auto batch = std::make_unique<Batch>();
-  auto start_batch = [&](uint64_t at) {
-    DropRetired();
-    batch = std::make_unique<Batch>();
-    batch->first_record = at;
-    batch->redo = redo_ && at < skip_;
-    batch->number = batch->redo ? progress_.batches_committed() : next_number++;
-  };
-  start_batch(first);
-  auto hand_off = [&]() -> Status {
-    if (batch->records.empty()) return Status::Ok();
-    if (!batch->redo) {
-      sum_.records += batch->records.size();
-      // What the batch's commit says of the input: how far it is consumed, and its digest so far.
-      batch->end_offset = batch->records.back().end_offset;
-      RETURN_IF_ERROR(digest_->Advance(batch->end_offset));
-      digest_->Get(&batch->digest_lo, &batch->digest_hi);
-    }
-    if (!queue.Push(std::move(batch))) return worker_status.ok() ? Internal("pipeline: queue closed") : worker_status;
-    start_batch(next_record);
-    return Status::Ok();
-  };
-  // Signing runs ahead of the tiers on a thread of its own (and its workers), at a lower
-  // priority, as do LevelDB's compactions: on a busy machine the tiers' thread gets the cores.
-  const int nice = static_cast<int>(config_.pipeline().background_nice());
-  LowerLevelDbBackgroundPriority(nice);
-  NameLevelDbBackgroundThread();
-  CrawlReaderStats reader_stats;
-  Status read;
-  if (feed != nullptr) {
+  if (o_.feed != nullptr) {
     // The reader pauses having read exactly up to the last limit it was given: what the idle wait
-    // below waits to grow (whether those bytes held records or lines it skipped).
-    so.reader.readable = [feed, &limit] { return limit = feed->ReadableBytes(); };
-    // Caught up with the feed: wait for more, cutting the batch held short when the input stays
-    // idle for linger or its first record waited max_batch_delay.
-    so.idle = [&]() -> StatusOr<bool> {
-      for (;;) {
-        // The service stops the run, or the tiers' thread failed (between batches: a move's step).
-        if (feed->Stopping() || queue.Closed()) {
-          stopped = true;
-          return false;
-        }
-        if (feed->ReadableBytes() > limit) return true;
-        const auto now = SteadyClock::now();
-        if (batch->records.empty()) {
-          feed->WaitReadable(limit, now + std::chrono::milliseconds(200));
-          continue;
-        }
-        const auto cut = std::min(last_read + o_.linger, batch_started + o_.max_batch_delay);
-        if (now >= cut) {
-          RETURN_IF_ERROR(hand_off());
-          continue;
-        }
-        feed->WaitReadable(limit, cut);
-      }
-    };
+    // waits to grow (whether those bytes held records or lines it skipped).
+    so.reader.readable = [this] { return reading_.limit = o_.feed->ReadableBytes(); };
+    so.idle = [this, queue] { return WaitForFeed(queue); };
+  }
+  return so;
+}
+
+StatusOr<bool> Pipeline::WaitForFeed(BatchQueue* queue) {
+  IngestFeed* const feed = o_.feed;
+  for (;;) {
+    // The service stops the run, or the tiers' thread failed (between batches: a move's step).
+    if (feed->Stopping() || queue->Closed()) {
+      reading_.stopped = true;
+      return false;
+    }
+    if (feed->ReadableBytes() > reading_.limit) return true;
+    const auto now = SteadyClock::now();
+    if (reading_.batch->records.empty()) {
+      feed->WaitReadable(reading_.limit, now + std::chrono::milliseconds(200));
+      continue;
+    }
+    // Cut the batch held short once the input stayed idle for linger, or its first record waited
+    // max_batch_delay.
+    const auto cut = std::min(reading_.last_read + o_.linger, reading_.batch_started + o_.max_batch_delay);
+    if (now >= cut) {
+      RETURN_IF_ERROR(HandOff(queue));
+      continue;
+    }
+    feed->WaitReadable(reading_.limit, cut);
+  }
+}
+
+void Pipeline::StartBatch(uint64_t first_record) {
+  writes_->DropRetired();
+  reading_.batch = std::make_unique<Batch>();
+  Batch& b = *reading_.batch;
+  b.first_record = first_record;
+  b.redo = redo_ && first_record < skip_;
+  b.number = b.redo ? progress_.batches_committed() : reading_.next_number++;
+}
+
+Status Pipeline::HandOff(BatchQueue* queue) {
+  std::unique_ptr<Batch>& batch = reading_.batch;
+  if (batch->records.empty()) return Status::Ok();
+  if (!batch->redo) {
+    sum_.records += batch->records.size();
+    // What the batch's commit says of the input: how far it is consumed, and its digest so far.
+    batch->end_offset = batch->records.back().end_offset;
+    RETURN_IF_ERROR(digest_->Advance(batch->end_offset));
+    digest_->Get(&batch->digest_lo, &batch->digest_hi);
+  }
+  if (!queue->Push(std::move(batch))) return tiers_status_.ok() ? Internal("pipeline: queue closed") : tiers_status_;
+  StartBatch(reading_.next_record);
+  return Status::Ok();
+}
+
+Status Pipeline::AddRecord(CrawlRecord& r, PageFeatures& f, BatchQueue* queue) {
+  if (o_.feed != nullptr && o_.feed->Stopping()) {
+    reading_.stopped = true;
+    return FailedPrecondition("pipeline: stopping");  // not an error of the run (ReadInput)
   }
   const Placement& placement = *placement_;
-  std::thread signing([&] {
-    NameThisThread("nd-sign");
-    if (Status s = LowerThreadPriority(nice); !s.ok()) spdlog::debug("pipeline: {}", s.ToString());
-    read = SignCrawl(o_.input, so, [&](CrawlRecord& r, PageFeatures& f) -> Status {
-      if (feed != nullptr && feed->Stopping()) {
-        stopped = true;
-        return FailedPrecondition("pipeline: stopping");  // not an error of the run (below)
-      }
-      Batch& b = *batch;
-      if (b.records.empty()) batch_started = SteadyClock::now();
-      b.cell.push_back(0);
-      b.shards.emplace_back();
-      if (r.has_content()) {
-        const auto v = placement.map().VectorOf(f);
-        b.cell.back() = placement.map().Home(v);
-        // Routed on the map served now; during a move the tiers' thread routes again past a flip.
-        if (b.records.empty()) b.routed_flipped = placement.flipped();
-        if (placement.moving()) b.vectors.insert(b.vectors.end(), v.begin(), v.end());
-        if (!f.shingles.empty()) placement.Route(b.routed_flipped, v, &b.shards.back());
-        b.signatures.push_back(ToProto(r.url, f, signer_));
-      } else {
-        if (b.records.empty()) b.routed_flipped = placement.flipped();
-        if (placement.moving()) b.vectors.insert(b.vectors.end(), placement.map().dims(), 0);
-        b.signatures.emplace_back();
-      }
-      std::string().swap(r.body);  // signed: the tiers need only its signature (and the memory back)
-      b.records.push_back(std::move(r));
-      ++next_record;
-      // The redo batch ends where the committed records end; the others hold batch_pages_ records.
-      if ((b.redo && next_record == skip_) || (!b.redo && b.records.size() >= batch_pages_)) return hand_off();
-      return Status::Ok();
-    }, &reader_stats);
-    // A stopped feed's partial batch stays in the input, uncommitted, for the next run.
-    if (stopped) read = Status::Ok();
-    else if (read.ok()) read = hand_off();
-    queue.Close();
-  });
-  signing.join();
-  worker.join();
-  RETURN_IF_ERROR(worker_status);
-  RETURN_IF_ERROR(read);
-  RETURN_IF_ERROR(SyncStatusFile());
-  // A finished file: the move ends with the run. A feed's run leaves the rest to the next run.
-  if (move_ != nullptr && feed == nullptr) RETURN_IF_ERROR(EndMove());
-  // Read to its end (not cut short by max_records): the input is consumed. A feed's never is.
-  if (feed == nullptr && (o_.max_records == 0 || seen <= o_.max_records)) {
-    RETURN_IF_ERROR(RecordInputConsumed());
-    sum_.input_complete = true;
+  Batch& b = *reading_.batch;
+  if (b.records.empty()) {
+    reading_.batch_started = SteadyClock::now();
+    // Routed on the map served now; during a move the tiers' thread routes again past a flip.
+    b.routed_flipped = placement.flipped();
   }
-  return Finish(start);
+  b.cell.push_back(0);
+  b.shards.emplace_back();
+  if (r.has_content()) {
+    const auto v = placement.map().VectorOf(f);
+    b.cell.back() = placement.map().Home(v);
+    if (placement.moving()) b.vectors.insert(b.vectors.end(), v.begin(), v.end());
+    if (!f.shingles.empty()) placement.Route(b.routed_flipped, v, &b.shards.back());
+    b.signatures.push_back(ToProto(r.url, f, signer_));
+  } else {
+    if (placement.moving()) b.vectors.insert(b.vectors.end(), placement.map().dims(), 0);
+    b.signatures.emplace_back();
+  }
+  std::string().swap(r.body);  // signed: the tiers need only its signature (and the memory back)
+  b.records.push_back(std::move(r));
+  ++reading_.next_record;
+  // The redo batch ends where the committed records end; the others hold batch_pages_ records.
+  if ((b.redo && reading_.next_record == skip_) || (!b.redo && b.records.size() >= batch_pages_)) {
+    return HandOff(queue);
+  }
+  return Status::Ok();
 }
 
 void Pipeline::OpenFeed() {
@@ -283,12 +294,40 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
   sum_.tier1_group_reads = tier1_->group_reads();
   sum_.tier1_member_reads = tier1_->member_reads();
   sum_.tier1_tables = store_->rows().table_stats();
+  const ShardWriteTimes& times = writes_->times();
+  sum_.tier2_stage_seconds = times.stage_seconds;
+  sum_.tier2_apply_seconds = times.apply_seconds;
+  sum_.tier2_apply_wait_seconds = times.apply_wait_seconds;
+  sum_.shard_store_seconds = times.shard_store_seconds;
   if (!o_.groups_out.empty()) {
     const auto t0 = SteadyClock::now();
-    RETURN_IF_ERROR(WriteGroups());
+    // Every page of the store as the run leaves it, from read-only queries.
+    std::vector<std::string> urls;
+    RETURN_IF_ERROR(store_->rows().ScanFamily(store_->page_family(), [&](std::string_view url, std::string_view,
+                                                                         std::string_view) {
+      urls.emplace_back(url);
+      return true;
+    }));
+    RETURN_IF_ERROR(WriteGroupsFile(o_.groups_out, urls, [&](const std::string& url, tier1::StatusAnswer* a) {
+      return tier1_->Query(url, nullptr, a);
+    }));
     sum_.output_seconds = Since(t0);
   }
+  RETURN_IF_ERROR(GatherStoreTotals());
+  GatherShardTotals();
+  CloseFeed();
+  writes_.reset();
+  tier1_.reset();
+  source_.reset();
+  shards_.reset();
+  // A move this run ended left its drained shards to the run, which held them open.
+  if (move_ended_here_ && !o_.open_shards) RETURN_IF_ERROR(RemoveDrainedShards(layout_, params_.shards()));
+  owned_store_.reset();
+  store_ = nullptr;
+  return sum_;
+}
 
+Status Pipeline::GatherStoreTotals() {
   const RowStore& rows = store_->rows();
   sum_.verifications = static_cast<uint64_t>(rows.Counter("verifications"));
   sum_.reverifications = static_cast<uint64_t>(rows.Counter("reverifications"));
@@ -298,8 +337,7 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
   sum_.kept_fetches = static_cast<uint64_t>(rows.Counter("kept_fetches"));
   sum_.kept_scans = static_cast<uint64_t>(rows.Counter("kept_scans"));
   sum_.kept_recomputed = static_cast<uint64_t>(rows.Counter("kept_recomputed"));
-
-  RETURN_IF_ERROR(rows.ScanFamily(store_->group_family(), [&](std::string_view, std::string_view, std::string_view v) {
+  return rows.ScanFamily(store_->group_family(), [&](std::string_view, std::string_view, std::string_view v) {
     pb::Tier1Group g;
     if (tier1::GroupStore::DecodeGroup(v, &g)) {
       ++sum_.groups;
@@ -313,11 +351,14 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
       }
     }
     return true;
-  }));
+  });
+}
+
+void Pipeline::GatherShardTotals() {
   // The shards of the map pages are placed in: the served map's, or a move's new map's (a move
   // opens both maps'; the other map's hold copies, or nothing).
   const partitioner::PartitionMap& served = placement_->map();
-  for (uint32_t m = 0; m < P(); ++m) {
+  for (uint32_t m = 0; m < shards_->size(); ++m) {
     const tier2::ShardStats st = shards_->Stats(m);
     if (m >= served.shards()) continue;
     sum_.shard_pages += st.resident_pages;
@@ -330,36 +371,25 @@ StatusOr<PipelineSummary> Pipeline::Finish(SteadyClock::time_point start) {
     sum_.shard_order_refreshes += st.order_refreshes;
     sum_.shard_refreshed_pages += st.refreshed_pages;
   }
-  {
-    std::vector<double> load(sum_.shard_resident_pages.begin(), sum_.shard_resident_pages.end());
-    sum_.shard_imbalance = partitioner::Imbalance(load);
-    sum_.planned_imbalance = PlannedImbalance(served);
-    sum_.imbalance_drift = sum_.shard_imbalance - sum_.planned_imbalance;
-    sum_.rebalance_imbalance = config_.pipeline().rebalance_imbalance();
-    if (sum_.shard_imbalance > sum_.rebalance_imbalance) {
-      // A temporary store goes with the run: a store kept with --store is what a rebalance takes.
-      spdlog::warn("pipeline: shard imbalance {:.3f} is past {:.2f} (pipeline.rebalance_imbalance): a rebalance would "
-                   "help ({})",
-                   sum_.shard_imbalance, sum_.rebalance_imbalance,
-                   temporary_dir_.path.empty() ? "neardup rebalance --store " + dir_
-                                               : std::string("of a store kept with --store: this run's is removed"));
-    }
+  std::vector<double> load(sum_.shard_resident_pages.begin(), sum_.shard_resident_pages.end());
+  sum_.shard_imbalance = partitioner::Imbalance(load);
+  sum_.planned_imbalance = PlannedImbalance(served);
+  sum_.imbalance_drift = sum_.shard_imbalance - sum_.planned_imbalance;
+  sum_.rebalance_imbalance = config_.pipeline().rebalance_imbalance();
+  if (sum_.shard_imbalance > sum_.rebalance_imbalance) {
+    // A temporary store goes with the run: a store kept with --store is what a rebalance takes.
+    spdlog::warn("pipeline: shard imbalance {:.3f} is past {:.2f} (pipeline.rebalance_imbalance): a rebalance would "
+                 "help ({})",
+                 sum_.shard_imbalance, sum_.rebalance_imbalance,
+                 temporary_dir_.path.empty() ? "neardup rebalance --store " + dir_
+                                             : std::string("of a store kept with --store: this run's is removed"));
   }
-  CloseFeed();
-  tier1_.reset();
-  source_.reset();
-  shards_.reset();
-  // A move this run ended left its drained shards to the run, which held them open.
-  if (move_ended_here_ && !o_.open_shards) RETURN_IF_ERROR(RemoveDrainedShards(layout_, params_.shards()));
-  owned_store_.reset();
-  store_ = nullptr;
-  return sum_;
 }
 
 Pipeline::TemporaryDir::~TemporaryDir() {
   if (path.empty()) return;
   std::error_code ec;
-  fs::remove_all(path, ec);
+  std::filesystem::remove_all(path, ec);
   if (ec) spdlog::warn("pipeline: could not remove the run's temporary store {}: {}", path, ec.message());
 }
 
@@ -370,7 +400,10 @@ StatusOr<PipelineSummary> RunPipeline(const PipelineOptions& options) {
   return p.Run();
 }
 
-std::string FormatSummary(const PipelineSummary& s) {
+namespace {
+
+// The summary's lines on what the run read and decided.
+std::string SummaryDecisions(const PipelineSummary& s) {
   std::string o;
   if (!s.already_consumed.empty()) {
     o += fmt::format("input              consumed whole already, as {}: nothing to do\n", s.already_consumed);
@@ -402,6 +435,12 @@ std::string FormatSummary(const PipelineSummary& s) {
                    s.verifications > 0 ? 100.0 * static_cast<double>(s.rejections) / static_cast<double>(s.verifications) : 0.0,
                    s.repairs, s.repair_splits);
   o += fmt::format("store              {} pages in {} groups, {} with 2+ members\n", s.pages, s.groups, s.multi_groups);
+  return o;
+}
+
+// The summary's lines on Tier 1's costs: its tables, kept sets and lookups, and the time.
+std::string SummaryTier1Costs(const PipelineSummary& s) {
+  std::string o;
   if (s.tier1_tables.written_bytes > 0) {
     const auto gb = [](uint64_t b) { return static_cast<double>(b) / 1e9; };
     o += fmt::format("tier 1 tables      {:.2f} GB held; LevelDB wrote {:.2f} GB of tables in this run ({:.1f}x what it "
@@ -427,6 +466,12 @@ std::string FormatSummary(const PipelineSummary& s) {
                    "peak RSS {:.0f} MiB\n",
                    s.tier1_seconds, s.tier2_compare_seconds, s.tier2_apply_seconds, s.query_seconds,
                    static_cast<double>(s.peak_rss_bytes) / 1048576.0);
+  return o;
+}
+
+// The summary's lines on the shards, the map and the threads.
+std::string SummaryShardsAndThreads(const PipelineSummary& s) {
+  std::string o;
   {
     const double pages = static_cast<double>(std::max<uint64_t>(s.shard_pages, 1));
     o += fmt::format("shards             {} resident pages, {:.0f} B/page of index and page tables in RAM "
@@ -462,6 +507,12 @@ std::string FormatSummary(const PipelineSummary& s) {
                    "{:.2f} s waiting for signed batches\n",
                    s.tiers_cpu_seconds, s.tier1_cpu_seconds, s.query_cpu_seconds, s.tiers_wait_seconds);
   return o;
+}
+
+}  // namespace
+
+std::string FormatSummary(const PipelineSummary& s) {
+  return SummaryDecisions(s) + SummaryTier1Costs(s) + SummaryShardsAndThreads(s);
 }
 
 }  // namespace neardup::pipeline

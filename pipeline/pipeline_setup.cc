@@ -1,73 +1,52 @@
-// Setting a run up: the store opened and its parameters checked, the partition map, the tiers, a
-// restart from the last committed batch, and an input recorded as consumed.
+// Setting a run up: the store opened and its parameters checked, its placement (a new store's
+// map and first commit), the shards and the tiers, and where the input starts (a restart).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/progress.h"
+#include "partitioner/crawl_sample.h"
+#include "partitioner/map_builder.h"
 #include "pipeline/pipeline_internal.h"
+#include "pipeline/rebalance_store.h"
+#include "pipeline/redo.h"
+#include "tier2/prefix_filter.h"
+#include "tier2/token_order.h"
 
-namespace neardup::pipeline {
+namespace neardup::pipeline::internal {
 
-uint64_t AutoWriteBufferBytes(uint64_t table_bytes) {
-  return std::clamp<uint64_t>(table_bytes / 6, uint64_t{64} << 20, uint64_t{1} << 30);
-}
-
-uint64_t AutoPackedCacheBytes(uint64_t store_bytes, uint64_t memory_bytes) {
-  if (memory_bytes == 0 || store_bytes <= memory_bytes) return 0;
-  return std::min(store_bytes / kStoreBytesPerRecord * kPackedBytesPerRecord, memory_bytes / 4);
-}
-
-bool DropInputPages(uint64_t input_bytes, uint64_t store_bytes, uint64_t memory_bytes) {
-  return memory_bytes == 0 || input_bytes + store_bytes > memory_bytes / 2;
-}
-
-uint64_t FileBytesUnder(const std::string& dir) {
-  uint64_t bytes = 0;
-  std::error_code ec;
-  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code file_ec;
-    if (!it->is_regular_file(file_ec) || file_ec) continue;
-    const uint64_t size = it->file_size(file_ec);
-    if (!file_ec) bytes += size;
-  }
-  return bytes;
-}
-
-uint64_t TableBytesIn(const std::string& dir) {
-  uint64_t bytes = 0;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string ext = it->path().extension().string();
-    if (ext != ".ldb" && ext != ".sst") continue;
-    std::error_code size_ec;
-    const uint64_t size = it->file_size(size_ec);
-    if (!size_ec) bytes += size;
-  }
-  return bytes;
-}
-
-uint32_t SmallInputBatchPages(uint32_t batch_pages, uint64_t expected_records) {
-  if (expected_records == 0) return batch_pages;  // empty, or of no known size
-  const uint64_t share = std::max<uint64_t>(expected_records / kMinBatchesPerFile, kMinSmallFileBatchPages);
-  return static_cast<uint32_t>(std::min<uint64_t>(batch_pages, share));
-}
-
-tier1::GroupStore::Options GroupStoreOptionsFor(const StoreLayout& layout, const pb::NeardupConfig& config,
-                                                uint64_t expected_records) {
-  tier1::GroupStore::Options go;
-  go.path = layout.tier1();
-  go.sync = config.tier1().sync();
-  go.cache_bytes = static_cast<uint64_t>(config.tier1().cache_mib()) << 20;
-  go.compress = config.tier1().compress();
-  const uint32_t mib = config.tier1().write_buffer_mib();
-  go.write_buffer_bytes = mib > 0 ? uint64_t{mib} << 20
-                                  : AutoWriteBufferBytes(TableBytesIn(go.path) + expected_records * kTier1BytesPerRecord);
-  // Tier 1's commit is inserted and synced by the store's writer thread while the tiers' thread
-  // goes on with the batch's status queries (which see it); the status lines and the shards'
-  // writes wait for it.
-  go.async_writes = true;
-  return go;
-}
-
-namespace internal {
+namespace fs = std::filesystem;
 
 Status Pipeline::Setup() {
+  RETURN_IF_ERROR(CheckInputAndOutputs());
+  uint64_t expected_records = 0;
+  RETURN_IF_ERROR(OpenGroupStore(&expected_records));
+  std::string bytes;
+  Status s = store_->rows().Get(store_->meta_family(), "progress", "", &bytes);
+  if (s.ok()) {
+    if (!progress_.ParseFromString(bytes)) return Corruption("pipeline: " + layout_.tier1() + ": unreadable progress record");
+  } else if (s.code() != StatusCode::kNotFound) {
+    return s;
+  }
+  const pb::StoreParams requested = ParamsFromConfig(config_, threshold_);
+  auto stored = ReadStoreParams(*store_);
+  if (stored.ok()) {
+    RETURN_IF_ERROR(OpenStoredPlacement(*stored, requested));
+  } else if (stored.status().code() == StatusCode::kNotFound) {
+    RETURN_IF_ERROR(CreatePlacement(requested));
+  } else {
+    return stored.status();
+  }
+  RETURN_IF_ERROR(OpenShardsAndTier1(expected_records));
+  return Resume();
+}
+
+Status Pipeline::CheckInputAndOutputs() {
   if (o_.input.empty()) return InvalidArgument("pipeline: an input crawl is required");
   if (o_.input == "-") {
     return InvalidArgument("pipeline: the input must be a file (a store recognises its inputs by their content)");
@@ -104,154 +83,97 @@ Status Pipeline::Setup() {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) return IoError("pipeline: cannot create store directory " + dir_ + ": " + ec.message());
+  return Status::Ok();
+}
 
+Status Pipeline::OpenGroupStore(uint64_t* expected_records) {
   // The input's size decides a file's batches and (tier1.write_buffer_mib 0) the memtable.
-  uint64_t expected_records = 0;
   batch_pages_ = o_.batch_pages;
   const bool sizes_memtable = o_.groups == nullptr && config_.tier1().write_buffer_mib() == 0;
   if (o_.feed == nullptr || sizes_memtable) {
-    ASSIGN_OR_RETURN(expected_records, EstimateRecordCount(o_.input, o_.reader));
-    if (o_.max_records > 0) expected_records = std::min(expected_records, o_.max_records);
+    ASSIGN_OR_RETURN(*expected_records, EstimateRecordCount(o_.input, o_.reader));
+    if (o_.max_records > 0) *expected_records = std::min(*expected_records, o_.max_records);
   }
   if (o_.feed == nullptr) {
     // A file: known in size. (A feed's batches close by size and by time as its input comes.)
-    batch_pages_ = SmallInputBatchPages(o_.batch_pages, expected_records);
+    batch_pages_ = SmallInputBatchPages(o_.batch_pages, *expected_records);
     if (batch_pages_ < o_.batch_pages) {
       spdlog::info("pipeline: batches of {} records (about {} records to read, in at least {} batches; batch_pages {})",
-                   batch_pages_, expected_records, kMinBatchesPerFile, o_.batch_pages);
+                   batch_pages_, *expected_records, kMinBatchesPerFile, o_.batch_pages);
     }
   }
-  const GroupStore::Options go = GroupStoreOptionsFor(layout_, config_, expected_records);
   if (o_.groups != nullptr) {
     store_ = o_.groups;
-  } else {
-    ASSIGN_OR_RETURN(owned_store_, GroupStore::Open(go));
-    store_ = owned_store_.get();
-    if (config_.tier1().write_buffer_mib() == 0) {
-      spdlog::info("pipeline: group store memtable {} MiB (for about {} records to read; tier1.write_buffer_mib 0)",
-                   go.write_buffer_bytes >> 20, expected_records);
-    }
+    return Status::Ok();
   }
-  std::string bytes;
-  Status s = store_->rows().Get(store_->meta_family(), "progress", "", &bytes);
-  if (s.ok()) {
-    if (!progress_.ParseFromString(bytes)) return Corruption("pipeline: " + go.path + ": unreadable progress record");
-  } else if (s.code() != StatusCode::kNotFound) {
-    return s;
+  const tier1::GroupStore::Options go = GroupStoreOptionsFor(layout_, config_, *expected_records);
+  ASSIGN_OR_RETURN(owned_store_, tier1::GroupStore::Open(go));
+  store_ = owned_store_.get();
+  if (config_.tier1().write_buffer_mib() == 0) {
+    spdlog::info("pipeline: group store memtable {} MiB (for about {} records to read; tier1.write_buffer_mib 0)",
+                 go.write_buffer_bytes >> 20, *expected_records);
   }
-  const pb::StoreParams requested = ParamsFromConfig(config_, threshold_);
-  auto stored = ReadStoreParams(*store_);
-  if (stored.ok()) {
-    // The store's parameters rule; an explicit value that disagrees is refused.
-    params_ = *stored;
-    RETURN_IF_ERROR(CheckGivenParams(params_, requested, o_.given, dir_));
-    ApplyParams(params_, &config_, &threshold_, &signer_);
-    // The served map, and a rebalance's move (started for this run, or interrupted by a crash),
-    // which runs between the batches (pipeline/store_move.h). While a move is open, pages are
-    // placed in the new map's cells (which are the old map's, or refine them).
-    ASSIGN_OR_RETURN(placement_, Placement::Load(StorePlacementState(layout_, store_), params_));
-    if (placement_->moving()) {
-      StoreMoveOptions mo;
-      mo.step_pages = o_.batch_pages;
-      mo.max_mb_per_s = config_.pipeline().move_max_mb_per_s();
-      mo.remove_drained = false;  // the run holds them open: Finish removes them
-      mo.on_step = o_.move_on_step;
-      ASSIGN_OR_RETURN(move_, StoreMove::Open(layout_, store_, placement_.get(), std::move(mo)));
-      const pb::MoveJournal& j = placement_->journal();
-      spdlog::info("pipeline: store {} moves from map generation {} to {} ({} -> {} shards) between its batches{}", dir_,
-                   j.generation_before(), j.generation_after(), j.shards_before(), j.shards_after(),
-                   placement_->flipped() ? ": flipped, dropping from the old shards" : "");
-    } else {
-      // No move: what an ended or never-journaled one left behind goes.
-      bool none = false;
-      RETURN_IF_ERROR(FinishInterruptedMove(layout_, store_, config_, o_.open_shards, &none));
-    }
-    if (!o_.map.empty()) {
-      ASSIGN_OR_RETURN(partitioner::PartitionMap given, partitioner::PartitionMap::Load(o_.map));
-      if (MapDigest(given) != params_.map_digest()) {
-        return FailedPrecondition(fmt::format("pipeline: store {} serves its own partition map (generation {}); --map {} "
-                                              "is another map, and a store's map changes only by a rebalance",
-                                              dir_, params_.map_generation(), o_.map));
-      }
-    }
-  } else if (stored.status().code() == StatusCode::kNotFound) {
-    if (progress_.batches_committed() > 0 || progress_.records_committed() > 0) {
-      return FailedPrecondition("pipeline: store " + dir_ +
-                                " was written by an earlier neardup (it records no parameters); build it again into "
-                                "a new --store");
-    }
-    params_ = requested;
-    if (!(threshold_ >= config_.tier2().min_threshold() && threshold_ <= 1)) {
-      return InvalidArgument(fmt::format("pipeline: threshold {} is outside the shards' range [tier2.min_threshold {}, 1]",
-                                         threshold_, config_.tier2().min_threshold()));
-    }
-    config_.mutable_tier2()->set_min_threshold(params_.min_threshold());
-    RETURN_IF_ERROR(OpenMap());
-    // The first commit: the map file (atomically), then the parameters naming it. A crash in
-    // between leaves a map with no parameters, which the next start checks or rebuilds.
-    params_.set_shards(map_->shards());
-    params_.set_map_generation(map_->proto().generation());
-    params_.set_map_digest(MapDigest(*map_));
-    std::string map_bytes;
-    map_->proto().SerializeToString(&map_bytes);
-    StorePlacementState state(layout_, store_);
-    RETURN_IF_ERROR(state.WriteMap(MapFile::kServed, map_bytes, config_.tier1().sync()));
-    RETURN_IF_ERROR(WriteStoreParams(store_, params_));
-    placement_ = std::make_unique<Placement>(std::move(*map_));
-    map_.reset();
-    config_.mutable_pipeline()->set_shards(params_.shards());
-  } else {
-    return stored.status();
-  }
-  // Shards open in parallel: each rebuilds its index from its signature log.
-  ShardSetOptions so;
-  so.layout = layout_;
-  so.config = config_;
-  so.shards = placement_->shard_count();
-  so.config.mutable_pipeline()->set_shards(so.shards);
-  so.expected_postings = expected_postings_;
-  so.initial_order = initial_order_;
-  ASSIGN_OR_RETURN(shards_, o_.open_shards ? o_.open_shards(so) : OpenLocalShardSet(so));
-  if (shards_ == nullptr || shards_->size() != so.shards) {
-    return FailedPrecondition("the shard set opened for " + dir_ + " has " +
-                              std::to_string(shards_ == nullptr ? 0 : shards_->size()) + " shards, the map " +
-                              std::to_string(so.shards));
-  }
-  const int P = static_cast<int>(shards_->size());
-  compare_pool_ = std::make_unique<WorkerPool>(P, "nd-shard");
-  stage_pool_ = std::make_unique<WorkerPool>(P, "nd-stage");
-  store_pool_ = std::make_unique<WorkerPool>(P, "nd-store");
-  sum_.shards = placement_->map().shards();
-  sum_.shard_compare_seconds.assign(P, 0);
-  sum_.shard_store_seconds.assign(P, 0);
-  sum_.cells = placement_->map().cells();
-  sum_.map_version = params_.map_generation();
-  source_ = std::make_unique<ShardSignatures>(*placement_, *shards_);
-  Tier1Options t1 = Tier1OptionsFromConfig(config_.tier1(), threshold_);
-  const uint64_t store_bytes = FileBytesUnder(dir_) + expected_records * kStoreBytesPerRecord;
-  const uint64_t memory = MemoryBytes();
-  // A feed's input grows without end: it is always dropped.
-  drop_input_pages_ = o_.feed != nullptr || DropInputPages(input_size_, store_bytes, memory);
-  if (drop_input_pages_ && o_.feed == nullptr) {
-    spdlog::info("pipeline: the input's pages leave the page cache as they are read (input {:.1f} GB and a store of "
-                 "about {:.1f} GB expected, past half of the {:.1f} GB of memory)",
-                 static_cast<double>(input_size_) / 1e9, static_cast<double>(store_bytes) / 1e9,
-                 static_cast<double>(memory) / 1e9);
-  }
-  if (config_.tier1().packed_cache_mib() == 0 && config_.tier1().packed_cache_auto()) {
-    t1.packed_cache_bytes = AutoPackedCacheBytes(store_bytes, memory);
-    if (t1.packed_cache_bytes > 0) {
-      spdlog::info("pipeline: Tier 1 keeps up to {} MiB of records packed (a store of about {:.1f} GB expected, "
-                   "past the {:.1f} GB of memory; tier1.packed_cache_mib 0)",
-                   t1.packed_cache_bytes >> 20, static_cast<double>(store_bytes) / 1e9, static_cast<double>(memory) / 1e9);
-    }
-  }
-  tier1_ = std::make_unique<Tier1>(store_, source_.get(), std::move(t1));
-  return Resume();
+  return Status::Ok();
 }
 
-Status Pipeline::OpenMap() {
-  const std::string kept = layout_.map();
+Status Pipeline::OpenStoredPlacement(const pb::StoreParams& stored, const pb::StoreParams& requested) {
+  // The store's parameters rule; an explicit value that disagrees is refused.
+  params_ = stored;
+  RETURN_IF_ERROR(CheckGivenParams(params_, requested, o_.given, dir_));
+  ApplyParams(params_, &config_, &threshold_, &signer_);
+  // The served map, and a rebalance's move (started for this run, or interrupted by a crash),
+  // which runs between the batches (pipeline/store_move.h). While a move is open, pages are
+  // placed in the new map's cells (which are the old map's, or refine them).
+  ASSIGN_OR_RETURN(placement_, Placement::Load(StorePlacementState(layout_, store_), params_));
+  if (placement_->moving()) {
+    StoreMoveOptions mo;
+    mo.step_pages = o_.batch_pages;
+    mo.max_mb_per_s = config_.pipeline().move_max_mb_per_s();
+    mo.remove_drained = false;  // the run holds them open: Finish removes them
+    mo.on_step = o_.move_on_step;
+    ASSIGN_OR_RETURN(move_, StoreMove::Open(layout_, store_, placement_.get(), std::move(mo)));
+    const pb::MoveJournal& j = placement_->journal();
+    spdlog::info("pipeline: store {} moves from map generation {} to {} ({} -> {} shards) between its batches{}", dir_,
+                 j.generation_before(), j.generation_after(), j.shards_before(), j.shards_after(),
+                 placement_->flipped() ? ": flipped, dropping from the old shards" : "");
+  } else {
+    // No move: what an ended or never-journaled one left behind goes.
+    bool none = false;
+    RETURN_IF_ERROR(FinishInterruptedMove(layout_, store_, config_, o_.open_shards, &none));
+  }
+  if (!o_.map.empty()) {
+    ASSIGN_OR_RETURN(partitioner::PartitionMap given, partitioner::PartitionMap::Load(o_.map));
+    if (MapDigest(given) != params_.map_digest()) {
+      return FailedPrecondition(fmt::format("pipeline: store {} serves its own partition map (generation {}); --map {} "
+                                            "is another map, and a store's map changes only by a rebalance",
+                                            dir_, params_.map_generation(), o_.map));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Pipeline::CreatePlacement(const pb::StoreParams& requested) {
+  if (progress_.batches_committed() > 0 || progress_.records_committed() > 0) {
+    return FailedPrecondition("pipeline: store " + dir_ +
+                              " was written by an earlier neardup (it records no parameters); build it again into "
+                              "a new --store");
+  }
+  params_ = requested;
+  if (!(threshold_ >= config_.tier2().min_threshold() && threshold_ <= 1)) {
+    return InvalidArgument(fmt::format("pipeline: threshold {} is outside the shards' range [tier2.min_threshold {}, 1]",
+                                       threshold_, config_.tier2().min_threshold()));
+  }
+  config_.mutable_tier2()->set_min_threshold(params_.min_threshold());
+  ASSIGN_OR_RETURN(partitioner::PartitionMap map, OpenMap());
+  // The first commit: the map file (atomically), then the parameters naming it. A crash in
+  // between leaves a map with no parameters, which the next start checks or rebuilds.
+  StorePlacementState state(layout_, store_);
+  ASSIGN_OR_RETURN(placement_, Placement::Create(&state, std::move(map), &params_, config_.tier1().sync()));
+  config_.mutable_pipeline()->set_shards(params_.shards());
+  return Status::Ok();
+}
+
+StatusOr<partitioner::PartitionMap> Pipeline::OpenMap() {
   auto fits = [&](const partitioner::PartitionMap& m, const std::string& what) -> Status {
     RETURN_IF_ERROR(CheckMapFits(m, params_, what));
     if (o_.given.count("shards") && m.shards() != params_.shards()) {
@@ -260,25 +182,30 @@ Status Pipeline::OpenMap() {
     }
     return Status::Ok();
   };
+  std::optional<partitioner::PartitionMap> map;
   if (!o_.map.empty()) {
-    ASSIGN_OR_RETURN(map_, partitioner::PartitionMap::Load(o_.map));
-    RETURN_IF_ERROR(fits(*map_, o_.map));
-  } else if (fs::exists(kept)) {
+    ASSIGN_OR_RETURN(map, partitioner::PartitionMap::Load(o_.map));
+    RETURN_IF_ERROR(fits(*map, o_.map));
+  } else {
     // Left by a start that committed nothing: used if it fits this run's parameters.
-    ASSIGN_OR_RETURN(map_, partitioner::PartitionMap::Load(kept));
-    if (Status f = fits(*map_, kept); !f.ok() || map_->shards() != params_.shards()) {
-      spdlog::info("pipeline: {} was left by a start that committed nothing and fits other parameters: built anew", kept);
-      map_.reset();
+    const StorePlacementState state(layout_, static_cast<const tier1::GroupStore*>(store_));
+    ASSIGN_OR_RETURN(map, Placement::LeftoverMap(state));
+    if (map && (!fits(*map, state.MapName(MapFile::kServed)).ok() || map->shards() != params_.shards())) {
+      spdlog::info("pipeline: {} was left by a start that committed nothing and fits other parameters: built anew",
+                   state.MapName(MapFile::kServed));
+      map.reset();
     }
   }
-  if (map_) {
-    const SignerOptions want = map_->signer_options();
-    if (want.dims != signer_.dims || want.k != signer_.k) {
-      return FailedPrecondition(fmt::format("pipeline: the partition map expects dims {} and k {}, the signer has {} and {}",
-                                            want.dims, want.k, signer_.dims, signer_.k));
-    }
-    return Status::Ok();
+  if (!map) return BuildMap();
+  const SignerOptions want = map->signer_options();
+  if (want.dims != signer_.dims || want.k != signer_.k) {
+    return FailedPrecondition(fmt::format("pipeline: the partition map expects dims {} and k {}, the signer has {} and {}",
+                                          want.dims, want.k, signer_.dims, signer_.k));
   }
+  return std::move(*map);
+}
+
+StatusOr<partitioner::PartitionMap> Pipeline::BuildMap() {
   const pb::PipelineConfig& pc = config_.pipeline();
   partitioner::CrawlSampleOptions so;
   so.signer.signer = signer_;
@@ -326,101 +253,88 @@ Status Pipeline::OpenMap() {
   // Shards balanced by load, not pages: see PipelineConfig.shard_load_base.
   std::vector<double> page_load(sample.sample.size());
   for (size_t i = 0; i < page_load.size(); ++i) page_load[i] = pc.shard_load_base() + sample.sample.shingle_count(i);
-  ASSIGN_OR_RETURN(map_, partitioner::BuildPartitionMap(sample.sample, mo, page_load));
+  ASSIGN_OR_RETURN(partitioner::PartitionMap map, partitioner::BuildPartitionMap(sample.sample, mo, page_load));
   // Each shard's index is sized for the prefix postings its sampled pages predict, so that it
   // does not rebuild itself larger and larger as the crawl fills it.
-  expected_postings_.assign(map_->shards(), 0);
+  expected_postings_.assign(map.shards(), 0);
   const double min_t = config_.tier2().min_threshold();
   const uint32_t overlap = config_.tier2().prefix_overlap();
   for (size_t i = 0; i < sample.sample.size(); ++i) {
-    const uint32_t shard = map_->ShardOf(map_->Home(sample.sample.Vector(i, map_->proto().feature())));
+    const uint32_t shard = map.ShardOf(map.Home(sample.sample.Vector(i, map.proto().feature())));
     expected_postings_[shard] += tier2::PrefixLength(sample.sample.shingle_count(i), min_t, overlap);
   }
   for (uint64_t& p : expected_postings_) {
     p = static_cast<uint64_t>(static_cast<double>(p) / so.sample_rate / input_share);
   }
   spdlog::info("pipeline: partition map from {} sampled pages (of {:.1f}% of the input): {} cells on {} shards",
-               sample.sample.size(), 100 * input_share, map_->cells(), map_->shards());
+               sample.sample.size(), 100 * input_share, map.cells(), map.shards());
+  return map;
+}
+
+Status Pipeline::OpenShardsAndTier1(uint64_t expected_records) {
+  // Shards open in parallel: each rebuilds its index from its signature log.
+  ShardSetOptions so;
+  so.layout = layout_;
+  so.config = config_;
+  so.shards = placement_->shard_count();
+  so.config.mutable_pipeline()->set_shards(so.shards);
+  so.expected_postings = expected_postings_;
+  so.initial_order = initial_order_;
+  ASSIGN_OR_RETURN(shards_, o_.open_shards ? o_.open_shards(so) : OpenLocalShardSet(so));
+  if (shards_ == nullptr || shards_->size() != so.shards) {
+    return FailedPrecondition("the shard set opened for " + dir_ + " has " +
+                              std::to_string(shards_ == nullptr ? 0 : shards_->size()) + " shards, the map " +
+                              std::to_string(so.shards));
+  }
+  sum_.shards = placement_->map().shards();
+  sum_.shard_compare_seconds.assign(shards_->size(), 0);
+  sum_.shard_store_seconds.assign(shards_->size(), 0);
+  sum_.cells = placement_->map().cells();
+  sum_.map_version = params_.map_generation();
+  source_ = std::make_unique<ShardSignatures>(*placement_, *shards_);
+  writes_ = std::make_unique<ShardWrites>(shards_.get(), placement_.get(), source_.get(),
+                                          [store = store_] { return store->rows().WaitForWrites(); });
+  tier1::Tier1Options t1 = tier1::Tier1OptionsFromConfig(config_.tier1(), threshold_);
+  const uint64_t store_bytes = FileBytesUnder(dir_) + expected_records * kStoreBytesPerRecord;
+  const uint64_t memory = MemoryBytes();
+  // A feed's input grows without end: it is always dropped.
+  drop_input_pages_ = o_.feed != nullptr || DropInputPages(input_size_, store_bytes, memory);
+  if (drop_input_pages_ && o_.feed == nullptr) {
+    spdlog::info("pipeline: the input's pages leave the page cache as they are read (input {:.1f} GB and a store of "
+                 "about {:.1f} GB expected, past half of the {:.1f} GB of memory)",
+                 static_cast<double>(input_size_) / 1e9, static_cast<double>(store_bytes) / 1e9,
+                 static_cast<double>(memory) / 1e9);
+  }
+  if (config_.tier1().packed_cache_mib() == 0 && config_.tier1().packed_cache_auto()) {
+    t1.packed_cache_bytes = AutoPackedCacheBytes(store_bytes, memory);
+    if (t1.packed_cache_bytes > 0) {
+      spdlog::info("pipeline: Tier 1 keeps up to {} MiB of records packed (a store of about {:.1f} GB expected, "
+                   "past the {:.1f} GB of memory; tier1.packed_cache_mib 0)",
+                   t1.packed_cache_bytes >> 20, static_cast<double>(store_bytes) / 1e9, static_cast<double>(memory) / 1e9);
+    }
+  }
+  tier1_ = std::make_unique<tier1::Tier1>(store_, source_.get(), std::move(t1));
   return Status::Ok();
 }
 
 Status Pipeline::Resume() {
-  lagging_.assign(P(), false);
-  for (uint32_t s = 0; s < P() && progress_.batches_committed() > 0; ++s) {
-    ASSIGN_OR_RETURN(uint64_t seq, shards_->CommittedBatch(s));
-    // A shard a move adds holds no batch until the first one after its making.
-    const bool added = placement_->moving() && s >= placement_->journal().shards_before() && seq == 0;
-    if (seq < progress_.batches_committed() && !added) lagging_[s] = true;
-  }
-  const bool lag = std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end();
-  ASSIGN_OR_RETURN(digest_, PrefixDigest::Open(o_.input));
-  auto same = [&](const pb::InputIdentity& id) {
-    uint64_t lo = 0, hi = 0;
-    digest_->Get(&lo, &hi);
-    return digest_->position() == id.bytes() && lo == id.digest_lo() && hi == id.digest_hi();
-  };
-  if (progress_.has_current()) {
-    const pb::InputIdentity& cur = progress_.current();
-    if (input_size_ >= cur.bytes()) RETURN_IF_ERROR(digest_->Advance(cur.bytes()));
-    if (input_size_ >= cur.bytes() && same(cur)) {
-      // The interrupted input again: go on after its last committed batch.
-      resuming_ = true;
-      skip_ = progress_.records_committed();
-      redo_from_ = progress_.last_batch_first_record();
-      spdlog::info("pipeline: resuming {} after {} committed records of {} ({} batches in the store){}", dir_, skip_,
-                   o_.input, progress_.batches_committed(), lag ? "; redoing the last batch's shard writes" : "");
-      return Status::Ok();
-    }
-    if (lag) {
-      return FailedPrecondition(fmt::format(
-          "pipeline: store {}'s last batch, from {}, is not on every shard yet; run neardup run --input {} --store {} "
-          "again first (it redoes that batch from that input)",
-          dir_, cur.name(), cur.name(), dir_));
-    }
-    if (!o_.abandon_interrupted) {
-      return FailedPrecondition(fmt::format(
-          "pipeline: store {} stopped in the middle of {} ({} of its records committed; {} is not that file); run it "
-          "again to finish it, or pass --abandon-interrupted to leave its rest unread and take {} as the next crawl",
-          dir_, cur.name(), progress_.records_committed(), o_.input, o_.input));
-    }
-    spdlog::warn("pipeline: the rest of {} after its {} committed records is left unread", cur.name(),
-                 progress_.records_committed());
-    ASSIGN_OR_RETURN(digest_, PrefixDigest::Open(o_.input));
-  }
-  for (const pb::InputIdentity& done : progress_.consumed()) {
-    if (done.bytes() != input_size_) continue;
-    if (digest_->position() != input_size_) RETURN_IF_ERROR(digest_->Advance(input_size_));
-    if (same(done)) {
-      if (o_.feed != nullptr) {
-        // A growing input recorded as consumed was read by a run that did not follow it: what is
-        // appended next would make it another input, read again from its start.
-        return FailedPrecondition(fmt::format(
-            "pipeline: store {} recorded {} as consumed whole (a run outside the server read it); a followed "
-            "input must not be: serve a copy of the store taken before that run",
-            dir_, o_.input));
-      }
-      sum_.already_consumed = done.name();
-      return Status::Ok();
-    }
-  }
-  if (digest_->position() != 0) {
-    ASSIGN_OR_RETURN(digest_, PrefixDigest::Open(o_.input));
-  }
-  // The next crawl: it adds to what the store holds.
-  pb::InputIdentity* cur = progress_.mutable_current();
-  cur->Clear();
-  cur->set_name(input_);
-  progress_.set_records_committed(0);
-  progress_.set_last_batch_first_record(0);
-  progress_.clear_last_batch_classes();
-  skip_ = 0;
-  if (progress_.batches_committed() > 0) {
-    spdlog::info("pipeline: {} is a new input for store {}, which holds {} batches", o_.input, dir_,
-                 progress_.batches_committed());
-  }
+  ASSIGN_OR_RETURN(lagging_, ShardsBehind(*shards_, *placement_, progress_.batches_committed()));
+  InputStartOptions io;
+  io.input = o_.input;
+  io.input_name = input_;
+  io.input_size = input_size_;
+  io.store = dir_;
+  io.lagging = std::find(lagging_.begin(), lagging_.end(), true) != lagging_.end();
+  io.followed = o_.feed != nullptr;
+  io.abandon_interrupted = o_.abandon_interrupted;
+  ASSIGN_OR_RETURN(InputStart start, FindInputStart(&progress_, io));
+  resuming_ = start.resuming;
+  skip_ = start.skip;
+  redo_from_ = start.redo_from;
+  sum_.already_consumed = start.already_consumed;
+  digest_ = std::move(start.digest);
   return Status::Ok();
 }
-
 
 Status Pipeline::RecordInputConsumed() {
   RETURN_IF_ERROR(digest_->Advance(input_size_));
@@ -442,5 +356,4 @@ Status Pipeline::RecordInputConsumed() {
   return store_->rows().WaitForWrites();
 }
 
-}  // namespace internal
-}  // namespace neardup::pipeline
+}  // namespace neardup::pipeline::internal

@@ -260,6 +260,31 @@ StatusOr<std::unique_ptr<Placement>> Placement::Load(const PlacementState& state
                                                   std::move(*j), generation));
 }
 
+StatusOr<std::unique_ptr<Placement>> Placement::Create(PlacementState* state, partitioner::PartitionMap map,
+                                                      pb::StoreParams* params, bool sync) {
+  params->set_shards(map.shards());
+  params->set_map_generation(map.proto().generation());
+  params->set_map_digest(MapDigest(map));
+  std::string bytes;
+  map.proto().SerializeToString(&bytes);
+  RETURN_IF_ERROR(state->WriteMap(MapFile::kServed, bytes, sync));
+  const PlacementState::RowWrite w{kParamsRow, params->SerializeAsString()};
+  RETURN_IF_ERROR(state->WriteRows(std::span(&w, 1)));
+  return std::make_unique<Placement>(std::move(map));
+}
+
+StatusOr<std::optional<partitioner::PartitionMap>> Placement::LeftoverMap(const PlacementState& state) {
+  StatusOr<std::string> bytes = state.ReadMap(MapFile::kServed);
+  if (bytes.status().code() == StatusCode::kNotFound) return std::optional<partitioner::PartitionMap>();
+  RETURN_IF_ERROR(bytes.status());
+  pb::PartitionMap p;
+  const std::string name = state.MapName(MapFile::kServed);
+  if (!p.ParseFromString(*bytes)) return Corruption(name + " is not a partition map (protobuf parse failed)");
+  auto map = partitioner::PartitionMap::FromProto(std::move(p));
+  if (!map.ok()) return Status(map.status().code(), name + ": " + map.status().message());
+  return std::optional<partitioner::PartitionMap>(std::move(*map));
+}
+
 Status Placement::BeginMove(PlacementState* state, const partitioner::PartitionMap& before,
                             const partitioner::PartitionMap& after, const pb::MoveJournal& journal, bool sync) {
   std::string bytes;
@@ -323,6 +348,40 @@ Status Placement::End(PlacementState* state) {
   state->RemoveMap(MapFile::kPrev);
   done_.store(true, std::memory_order_release);
   return Status::Ok();
+}
+
+// ---- A store opened for reading ----------------------------------------------------------------
+
+OpenedStore::OpenedStore() = default;
+OpenedStore::~OpenedStore() = default;
+OpenedStore::OpenedStore(OpenedStore&&) noexcept = default;
+OpenedStore& OpenedStore::operator=(OpenedStore&&) noexcept = default;
+
+StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenParams& given, pb::NeardupConfig* config,
+                                        double* threshold, SignerOptions* signer) {
+  std::error_code ec;
+  if (!std::filesystem::exists(layout.tier1() + "/CURRENT", ec)) {
+    return NotFound("no store in " + layout.dir + " (expected its group store in " + layout.tier1() + ")");
+  }
+  OpenedStore out;
+  tier1::GroupStore::Options go;
+  go.path = layout.tier1();
+  go.read_only = true;
+  go.cache_bytes = static_cast<uint64_t>(config->tier1().cache_mib()) << 20;
+  ASSIGN_OR_RETURN(out.groups, tier1::GroupStore::Open(go));
+  auto params = ReadStoreParams(*out.groups);
+  if (params.status().code() == StatusCode::kNotFound) {
+    return FailedPrecondition("store " + layout.dir +
+                              " records no parameters: it holds nothing yet, or was written by an earlier neardup "
+                              "(build it again with neardup run into a new --store)");
+  }
+  RETURN_IF_ERROR(params.status());
+  out.params = *params;
+  RETURN_IF_ERROR(CheckGivenParams(out.params, ParamsFromConfig(*config, *threshold), given, layout.dir));
+  ApplyParams(out.params, config, threshold, signer);
+  // map.pb, or the new map of a move whose flip committed just before a crash; a move's maps.
+  ASSIGN_OR_RETURN(out.placement, Placement::Load(StorePlacementState(layout, out.groups.get()), out.params));
+  return out;
 }
 
 }  // namespace neardup::pipeline

@@ -15,7 +15,8 @@
 //   meta row "move"                the move journal (pb::MoveJournal), while a move is open;
 //   meta row "tier2_servers"       the Tier 2 servers of the shards (ShardServers).
 // StorePlacementState keeps them in a store's directory and group store; MemoryPlacementState
-// keeps them in memory, for tests.
+// keeps them in memory, for tests. OpenStoreReadOnly opens a store's group store and placement
+// for the commands that only read a store (status, check, --out).
 //
 // The maps of a move: cells are the new map's throughout (they are the old map's, or refine them:
 // partitioner::SplitCells); a cell's old shard is its parent cell's under the old map. Until the
@@ -155,6 +156,17 @@ class Placement {
   // As Load, with the parameters the caller read (not read again).
   static StatusOr<std::unique_ptr<Placement>> Load(const PlacementState& state, const pb::StoreParams& params);
 
+  // A new store's first commit: `map` as map.pb (durably when `sync`), then the parameters
+  // (*params, given the map's shard count, generation and digest) that name it, in one write; the
+  // placement serving it. A crash in between leaves a map no parameters name (LeftoverMap).
+  // Errors: the state's.
+  static StatusOr<std::unique_ptr<Placement>> Create(PlacementState* state, partitioner::PartitionMap map,
+                                                     pb::StoreParams* params, bool sync);
+  // The map a start that committed nothing left (map.pb, with no parameters naming it yet): the
+  // next start uses it when it fits, and builds another otherwise. nullopt when there is none;
+  // Corruption for a file that is not a partition map; the state's read errors.
+  static StatusOr<std::optional<partitioner::PartitionMap>> LeftoverMap(const PlacementState& state);
+
   // Starts a move (its first durable step): the old map as map-prev.pb, the new one as
   // map-next.pb (durably when `sync`), then the journal (state COPY). Errors: the state's.
   static Status BeginMove(PlacementState* state, const partitioner::PartitionMap& before,
@@ -231,6 +243,22 @@ class Placement {
   uint64_t generation_ = 0;
   std::atomic<bool> flipped_{false}, done_{false};
 };
+
+// Opens a store's group store and placement for reading only (nothing in DIR changes), checks the
+// given parameters against the store's, and applies the store's to *config, *threshold and
+// *signer. NotFound when DIR holds no store; FailedPrecondition for a parameter given otherwise, or
+// a store with no recorded parameters; Corruption as Placement::Load's.
+struct OpenedStore {
+  OpenedStore();
+  ~OpenedStore();
+  OpenedStore(OpenedStore&&) noexcept;
+  OpenedStore& operator=(OpenedStore&&) noexcept;
+  std::unique_ptr<tier1::GroupStore> groups;
+  std::unique_ptr<Placement> placement;  // the served map (and a move's maps: pipeline/placement.h)
+  pb::StoreParams params;
+};
+StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenParams& given, pb::NeardupConfig* config,
+                                        double* threshold, SignerOptions* signer);
 
 // The move journal a store records (meta row "move"). NotFound when none; Corruption when
 // unreadable.

@@ -155,6 +155,47 @@ TEST(Placement, LoadsTheMapTheParametersName) {
 
 // A move of two cells (one to a new fifth shard), step by step: where a cell's pages are, where a
 // batch stores and removes them, the routing, and the state saved at each step loads back the same.
+// A new store's first commit writes the map, then the parameters that name it; a start that
+// crashed between the two leaves a map no parameters name, which the next start finds.
+TEST(Placement, ANewStoresFirstCommitAndTheMapACrashLeft) {
+  const partitioner::PartitionMap map = Build(3);
+  MemoryPlacementState s;
+  auto none = Placement::LeftoverMap(s);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_FALSE(none->has_value());
+
+  s.maps[MapFile::kServed] = Bytes(map);  // the map written, the parameters not
+  auto left = Placement::LeftoverMap(s);
+  ASSERT_TRUE(left.ok()) << left.status().ToString();
+  ASSERT_TRUE(left->has_value());
+  EXPECT_EQ(MapDigest(**left), MapDigest(map));
+  EXPECT_EQ(Placement::Load(s).status().code(), StatusCode::kNotFound);
+
+  s.maps[MapFile::kServed] = "not a map";
+  EXPECT_EQ(Placement::LeftoverMap(s).status().code(), StatusCode::kCorruption);
+
+  MemoryPlacementState fresh;
+  pb::StoreParams params;
+  params.set_threshold(0.9);
+  auto created = Placement::Create(&fresh, map, &params, /*sync=*/false);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(params.shards(), 3u);
+  EXPECT_EQ(params.map_generation(), map.proto().generation());
+  EXPECT_EQ(params.map_digest(), MapDigest(map));
+  EXPECT_EQ(MapDigest((*created)->served()), MapDigest(map));
+  EXPECT_FALSE((*created)->moving());
+  EXPECT_EQ(fresh.maps.at(MapFile::kServed), Bytes(map));
+  auto loaded = Placement::Load(fresh);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(MapDigest((*loaded)->served()), MapDigest(map));
+  EXPECT_EQ((*loaded)->generation(), map.proto().generation());
+
+  MemoryPlacementState failing;
+  failing.fail_writes = true;
+  EXPECT_FALSE(Placement::Create(&failing, map, &params, /*sync=*/false).ok());
+  EXPECT_FALSE(failing.rows.count("params"));  // no parameters name a map that was not written
+}
+
 TEST(Placement, AMoveServesTheOldMapUntilItsFlipAndTheNewOneFromThen) {
   const partitioner::PartitionMap before = Build(4);
   std::set<uint32_t> moved = {0, before.cells() - 1};

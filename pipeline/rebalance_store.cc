@@ -15,8 +15,8 @@
 #include "common/json_write.h"
 #include "common/url_hash_map.h"
 #include "partitioner/map_builder.h"
-#include "pipeline/pipeline.h"
 #include "pipeline/placement.h"
+#include "pipeline/store_sizing.h"
 #include "storage/file_env.h"
 
 namespace neardup::pipeline {
@@ -505,94 +505,37 @@ StatusOr<StoreRebalanceReport> RebalanceStore(const StoreRebalanceOptions& o) {
   return RebalanceOpenStore(groups.get(), o);
 }
 
-StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, const StoreRebalanceOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  RETURN_IF_ERROR(CheckRebalanceOptions(o));
-  StoreLayout layout{o.dir};
-  std::error_code ec;
-  pb::NeardupConfig config = o.config;
-  auto params_or = ReadStoreParams(*groups);
-  if (params_or.status().code() == StatusCode::kNotFound) {
-    return FailedPrecondition("store " + o.dir + " records no parameters: it holds nothing yet");
-  }
-  RETURN_IF_ERROR(params_or.status());
-  double threshold = 0;
-  SignerOptions signer;
-  ApplyParams(*params_or, &config, &threshold, &signer);
+namespace {
 
-  StoreRebalanceReport report;
-  report.dry_run = o.dry_run;
-  if (!o.dry_run) {
-    bool finished = false;
-    RETURN_IF_ERROR(FinishMove(layout, groups, config, o.open_shards, nullptr, &finished, &report, o.on_step, o.max_mb_per_s));
-    if (finished) {
-      // The interrupted move is the rebalance asked for: report it (a new plan would start over).
-      ASSIGN_OR_RETURN(std::unique_ptr<Placement> placement, Placement::Load(StorePlacementState(layout, groups)));
-      const partitioner::PartitionMap& map = placement->served();
-      std::vector<uint64_t> pages(map.shards(), 0);
-      RETURN_IF_ERROR(ForEachResident(*groups, [&](std::string_view, uint32_t cell) {
-        if (cell < map.cells()) ++pages[map.ShardOf(cell)];
-        ++report.resident_pages;
-        return Status::Ok();
-      }));
-      report.shard_pages_after = pages;
-      report.imbalance_after = ImbalanceOf(pages);
-      report.applied = true;
-      report.seconds = seconds();
-      return report;
-    }
-  } else if (ReadMoveJournal(*groups).ok()) {
-    return FailedPrecondition("store " + o.dir + " has an interrupted move: run neardup rebalance --store " + o.dir +
-                              " without --dry-run to finish it first");
-  }
-  StorePlacementState state(layout, groups);
-  ASSIGN_OR_RETURN(std::unique_ptr<Placement> placement, Placement::Load(state, *params_or));
-  const partitioner::PartitionMap& map = placement->served();
-  const uint32_t shards_after = o.shards == 0 ? map.shards() : o.shards;
-  ASSIGN_OR_RETURN(uint64_t sequence, CommittedBatches(*groups));
-
-  // Cells weighed: every resident page counted, a sample of them (by URL hash) for the plan.
-  std::vector<uint64_t> cell_pages(map.cells(), 0);
-  std::vector<std::pair<uint32_t, uint64_t>> pages;  // (cell, URL hash) of every resident page: one scan
-  RETURN_IF_ERROR(ForEachResident(*groups, [&](std::string_view url, uint32_t cell) -> Status {
-    if (cell >= map.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
-    ++cell_pages[cell];
-    pages.emplace_back(cell, UrlHash(url));
-    return Status::Ok();
-  }));
-  const uint64_t resident = pages.size();
-  if (resident == 0) return FailedPrecondition("store " + o.dir + " holds no pages to rebalance");
-  const double rate = std::min(1.0, std::max(o.sample_rate, 20000.0 / static_cast<double>(resident)));
-  const uint64_t cut = rate >= 1 ? ~uint64_t{0} : static_cast<uint64_t>(rate * 18446744073709551615.0);
-  std::vector<double> sample_w(map.cells(), 0.0);
-  uint64_t sampled = 0;
-  for (const auto& [cell, hash] : pages) {
-    if (hash <= cut) {
-      sample_w[cell] += 1;
-      ++sampled;
-    }
-  }
-  const partitioner::RebalanceOptions ro{.max_move = o.max_move, .target_imbalance = o.target_imbalance};
-  ASSIGN_OR_RETURN(partitioner::RebalanceResult plan, partitioner::ReassignCells(map, sample_w, shards_after, ro));
-  // The shards, opened once (new ones created) for the move, or before it to read the sample's
-  // signatures for re-slicing (read-only on a dry run).
-  const uint32_t count = std::max(map.shards(), shards_after);
+// A rebalance of one store: its options, its group store, and the shards it opens once.
+struct StoreRebalance {
+  const StoreRebalanceOptions& o;
+  tier1::GroupStore* groups;
+  StoreLayout layout;
+  pb::NeardupConfig config;       // the store's parameters applied
+  std::chrono::steady_clock::time_point start;
   std::unique_ptr<ShardSet> shards;
-  auto open_shards = [&]() -> Status {
+
+  double Seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+  // The directories of shards `from` to `to` - 1, created for a move that is not made.
+  void RemoveAdded(uint32_t from, uint32_t to) const {
+    std::error_code ec;
+    for (uint32_t added = from; added < to; ++added) fs::remove_all(layout.shard(added), ec);
+  }
+  // The shards, opened once (new ones created: `count` of them) for the move, or before it to read
+  // the sample's signatures for re-slicing (read-only on a dry run, the map's only). Every shard
+  // must hold every batch Tier 1 committed (`sequence`): else a batch's pages are not where Tier 1
+  // says.
+  Status OpenShardsOnce(const partitioner::PartitionMap& map, uint32_t count, uint64_t sequence) {
     if (shards != nullptr) return Status::Ok();
     ShardSetOptions so = ShardOptionsFor(layout, config, o.dry_run ? map.shards() : count);
     so.read_only = o.dry_run;
     ASSIGN_OR_RETURN(shards, OpenShards(o.open_shards, so));
-    // Every shard must hold every batch Tier 1 committed: else a batch's pages are not where
-    // Tier 1 says.
     for (uint32_t m = 0; m < map.shards() && sequence > 0; ++m) {
       ASSIGN_OR_RETURN(uint64_t seq, shards->CommittedBatch(m));
       if (seq < sequence) {
         shards.reset();
-        if (!o.dry_run) {
-          for (uint32_t added = map.shards(); added < count; ++added) fs::remove_all(layout.shard(added), ec);
-        }
+        if (!o.dry_run) RemoveAdded(map.shards(), count);
         return FailedPrecondition(fmt::format(
             "store {}: shard {} has batch {} of {}: the last run was interrupted before its shards committed; run "
             "its input again (neardup run) first",
@@ -600,104 +543,160 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
       }
     }
     return Status::Ok();
-  };
-  // Pages per cell of the plan's map: exact for whole cells, a split cell's by its sample share.
-  std::vector<double> plan_pages(cell_pages.begin(), cell_pages.end());
-  if (o.reslice && plan.imbalance_after > o.target_imbalance) {
-    RETURN_IF_ERROR(open_shards());
-    ASSIGN_OR_RETURN(partitioner::LengthSample vectors, SampleVectors(*groups, map, *shards, cut));
-    ASSIGN_OR_RETURN(partitioner::RebalanceResult split,
-                     partitioner::ReassignOrSplitCells(map, vectors, shards_after, ro));
-    if (split.resliced && split.imbalance_after < plan.imbalance_after) {
-      ASSIGN_OR_RETURN(const std::vector<uint32_t> parent, partitioner::CellParents(split.map, map));
-      std::vector<double> part_w(split.map.cells(), 0.0), parent_w(map.cells(), 0.0);
-      for (size_t i = 0; i < vectors.size(); ++i) {
-        const uint32_t c = split.map.Home(vectors.Vector(i, map.proto().feature()));
-        part_w[c] += 1;
-        parent_w[parent[c]] += 1;
-      }
-      plan_pages.assign(split.map.cells(), 0.0);
-      for (uint32_t c = 0; c < split.map.cells(); ++c) {
-        const uint32_t up = parent[c];
-        plan_pages[c] = parent_w[up] > 0 ? static_cast<double>(cell_pages[up]) * part_w[c] / parent_w[up]
-                        : c == up ? static_cast<double>(cell_pages[up]) : 0.0;
-      }
-      report.cells_split = split.cells_split;
-      plan = std::move(split);
+  }
+};
+
+// The move an interrupted rebalance recorded, finished first, as this rebalance's report (a new
+// plan would start over): the served map's shards' resident pages after it.
+StatusOr<StoreRebalanceReport> ReportFinishedMove(const StoreRebalance& r, StoreRebalanceReport report) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Placement> placement, Placement::Load(StorePlacementState(r.layout, r.groups)));
+  const partitioner::PartitionMap& map = placement->served();
+  std::vector<uint64_t> pages(map.shards(), 0);
+  RETURN_IF_ERROR(ForEachResident(*r.groups, [&](std::string_view, uint32_t cell) {
+    if (cell < map.cells()) ++pages[map.ShardOf(cell)];
+    ++report.resident_pages;
+    return Status::Ok();
+  }));
+  report.shard_pages_after = pages;
+  report.imbalance_after = ImbalanceOf(pages);
+  report.applied = true;
+  report.seconds = r.Seconds();
+  return report;
+}
+
+// The cells weighed: every resident page counted, a sample of them (by URL hash) for the plan.
+struct CellWeights {
+  std::vector<uint64_t> pages;    // resident pages per cell
+  std::vector<double> sampled;    // sampled pages per cell
+  uint64_t resident = 0, sampled_pages = 0;
+  double rate = 0;                // the sample's share of the pages
+  uint64_t cut = 0;               // a page is sampled when its URL hash is at most this
+};
+
+StatusOr<CellWeights> WeighCells(const tier1::GroupStore& groups, const partitioner::PartitionMap& map,
+                                 const StoreRebalanceOptions& o) {
+  CellWeights w;
+  w.pages.assign(map.cells(), 0);
+  std::vector<std::pair<uint32_t, uint64_t>> pages;  // (cell, URL hash) of every resident page: one scan
+  RETURN_IF_ERROR(ForEachResident(groups, [&](std::string_view url, uint32_t cell) -> Status {
+    if (cell >= map.cells()) return Corruption(fmt::format("page {} is in cell {}, outside the map", url, cell));
+    ++w.pages[cell];
+    pages.emplace_back(cell, UrlHash(url));
+    return Status::Ok();
+  }));
+  w.resident = pages.size();
+  if (w.resident == 0) return FailedPrecondition("store " + o.dir + " holds no pages to rebalance");
+  w.rate = std::min(1.0, std::max(o.sample_rate, 20000.0 / static_cast<double>(w.resident)));
+  w.cut = w.rate >= 1 ? ~uint64_t{0} : static_cast<uint64_t>(w.rate * 18446744073709551615.0);
+  w.sampled.assign(map.cells(), 0.0);
+  for (const auto& [cell, hash] : pages) {
+    if (hash <= w.cut) {
+      w.sampled[cell] += 1;
+      ++w.sampled_pages;
     }
   }
-  report.generation_before = map.proto().generation();
-  report.shards_before = map.shards();
-  report.shards_after = shards_after;
-  report.resident_pages = resident;
-  report.sampled_pages = sampled;
-  report.sample_rate = rate;
-  report.shard_pages_before.assign(map.shards(), 0);
-  report.shard_pages_after.assign(shards_after, 0);
-  for (uint32_t c = 0; c < map.cells(); ++c) report.shard_pages_before[map.ShardOf(c)] += cell_pages[c];
-  {
-    std::vector<double> after(shards_after, 0.0);
-    for (uint32_t c = 0; c < plan.map.cells(); ++c) after[plan.map.ShardOf(c)] += plan_pages[c];
-    for (uint32_t m = 0; m < shards_after; ++m) report.shard_pages_after[m] = static_cast<uint64_t>(std::llround(after[m]));
+  return w;
+}
+
+// When whole cells leave the plan past the target: the sampled pages' signatures read, and the
+// heaviest cells split, if that balances better. *plan_pages: pages per cell of the plan's map
+// (exact for whole cells, a split cell's by its sample share); *cells_split.
+Status ResliceIfBetter(StoreRebalance& r, const partitioner::PartitionMap& map, const CellWeights& w, uint32_t shards_after,
+                       uint32_t count, uint64_t sequence, partitioner::RebalanceResult* plan,
+                       std::vector<double>* plan_pages, uint32_t* cells_split) {
+  const partitioner::RebalanceOptions ro{.max_move = r.o.max_move, .target_imbalance = r.o.target_imbalance};
+  RETURN_IF_ERROR(r.OpenShardsOnce(map, count, sequence));
+  ASSIGN_OR_RETURN(partitioner::LengthSample vectors, SampleVectors(*r.groups, map, *r.shards, w.cut));
+  ASSIGN_OR_RETURN(partitioner::RebalanceResult split, partitioner::ReassignOrSplitCells(map, vectors, shards_after, ro));
+  if (!split.resliced || split.imbalance_after >= plan->imbalance_after) return Status::Ok();
+  ASSIGN_OR_RETURN(const std::vector<uint32_t> parent, partitioner::CellParents(split.map, map));
+  std::vector<double> part_w(split.map.cells(), 0.0), parent_w(map.cells(), 0.0);
+  for (size_t i = 0; i < vectors.size(); ++i) {
+    const uint32_t c = split.map.Home(vectors.Vector(i, map.proto().feature()));
+    part_w[c] += 1;
+    parent_w[parent[c]] += 1;
   }
-  report.imbalance_before = ImbalanceOf(report.shard_pages_before);
-  report.imbalance_after = ImbalanceOf(report.shard_pages_after);
-  report.max_move = o.max_move;
-  report.move_budget = plan.move_budget;
-  report.target_imbalance = o.target_imbalance;
-  report.planned_imbalance = plan.imbalance_after;
-  report.target_reached = plan.imbalance_after <= o.target_imbalance + 1e-9;
+  plan_pages->assign(split.map.cells(), 0.0);
+  for (uint32_t c = 0; c < split.map.cells(); ++c) {
+    const uint32_t up = parent[c];
+    (*plan_pages)[c] = parent_w[up] > 0 ? static_cast<double>(w.pages[up]) * part_w[c] / parent_w[up]
+                       : c == up       ? static_cast<double>(w.pages[up])
+                                       : 0.0;
+  }
+  *cells_split = split.cells_split;
+  *plan = std::move(split);
+  return Status::Ok();
+}
+
+// Why the plan misses its target, or ends above the imbalance before, if it does (empty otherwise).
+std::string PlanNote(const StoreRebalanceOptions& o, const StoreRebalanceReport& report, uint32_t shards_before) {
+  std::string note;
   if (!report.target_reached) {
-    if (shards_after == map.shards()) {
-      report.note = fmt::format(
-          "target {:.2f} out of reach: moves and swaps within --max-move {:.2f} reach {:.3f} on the sample{}",
-          o.target_imbalance, o.max_move, plan.imbalance_after,
-          o.reslice ? "" : " (--no-reslice: whole cells only)");
+    if (report.shards_after == shards_before) {
+      note = fmt::format("target {:.2f} out of reach: moves and swaps within --max-move {:.2f} reach {:.3f} on the sample{}",
+                         o.target_imbalance, o.max_move, report.planned_imbalance,
+                         o.reslice ? "" : " (--no-reslice: whole cells only)");
     } else {
-      report.note = fmt::format(
+      note = fmt::format(
           "target {:.2f} out of reach: no move budget gets {} -> {} shards below {:.3f} on the sample with {}",
-          o.target_imbalance, map.shards(), shards_after, plan.imbalance_after,
+          o.target_imbalance, shards_before, report.shards_after, report.planned_imbalance,
           !o.reslice ? "whole cells (--no-reslice)" : report.cells_split > 0 ? "these cells, split ones included"
                                                                               : "these cells (none could be split)");
     }
   }
   if (report.imbalance_after > report.imbalance_before + 1e-9) {
-    report.note += fmt::format("{}the imbalance after ({:.3f}, {} shards) is above the one before ({:.3f}, {} shards)",
-                               report.note.empty() ? "" : "; ", report.imbalance_after, shards_after,
-                               report.imbalance_before, map.shards());
+    note += fmt::format("{}the imbalance after ({:.3f}, {} shards) is above the one before ({:.3f}, {} shards)",
+                        note.empty() ? "" : "; ", report.imbalance_after, report.shards_after,
+                        report.imbalance_before, shards_before);
   }
-  if (report.move_budget > o.max_move + 1e-12) {
+  return note;
+}
+
+// The plan's report: the pages per shard before and after, the imbalances, the target, the note
+// and the moves (by pages, largest first).
+void ReportPlan(const StoreRebalanceOptions& o, const partitioner::PartitionMap& map, const CellWeights& w,
+                const partitioner::RebalanceResult& plan, const std::vector<double>& plan_pages, uint32_t shards_after,
+                StoreRebalanceReport* report) {
+  report->generation_before = map.proto().generation();
+  report->shards_before = map.shards();
+  report->shards_after = shards_after;
+  report->resident_pages = w.resident;
+  report->sampled_pages = w.sampled_pages;
+  report->sample_rate = w.rate;
+  report->shard_pages_before.assign(map.shards(), 0);
+  report->shard_pages_after.assign(shards_after, 0);
+  for (uint32_t c = 0; c < map.cells(); ++c) report->shard_pages_before[map.ShardOf(c)] += w.pages[c];
+  std::vector<double> after(shards_after, 0.0);
+  for (uint32_t c = 0; c < plan.map.cells(); ++c) after[plan.map.ShardOf(c)] += plan_pages[c];
+  for (uint32_t m = 0; m < shards_after; ++m) report->shard_pages_after[m] = static_cast<uint64_t>(std::llround(after[m]));
+  report->imbalance_before = ImbalanceOf(report->shard_pages_before);
+  report->imbalance_after = ImbalanceOf(report->shard_pages_after);
+  report->max_move = o.max_move;
+  report->move_budget = plan.move_budget;
+  report->target_imbalance = o.target_imbalance;
+  report->planned_imbalance = plan.imbalance_after;
+  report->target_reached = plan.imbalance_after <= o.target_imbalance + 1e-9;
+  report->note = PlanNote(o, *report, map.shards());
+  if (report->move_budget > o.max_move + 1e-12) {
     spdlog::info("rebalance: store {}: {} -> {} shards needs a move budget of {:.3f} of the pages to reach {:.2f} "
                  "(--max-move {:.2f})",
-                 o.dir, map.shards(), shards_after, report.move_budget, o.target_imbalance, o.max_move);
+                 o.dir, map.shards(), shards_after, report->move_budget, o.target_imbalance, o.max_move);
   }
-  if (!report.note.empty()) spdlog::warn("rebalance: store {}: {}", o.dir, report.note);
+  if (!report->note.empty()) spdlog::warn("rebalance: store {}: {}", o.dir, report->note);
   for (partitioner::CellMove m : plan.moves) {
-    report.estimated_pages += m.pages / rate;
+    report->estimated_pages += m.pages / w.rate;
     m.pages = plan_pages[m.to_cell];
-    report.planned_pages += static_cast<uint64_t>(std::llround(m.pages));
-    report.moves.push_back(m);
+    report->planned_pages += static_cast<uint64_t>(std::llround(m.pages));
+    report->moves.push_back(m);
   }
-  std::stable_sort(report.moves.begin(), report.moves.end(),
+  std::stable_sort(report->moves.begin(), report->moves.end(),
                    [](const partitioner::CellMove& a, const partitioner::CellMove& b) { return a.pages > b.pages; });
-  // Cells the sample missed: whole-cell reassignment moved them by weight 0, i.e. not at all,
-  // unless their shard is drained (then they are in plan.moves already).
-  if (o.dry_run || plan.moves.empty()) {
-    if (shards != nullptr && !o.dry_run) {
-      // Opened to read the sample: the shards it created for nothing go.
-      shards.reset();
-      for (uint32_t added = map.shards(); added < count; ++added) fs::remove_all(layout.shard(added), ec);
-    }
-    report.generation_after = report.generation_before;
-    if (!o.dry_run) report.shards_after = report.shards_before;
-    report.seconds = seconds();
-    return report;
-  }
+}
 
-  RETURN_IF_ERROR(open_shards());
-
-  // Step 1: both maps beside each other, then the journal.
-  partitioner::PartitionMap next = plan.map;
+// Step 1 (both maps beside each other, then the journal), and unless deferred, steps 2-4.
+StatusOr<StoreRebalanceReport> MakeMove(StoreRebalance& r, const partitioner::PartitionMap& map,
+                                        const partitioner::PartitionMap& next, StoreRebalanceReport report) {
+  const StoreRebalanceOptions& o = r.o;
   pb::MoveJournal j;
   j.set_state(pb::MoveJournal::COPY);
   j.set_generation_before(map.proto().generation());
@@ -705,18 +704,18 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
   j.set_digest_before(MapDigest(map));
   j.set_digest_after(MapDigest(next));
   j.set_shards_before(map.shards());
-  j.set_shards_after(shards_after);
+  j.set_shards_after(report.shards_after);
   j.set_estimated_pages(report.estimated_pages);
-  const bool sync = config.tier1().sync();
-  RETURN_IF_ERROR(Placement::BeginMove(&state, map, next, j, sync));
+  StorePlacementState state(r.layout, r.groups);
+  RETURN_IF_ERROR(Placement::BeginMove(&state, map, next, j, r.config.tier1().sync()));
   report.steps = 1;
   if (o.on_step && !o.on_step(0)) return Unavailable("move: stopped after writing its journal (a later rebalance or run finishes it)");
+  report.generation_after = j.generation_after();
+  report.applied = true;
   if (o.defer_move) {
     // The store's next run moves the pages between its batches.
-    report.generation_after = j.generation_after();
-    report.applied = true;
     report.deferred = true;
-    report.seconds = seconds();
+    report.seconds = r.Seconds();
     return report;
   }
   spdlog::info("rebalance: moving {} cells ({} pages) of store {}: map generation {} -> {}, {} -> {} shards",
@@ -724,18 +723,71 @@ StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, con
                j.shards_before(), j.shards_after());
   StoreRebalanceReport moved;
   bool finished = false;
-  RETURN_IF_ERROR(
-      FinishMove(layout, groups, config, o.open_shards, std::move(shards), &finished, &moved, o.on_step, o.max_mb_per_s));
-  report.generation_after = j.generation_after();
+  RETURN_IF_ERROR(FinishMove(r.layout, r.groups, r.config, o.open_shards, std::move(r.shards), &finished, &moved,
+                             o.on_step, o.max_mb_per_s));
   report.pages_moved = moved.pages_moved;
   report.pages_relabelled = moved.pages_relabelled;
   report.bytes_moved = moved.bytes_moved;
   report.planned_bytes = moved.bytes_moved;
   report.steps += moved.steps;
   report.throttled_seconds = moved.throttled_seconds;
-  report.applied = true;
-  report.seconds = seconds();
+  report.seconds = r.Seconds();
   return report;
+}
+
+}  // namespace
+
+StatusOr<StoreRebalanceReport> RebalanceOpenStore(tier1::GroupStore* groups, const StoreRebalanceOptions& o) {
+  StoreRebalance r{o, groups, StoreLayout{o.dir}, o.config, std::chrono::steady_clock::now(), nullptr};
+  RETURN_IF_ERROR(CheckRebalanceOptions(o));
+  auto params_or = ReadStoreParams(*groups);
+  if (params_or.status().code() == StatusCode::kNotFound) {
+    return FailedPrecondition("store " + o.dir + " records no parameters: it holds nothing yet");
+  }
+  RETURN_IF_ERROR(params_or.status());
+  double threshold = 0;
+  SignerOptions signer;
+  ApplyParams(*params_or, &r.config, &threshold, &signer);
+
+  StoreRebalanceReport report;
+  report.dry_run = o.dry_run;
+  if (!o.dry_run) {
+    bool finished = false;
+    RETURN_IF_ERROR(FinishMove(r.layout, groups, r.config, o.open_shards, nullptr, &finished, &report, o.on_step,
+                               o.max_mb_per_s));
+    if (finished) return ReportFinishedMove(r, std::move(report));
+  } else if (ReadMoveJournal(*groups).ok()) {
+    return FailedPrecondition("store " + o.dir + " has an interrupted move: run neardup rebalance --store " + o.dir +
+                              " without --dry-run to finish it first");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Placement> placement, Placement::Load(StorePlacementState(r.layout, groups), *params_or));
+  const partitioner::PartitionMap& map = placement->served();
+  const uint32_t shards_after = o.shards == 0 ? map.shards() : o.shards;
+  const uint32_t count = std::max(map.shards(), shards_after);
+  ASSIGN_OR_RETURN(uint64_t sequence, CommittedBatches(*groups));
+  ASSIGN_OR_RETURN(const CellWeights w, WeighCells(*groups, map, o));
+  const partitioner::RebalanceOptions ro{.max_move = o.max_move, .target_imbalance = o.target_imbalance};
+  ASSIGN_OR_RETURN(partitioner::RebalanceResult plan, partitioner::ReassignCells(map, w.sampled, shards_after, ro));
+  std::vector<double> plan_pages(w.pages.begin(), w.pages.end());
+  if (o.reslice && plan.imbalance_after > o.target_imbalance) {
+    RETURN_IF_ERROR(ResliceIfBetter(r, map, w, shards_after, count, sequence, &plan, &plan_pages, &report.cells_split));
+  }
+  ReportPlan(o, map, w, plan, plan_pages, shards_after, &report);
+  // Cells the sample missed: whole-cell reassignment moved them by weight 0, i.e. not at all,
+  // unless their shard is drained (then they are in plan.moves already).
+  if (o.dry_run || plan.moves.empty()) {
+    if (r.shards != nullptr && !o.dry_run) {
+      // Opened to read the sample: the shards it created for nothing go.
+      r.shards.reset();
+      r.RemoveAdded(map.shards(), count);
+    }
+    report.generation_after = report.generation_before;
+    if (!o.dry_run) report.shards_after = report.shards_before;
+    report.seconds = r.Seconds();
+    return report;
+  }
+  RETURN_IF_ERROR(r.OpenShardsOnce(map, count, sequence));
+  return MakeMove(r, map, plan.map, std::move(report));
 }
 
 std::string RebalanceReportJson(const StoreRebalanceReport& r) {

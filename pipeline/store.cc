@@ -1,6 +1,5 @@
 #include "pipeline/store.h"
 
-#include "pipeline/placement.h"
 #include "tier2/local_shards.h"
 
 #include <algorithm>
@@ -121,38 +120,6 @@ Status WriteStoreParams(tier1::GroupStore* store, const pb::StoreParams& p) {
   b.Put(store->meta_family(), "params", "", p.SerializeAsString());
   RETURN_IF_ERROR(store->rows().Write(b));
   return store->rows().WaitForWrites();
-}
-
-OpenedStore::OpenedStore() = default;
-OpenedStore::~OpenedStore() = default;
-OpenedStore::OpenedStore(OpenedStore&&) noexcept = default;
-OpenedStore& OpenedStore::operator=(OpenedStore&&) noexcept = default;
-
-StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenParams& given, pb::NeardupConfig* config,
-                                        double* threshold, SignerOptions* signer) {
-  std::error_code ec;
-  if (!std::filesystem::exists(layout.tier1() + "/CURRENT", ec)) {
-    return NotFound("no store in " + layout.dir + " (expected its group store in " + layout.tier1() + ")");
-  }
-  OpenedStore out;
-  tier1::GroupStore::Options go;
-  go.path = layout.tier1();
-  go.read_only = true;
-  go.cache_bytes = static_cast<uint64_t>(config->tier1().cache_mib()) << 20;
-  ASSIGN_OR_RETURN(out.groups, tier1::GroupStore::Open(go));
-  auto params = ReadStoreParams(*out.groups);
-  if (params.status().code() == StatusCode::kNotFound) {
-    return FailedPrecondition("store " + layout.dir +
-                              " records no parameters: it holds nothing yet, or was written by an earlier neardup "
-                              "(build it again with neardup run into a new --store)");
-  }
-  RETURN_IF_ERROR(params.status());
-  out.params = *params;
-  RETURN_IF_ERROR(CheckGivenParams(out.params, ParamsFromConfig(*config, *threshold), given, layout.dir));
-  ApplyParams(out.params, config, threshold, signer);
-  // map.pb, or the new map of a move whose flip committed just before a crash; a move's maps.
-  ASSIGN_OR_RETURN(out.placement, Placement::Load(StorePlacementState(layout, out.groups.get()), out.params));
-  return out;
 }
 
 // ---- PrefixDigest ------------------------------------------------------------------------------

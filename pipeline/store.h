@@ -34,7 +34,6 @@
 
 namespace neardup::pipeline {
 
-class Placement;
 
 struct StoreLayout {
   std::string dir;
@@ -71,22 +70,6 @@ uint64_t MapDigest(const partitioner::PartitionMap& map);
 StatusOr<pb::StoreParams> ReadStoreParams(const tier1::GroupStore& store);
 // Writes them (meta row "params") and waits until they are durable.
 Status WriteStoreParams(tier1::GroupStore* store, const pb::StoreParams& p);
-
-// Opens a store's group store and placement for reading only (nothing in DIR changes), checks the
-// given parameters against the store's, and applies the store's to *config, *threshold and
-// *signer. NotFound when DIR holds no store; FailedPrecondition for a parameter given otherwise, or
-// a store with no recorded parameters; Corruption as Placement::Load's.
-struct OpenedStore {
-  OpenedStore();
-  ~OpenedStore();
-  OpenedStore(OpenedStore&&) noexcept;
-  OpenedStore& operator=(OpenedStore&&) noexcept;
-  std::unique_ptr<tier1::GroupStore> groups;
-  std::unique_ptr<Placement> placement;  // the served map (and a move's maps: pipeline/placement.h)
-  pb::StoreParams params;
-};
-StatusOr<OpenedStore> OpenStoreReadOnly(const StoreLayout& layout, const GivenParams& given, pb::NeardupConfig* config,
-                                        double* threshold, SignerOptions* signer);
 
 // The XXH3-128 of a file's first `bytes` bytes, computed as a reader passes over it: Advance(to)
 // reads and hashes the bytes from where it stands up to `to` through its own descriptor.
