@@ -28,7 +28,7 @@ else
   concurrent=(neardup row_store_test worker_pool_test run_on_threads_test shard_compare_test shard_cap_test shard_write_test pipeline_test
               remote_shard_set_test tier2_server_test fault_proxy_test store_test ingest_log_test http_api_test service_test
               bootstrap_map_test tier1_service_test shard_rebalancer_test net_test https_test shard_health_test email_api_test email_cluster_store_test
-              email_thread_weaver_test email_domain_counts_test)
+              email_thread_weaver_test email_domain_counts_test batch_test shard_pools_test shard_writes_test)
   bash scripts/build.sh tsan "${concurrent[@]}"
   phase "ThreadSanitizer build"
   # Every test of the binaries named: their suites, as the binaries list them (none is left out
