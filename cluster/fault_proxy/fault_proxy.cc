@@ -53,26 +53,20 @@ struct Link {
 class FaultProxyImpl final : public FaultProxy {
  public:
   FaultProxyImpl(const FaultProxyOptions& o, tcp::endpoint target)
-      : faults_(o.faults), target_(target), acceptor_(io_) {}
+      : faults_(o.faults), target_(target) {}
   ~FaultProxyImpl() override { Stop(); }
 
-  Status Listen(const std::string& listen, const tcp::endpoint& endpoint) {
-    boost::system::error_code ec;
-    acceptor_.open(endpoint.protocol(), ec);
-    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(endpoint, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return IoError("fault proxy: cannot listen on " + listen + ": " + ec.message());
-    port_ = acceptor_.local_endpoint().port();
-    asio::co_spawn(io_, Accept(), asio::detached);
-    thread_ = std::thread([this] {
-      NameThisThread("nd-fault-proxy");
-      io_.run();
+  // One thread: every link's both sides and their timers run on it.
+  Status Listen(const std::string& listen) {
+    return listener_.Start(listen, "fault proxy", "nd-fault-proxy", [this](tcp::socket socket, asio::io_context& home) {
+      connections_.fetch_add(1);
+      asio::co_spawn(home, Session(std::move(socket)), asio::detached);
     });
-    return Status::Ok();
   }
 
-  uint16_t port() const override { return port_; }
+  uint16_t port() const override { return listener_.port(); }
+  // The one context every link runs on.
+  asio::io_context& io() { return listener_.pool().context(0); }
   void SetFaults(const FaultProxyFaults& faults) override {
     std::lock_guard lock(faults_mu_);
     faults_ = faults;
@@ -92,31 +86,15 @@ class FaultProxyImpl final : public FaultProxy {
       if (stopped_) return;
       stopped_ = true;
     }
-    io_.stop();
-    if (thread_.joinable()) thread_.join();
-    // No thread runs the io_context now: close everything here, so the peers learn it at once
-    // (the coroutines' frames go with io_).
-    boost::system::error_code ec;
-    acceptor_.close(ec);
+    listener_.Stop();
+    // No thread runs the io_context now: close every link here, so the peers learn it at once
+    // (the coroutines' frames go with the listener's pool).
     std::lock_guard lock(links_mu_);
     for (Link* l : links_) l->Close(false);
   }
 
  private:
   friend struct Link;
-
-  asio::awaitable<void> Accept() {
-    for (;;) {
-      auto [ec, socket] = co_await acceptor_.async_accept(kProxyTuple);
-      if (ec) {
-        if (!acceptor_.is_open()) co_return;
-        spdlog::warn("fault proxy: accept: {}", ec.message());
-        continue;
-      }
-      connections_.fetch_add(1);
-      asio::co_spawn(io_, Session(std::move(socket)), asio::detached);
-    }
-  }
 
   asio::awaitable<void> Session(tcp::socket accepted) {
     const FaultProxyFaults f = faults();
@@ -139,8 +117,8 @@ class FaultProxyImpl final : public FaultProxy {
     }
     link->client.set_option(tcp::no_delay(true), ec);
     link->server.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(io_, Pump(link, 0), asio::detached);
-    asio::co_spawn(io_, Pump(link, 1), asio::detached);
+    asio::co_spawn(io(), Pump(link, 0), asio::detached);
+    asio::co_spawn(io(), Pump(link, 1), asio::detached);
   }
 
   // One direction of a link: 0 client → server, 1 server → client.
@@ -148,7 +126,7 @@ class FaultProxyImpl final : public FaultProxy {
     tcp::socket& from = dir == 0 ? link->client : link->server;
     tcp::socket& to = dir == 0 ? link->server : link->client;
     const FaultDirection mine = dir == 0 ? FaultDirection::kToServer : FaultDirection::kToClient;
-    asio::steady_timer timer(io_);
+    asio::steady_timer timer(io());
     std::vector<char> buffer(16 * 1024);
     for (;;) {
       auto [read, n] = co_await from.async_read_some(asio::buffer(buffer), kProxyTuple);
@@ -190,18 +168,16 @@ class FaultProxyImpl final : public FaultProxy {
   const tcp::endpoint target_;
   std::atomic<uint64_t> connections_{0}, open_{0};
   std::atomic<uint64_t> bytes_[2] = {0, 0};
-  // Declared before io_: the links, destroyed with the coroutines' frames in io_, unregister here.
+  // Declared before listener_: the links, destroyed with the coroutines' frames in its pool,
+  // unregister here.
   std::mutex links_mu_;
   std::set<Link*> links_;  // guarded by links_mu_
-  asio::io_context io_;
-  tcp::acceptor acceptor_;
-  uint16_t port_ = 0;
-  std::thread thread_;
+  TcpListener listener_{1};
   std::mutex stop_mu_;
   bool stopped_ = false;  // guarded by stop_mu_
 };
 
-Link::Link(FaultProxyImpl* p, tcp::socket accepted) : proxy(p), client(std::move(accepted)), server(p->io_) {
+Link::Link(FaultProxyImpl* p, tcp::socket accepted) : proxy(p), client(std::move(accepted)), server(p->io()) {
   proxy->open_.fetch_add(1);
   std::lock_guard lock(proxy->links_mu_);
   proxy->links_.insert(this);
@@ -243,11 +219,11 @@ StatusOr<FaultDirection> ParseFaultDirection(const std::string& text) {
 }
 
 StatusOr<std::unique_ptr<FaultProxy>> FaultProxy::Start(const FaultProxyOptions& options) {
-  ASSIGN_OR_RETURN(tcp::endpoint listen, Endpoint(options.listen, "listen address"));
+  RETURN_IF_ERROR(Endpoint(options.listen, "listen address").status());
   if (options.target.empty()) return InvalidArgument("fault proxy: no target");
   ASSIGN_OR_RETURN(tcp::endpoint target, Endpoint(options.target, "target"));
   auto proxy = std::make_unique<FaultProxyImpl>(options, target);
-  RETURN_IF_ERROR(proxy->Listen(options.listen, listen));
+  RETURN_IF_ERROR(proxy->Listen(options.listen));
   return std::unique_ptr<FaultProxy>(std::move(proxy));
 }
 

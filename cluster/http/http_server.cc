@@ -27,19 +27,23 @@ class HttpServerImpl final : public HttpServer {
       : options_(std::move(o)),
         handler_(std::move(handler)),
         check_(std::move(check)),
-        io_(options_.io_threads),
-        acceptor_(io_.context(0)) {}
+        listener_(options_.io_threads) {}
   ~HttpServerImpl() override { Stop(); }
 
   Status Listen() {
-    RETURN_IF_ERROR(ListenOn(acceptor_, options_.listen, "http server"));
-    port_ = acceptor_.local_endpoint().port();
-    asio::co_spawn(io_.context(0), Accept(), asio::detached);
-    io_.Run("nd-http");
-    return Status::Ok();
+    // The connection lives on one context: its one thread runs the connection's reads, writes
+    // and timer, and the handler (which moves heavy work to a pool of its own and comes back).
+    return listener_.Start(options_.listen, "http server", "nd-http", [this](tcp::socket socket, asio::io_context& home) {
+      ++connections_;
+      // Serve catches what its handler throws; anything else that escapes it is logged here (its
+      // slot is released by Serve's guard either way).
+      asio::co_spawn(home, Serve(std::move(socket)), [this](std::exception_ptr e) {
+        if (e) NoteException(e, "connection");
+      });
+    });
   }
 
-  uint16_t port() const override { return port_; }
+  uint16_t port() const override { return listener_.port(); }
 
   HttpServerStats stats() const override {
     HttpServerStats s;
@@ -57,32 +61,10 @@ class HttpServerImpl final : public HttpServer {
 
   void Stop() override {
     if (stopped_.exchange(true)) return;
-    io_.Stop();
-    boost::system::error_code ec;
-    acceptor_.close(ec);
+    listener_.Stop();
   }
 
  private:
-  asio::awaitable<void> Accept() {
-    for (;;) {
-      boost::system::error_code ec;
-      // The connection lives on one context: its one thread runs the connection's reads, writes
-      // and timer, and the handler (which moves heavy work to a pool of its own and comes back).
-      tcp::socket socket = co_await acceptor_.async_accept(io_.next(), asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) {
-        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
-        continue;  // e.g. too many open files: the next accept may do
-      }
-      ++connections_;
-      auto ex = socket.get_executor();
-      // Serve catches what its handler throws; anything else that escapes it is logged here (its
-      // slot is released by Serve's guard either way).
-      asio::co_spawn(ex, Serve(std::move(socket)), [this](std::exception_ptr e) {
-        if (e) NoteException(e, "connection");
-      });
-    }
-  }
-
   // Logs an exception that left a handler or a connection, at most one line a second (a client
   // that can trigger one must not flood the log).
   void NoteException(std::exception_ptr e, const char* where) {
@@ -248,9 +230,7 @@ class HttpServerImpl final : public HttpServer {
   const HttpServerOptions options_;
   const HttpHandler handler_;
   const HttpHeaderCheck check_;
-  IoContextPool io_;
-  tcp::acceptor acceptor_;
-  uint16_t port_ = 0;
+  TcpListener listener_;
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> connections_{0}, open_{0}, requests_{0}, bad_{0}, timeouts_{0}, refused_{0};
   std::atomic<uint64_t> handler_errors_{0}, refused_early_{0}, tls_failures_{0};

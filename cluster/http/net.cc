@@ -1,7 +1,14 @@
 #include "cluster/http/net.h"
 
-#include <boost/asio/executor_work_guard.hpp>
+#include <spdlog/spdlog.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "common/log_limit.h"
 #include "common/thread_priority.h"
 
 namespace neardup::cluster {
@@ -73,6 +80,54 @@ Status ListenOn(tcp::acceptor& acceptor, const std::string& listen, const std::s
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return IoError(who + ": cannot listen on " + listen + ": " + ec.message());
   return Status::Ok();
+}
+
+TcpListener::TcpListener(int io_threads)
+    : io_(io_threads), acceptor_(std::make_unique<tcp::acceptor>(io_.context(0))) {}
+
+TcpListener::~TcpListener() { Stop(); }
+
+namespace {
+
+// The accept loop: until the acceptor closes.
+asio::awaitable<void> AcceptLoop(tcp::acceptor& acceptor, IoContextPool& io, const TcpListener::OnAccept& on_accept,
+                                 const std::string& who) {
+  LogLimit log_limit(5);
+  for (;;) {
+    boost::system::error_code ec;
+    asio::io_context& home = io.next();
+    tcp::socket socket = co_await acceptor.async_accept(home, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      // e.g. too many open files: the next accept may do.
+      if (uint64_t skipped = 0; log_limit.Allow(&skipped)) {
+        spdlog::warn("{}: accept: {} ({} like it not logged)", who, ec.message(), skipped);
+      }
+      continue;
+    }
+    on_accept(std::move(socket), home);
+  }
+}
+
+}  // namespace
+
+Status TcpListener::Start(const std::string& listen, const std::string& who, const std::string& thread_name,
+                          OnAccept on_accept) {
+  RETURN_IF_ERROR(ListenOn(*acceptor_, listen, who));
+  port_ = acceptor_->local_endpoint().port();
+  on_accept_ = std::move(on_accept);
+  who_ = who;
+  asio::co_spawn(io_.context(0), AcceptLoop(*acceptor_, io_, on_accept_, who_), asio::detached);
+  io_.Run(thread_name);
+  return Status::Ok();
+}
+
+void TcpListener::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  io_.Stop();
+  boost::system::error_code ec;
+  acceptor_->close(ec);
 }
 
 }  // namespace neardup::cluster

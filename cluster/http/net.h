@@ -13,10 +13,15 @@
 //
 // Thread safety: the constructor, Run and Stop from one thread; next() and context() from any
 // (next() is a relaxed atomic counter).
+//
+// TcpListener is the skeleton every server here shares (the HTTP server, the Tier 2 server, the
+// fault proxy): the pool, the acceptor, the accept loop and the stop; each server brings what it
+// does with a connection.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -67,5 +72,47 @@ bool IsLoopbackHost(const std::string& host);
 // InvalidArgument for a malformed address or a host that is not an IP address; IoError when it
 // cannot bind or listen. `who` names the server in the message.
 Status ListenOn(boost::asio::ip::tcp::acceptor& acceptor, const std::string& listen, const std::string& who);
+
+// A TCP server's skeleton: an IoContextPool of `io_threads` contexts, an acceptor on the first,
+// and the loop that accepts each connection onto the next context (round robin) and hands it to
+// `on_accept` with that context, where the connection then lives (the server starts its coroutine
+// there). A failed accept is logged ("<who>: accept: ...", a few lines a second at most) and the
+// loop goes on; Stop ends it.
+//
+//   TcpListener listener(2);
+//   RETURN_IF_ERROR(listener.Start("127.0.0.1:0", "http server", "nd-http",
+//       [this](tcp::socket s, asio::io_context& home) { co_spawn(home, Serve(std::move(s)), detached); }));
+//   ...
+//   listener.Stop();   // the contexts stopped, their threads joined, the acceptor closed
+//
+// Thread safety: Start and Stop from one thread (Stop is idempotent, and the destructor calls it);
+// on_accept runs on the first context's thread; port() and pool() from any thread after Start.
+// Declare a listener after what its connections' coroutines use: their frames go with its pool.
+class TcpListener {
+ public:
+  using OnAccept = std::function<void(boost::asio::ip::tcp::socket socket, boost::asio::io_context& home)>;
+
+  explicit TcpListener(int io_threads);
+  ~TcpListener();
+  TcpListener(const TcpListener&) = delete;
+  TcpListener& operator=(const TcpListener&) = delete;
+
+  // Listens on `listen` (ListenOn's errors, naming `who`), starts accepting and runs the pool's
+  // threads, named `<thread_name>-<i>`.
+  Status Start(const std::string& listen, const std::string& who, const std::string& thread_name, OnAccept on_accept);
+  uint16_t port() const { return port_; }
+  IoContextPool& pool() { return io_; }
+  // Stops the contexts (handlers in flight are abandoned), joins their threads and closes the
+  // acceptor. No thread runs the contexts afterwards: the server may close its connections.
+  void Stop();
+
+ private:
+  IoContextPool io_;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  OnAccept on_accept_;
+  std::string who_;
+  uint16_t port_ = 0;
+  bool stopped_ = false;
+};
 
 }  // namespace neardup::cluster

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/post.hpp>
 
@@ -102,6 +103,55 @@ TEST(ListenOn, BindsAFreePortAndNamesWhatFails) {
   EXPECT_NE(host.message().find("localhost is not an IP address"), std::string::npos) << host.message();
   tcp::acceptor d(io);
   EXPECT_EQ(ListenOn(d, "127.0.0.1", "test server").code(), StatusCode::kInvalidArgument);
+}
+
+// The listener accepts each connection onto the pool's contexts in turn and hands it over with
+// the context it lives on; after Stop nothing is accepted.
+TEST(TcpListener, HandsEachConnectionToTheNextContextAndStopsAccepting) {
+  TcpListener listener(2);
+  std::mutex mu;
+  std::vector<asio::io_context*> homes;
+  std::vector<tcp::socket> kept;
+  std::promise<void> four;
+  ASSERT_TRUE(listener
+                  .Start("127.0.0.1:0", "test server", "nd-test",
+                         [&](tcp::socket socket, asio::io_context& home) {
+                           std::lock_guard lock(mu);
+                           EXPECT_EQ(&socket.get_executor().context(), &home);
+                           homes.push_back(&home);
+                           kept.push_back(std::move(socket));
+                           if (homes.size() == 4) four.set_value();
+                         })
+                  .ok());
+  ASSERT_NE(listener.port(), 0);
+  asio::io_context client_io;
+  std::vector<tcp::socket> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back(client_io);
+    clients.back().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), listener.port()));
+  }
+  ASSERT_EQ(four.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(homes[0], &listener.pool().context(0));
+    EXPECT_EQ(homes[1], &listener.pool().context(1));
+    EXPECT_EQ(homes[2], &listener.pool().context(0));
+    EXPECT_EQ(homes[3], &listener.pool().context(1));
+  }
+  const uint16_t port = listener.port();
+  listener.Stop();
+  listener.Stop();  // idempotent
+  tcp::socket late(client_io);
+  boost::system::error_code ec;
+  late.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+  EXPECT_TRUE(ec) << "connected after Stop";
+}
+
+TEST(TcpListener, AnAddressItCannotListenOnIsNamed) {
+  TcpListener listener(1);
+  const Status s = listener.Start("example.com:80", "test server", "nd-test", [](tcp::socket, asio::io_context&) {});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("test server"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -40,9 +40,8 @@ class Tier2ServerImpl final : public Tier2Server {
   explicit Tier2ServerImpl(const Tier2ServerOptions& o)
       : options_(o),
         service_(o.store),
-        io_(o.io_threads),
-        work_(static_cast<size_t>(o.work_threads)),
-        acceptor_(io_.context(0)) {}
+        listener_(o.io_threads),
+        work_(static_cast<size_t>(o.work_threads)) {}
   ~Tier2ServerImpl() override { Stop(); }
 
   Status Listen() {
@@ -57,14 +56,11 @@ class Tier2ServerImpl final : public Tier2Server {
                                " (beyond loopback) needs mutual TLS: tier2_server.tls (neardup certs init)");
       }
     }
-    RETURN_IF_ERROR(ListenOn(acceptor_, options_.listen, "tier2 server"));
-    port_ = acceptor_.local_endpoint().port();
-    asio::co_spawn(io_.context(0), Accept(), asio::detached);
-    io_.Run("nd-t2-io");
-    return Status::Ok();
+    return listener_.Start(options_.listen, "tier2 server", "nd-t2-io",
+                           [this](tcp::socket socket, asio::io_context& home) { Admit(std::move(socket), home); });
   }
 
-  uint16_t port() const override { return port_; }
+  uint16_t port() const override { return listener_.port(); }
 
   Tier2ServerStats stats() const override {
     Tier2ServerStats s;
@@ -82,12 +78,11 @@ class Tier2ServerImpl final : public Tier2Server {
       if (stopped_) return;
       stopped_ = true;
     }
-    io_.Stop();
+    listener_.Stop();
     work_.join();
-    // No thread runs the io_context now: the listening socket and every connection close, so a
-    // peer waiting for an answer learns at once that none will come.
+    // No thread runs the io_contexts now: every connection closes, so a peer waiting for an
+    // answer learns at once that none will come.
     boost::system::error_code ec;
-    acceptor_.close(ec);
     {
       std::lock_guard lock(connections_mu_);
       for (tcp::socket* s : connections_) s->close(ec);
@@ -101,29 +96,21 @@ class Tier2ServerImpl final : public Tier2Server {
   }
 
  private:
-  asio::awaitable<void> Accept() {
-    for (;;) {
-      boost::system::error_code ec;
-      // The connection lives on one context, whose one thread runs its reads, writes and timer.
-      asio::io_context& home = io_.next();
-      tcp::socket socket = co_await acceptor_.async_accept(home, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) {
-        if (!acceptor_.is_open()) co_return;
-        spdlog::warn("tier2 server: accept: {}", ec.message());
-        continue;
+  // An accepted connection: closed past max_connections, else served on its context, whose one
+  // thread runs its reads, writes and timer.
+  void Admit(tcp::socket socket, asio::io_context& home) {
+    boost::system::error_code ec;
+    if (open_.load() >= options_.max_connections) {
+      ++refused_connections_;
+      if (uint64_t skipped = 0; log_limit_.Allow(&skipped)) {
+        spdlog::warn("tier2 server: {} connections open (tier2_server.max_connections): one more closed ({} like it "
+                     "not logged)", open_.load(), skipped);
       }
-      if (open_.load() >= options_.max_connections) {
-        ++refused_connections_;
-        if (uint64_t skipped = 0; log_limit_.Allow(&skipped)) {
-          spdlog::warn("tier2 server: {} connections open (tier2_server.max_connections): one more closed ({} like it "
-                       "not logged)", open_.load(), skipped);
-        }
-        socket.close(ec);
-        continue;
-      }
-      socket.set_option(tcp::no_delay(true), ec);
-      asio::co_spawn(home, Serve(std::move(socket)), asio::detached);
+      socket.close(ec);
+      return;
     }
+    socket.set_option(tcp::no_delay(true), ec);
+    asio::co_spawn(home, Serve(std::move(socket)), asio::detached);
   }
 
   // One connection: frames in, answers out, in order. It runs on its context's one thread, where
@@ -379,15 +366,13 @@ class Tier2ServerImpl final : public Tier2Server {
     tcp::socket* socket_;
   };
 
-  // Declared before io_: the connections' coroutines, destroyed with io_, unregister here.
+  // Declared before listener_: the connections' coroutines, destroyed with its pool, unregister here.
   std::mutex connections_mu_;
   std::set<tcp::socket*> connections_;  // guarded by connections_mu_
   const Tier2ServerOptions options_;
   Tier2Service service_;
-  IoContextPool io_;
+  TcpListener listener_;
   asio::thread_pool work_;
-  tcp::acceptor acceptor_;
-  uint16_t port_ = 0;
   std::atomic<uint64_t> open_{0}, refused_connections_{0}, refused_frames_{0}, inflight_{0}, refused_handshakes_{0};
   std::shared_ptr<asio::ssl::context> tls_;  // null: plain TCP
   LogLimit log_limit_{5};
