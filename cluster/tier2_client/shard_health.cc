@@ -1,14 +1,9 @@
 #include "cluster/tier2_client/shard_health.h"
 
 #include <algorithm>
-#include <chrono>
 
 namespace neardup::cluster {
 namespace {
-
-double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // A shard answered when its call succeeded or it said that it holds no such page.
 bool Answered(const Status& s) { return s.ok() || s.code() == StatusCode::kNotFound; }
@@ -73,7 +68,8 @@ class ObservedShardSet final : public pipeline::ShardSet {
 
 }  // namespace
 
-ShardHealth::ShardHealth(std::vector<std::string> servers) : servers_(std::move(servers)) {}
+ShardHealth::ShardHealth(std::vector<std::string> servers, const neardup::Clock* clock)
+    : clock_(clock), servers_(std::move(servers)) {}
 
 ShardState& ShardHealth::At(uint32_t shard) {
   while (shards_.size() <= shard) {
@@ -98,7 +94,7 @@ void ShardHealth::Record(uint32_t shard, const Status& status) {
   ++s.calls;
   s.up = Answered(status);
   if (s.up) {
-    s.last_success_unix = UnixNow();
+    s.last_success_unix = static_cast<double>(clock_->NowMillis()) / 1000;
   } else {
     ++s.failures;
     s.last_error = status.ToString();
@@ -107,7 +103,7 @@ void ShardHealth::Record(uint32_t shard, const Status& status) {
 
 void ShardHealth::Opened(uint32_t shards) {
   std::lock_guard lock(mu_);
-  const double now = UnixNow();
+  const double now = static_cast<double>(clock_->NowMillis()) / 1000;
   for (uint32_t m = 0; m < shards; ++m) {
     ShardState& s = At(m);
     ++s.calls;

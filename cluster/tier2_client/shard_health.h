@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "pipeline/shard_set.h"
 
@@ -40,7 +41,8 @@ struct ShardState {
 class ShardHealth {
  public:
   // `servers` as RemoteShardSetOptions::servers (empty: the shards live in this process).
-  explicit ShardHealth(std::vector<std::string> servers);
+  // `clock` (not owned, outlives this): when a call succeeded (last_success_unix).
+  explicit ShardHealth(std::vector<std::string> servers, const neardup::Clock* clock = SystemClock());
 
   // Records a call's outcome for `shard` (the board grows to hold it).
   void Record(uint32_t shard, const Status& status);
@@ -64,6 +66,7 @@ class ShardHealth {
  private:
   ShardState& At(uint32_t shard);  // mu_ held
 
+  const neardup::Clock* const clock_;
   mutable std::mutex mu_;
   std::vector<std::string> servers_;  // guarded by mu_
   std::vector<ShardState> shards_;  // guarded by mu_

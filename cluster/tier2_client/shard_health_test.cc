@@ -1,4 +1,5 @@
 // ShardHealth: the board of each shard's state that /metrics reads, fed by the wrapped shard set.
+#include "common/clock.h"
 #include "cluster/tier2_client/shard_health.h"
 
 #include <gtest/gtest.h>
@@ -123,15 +124,18 @@ TEST(ShardHealth, AScrapeDuringTheOpenSeesEveryShard) {
 // Every call is recorded: a failure marks the shard down with its error, the next success up;
 // NotFound (no such page) is an answer.
 TEST(ShardHealth, CallsMarkShardsUpAndDown) {
-  ShardHealth health({});
+  ManualClock clock(1'700'000'000'000);
+  ShardHealth health({}, &clock);
   Opened o = Open(health, 2, 10);
+  EXPECT_EQ(health.Snapshot()[1].last_success_unix, 1.7e9);  // the open
+  clock.Advance(2500);
   ASSERT_TRUE(o.set->Stage(0, {}).ok());
   EXPECT_EQ(o.set->Get(1, "http://a.example/").status().code(), StatusCode::kNotFound);
   auto s = health.Snapshot();
   EXPECT_TRUE(s[0].up);
   EXPECT_TRUE(s[1].up);
   EXPECT_EQ(s[1].calls, 2u);
-  EXPECT_GT(s[1].last_success_unix, 1.7e9);
+  EXPECT_EQ(s[1].last_success_unix, 1.7e9 + 2.5);  // the clock's time of its last answer
   EXPECT_EQ(s[0].server, "");  // in this process
   o.fake->down[1] = true;
   EXPECT_FALSE(o.set->Compare(1, {}, 0.9, {}, nullptr).ok());

@@ -12,6 +12,7 @@
 //   - a request that parses but asks for nothing the server does: answered with its error, and the
 //     connection stays usable.
 // Meanwhile the well-behaved client's calls are all answered, in time.
+#include "common/clock.h"
 #include "cluster/tier2_server/tier2_server.h"
 
 #include <gtest/gtest.h>
@@ -245,6 +246,43 @@ TEST(Tier2Service, ReadsAnswerAtOnceAndTheRestIsLeftForThePool) {
   q.mutable_compare()->set_threshold(0.9);
   EXPECT_FALSE(service.TryHandleRead(q).has_value());
   EXPECT_EQ(q.compare().threshold(), 0.9);
+}
+
+// The deadline is measured on the service's clock: a request whose deadline is past by that
+// clock stops at once, one in its future compares as usual.
+TEST(Tier2Service, ARequestsDeadlineIsMeasuredOnTheServicesClock) {
+  test::TempDir dir;
+  ManualClock clock(1'800'000'000'000);
+  Tier2Service service(dir.File("t2"), &clock);
+  pb::Tier2Request q;
+  q.set_id(1);
+  *q.mutable_open()->mutable_config() = ConfigDefaults();
+  q.mutable_open()->mutable_config()->mutable_tier2()->set_sync(false);
+  q.mutable_open()->set_shards(1);
+  ASSERT_EQ(service.Handle(q).code(), 0u);
+  std::vector<uint64_t> text(20);
+  for (size_t i = 0; i < text.size(); ++i) text[i] = 1000 + i * 7919;
+  q.Clear();
+  pb::ShardPageMsg* a = q.mutable_stage()->add_pages();
+  *a->mutable_signature() = test::SignatureOf("http://a/", text);
+  a->set_home(true);
+  ASSERT_EQ(service.Handle(q).code(), 0u);
+  q.Clear();
+  q.mutable_apply()->set_batch(1);
+  ASSERT_EQ(service.Handle(q).code(), 0u);
+  auto compare = [&](int64_t deadline_unix_ms) {
+    pb::Tier2Request c;
+    c.mutable_compare()->set_threshold(0.9);
+    *c.mutable_compare()->add_pages()->mutable_signature() = test::SignatureOf("http://b/", text);
+    c.set_deadline_unix_ms(deadline_unix_ms);
+    return service.Handle(c);
+  };
+  // A second past, by the service's clock (the machine's is years behind it).
+  pb::Tier2Response r = compare(clock.NowMillis() - 1000);
+  EXPECT_EQ(static_cast<StatusCode>(r.code()), StatusCode::kDeadlineExceeded) << r.message();
+  r = compare(clock.NowMillis() + 60'000);
+  EXPECT_EQ(r.code(), 0u) << r.message();
+  EXPECT_EQ(r.compare().resident_size(), 1) << r.DebugString();  // b's copy, a
 }
 
 // A compare whose request's deadline passes while the shard works stops there: the service

@@ -11,11 +11,6 @@
 namespace neardup::cluster {
 namespace {
 
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 void SetStatus(const Status& s, pb::Tier2Response* r) {
   r->set_code(static_cast<uint32_t>(s.code()));
   r->set_message(s.message());
@@ -89,8 +84,8 @@ pb::Tier2Response Tier2Service::Open(const pb::Tier2Request& request) {
 
 namespace {
 
-bool PastDeadline(const pb::Tier2Request& request, pb::Tier2Response* r) {
-  if (request.deadline_unix_ms() == 0 || NowUnixMs() <= request.deadline_unix_ms()) return false;
+bool PastDeadline(const pb::Tier2Request& request, const neardup::Clock& clock, pb::Tier2Response* r) {
+  if (request.deadline_unix_ms() == 0 || clock.NowMillis() <= request.deadline_unix_ms()) return false;
   r->set_id(request.id());
   SetStatus(DeadlineExceeded("tier2: the request's deadline passed before it was served"), r);
   return true;
@@ -100,7 +95,7 @@ bool PastDeadline(const pb::Tier2Request& request, pb::Tier2Response* r) {
 
 pb::Tier2Response Tier2Service::Handle(pb::Tier2Request request) {
   pb::Tier2Response r;
-  if (PastDeadline(request, &r)) return r;
+  if (PastDeadline(request, *clock_, &r)) return r;
   if (request.body_case() == pb::Tier2Request::kOpen) return Open(request);
   std::shared_lock lock(mu_);
   return HandleLocked(std::move(request));
@@ -117,7 +112,7 @@ std::optional<pb::Tier2Response> Tier2Service::TryHandleRead(pb::Tier2Request& r
       return std::nullopt;
   }
   pb::Tier2Response r;
-  if (PastDeadline(request, &r)) return r;
+  if (PastDeadline(request, *clock_, &r)) return r;
   std::shared_lock lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) return std::nullopt;  // an open in progress
   return HandleLocked(std::move(request));
@@ -143,7 +138,7 @@ pb::Tier2Response Tier2Service::HandleLocked(pb::Tier2Request request) {
       // instead of working on for nobody (and for the retries that follow it).
       if (request.deadline_unix_ms() != 0) {
         compare.deadline = std::chrono::steady_clock::now() +
-                           std::chrono::milliseconds(request.deadline_unix_ms() - NowUnixMs());
+                           std::chrono::milliseconds(request.deadline_unix_ms() - clock_->NowMillis());
       }
       s = shards_->Compare(m, pages, request.compare().threshold(), compare, &result);
       if (s.ok()) ToMessage(result, r.mutable_compare());

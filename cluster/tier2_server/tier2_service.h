@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "proto/cluster.pb.h"
+#include "common/clock.h"
 #include "tier2/local_shards.h"
 
 namespace neardup::cluster {
@@ -32,7 +33,10 @@ namespace neardup::cluster {
 class Tier2Service {
  public:
   // `store_dir`: where this server keeps its shards (shard m in StoreLayout{store_dir}.shard(m)).
-  explicit Tier2Service(std::string store_dir) : store_dir_(std::move(store_dir)) {}
+  // `clock` (not owned, outlives this): the time a request's deadline (Unix milliseconds) is
+  // measured against.
+  explicit Tier2Service(std::string store_dir, const neardup::Clock* clock = SystemClock())
+      : store_dir_(std::move(store_dir)), clock_(clock) {}
 
   pb::Tier2Response Handle(pb::Tier2Request request);
   // A read that answers at once (get, get many, stats, committed batch), for a network thread to
@@ -45,6 +49,7 @@ class Tier2Service {
   pb::Tier2Response Open(const pb::Tier2Request& request);
 
   const std::string store_dir_;
+  const neardup::Clock* const clock_;
   std::shared_mutex mu_;                        // Handle shared, OpenShards exclusive
   std::unique_ptr<tier2::LocalShards> shards_;  // guarded by mu_
   std::vector<uint32_t> serving_;               // guarded by mu_
