@@ -83,7 +83,7 @@ Status ListenOn(tcp::acceptor& acceptor, const std::string& listen, const std::s
 }
 
 TcpListener::TcpListener(int io_threads)
-    : io_(io_threads), acceptor_(std::make_unique<tcp::acceptor>(io_.context(0))) {}
+    : io_(io_threads), acceptor_(io_.context(0)) {}
 
 TcpListener::~TcpListener() { Stop(); }
 
@@ -113,11 +113,11 @@ asio::awaitable<void> AcceptLoop(tcp::acceptor& acceptor, IoContextPool& io, con
 
 Status TcpListener::Start(const std::string& listen, const std::string& who, const std::string& thread_name,
                           OnAccept on_accept) {
-  RETURN_IF_ERROR(ListenOn(*acceptor_, listen, who));
-  port_ = acceptor_->local_endpoint().port();
+  RETURN_IF_ERROR(ListenOn(acceptor_, listen, who));
+  port_ = acceptor_.local_endpoint().port();
   on_accept_ = std::move(on_accept);
   who_ = who;
-  asio::co_spawn(io_.context(0), AcceptLoop(*acceptor_, io_, on_accept_, who_), asio::detached);
+  asio::co_spawn(io_.context(0), AcceptLoop(acceptor_, io_, on_accept_, who_), asio::detached);
   io_.Run(thread_name);
   return Status::Ok();
 }
@@ -127,7 +127,7 @@ void TcpListener::Stop() {
   stopped_ = true;
   io_.Stop();
   boost::system::error_code ec;
-  acceptor_->close(ec);
+  acceptor_.close(ec);
 }
 
 }  // namespace neardup::cluster

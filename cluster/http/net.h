@@ -108,7 +108,7 @@ class TcpListener {
 
  private:
   IoContextPool io_;
-  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  boost::asio::ip::tcp::acceptor acceptor_;  // on io_'s first context
   OnAccept on_accept_;
   std::string who_;
   uint16_t port_ = 0;

@@ -48,7 +48,8 @@ StatusOr<Scores> Score(const std::vector<std::optional<uint64_t>>& assignments, 
 
 StatusOr<std::map<std::string, std::string>> ReadLabels(const std::string& path) {
   std::map<std::string, std::string> out;
-  ASSIGN_OR_RETURN(JsonLinesStats stats, ForEachJsonLine(path, {}, [&](std::string_view line, uint64_t) -> Status {
+  // Lines that are not JSON are reported and skipped; lines without a label, skipped.
+  const Status read = ForEachJsonLine(path, {}, [&](std::string_view line, uint64_t) -> Status {
     simdjson::dom::object doc;
     RETURN_IF_ERROR(ParseJsonLine(line, {.padded = true}, &doc));
     std::string_view id, label;
@@ -56,8 +57,8 @@ StatusOr<std::map<std::string, std::string>> ReadLabels(const std::string& path)
       out.emplace(std::string(id), std::string(label));
     }
     return Status::Ok();
-  }));
-  (void)stats;  // lines that are not JSON are reported and skipped; lines without a label, skipped
+  }).status();
+  RETURN_IF_ERROR(read);
   return out;
 }
 
